@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers point one way: HaulHTTP (pure codec) <- HaulIO (syscalls, loop, TLS) <- Haul (engine) <- haul (CLI).
+let package = Package(
+    name: "Haul",
+    products: [
+        .library(name: "Haul", targets: ["Haul"]),
+        .library(name: "HaulHTTP", targets: ["HaulHTTP"]),
+        .executable(name: "haul", targets: ["haul"]),
+        .executable(name: "haul-parse", targets: ["haul-parse"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Linux calls Swift's Glibc module does not expose (epoll, eventfd, splice, fallocate, pipe2, ...).
+        .target(name: "CHaulSystem"),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "HaulHTTP"),
+        .target(name: "HaulIO", dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL"]),
+        .target(name: "Haul", dependencies: ["HaulIO", "HaulHTTP"]),
+
+        .executableTarget(
+            name: "haul",
+            dependencies: ["Haul", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
+        .executableTarget(
+            name: "haul-parser-benchmark",
+            dependencies: ["HaulHTTP"],
+            path: "Benchmarks/ParserBenchmark"
+        ),
+
+        .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
+        .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,35 @@
+#ifndef HAUL_C_SYSTEM_H
+#define HAUL_C_SYSTEM_H
+
+// Thin wrappers for Linux calls that Swift's Glibc module does not expose. _GNU_SOURCE is defined only in
+// the .c file so that it never leaks into modules Swift imports.
+#include <stdint.h>
+#include <sys/types.h>
+
+int haul_epoll_create(void);
+int haul_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+/// Fills parallel arrays so that Swift never has to mirror the packed `struct epoll_event`.
+int haul_epoll_wait(int epfd, uint32_t *events, uint64_t *datas, int maxevents, int timeout_ms);
+int haul_eventfd(unsigned int initval);
+int haul_pipe2_nonblocking(int fds[2]);
+ssize_t haul_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len, unsigned int flags);
+int haul_fallocate(int fd, int mode, int64_t offset, int64_t len);
+int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);
+
+extern const int haul_EPOLL_CTL_ADD;
+extern const int haul_EPOLL_CTL_MOD;
+extern const int haul_EPOLL_CTL_DEL;
+extern const uint32_t haul_EPOLLIN;
+extern const uint32_t haul_EPOLLOUT;
+extern const uint32_t haul_EPOLLERR;
+extern const uint32_t haul_EPOLLHUP;
+extern const uint32_t haul_EPOLLRDHUP;
+extern const uint32_t haul_EPOLLET;
+extern const unsigned int haul_SPLICE_F_MOVE;
+extern const unsigned int haul_SPLICE_F_NONBLOCK;
+extern const unsigned int haul_SPLICE_F_MORE;
+extern const unsigned int haul_SYNC_FILE_RANGE_WRITE;
+extern const unsigned int haul_SYNC_FILE_RANGE_WAIT_BEFORE;
+extern const unsigned int haul_SYNC_FILE_RANGE_WAIT_AFTER;
+
+#endif

@@ -1,0 +1,1 @@
+print("haul: not yet")
