@@ -2,6 +2,7 @@
 #include "CHaulSystem.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -39,6 +40,8 @@ int haul_fallocate(int fd, int mode, int64_t offset, int64_t len) { return fallo
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags) {
     return sync_file_range(fd, offset, nbytes, flags);
 }
+
+int haul_set_thread_name(unsigned long thread, const char *name) { return pthread_setname_np((pthread_t)thread, name); }
 
 const int haul_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 const int haul_EPOLL_CTL_MOD = EPOLL_CTL_MOD;

@@ -1,0 +1,227 @@
+import CHaulSystem
+import Glibc
+import Synchronization
+
+/// A file descriptor registered with an ``EventLoop``; pass it back to change interest or deregister.
+public struct FileDescriptorRegistration: Sendable, Hashable {
+    /// Never reused, so an event that arrives for a registration removed earlier in the same batch is dropped
+    /// instead of reaching whoever registered the recycled descriptor number.
+    let token: UInt64
+    /// The registered descriptor.
+    public let fileDescriptor: Int32
+}
+
+/// An epoll loop running on one dedicated OS thread.
+///
+/// Everything that touches a connection runs on this thread: descriptor handlers, timers and tasks submitted with
+/// ``execute(_:)``. Other threads (and Swift concurrency) only enqueue tasks; the loop is woken through an
+/// `eventfd`. Async callers bridge in with ``submit(_:)`` or continuations resumed from loop callbacks, so a
+/// cooperative thread never blocks.
+///
+/// Descriptors are **level-triggered**: a handler may stop reading before the socket is drained (to bound the work
+/// per wake-up or apply back-pressure) without losing the wake-up. The price is one `epoll_ctl` whenever a
+/// connection starts or stops wanting `EPOLLOUT`, which happens only when the send buffer is full.
+public final class EventLoop: @unchecked Sendable {
+    // @unchecked Sendable: `pending` is behind a Mutex and the descriptors are immutable; every other stored
+    // property is loop-confined, touched only on the loop thread (checked with preconditions on the entry points).
+
+    private struct PendingWork {
+        var tasks: [@Sendable () -> Void] = []
+        var shuttingDown = false
+    }
+
+    private static let wakeToken: UInt64 = 0
+    private static let maximumEventsPerWait: Int32 = 256
+
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let pending = Mutex(PendingWork())
+    private let loopThreadID = Atomic<UInt>(0)
+    private var thread: pthread_t?
+
+    private var handlers: [UInt64: (IOEvents) -> Void] = [:]
+    private var nextToken: UInt64 = 1
+    private var timers = TimerQueue()
+
+    /// Starts a loop on a new thread named `name`.
+    public init(name: String = "haul-loop") throws(SystemError) {
+        epollFD = try blockingSyscall("epoll_create1") { haul_epoll_create() }
+        do {
+            wakeFD = try blockingSyscall("eventfd") { haul_eventfd(0) }
+        } catch {
+            try? closeDescriptor(epollFD)
+            throw error
+        }
+        do {
+            _ = try blockingSyscall("epoll_ctl") {
+                haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, wakeFD, haul_EPOLLIN, EventLoop.wakeToken)
+            }
+            thread = try PosixThread.spawn(name: name) { [self] in run() }
+        } catch {
+            try? closeDescriptor(wakeFD)
+            try? closeDescriptor(epollFD)
+            throw error
+        }
+    }
+
+    deinit {
+        try? closeDescriptor(wakeFD)
+        try? closeDescriptor(epollFD)
+    }
+
+    /// Whether the caller is running on this loop's thread.
+    public var inEventLoop: Bool {
+        pthread_equal(pthread_self(), pthread_t(loopThreadID.load(ordering: .acquiring))) != 0
+    }
+
+    /// Runs `task` on the loop thread, soon. Callable from any thread, including the loop itself (then the task
+    /// runs after the current batch of events, never re-entrantly).
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        let mustWake = pending.withLock { work -> Bool in
+            work.tasks.append(task)
+            // One wake-up per batch: later submitters know the loop has not drained the queue yet.
+            return work.tasks.count == 1
+        }
+        if mustWake { wake() }
+    }
+
+    /// Runs `body` on the loop thread and returns its result to the awaiting task.
+    public func submit<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            execute { continuation.resume(with: Result<Value, any Error> { try body() }) }
+        }
+    }
+
+    /// Stops the loop after the tasks already submitted have run, and waits for its thread to finish.
+    /// Must not be called on the loop thread. Registered descriptors are not closed; their owners close them.
+    public func shutdown() {
+        precondition(!inEventLoop, "EventLoop.shutdown() would wait for its own thread")
+        let alreadyStopping = pending.withLock { work -> Bool in
+            defer { work.shuttingDown = true }
+            return work.shuttingDown
+        }
+        guard !alreadyStopping, let thread else { return }
+        wake()
+        pthread_join(thread, nil)
+    }
+
+    // MARK: Descriptors (loop thread only)
+
+    /// Starts watching `fileDescriptor` for `interest`; `handler` runs on the loop thread with the events that
+    /// occurred. `.error` and `.hangup` are always delivered.
+    public func register(
+        _ fileDescriptor: Int32,
+        interest: IOEvents,
+        handler: @escaping (IOEvents) -> Void
+    ) throws(SystemError) -> FileDescriptorRegistration {
+        precondition(inEventLoop, "EventLoop.register must be called on the loop thread")
+        let token = nextToken
+        nextToken += 1
+        _ = try blockingSyscall("epoll_ctl") {
+            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, fileDescriptor, interest.rawValue, token)
+        }
+        handlers[token] = handler
+        return FileDescriptorRegistration(token: token, fileDescriptor: fileDescriptor)
+    }
+
+    /// Replaces the set of events watched for a registered descriptor.
+    public func setInterest(_ interest: IOEvents, for registration: FileDescriptorRegistration) throws(SystemError) {
+        precondition(inEventLoop, "EventLoop.setInterest must be called on the loop thread")
+        _ = try blockingSyscall("epoll_ctl") {
+            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_MOD, registration.fileDescriptor, interest.rawValue, registration.token)
+        }
+    }
+
+    /// Stops watching a descriptor. Call before closing it: epoll tracks the open file, not the number, so a
+    /// duplicated descriptor would otherwise keep delivering events.
+    public func deregister(_ registration: FileDescriptorRegistration) {
+        precondition(inEventLoop, "EventLoop.deregister must be called on the loop thread")
+        guard handlers.removeValue(forKey: registration.token) != nil else { return }
+        // Failure means the descriptor is already closed, which removed it from the epoll set anyway.
+        _ = try? blockingSyscall("epoll_ctl") {
+            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_DEL, registration.fileDescriptor, 0, 0)
+        }
+    }
+
+    // MARK: Timers (loop thread only)
+
+    /// Calls `callback` on the loop thread once `delay` has elapsed on the monotonic clock.
+    @discardableResult
+    public func scheduleTimer(after delay: Duration, _ callback: @escaping () -> Void) -> TimerID {
+        scheduleTimer(at: MonotonicInstant.now().advanced(by: delay), callback)
+    }
+
+    /// Calls `callback` on the loop thread at `deadline`.
+    @discardableResult
+    public func scheduleTimer(at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> TimerID {
+        precondition(inEventLoop, "EventLoop.scheduleTimer must be called on the loop thread")
+        return timers.schedule(at: deadline, callback)
+    }
+
+    /// Cancels a timer that has not fired yet; cancelling a fired or cancelled timer does nothing.
+    public func cancelTimer(_ timer: TimerID) {
+        precondition(inEventLoop, "EventLoop.cancelTimer must be called on the loop thread")
+        timers.cancel(timer)
+    }
+
+    // MARK: The loop
+
+    private func wake() {
+        var one: UInt64 = 1
+        // EAGAIN means the counter is already non-zero, so the loop is going to wake anyway.
+        _ = try? syscall("write", .nonBlocking) { Glibc.write(wakeFD, &one, 8) }
+    }
+
+    private func drainWakeCounter() {
+        var counter: UInt64 = 0
+        _ = try? syscall("read", .nonBlocking) { Glibc.read(wakeFD, &counter, 8) }
+    }
+
+    private func run() {
+        loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
+        let capacity = Int(EventLoop.maximumEventsPerWait)
+        let eventMasks = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
+        let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)
+        defer {
+            eventMasks.deallocate()
+            tokens.deallocate()
+        }
+
+        while true {
+            let count: Int32
+            do {
+                count = try blockingSyscall("epoll_wait") {
+                    haul_epoll_wait(epollFD, eventMasks, tokens, EventLoop.maximumEventsPerWait, waitTimeoutMilliseconds())
+                }
+            } catch {
+                fatalError("event loop cannot continue: \(error)")
+            }
+            for index in 0..<Int(count) {
+                let token = tokens[index]
+                if token == EventLoop.wakeToken {
+                    drainWakeCounter()
+                } else if let handler = handlers[token] {
+                    handler(IOEvents(rawValue: eventMasks[index]))
+                }
+            }
+            for callback in timers.takeExpired(now: .now()) { callback() }
+            let (tasks, stopping) = pending.withLock { work in
+                defer { work.tasks.removeAll(keepingCapacity: true) }
+                return (work.tasks, work.shuttingDown)
+            }
+            for task in tasks { task() }
+            if stopping && pending.withLock({ $0.tasks.isEmpty }) { break }
+        }
+        handlers.removeAll()
+        timers = TimerQueue()
+    }
+
+    /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued,
+    /// -1 (forever) if nothing is scheduled.
+    private func waitTimeoutMilliseconds() -> Int32 {
+        if pending.withLock({ !$0.tasks.isEmpty || $0.shuttingDown }) { return 0 }
+        guard let deadline = timers.nextDeadline() else { return -1 }
+        let remaining = deadline.nanoseconds(since: .now())
+        return Int32(min((remaining + 999_999) / 1_000_000, UInt64(Int32.max)))
+    }
+}

@@ -1,0 +1,42 @@
+import CHaulSystem
+import Glibc
+
+/// Starts OS threads without Foundation, for work that must never run on Swift's cooperative pool
+/// (the event loop, blocking `getaddrinfo`).
+enum PosixThread {
+    private final class Entry {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    /// Starts a joinable thread running `body`; the caller must `pthread_join` it.
+    static func spawn(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> pthread_t {
+        try start(name: name, detached: false, body)
+    }
+
+    /// Starts a thread that cleans up after itself when `body` returns.
+    static func spawnDetached(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+        _ = try start(name: name, detached: true, body)
+    }
+
+    private static func start(name: String, detached: Bool, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> pthread_t {
+        let entry = Unmanaged.passRetained(Entry(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        if detached { pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) }
+        var thread = pthread_t()
+        let code = pthread_create(&thread, &attributes, { argument in
+            let entry = Unmanaged<Entry>.fromOpaque(argument!).takeRetainedValue()
+            entry.body()
+            return nil
+        }, entry)
+        if code != 0 {
+            Unmanaged<Entry>.fromOpaque(entry).release()
+            throw SystemError(call: "pthread_create", errno: code)
+        }
+        // Linux limits thread names to 15 bytes plus the terminator; a longer name makes the call fail, harmlessly.
+        _ = haul_set_thread_name(thread, String(name.prefix(15)))
+        return thread
+    }
+}

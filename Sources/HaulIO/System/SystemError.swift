@@ -1,0 +1,31 @@
+import Glibc
+
+/// A failed system call: the call's name and the `errno` it left behind.
+///
+/// The description reads like `connect: Connection refused (errno 111)`, so it can be shown to a user as is.
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The name of the failed call, e.g. `"connect"`.
+    public let call: String
+    /// The `errno` value the call reported.
+    public let errno: Int32
+
+    /// Creates an error for `call` failing with `errno`.
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    /// The human-readable text for `errno` from `strerror`, e.g. `Connection refused`.
+    public var reason: String { SystemError.describe(errno: errno) }
+
+    public var description: String { "\(call): \(reason) (errno \(errno))" }
+
+    /// The `strerror` text for an errno value, without the call name.
+    public static func describe(errno code: Int32) -> String {
+        // strerror_r (the XSI variant Swift sees) rather than strerror, which is not thread-safe.
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
+            guard strerror_r(code, buffer.baseAddress!, buffer.count) == 0 else { return "Unknown error \(code)" }
+            return String(cString: buffer.baseAddress!)
+        }
+    }
+}

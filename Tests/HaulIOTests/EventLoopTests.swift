@@ -1,0 +1,83 @@
+import Glibc
+import Synchronization
+import Testing
+@testable import HaulIO
+
+@Suite("Event loop")
+struct EventLoopTests {
+    @Test func executeFromAnotherThreadRunsOnTheLoopThread() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        #expect(!loop.inEventLoop)
+        let ranOnLoop = try await loop.submit { loop.inEventLoop }
+        #expect(ranOnLoop)
+    }
+
+    @Test func tasksRunInSubmissionOrder() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let order = Mutex<[Int]>([])
+        for index in 0..<100 { loop.execute { order.withLock { $0.append(index) } } }
+        _ = try await loop.submit { () }
+        #expect(order.withLock { $0 } == Array(0..<100))
+    }
+
+    @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let fired = Mutex<[String]>([])
+        let started = MonotonicInstant.now()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            loop.execute {
+                loop.scheduleTimer(after: .milliseconds(60)) { fired.withLock { $0.append("c") } }
+                loop.scheduleTimer(after: .milliseconds(20)) { fired.withLock { $0.append("a") } }
+                let cancelled = loop.scheduleTimer(after: .milliseconds(30)) { fired.withLock { $0.append("x") } }
+                loop.scheduleTimer(after: .milliseconds(40)) { fired.withLock { $0.append("b") } }
+                loop.scheduleTimer(after: .milliseconds(80)) { continuation.resume() }
+                loop.cancelTimer(cancelled)
+            }
+        }
+        #expect(fired.withLock { $0 } == ["a", "b", "c"])
+        #expect(MonotonicInstant.now().nanoseconds(since: started) >= 80_000_000)
+    }
+
+    @Test func timerQueueOrdersEqualDeadlinesBySchedulingOrder() {
+        var queue = TimerQueue()
+        var fired: [Int] = []
+        let deadline = MonotonicInstant(nanoseconds: 1_000)
+        for index in 0..<10 { _ = queue.schedule(at: deadline) { fired.append(index) } }
+        _ = queue.schedule(at: MonotonicInstant(nanoseconds: 500)) { fired.append(-1) }
+        #expect(queue.takeExpired(now: MonotonicInstant(nanoseconds: 999)).count == 1)
+        for callback in queue.takeExpired(now: deadline) { callback() }
+        #expect(fired == Array(0..<10))
+        #expect(queue.nextDeadline() == nil)
+    }
+
+    @Test func registeredDescriptorReportsReadability() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let fds = try makeNonBlockingPipe()
+        defer {
+            try? closeDescriptor(fds[0])
+            try? closeDescriptor(fds[1])
+        }
+        let received: UInt8 = try await withCheckedThrowingContinuation { continuation in
+            loop.execute {
+                do {
+                    var registration: FileDescriptorRegistration?
+                    registration = try loop.register(fds[0], interest: .readable) { events in
+                        var byte: UInt8 = 0
+                        guard events.contains(.readable), case .processed(1)? = try? syscall("read", .nonBlocking, { read(fds[0], &byte, 1) })
+                        else { return }
+                        loop.deregister(registration!)
+                        continuation.resume(returning: byte)
+                    }
+                    _ = try blockingSyscall("write") { write(fds[1], "z", 1) }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+        #expect(received == UInt8(ascii: "z"))
+    }
+}
