@@ -1,0 +1,36 @@
+/// An `Accept-Ranges` field value (RFC 9110 §14.3): the range units a server supports.
+public struct AcceptRanges: Sendable, Hashable {
+    /// The listed range units, lowercased, in order (range units are case-insensitive).
+    public let units: [String]
+
+    /// Parses a comma-separated list of tokens; nil when an element is not a token or the list is empty.
+    public init?(_ value: ArraySlice<UInt8>) {
+        var scanner = FieldValueScanner(value)
+        var units: [String] = []
+        while true {
+            scanner.skipWhitespace()
+            if scanner.isAtEnd { break }
+            // The list rule (RFC 9110 §5.6.1) tolerates empty elements such as `bytes, , none`.
+            if scanner.consume(UInt8(ascii: ",")) { continue }
+            guard let unit = scanner.consumeToken() else { return nil }
+            units.append(String(decoding: unit.map(asciiLowercase), as: UTF8.self))
+            scanner.skipWhitespace()
+            guard scanner.isAtEnd || scanner.consume(UInt8(ascii: ",")) else { return nil }
+        }
+        guard !units.isEmpty else { return nil }
+        self.units = units
+    }
+
+    /// Parses the UTF-8 bytes of `value`.
+    public init?(_ value: String) {
+        self.init(ArraySlice(value.utf8))
+    }
+
+    /// Whether byte ranges are accepted.
+    ///
+    /// Absence of the field does not mean ranges are refused (RFC 9110 §14.3), so callers should still try.
+    public var acceptsBytes: Bool { units.contains("bytes") }
+
+    /// Whether the server said `none`: range requests will be ignored, so segmenting is pointless.
+    public var acceptsNone: Bool { units.contains("none") && !acceptsBytes }
+}

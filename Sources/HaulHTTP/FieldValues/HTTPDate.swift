@@ -1,0 +1,200 @@
+/// A point in time from an HTTP-date field (RFC 9110 §5.6.7), as whole seconds since the Unix epoch (UTC).
+///
+/// Parsing accepts all three formats recipients must understand: IMF-fixdate, the obsolete RFC 850
+/// form and asctime. Day and month names are matched ignoring ASCII case, and the day name is not
+/// checked against the date, because neither mismatch makes the date ambiguous.
+public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Seconds since 1970-01-01T00:00:00Z, ignoring leap seconds.
+    public var secondsSinceEpoch: Int64
+
+    /// The date `secondsSinceEpoch` seconds after the Unix epoch.
+    public init(secondsSinceEpoch: Int64) {
+        self.secondsSinceEpoch = secondsSinceEpoch
+    }
+
+    /// A UTC calendar date and time; nil when a field is out of range (e.g. February 30, hour 24).
+    ///
+    /// `second` may be 60 for a leap second; it then counts as the first second of the next minute.
+    public init?(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+        guard (1...12).contains(month), day >= 1, day <= Self.daysInMonth(month, year: year),
+              (0..<24).contains(hour), (0..<60).contains(minute), (0...60).contains(second),
+              (-1_000_000...1_000_000).contains(year)
+        else { return nil }
+        let days = Self.daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day))
+        secondsSinceEpoch = days * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+    }
+
+    /// Parses an HTTP-date in any of the three formats; nil when it is malformed or names an impossible date.
+    ///
+    /// RFC 850 dates have two-digit years. RFC 9110 says to read a year more than 50 years in the future
+    /// as the past century; to keep parsing independent of the clock this uses a fixed pivot instead:
+    /// 00–69 are 2000–2069 and 70–99 are 1970–1999.
+    public init?(_ value: ArraySlice<UInt8>) {
+        var scanner = FieldValueScanner(value)
+        scanner.skipWhitespace()
+        let dayName = scanner.consume(while: FieldSyntax.isAlpha)
+        let parsed: (year: Int, month: Int, day: Int, time: (Int, Int, Int))?
+        if scanner.consume(UInt8(ascii: ",")) {
+            guard scanner.consume(UInt8(ascii: " ")) else { return nil }
+            if Self.shortDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }) {
+                parsed = Self.parseIMFFixdate(&scanner)
+            } else if Self.longDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }) {
+                parsed = Self.parseRFC850(&scanner)
+            } else {
+                return nil
+            }
+        } else if Self.shortDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }),
+                  scanner.consume(UInt8(ascii: " ")) {
+            parsed = Self.parseAsctime(&scanner)
+        } else {
+            return nil
+        }
+        scanner.skipWhitespace()
+        guard let parsed, scanner.isAtEnd else { return nil }
+        self.init(year: parsed.year, month: parsed.month, day: parsed.day,
+                  hour: parsed.time.0, minute: parsed.time.1, second: parsed.time.2)
+    }
+
+    /// Parses the UTF-8 bytes of `value`.
+    public init?(_ value: String) {
+        self.init(ArraySlice(value.utf8))
+    }
+
+    /// The date as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`, the only format a sender may use.
+    ///
+    /// Years outside 0000–9999 are printed with more digits or a sign, which is not a valid HTTP-date.
+    public var imfFixdate: String {
+        let days = Self.floorDivide(secondsSinceEpoch, 86_400)
+        let secondOfDay = Int(secondsSinceEpoch - days * 86_400)
+        let (year, month, day) = Self.civilFromDays(days)
+        // 1970-01-01 was a Thursday (index 4 with Sunday = 0).
+        let weekday = Int(((days % 7) + 7 + 4) % 7)
+        return "\(Self.shortDayNames[weekday]), \(Self.twoDigits(Int(day))) \(Self.monthNames[Int(month) - 1]) "
+            + "\(Self.fourDigits(year)) \(Self.twoDigits(secondOfDay / 3600)):"
+            + "\(Self.twoDigits(secondOfDay / 60 % 60)):\(Self.twoDigits(secondOfDay % 60)) GMT"
+    }
+
+    /// Same as `imfFixdate`.
+    public var description: String { imfFixdate }
+
+    /// Earlier dates order first.
+    public static func < (lhs: HTTPDate, rhs: HTTPDate) -> Bool {
+        lhs.secondsSinceEpoch < rhs.secondsSinceEpoch
+    }
+
+    // MARK: Formats
+
+    private typealias Parts = (year: Int, month: Int, day: Int, time: (Int, Int, Int))
+
+    /// `DD Mon YYYY HH:MM:SS GMT`, after `Sun, `.
+    private static func parseIMFFixdate(_ scanner: inout FieldValueScanner) -> Parts? {
+        guard let day = scanner.consumeDigits(2), scanner.consume(UInt8(ascii: " ")),
+              let month = parseMonth(&scanner), scanner.consume(UInt8(ascii: " ")),
+              let year = scanner.consumeDigits(4), scanner.consume(UInt8(ascii: " ")),
+              let time = parseTime(&scanner), scanner.consume(UInt8(ascii: " ")),
+              scanner.consumeCaseInsensitive("GMT")
+        else { return nil }
+        return (year, month, day, time)
+    }
+
+    /// `DD-Mon-YY HH:MM:SS GMT`, after `Sunday, `.
+    private static func parseRFC850(_ scanner: inout FieldValueScanner) -> Parts? {
+        guard let day = scanner.consumeDigits(2), scanner.consume(UInt8(ascii: "-")),
+              let month = parseMonth(&scanner), scanner.consume(UInt8(ascii: "-")),
+              let shortYear = scanner.consumeDigits(2), scanner.consume(UInt8(ascii: " ")),
+              let time = parseTime(&scanner), scanner.consume(UInt8(ascii: " ")),
+              scanner.consumeCaseInsensitive("GMT")
+        else { return nil }
+        return (shortYear < 70 ? 2000 + shortYear : 1900 + shortYear, month, day, time)
+    }
+
+    /// `Mon _D HH:MM:SS YYYY` (day padded with a space), after `Sun `.
+    private static func parseAsctime(_ scanner: inout FieldValueScanner) -> Parts? {
+        guard let month = parseMonth(&scanner), scanner.consume(UInt8(ascii: " ")) else { return nil }
+        let day: Int?
+        if scanner.consume(UInt8(ascii: " ")) {
+            day = scanner.consumeDigits(1)
+        } else {
+            day = scanner.consumeDigits(2)
+        }
+        guard let day, scanner.consume(UInt8(ascii: " ")),
+              let time = parseTime(&scanner), scanner.consume(UInt8(ascii: " ")),
+              let year = scanner.consumeDigits(4)
+        else { return nil }
+        return (year, month, day, time)
+    }
+
+    private static func parseMonth(_ scanner: inout FieldValueScanner) -> Int? {
+        for (index, name) in monthNames.enumerated() where scanner.consumeCaseInsensitive(name) {
+            return index + 1
+        }
+        return nil
+    }
+
+    /// `HH:MM:SS`; ranges are checked by the calendar initializer.
+    private static func parseTime(_ scanner: inout FieldValueScanner) -> (Int, Int, Int)? {
+        guard let hour = scanner.consumeDigits(2), scanner.consume(UInt8(ascii: ":")),
+              let minute = scanner.consumeDigits(2), scanner.consume(UInt8(ascii: ":")),
+              let second = scanner.consumeDigits(2)
+        else { return nil }
+        return (hour, minute, second)
+    }
+
+    // MARK: Calendar
+
+    static let shortDayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+    static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    static func isLeapYear(_ year: Int) -> Bool {
+        year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    }
+
+    static func daysInMonth(_ month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return isLeapYear(year) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+    ///
+    /// Counting years from March puts the leap day last, so each 400-year era has a closed form.
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let marchYear = month <= 2 ? year - 1 : year
+        let era = floorDivide(marchYear, 400)
+        let yearOfEra = marchYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The inverse of `daysFromCivil`.
+    static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let shifted = days + 719_468
+        let era = floorDivide(shifted, 146_097)
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let marchMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * marchMonth + 2) / 5 + 1
+        let month = marchMonth < 10 ? marchMonth + 3 : marchMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        let quotient = value / divisor
+        return value % divisor < 0 ? quotient - 1 : quotient
+    }
+
+    private static func twoDigits(_ value: Int) -> String {
+        value < 10 ? "0\(value)" : String(value)
+    }
+
+    private static func fourDigits(_ value: Int64) -> String {
+        let digits = String(value.magnitude)
+        let padded = String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        return value < 0 ? "-" + padded : padded
+    }
+}
