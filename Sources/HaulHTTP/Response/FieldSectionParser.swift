@@ -1,0 +1,275 @@
+/// Parses a block of lines that ends with an empty line: a response head (status line, then fields) or a
+/// trailer section (fields only).
+///
+/// When the whole section arrives in one piece it is validated in place and copied once; otherwise the
+/// pieces are gathered (up to the size limit) and each complete line is validated exactly once, so feeding
+/// one byte at a time costs no more than feeding everything at once. Every check looks only at bytes up to
+/// the one it judges, which is what makes the result independent of how the input was split.
+struct FieldSectionParser {
+    enum Mode { case responseHead, trailers }
+
+    struct StatusLine {
+        var major = 1
+        var minor = 1
+        var status = 0
+        var reasonStart = 0
+        var reasonEnd = 0
+    }
+
+    private(set) var mode: Mode
+    private let headLimit: Int
+    private let trailerLimit: Int
+    private var limit: Int { mode == .responseHead ? headLimit : trailerLimit }
+    private let maxFields: Int
+    /// Stream offset of the section's first byte, for error offsets.
+    private var sectionOffset: Int
+
+    /// The section's bytes gathered so far (only when it spans several inputs) or, once complete, all of it.
+    private(set) var storage: [UInt8] = []
+    private(set) var entries: [HTTPFields.Entry] = []
+    private(set) var statusLine = StatusLine()
+    private var statusLineDone: Bool
+    /// Start of the first line not yet validated.
+    private var lineStart = 0
+    /// Positions of obs-fold CR LF pairs, turned into spaces once the section is stored.
+    private var foldPositions: [Int] = []
+
+    init(mode: Mode, headLimit: Int, trailerLimit: Int, maxFields: Int, sectionOffset: Int) {
+        self.mode = mode
+        self.headLimit = headLimit
+        self.trailerLimit = trailerLimit
+        self.maxFields = maxFields
+        self.sectionOffset = sectionOffset
+        self.statusLineDone = mode == .trailers
+        storage.reserveCapacity(512)
+        entries.reserveCapacity(16)
+    }
+
+    /// Starts a new section, keeping the buffers' capacity when nobody else holds them.
+    mutating func reset(mode: Mode, sectionOffset: Int) {
+        self.mode = mode
+        self.sectionOffset = sectionOffset
+        storage.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+        foldPositions.removeAll(keepingCapacity: true)
+        statusLine = StatusLine()
+        statusLineDone = mode == .trailers
+        lineStart = 0
+    }
+
+    /// Bytes of this section received so far.
+    var receivedCount: Int { storage.count }
+
+    /// The completed section's fields, sharing the section's storage.
+    var fields: HTTPFields { HTTPFields(storage: storage, entries: entries) }
+
+    private func tooLarge() -> HTTPParseError.Kind {
+        mode == .responseHead ? .headTooLarge(limit: limit) : .trailersTooLarge(limit: limit)
+    }
+
+    /// Feeds bytes; returns how many belong to this section and whether it is complete.
+    mutating func feed(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> (consumed: Int, complete: Bool) {
+        if storage.isEmpty {
+            let window = UnsafeRawBufferPointer(rebasing: input[0..<min(input.count, limit)])
+            switch try parseLines(window) {
+            case .complete(let end):
+                storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[0..<end]))
+                applyFolds()
+                return (end, true)
+            case .incomplete:
+                if window.count == limit { throw HTTPParseError(tooLarge(), offset: sectionOffset + limit) }
+                storage.append(contentsOf: window)
+                return (window.count, false)
+            }
+        }
+
+        let previous = storage.count
+        let taken = min(input.count, limit - previous)
+        storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[0..<taken]))
+        // Only a new LF (or a full buffer) can complete a line; until then re-validating would be wasted.
+        let sawLineEnd = UnsafeRawBufferPointer(rebasing: input[0..<taken]).contains(asciiLF)
+        guard sawLineEnd || storage.count == limit else { return (taken, false) }
+        switch try parseStoredLines() {
+        case .complete(let end):
+            storage.removeSubrange(end...)
+            applyFolds()
+            return (end - previous, true)
+        case .incomplete:
+            if storage.count == limit { throw HTTPParseError(tooLarge(), offset: sectionOffset + limit) }
+            return (taken, false)
+        }
+    }
+
+    /// At end of stream: surfaces a syntax error in what was received, or reports the section incomplete.
+    mutating func finishIncomplete() throws(HTTPParseError) -> Never {
+        _ = try parseStoredLines()
+        let what = mode == .responseHead ? "response head" : "trailer section"
+        throw HTTPParseError(.incompleteMessage("\(what) cut short after \(storage.count) bytes"),
+                             offset: sectionOffset + storage.count)
+    }
+
+    private mutating func applyFolds() {
+        for position in foldPositions {
+            storage[position] = asciiSP
+            storage[position + 1] = asciiSP
+        }
+    }
+
+    private enum Progress { case complete(end: Int), incomplete }
+
+    /// Parses the gathered bytes. A second reference to `storage` keeps them readable while `self` mutates
+    /// (parsing never writes to `storage`, so no copy is made).
+    private mutating func parseStoredLines() throws(HTTPParseError) -> Progress {
+        let bytes = storage
+        let outcome = bytes.withUnsafeBytes { raw in
+            Result { () throws(HTTPParseError) -> Progress in try parseLines(raw) }
+        }
+        return try outcome.get()
+    }
+
+    private func fail(_ kind: HTTPParseError.Kind, _ position: Int) -> HTTPParseError {
+        HTTPParseError(kind, offset: sectionOffset + position)
+    }
+
+    /// Validates complete lines from `lineStart` on; stops at the first incomplete line.
+    private mutating func parseLines(_ p: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress {
+        let n = p.count
+        var i = lineStart
+        if !statusLineDone {
+            guard let next = try parseStatusLine(p, from: i) else { return .incomplete }
+            i = next
+            statusLineDone = true
+            lineStart = i
+        }
+        return try ByteClass.table.withUnsafeBufferPointer { table throws(HTTPParseError) -> Progress in
+            while true {
+                lineStart = i
+                guard i < n else { return .incomplete }
+                let first = p[i]
+                if first == asciiCR {
+                    guard i + 1 < n else { return .incomplete }
+                    guard p[i + 1] == asciiLF else { throw fail(.bareCR, i) }
+                    return .complete(end: i + 2)
+                }
+                if first == asciiLF { throw fail(.bareLF, i) }
+
+                let isFold = first == asciiSP || first == asciiHT
+                if isFold && entries.isEmpty { throw fail(.obsFoldWithoutField, i) }
+
+                var j = i
+                var nameEnd = i
+                if !isFold {
+                    while j < n && table[Int(p[j])] & ByteClass.token != 0 { j &+= 1 }
+                    guard j < n else { return .incomplete }
+                    let c = p[j]
+                    if c != asciiColon {
+                        if j == i { throw fail(c == asciiCR || c == asciiLF ? .emptyFieldName : .invalidFieldNameCharacter(byte: c), j) }
+                        if c == asciiSP || c == asciiHT {
+                            throw fail(.whitespaceBeforeColon(field: latin1String(UnsafeRawBufferPointer(rebasing: p[i..<j]))), j)
+                        }
+                        throw fail(.invalidFieldNameCharacter(byte: c), j)
+                    }
+                    if j == i { throw fail(.emptyFieldName, j) }
+                    nameEnd = j
+                    j &+= 1
+                }
+                while j < n && (p[j] == asciiSP || p[j] == asciiHT) { j &+= 1 }
+                let valueStart = j
+                while j < n && table[Int(p[j])] & ByteClass.fieldContent != 0 { j &+= 1 }
+                guard j < n else { return .incomplete }
+                let c = p[j]
+                if c == asciiCR {
+                    guard j + 1 < n else { return .incomplete }
+                    guard p[j + 1] == asciiLF else { throw fail(.bareCR, j) }
+                } else if c == asciiLF {
+                    throw fail(.bareLF, j)
+                } else {
+                    let name = isFold ? entries[entries.count - 1].nameRange : i..<nameEnd
+                    throw fail(.invalidFieldValueCharacter(field: latin1String(UnsafeRawBufferPointer(rebasing: p[name])), byte: c), j)
+                }
+                var valueEnd = j
+                while valueEnd > valueStart && (p[valueEnd - 1] == asciiSP || p[valueEnd - 1] == asciiHT) { valueEnd &-= 1 }
+
+                if isFold {
+                    // RFC 9112 §5.2: the fold becomes spaces; the value now runs through this line.
+                    let last = entries.count - 1
+                    foldPositions.append(i - 2)
+                    if valueEnd > valueStart {
+                        if entries[last].valueStart == entries[last].valueEnd { entries[last].valueStart = Int32(valueStart) }
+                        entries[last].valueEnd = Int32(valueEnd)
+                    }
+                } else {
+                    if entries.count == maxFields { throw fail(.tooManyFields(limit: maxFields), i) }
+                    entries.append(HTTPFields.Entry(nameStart: Int32(i), nameEnd: Int32(nameEnd),
+                                                    valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
+                }
+                i = j &+ 2
+            }
+        }
+    }
+
+    /// `HTTP-version SP status-code SP reason-phrase CRLF`; nil when the line is not complete yet.
+    private mutating func parseStatusLine(_ p: UnsafeRawBufferPointer, from start: Int) throws(HTTPParseError) -> Int? {
+        let n = p.count
+        var i = start
+        for expected in "HTTP/".utf8 {
+            guard i < n else { return nil }
+            guard p[i] == expected else { throw fail(.invalidStatusLine("expected \"HTTP/\""), i) }
+            i += 1
+        }
+        guard i + 3 <= n else {
+            // Judge whatever version bytes did arrive, so a bad one fails at once.
+            if i < n && !isDigit(p[i]) { throw fail(.invalidStatusLine("malformed HTTP version"), i) }
+            if i + 1 < n && p[i + 1] != UInt8(ascii: ".") { throw fail(.invalidStatusLine("malformed HTTP version"), i + 1) }
+            return nil
+        }
+        guard isDigit(p[i]) else { throw fail(.invalidStatusLine("malformed HTTP version"), i) }
+        guard p[i + 1] == UInt8(ascii: ".") else { throw fail(.invalidStatusLine("malformed HTTP version"), i + 1) }
+        guard isDigit(p[i + 2]) else { throw fail(.invalidStatusLine("malformed HTTP version"), i + 2) }
+        let major = Int(p[i] - 0x30), minor = Int(p[i + 2] - 0x30)
+        guard major == 1 else { throw fail(.unsupportedVersion(major: major, minor: minor), start) }
+        i += 3
+        guard i < n else { return nil }
+        guard p[i] == asciiSP else { throw fail(.invalidStatusLine("expected a space after the HTTP version"), i) }
+        i += 1
+        var code = 0
+        for k in 0..<3 {
+            guard i < n else { return nil }
+            guard isDigit(p[i]) else {
+                throw fail(.invalidStatusCode(latin1String(UnsafeRawBufferPointer(rebasing: p[(i - k)...i]))), i)
+            }
+            code = code * 10 + Int(p[i] - 0x30)
+            i += 1
+        }
+        guard (100...599).contains(code) else { throw fail(.invalidStatusCode(String(code)), i - 3) }
+        guard i < n else { return nil }
+        var reasonStart = i
+        if p[i] == asciiSP {
+            i += 1
+            reasonStart = i
+            while i < n && ByteClass.table[Int(p[i])] & ByteClass.fieldContent != 0 { i += 1 }
+            guard i < n else { return nil }
+        }
+        let reasonEnd = i
+        switch p[i] {
+        case asciiCR:
+            guard i + 1 < n else { return nil }
+            guard p[i + 1] == asciiLF else { throw fail(.bareCR, i) }
+        case asciiLF:
+            throw fail(.bareLF, i)
+        default:
+            if reasonStart == reasonEnd && p[i - 1] != asciiSP {
+                throw fail(.invalidStatusLine("expected a space after the status code"), i)
+            }
+            throw fail(.invalidReasonPhrase(byte: p[i]), i)
+        }
+        statusLine = StatusLine(major: major, minor: minor, status: code, reasonStart: reasonStart, reasonEnd: reasonEnd)
+        return i + 2
+    }
+}
+
+@inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
+
+extension HTTPFields.Entry {
+    var nameRange: Range<Int> { Int(nameStart)..<Int(nameEnd) }
+}

@@ -1,0 +1,19 @@
+/// Upper bounds that keep a hostile server from making the parser buffer without end.
+public struct ParserLimits: Sendable, Equatable {
+    /// Largest response head (status line, fields and the empty line), in bytes.
+    public var maxHeadBytes: Int
+    /// Most header fields in one head (and trailer fields in one trailer section).
+    public var maxFields: Int
+    /// Longest chunk-size line, extensions included.
+    public var maxChunkLineBytes: Int
+    /// Largest trailer section, in bytes.
+    public var maxTrailerBytes: Int
+
+    public init(maxHeadBytes: Int = 64 * 1024, maxFields: Int = 256,
+                maxChunkLineBytes: Int = 4 * 1024, maxTrailerBytes: Int = 16 * 1024) {
+        self.maxHeadBytes = maxHeadBytes
+        self.maxFields = maxFields
+        self.maxChunkLineBytes = maxChunkLineBytes
+        self.maxTrailerBytes = maxTrailerBytes
+    }
+}
