@@ -1,0 +1,177 @@
+/// The validator sent in `If-Range` (RFC 9110 §13.1.5), so a resumed range is only served if the
+/// representation has not changed.
+public enum IfRangeValidator: Sendable, Hashable {
+    /// A strong entity tag; a weak one is rejected at serialization.
+    case entityTag(EntityTag)
+    /// A `Last-Modified` date; per RFC 9110 only use one the server sent, and only if it is strong.
+    case lastModified(HTTPDate)
+}
+
+/// Why a request head could not be serialized. The names in it are safe to print; values never appear.
+public struct RequestHeadError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong.
+    public enum Reason: Sendable, Hashable {
+        /// A header name that is not an RFC 9110 token.
+        case invalidHeaderName(String)
+        /// A header value with CR, LF, NUL or another control character other than HTAB.
+        case invalidHeaderValue(name: String)
+        /// A header the engine owns because it controls message framing, the connection or the ranges.
+        case reservedHeader(String)
+        /// A weak entity tag, which `If-Range` may not carry.
+        case weakEntityTagInIfRange
+        /// `If-Range` without `Range`, which RFC 9110 §13.1.5 forbids.
+        case ifRangeWithoutRange
+    }
+
+    /// What was wrong.
+    public let reason: Reason
+
+    /// An error for `reason`.
+    public init(_ reason: Reason) { self.reason = reason }
+
+    /// A one-line explanation naming the header at fault.
+    public var description: String {
+        switch reason {
+        case let .invalidHeaderName(name): return "invalid header name \"\(name)\" (must be a token)"
+        case let .invalidHeaderValue(name):
+            return "invalid value for header \"\(name)\" (control characters such as CR, LF and NUL are not allowed)"
+        case let .reservedHeader(name): return "header \"\(name)\" cannot be set: haul manages it"
+        case .weakEntityTagInIfRange: return "a weak entity tag cannot be used in If-Range"
+        case .ifRangeWithoutRange: return "If-Range requires a Range"
+        }
+    }
+}
+
+/// A GET or HEAD request head, serialized as HTTP/1.1 (RFC 9112 §3).
+///
+/// Header order: request line, `Host`, `User-Agent`, `Accept`, `Accept-Encoding: identity`, `Range`,
+/// `If-Range`, `Connection: close` when asked, then the user's headers in order. A user `User-Agent`
+/// or `Accept` replaces the default and is sent in the user's position. The headers listed in
+/// `reservedHeaderNames` are rejected, because setting them would break framing (`Content-Length`,
+/// `Transfer-Encoding`), connection reuse (`Connection`, ...), virtual hosting (`Host`, which comes
+/// from the URL) or the engine's byte accounting (`Range`, `If-Range`, `Accept-Encoding`).
+public struct RequestHead: Sendable {
+    /// The request methods a downloader needs.
+    public enum Method: String, Sendable, Hashable {
+        /// Fetch the representation.
+        case get = "GET"
+        /// Fetch only the headers (size, validators, range support).
+        case head = "HEAD"
+    }
+
+    /// The method.
+    public var method: Method
+    /// The target; its userinfo is not sent (authorization is a user header).
+    public var url: HTTPURL
+    /// The byte range to ask for.
+    public var range: RangeRequest?
+    /// Only serve `range` if the representation still matches this validator.
+    public var ifRange: IfRangeValidator?
+    /// The default `User-Agent`.
+    public var userAgent: String
+    /// Whether to ask the server to close the connection after the response.
+    public var closeConnection: Bool
+    /// Extra headers, sent in order after the engine's own.
+    public var headers: HTTPFields
+
+    /// Lowercased names of headers users may not set.
+    public static let reservedHeaderNames: Set<String> = [
+        "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection",
+        "te", "trailer", "upgrade", "range", "if-range", "accept-encoding",
+    ]
+
+    /// A request head; `headers` are validated only when serializing.
+    public init(method: Method = .get, url: HTTPURL, range: RangeRequest? = nil, ifRange: IfRangeValidator? = nil,
+                userAgent: String = "haul", closeConnection: Bool = false, headers: HTTPFields = HTTPFields()) {
+        self.method = method
+        self.url = url
+        self.range = range
+        self.ifRange = ifRange
+        self.userAgent = userAgent
+        self.closeConnection = closeConnection
+        self.headers = headers
+    }
+
+    /// The serialized head, ending with the empty line.
+    public func serialized() throws(RequestHeadError) -> [UInt8] {
+        var buffer: [UInt8] = []
+        try serialize(into: &buffer)
+        return buffer
+    }
+
+    /// Appends the serialized head to `buffer`; on error `buffer` is left unchanged.
+    public func serialize(into buffer: inout [UInt8]) throws(RequestHeadError) {
+        var userSetsUserAgent = false
+        var userSetsAccept = false
+        for index in 0..<headers.count {
+            let name = headers.name(at: index)
+            try Self.validate(name: name, value: headers.value(at: index))
+            let lowercased = String(decoding: name.map(asciiLowercase), as: UTF8.self)
+            if Self.reservedHeaderNames.contains(lowercased) {
+                throw RequestHeadError(.reservedHeader(String(decoding: name, as: UTF8.self)))
+            }
+            userSetsUserAgent = userSetsUserAgent || lowercased == "user-agent"
+            userSetsAccept = userSetsAccept || lowercased == "accept"
+        }
+        if !userSetsUserAgent { try Self.validate(name: "User-Agent".utf8, value: userAgent.utf8) }
+        var ifRangeValue: [UInt8]?
+        switch ifRange {
+        case nil:
+            break
+        case let .entityTag(tag):
+            guard let value = tag.ifRangeValue else { throw RequestHeadError(.weakEntityTagInIfRange) }
+            ifRangeValue = value
+        case let .lastModified(date):
+            ifRangeValue = Array(date.imfFixdate.utf8)
+        }
+        if ifRangeValue != nil, range == nil { throw RequestHeadError(.ifRangeWithoutRange) }
+
+        // Everything is validated: from here on nothing throws, so the buffer is never half-written.
+        buffer.append(contentsOf: method.rawValue.utf8)
+        buffer.append(UInt8(ascii: " "))
+        buffer.append(contentsOf: url.requestTarget.utf8)
+        buffer.append(contentsOf: " HTTP/1.1\r\n".utf8)
+        Self.appendField("Host", url.hostHeader.utf8, to: &buffer)
+        if !userSetsUserAgent { Self.appendField("User-Agent", Self.trimmed(userAgent.utf8), to: &buffer) }
+        if !userSetsAccept { Self.appendField("Accept", "*/*".utf8, to: &buffer) }
+        Self.appendField("Accept-Encoding", "identity".utf8, to: &buffer)
+        if let range { Self.appendField("Range", range.headerValue.utf8, to: &buffer) }
+        if let ifRangeValue { Self.appendField("If-Range", ifRangeValue, to: &buffer) }
+        if closeConnection { Self.appendField("Connection", "close".utf8, to: &buffer) }
+        for index in 0..<headers.count {
+            Self.appendField(headers.name(at: index), Self.trimmed(headers.value(at: index)), to: &buffer)
+        }
+        buffer.append(contentsOf: "\r\n".utf8)
+    }
+
+    /// Names must be tokens; values may hold visible characters, SP, HTAB and obs-text but no other
+    /// control character, since CR or LF would let a value inject headers or end the head early.
+    static func validate(name: some Collection<UInt8>, value: some Collection<UInt8>) throws(RequestHeadError) {
+        guard FieldSyntax.isToken(name) else {
+            let shown = name.map { FieldSyntax.isControl($0) ? UInt8(ascii: "?") : $0 }
+            throw RequestHeadError(.invalidHeaderName(String(decoding: shown, as: UTF8.self)))
+        }
+        guard value.allSatisfy({ $0 == 0x09 || !FieldSyntax.isControl($0) }) else {
+            throw RequestHeadError(.invalidHeaderValue(name: String(decoding: name, as: UTF8.self)))
+        }
+    }
+
+    /// Field values may not begin or end with whitespace (RFC 9110 §5.5).
+    private static func trimmed<C: BidirectionalCollection<UInt8>>(_ value: C) -> C.SubSequence {
+        let start = value.firstIndex { !FieldSyntax.isWhitespace($0) } ?? value.endIndex
+        let end = value[start...].lastIndex { !FieldSyntax.isWhitespace($0) }.map(value.index(after:)) ?? start
+        return value[start..<end]
+    }
+
+    private static func appendField(_ name: some Collection<UInt8>, _ value: some Collection<UInt8>,
+                                    to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: name)
+        buffer.append(contentsOf: ": ".utf8)
+        buffer.append(contentsOf: value)
+        buffer.append(contentsOf: "\r\n".utf8)
+    }
+
+    private static func appendField(_ name: String, _ value: some Collection<UInt8>, to buffer: inout [UInt8]) {
+        appendField(name.utf8, value, to: &buffer)
+    }
+}

@@ -1,0 +1,240 @@
+/// An absolute `http` or `https` URL, validated and ready to be sent.
+///
+/// Parsing follows RFC 3986 with the choices curl makes: the fragment is dropped (it is never sent),
+/// dot segments are removed from the path, spaces and non-ASCII bytes in the path and query are
+/// percent-encoded, existing `%HH` escapes are kept as given, and control characters are rejected.
+/// User information (`user:password@`) is kept for authentication but never appears in `description`
+/// or in errors.
+public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// A supported scheme.
+    public enum Scheme: String, Sendable, Hashable {
+        /// Plain HTTP.
+        case http
+        /// HTTP over TLS.
+        case https
+
+        /// 80 or 443.
+        public var defaultPort: UInt16 { self == .http ? 80 : 443 }
+    }
+
+    /// Credentials from the URL's user information, percent-decoded.
+    public struct UserInfo: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+        /// The user name.
+        public let user: String
+        /// The password, when a `:` was present.
+        public let password: String?
+
+        /// The user name only; the password is masked so logs cannot leak it.
+        public var description: String { password == nil ? user : "\(user):***" }
+
+        /// Same as `description`.
+        public var debugDescription: String { description }
+    }
+
+    /// The scheme, lowercased.
+    public let scheme: Scheme
+    /// Credentials, if the URL carried any.
+    public let userInfo: UserInfo?
+    /// The host.
+    public let host: HTTPHost
+    /// The port to connect to: explicit, or the scheme's default.
+    public let port: UInt16
+    /// The path, percent-encoded, always starting with `/`.
+    public let path: String
+    /// The query without its `?`, percent-encoded; nil when there was no `?`.
+    public let query: String?
+
+    /// Parses an absolute URL.
+    public init(_ string: String) throws(URLParseError) {
+        let bytes = Self.trimmed(string)
+        let reference = URIReference(bytes)
+        let input = URIReference.displayText(bytes, authority: reference.authority)
+        guard !bytes.isEmpty else { throw URLParseError(.empty, input: input) }
+        guard let schemeText = reference.scheme else { throw URLParseError(.missingScheme, input: input) }
+        let scheme = try Self.parseScheme(schemeText, input: input)
+        guard let authority = reference.authority else { throw URLParseError(.missingHost, input: input) }
+        try self.init(scheme: scheme, authority: authority,
+                      path: URIReference.normalizedComponent(reference.path, input: input),
+                      query: reference.query, input: input)
+    }
+
+    /// Builds a URL from raw components: `path` already normalized, `query` raw.
+    private init(scheme: Scheme, authority: ArraySlice<UInt8>, path: [UInt8], query: ArraySlice<UInt8>?,
+                 input: String) throws(URLParseError) {
+        var hostAndPort = authority
+        var userInfo: UserInfo?
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
+            userInfo = try Self.parseUserInfo(authority[..<at], input: input)
+            hostAndPort = authority[(at + 1)...]
+        }
+        let hostEnd: Int
+        if hostAndPort.first == UInt8(ascii: "[") {
+            hostEnd = hostAndPort.firstIndex(of: UInt8(ascii: "]")).map { $0 + 1 } ?? hostAndPort.endIndex
+        } else {
+            hostEnd = hostAndPort.firstIndex(of: UInt8(ascii: ":")) ?? hostAndPort.endIndex
+        }
+        let host = try HTTPHost.parse(hostAndPort[..<hostEnd], input: input)
+        var port = scheme.defaultPort
+        let afterHost = hostAndPort[hostEnd...]
+        if let colon = afterHost.first {
+            guard colon == UInt8(ascii: ":") else {
+                throw URLParseError(.invalidHost(String(decoding: hostAndPort, as: UTF8.self)), input: input)
+            }
+            port = try Self.parsePort(afterHost.dropFirst(), default: port, input: input)
+        }
+        self.init(scheme: scheme, userInfo: userInfo, host: host, port: port,
+                  path: URIReference.removeDotSegments(path),
+                  query: try query.map { q throws(URLParseError) in try URIReference.normalizedComponent(q, input: input) })
+    }
+
+    private init(scheme: Scheme, userInfo: UserInfo?, host: HTTPHost, port: UInt16, path: [UInt8], query: [UInt8]?) {
+        self.scheme = scheme
+        self.userInfo = userInfo
+        self.host = host
+        self.port = port
+        self.path = path.isEmpty ? "/" : String(decoding: path, as: UTF8.self)
+        self.query = query.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    // MARK: Derived forms
+
+    /// Whether `port` is the scheme's default, so it is left out of `Host` and `description`.
+    public var isDefaultPort: Bool { port == scheme.defaultPort }
+
+    /// The origin-form request-target (RFC 9112 §3.2.1): path, then `?query` when there is a query.
+    public var requestTarget: String {
+        guard let query else { return path }
+        return path + "?" + query
+    }
+
+    /// The `Host` header value: the host (bracketed if IPv6), plus `:port` only when not the default.
+    public var hostHeader: String {
+        isDefaultPort ? host.uriText : "\(host.uriText):\(port)"
+    }
+
+    /// Scheme, host and port: the identity of the server, used to key connection pools.
+    public var origin: HTTPOrigin { HTTPOrigin(scheme: scheme, host: host, port: port) }
+
+    /// The URL without user information or fragment, safe to log.
+    public var description: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
+
+    /// Same as `description`, so debug output cannot leak credentials either.
+    public var debugDescription: String { description }
+
+    // MARK: Reference resolution
+
+    /// Resolves `reference` (e.g. a redirect's `Location`) against this URL (RFC 3986 §5.2).
+    ///
+    /// Accepts absolute URLs, scheme-relative (`//host/p`), absolute-path, relative-path, query-only
+    /// and fragment-only references. A reference that repeats this URL's scheme without an authority
+    /// (`http:g`) is read as relative, the backward-compatible choice RFC 3986 §5.4.2 allows, because
+    /// the strict reading has no host. User information is kept only when the authority is inherited.
+    public func resolve(_ reference: String) throws(URLParseError) -> HTTPURL {
+        let bytes = Self.trimmed(reference)
+        let parts = URIReference(bytes)
+        let input = URIReference.displayText(bytes, authority: parts.authority)
+        var referenceScheme = try parts.scheme.map { s throws(URLParseError) in try Self.parseScheme(s, input: input) }
+        if referenceScheme == scheme, parts.authority == nil { referenceScheme = nil }
+
+        if let referenceScheme {
+            guard let authority = parts.authority else { throw URLParseError(.missingHost, input: input) }
+            return try HTTPURL(scheme: referenceScheme, authority: authority,
+                               path: URIReference.normalizedComponent(parts.path, input: input),
+                               query: parts.query, input: input)
+        }
+        let referencePath = try URIReference.normalizedComponent(parts.path, input: input)
+        if let authority = parts.authority {
+            return try HTTPURL(scheme: scheme, authority: authority, path: referencePath, query: parts.query, input: input)
+        }
+        let referenceQuery = try parts.query.map { q throws(URLParseError) in
+            try URIReference.normalizedComponent(q, input: input)
+        }
+        let basePath = Array(path.utf8)
+        if referencePath.isEmpty {
+            return HTTPURL(scheme: scheme, userInfo: userInfo, host: host, port: port, path: basePath,
+                           query: referenceQuery ?? query.map { Array($0.utf8) })
+        }
+        let targetPath = referencePath.first == UInt8(ascii: "/")
+            ? referencePath
+            : URIReference.merge(basePath: basePath, referencePath: referencePath)
+        return HTTPURL(scheme: scheme, userInfo: userInfo, host: host, port: port,
+                       path: URIReference.removeDotSegments(targetPath), query: referenceQuery)
+    }
+
+    // MARK: Component parsers
+
+    /// Leading and trailing spaces and tabs are dropped: they come from copy and paste, not from servers.
+    private static func trimmed(_ string: String) -> ArraySlice<UInt8> {
+        var bytes = ArraySlice(string.utf8)
+        while let first = bytes.first, FieldSyntax.isWhitespace(first) { bytes.removeFirst() }
+        while let last = bytes.last, FieldSyntax.isWhitespace(last) { bytes.removeLast() }
+        return bytes
+    }
+
+    private static func parseScheme(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> Scheme {
+        let lowercased = String(decoding: bytes.map(asciiLowercase), as: UTF8.self)
+        guard let first = bytes.first, FieldSyntax.isAlpha(first),
+              bytes.allSatisfy({ FieldSyntax.isAlpha($0) || FieldSyntax.isDigit($0) || $0 == UInt8(ascii: "+")
+                  || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
+        else {
+            let shown = bytes.map { FieldSyntax.isControl($0) ? UInt8(ascii: "?") : $0 }
+            throw URLParseError(.invalidScheme(String(decoding: shown, as: UTF8.self)), input: input)
+        }
+        guard let scheme = Scheme(rawValue: lowercased) else {
+            throw URLParseError(.unsupportedScheme(lowercased), input: input)
+        }
+        return scheme
+    }
+
+    /// `*DIGIT` in 1–65535; empty means the default (RFC 3986 §3.2.3).
+    private static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16,
+                                  input: String) throws(URLParseError) -> UInt16 {
+        if bytes.isEmpty { return defaultPort }
+        var value = 0
+        for byte in bytes {
+            guard FieldSyntax.isDigit(byte), value <= 65_535 else { value = -1; break }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        guard (1...65_535).contains(value) else {
+            let shown = bytes.map { FieldSyntax.isControl($0) ? UInt8(ascii: "?") : $0 }
+            throw URLParseError(.invalidPort(String(decoding: shown, as: UTF8.self)), input: input)
+        }
+        return UInt16(value)
+    }
+
+    /// `user[:password]`, percent-decoded; both parts must decode to UTF-8 without control characters.
+    private static func parseUserInfo(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> UserInfo {
+        let colon = bytes.firstIndex(of: UInt8(ascii: ":"))
+        let userBytes = bytes[..<(colon ?? bytes.endIndex)]
+        let passwordBytes = colon.map { bytes[($0 + 1)...] }
+        func decode(_ part: ArraySlice<UInt8>) throws(URLParseError) -> String {
+            guard !part.contains(where: { FieldSyntax.isControl($0) || $0 == UInt8(ascii: " ") }),
+                  let decoded = FieldSyntax.percentDecoded(part),
+                  !decoded.contains(where: FieldSyntax.isControl),
+                  let text = String(validating: decoded, as: UTF8.self)
+            else { throw URLParseError(.invalidUserInfo, input: input) }
+            return text
+        }
+        return UserInfo(user: try decode(userBytes), password: try passwordBytes.map { p throws(URLParseError) in try decode(p) })
+    }
+}
+
+/// The scheme, host and port of a URL (RFC 6454): two URLs with the same origin can share connections.
+public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
+    /// The scheme.
+    public let scheme: HTTPURL.Scheme
+    /// The host.
+    public let host: HTTPHost
+    /// The port, never implicit.
+    public let port: UInt16
+
+    /// An origin from its parts.
+    public init(scheme: HTTPURL.Scheme, host: HTTPHost, port: UInt16) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    /// `scheme://host:port`, with the port always shown.
+    public var description: String { "\(scheme.rawValue)://\(host.uriText):\(port)" }
+}
