@@ -64,8 +64,13 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
     ///
     /// Years outside 0000–9999 are printed with more digits or a sign, which is not a valid HTTP-date.
     public var imfFixdate: String {
-        let days = Self.floorDivide(secondsSinceEpoch, 86_400)
-        let secondOfDay = Int(secondsSinceEpoch - days * 86_400)
+        // Remainder first: `days * 86_400` would overflow for dates near `Int64.min`.
+        var days = secondsSinceEpoch / 86_400
+        var secondOfDay = Int(secondsSinceEpoch % 86_400)
+        if secondOfDay < 0 {
+            secondOfDay += 86_400
+            days -= 1
+        }
         let (year, month, day) = Self.civilFromDays(days)
         // 1970-01-01 was a Thursday (index 4 with Sunday = 0).
         let weekday = Int(((days % 7) + 7 + 4) % 7)
