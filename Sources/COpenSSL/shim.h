@@ -24,4 +24,15 @@ static inline long haul_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }
 
+// OpenSSL 3 reports a peer that closed without close_notify as this SSL error rather than as EOF.
+static inline int haul_ERR_is_unexpected_eof(unsigned long error) {
+    return ERR_GET_LIB(error) == ERR_LIB_SSL && ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
+static inline int haul_ERR_GET_REASON(unsigned long error) { return ERR_GET_REASON(error); }
+
+static inline long haul_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_max_proto_version(ctx, version);
+}
+
 #endif

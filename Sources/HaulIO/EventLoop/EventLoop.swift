@@ -179,6 +179,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
+        blockBrokenPipeSignal()
         let capacity = Int(EventLoop.maximumEventsPerWait)
         let eventMasks = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
         let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)
@@ -214,6 +215,16 @@ public final class EventLoop: @unchecked Sendable {
         }
         handlers.removeAll()
         timers = TimerQueue()
+    }
+
+    /// OpenSSL writes to sockets with plain `write`, which raises SIGPIPE (killing the process) when the peer has
+    /// reset the connection. All socket I/O happens on this thread, so blocking the signal here turns it into an
+    /// `EPIPE` error without changing the process-wide disposition the application may rely on.
+    private func blockBrokenPipeSignal() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
     /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued,

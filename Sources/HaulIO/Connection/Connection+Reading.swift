@@ -1,0 +1,201 @@
+extension Connection {
+    /// The most reads handled per wake-up before yielding to other connections on the loop.
+    static let readsPerWakeUp = 16
+
+    enum RawRead {
+        case bytes(Int)
+        case endOfStream(EndOfStream)
+        case wouldBlock
+    }
+
+    // MARK: Loop-thread API
+
+    /// Starts the hot read loop: `handler` runs on the loop thread with every chunk read, lent from the
+    /// connection's receive buffer (reused for every read, so nothing is allocated per read).
+    ///
+    /// Reading continues until the handler returns ``ReadDecision/stop``, the stream ends, or the connection fails;
+    /// the handler sees ``ConnectionReadEvent/endOfStream(_:)`` or ``ConnectionReadEvent/failed(_:)`` last.
+    /// Call again (from the handler or later) to resume. Loop thread only; one reader at a time.
+    public func startReadingOnLoop(_ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
+        precondition(loop.inEventLoop, "Connection.startReadingOnLoop must be called on the loop thread")
+        if let terminalError {
+            _ = handler(.failed(terminalError))
+            return
+        }
+        let wasIdle = !hasPendingOperation
+        setReader(.handler(handler))
+        armIdleTimer(operationWasIdle: wasIdle)
+        // Data may already be waiting, in the socket or inside OpenSSL where epoll cannot see it.
+        performReads()
+        updateInterest()
+    }
+
+    /// Reads once into `buffer` (decrypting straight into it for TLS) and calls `completion` on the loop thread.
+    /// `buffer` must stay valid until then. Loop thread only; one reader at a time.
+    public func readOnLoop(
+        into buffer: UnsafeMutableRawBufferPointer,
+        completion: @escaping (Result<ReadResult, ConnectionError>) -> Void
+    ) {
+        precondition(loop.inEventLoop, "Connection.readOnLoop must be called on the loop thread")
+        precondition(buffer.count > 0, "Connection.readOnLoop needs a non-empty buffer")
+        if let terminalError {
+            completion(.failure(terminalError))
+            return
+        }
+        let wasIdle = !hasPendingOperation
+        setReader(.into(buffer, completion))
+        armIdleTimer(operationWasIdle: wasIdle)
+        performReads()
+        updateInterest()
+    }
+
+    // MARK: Async API
+
+    /// Reads at least one byte into `buffer`, or reports the end of the stream. Zero-copy: the kernel (or
+    /// OpenSSL) writes directly into `buffer`, which must stay valid until this returns.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) async throws(ConnectionError) -> ReadResult {
+        let target = LentBuffer(buffer: buffer)
+        let result: Result<ReadResult, ConnectionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                loop.execute { self.readOnLoop(into: target.buffer) { continuation.resume(returning: $0) } }
+            }
+        } onCancel: {
+            close()
+        }
+        return try result.get()
+    }
+
+    /// Runs `body` on the loop thread for each chunk received, until it returns ``ReadDecision/stop`` or the
+    /// stream ends; suspends the calling task once for the whole loop rather than once per read.
+    ///
+    /// `body` gets a view of the connection's receive buffer that is only valid during the call. An error thrown
+    /// by `body` stops reading and is rethrown here; connection failures are thrown as ``ConnectionError``.
+    /// Cancelling the task closes the connection.
+    public func readLoop(_ body: @escaping @Sendable (UnsafeRawBufferPointer) throws -> ReadDecision) async throws -> ReadLoopEnd {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                loop.execute {
+                    self.startReadingOnLoop { event in
+                        switch event {
+                        case .bytes(let bytes):
+                            do {
+                                let decision = try body(bytes)
+                                if decision == .stop { continuation.resume(returning: .stopped) }
+                                return decision
+                            } catch {
+                                continuation.resume(throwing: error)
+                                return .stop
+                            }
+                        case .endOfStream(let end):
+                            continuation.resume(returning: .endOfStream(end))
+                            return .stop
+                        case .failed(let error):
+                            continuation.resume(throwing: error)
+                            return .stop
+                        }
+                    }
+                }
+            }
+        } onCancel: {
+            close()
+        }
+    }
+
+    // MARK: Machinery
+
+    func setReader(_ newReader: Reader) {
+        if case .idle = reader {} else if case .idle = newReader {} else {
+            preconditionFailure("Connection to \(host):\(port) already has a read in progress")
+        }
+        reader = newReader
+        readerGeneration &+= 1
+    }
+
+    /// Serves the current reader until the socket is drained, the reader stops, or the per-wake-up budget is spent.
+    func performReads() {
+        let generation = readerGeneration
+        for _ in 0..<Connection.readsPerWakeUp {
+            guard terminalError == nil, readerGeneration == generation else { return }
+            do {
+                switch reader {
+                case .idle:
+                    return
+                case .into(let buffer, let completion):
+                    switch try readOnce(into: buffer) {
+                    case .wouldBlock:
+                        return
+                    case .bytes(let count):
+                        noteProgress()
+                        setReader(.idle)
+                        completion(.success(.bytes(count)))
+                    case .endOfStream(let end):
+                        setReader(.idle)
+                        completion(.success(.endOfStream(end)))
+                    }
+                    return
+                case .handler(let handler):
+                    switch try readOnce(into: receiveBuffer) {
+                    case .wouldBlock:
+                        return
+                    case .bytes(let count):
+                        noteProgress()
+                        let bytes = UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count])
+                        if handler(.bytes(bytes)) == .stop && readerGeneration == generation {
+                            setReader(.idle)
+                        }
+                    case .endOfStream(let end):
+                        setReader(.idle)
+                        _ = handler(.endOfStream(end))
+                        return
+                    }
+                }
+            } catch {
+                fail(error)
+                return
+            }
+        }
+        // Budget spent. Plain sockets will be reported again (level-triggered), but bytes OpenSSL already holds
+        // would be stranded, so schedule another round explicitly.
+        if readerGeneration == generation, tls?.hasBufferedData == true {
+            loop.execute { [self] in
+                guard readerGeneration == generation else { return }
+                performReads()
+                updateInterest()
+            }
+        }
+    }
+
+    @inline(__always)
+    private func readOnce(into buffer: UnsafeMutableRawBufferPointer) throws(ConnectionError) -> RawRead {
+        if let tls {
+            switch try tls.read(into: buffer) {
+            case .bytes(let count):
+                readNeedsWritable = false
+                return .bytes(count)
+            case .wantRead:
+                readNeedsWritable = false
+                return .wouldBlock
+            case .wantWrite:
+                readNeedsWritable = true
+                return .wouldBlock
+            case .closed(let clean):
+                return .endOfStream(clean ? .clean : .withoutCloseNotify)
+            }
+        }
+        do {
+            switch try socket.read(into: buffer) {
+            case .processed(0): return .endOfStream(.clean)
+            case .processed(let count): return .bytes(count)
+            case .wouldBlock: return .wouldBlock
+            }
+        } catch {
+            throw ConnectionError(kind: .ioFailure, host: host, port: port, systemError: error)
+        }
+    }
+}
+
+/// A caller's buffer handed to the loop thread. @unchecked Sendable: the async caller stays suspended until the
+/// loop has finished with the buffer, so exactly one thread uses the memory at any time.
+struct LentBuffer: @unchecked Sendable {
+    let buffer: UnsafeMutableRawBufferPointer
+}

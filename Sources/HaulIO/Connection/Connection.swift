@@ -1,0 +1,301 @@
+/// A connected byte stream to one server, plain TCP or TLS behind the same interface.
+///
+/// All state lives on one ``EventLoop`` thread. There are two ways to use it:
+///
+/// - **Hot path, on the loop thread**: ``startReadingOnLoop(_:)`` installs a handler that the loop calls with each
+///   chunk read into a receive buffer the connection owns and reuses, so a read → parse → write-to-disk cycle
+///   never leaves the loop thread and never allocates. ``writeOnLoop(_:completion:)`` and ``closeOnLoop()``
+///   complete the set. Get onto the loop with ``EventLoop/execute(_:)``.
+/// - **Async conveniences**, callable from any task: ``write(_:)``, ``read(into:)``, ``readLoop(_:)`` and
+///   ``close()``. Each suspends on a continuation; none blocks a cooperative thread.
+///
+/// One read and one write may be outstanding at a time. The connection must be closed explicitly
+/// (``close()``); a failure closes it automatically.
+public final class Connection: @unchecked Sendable {
+    // @unchecked Sendable: the `let`s are immutable; `tlsDetails` is written on the loop before `connect` returns
+    // the connection (the continuation orders that write before any reader); every other stored property is
+    // loop-confined and only touched from methods that run on `loop` (asserted by the `OnLoop` entry points).
+
+    enum Reader {
+        case idle
+        case handler((ConnectionReadEvent) -> ReadDecision)
+        case into(UnsafeMutableRawBufferPointer, (Result<ReadResult, ConnectionError>) -> Void)
+    }
+
+    struct PendingWrite {
+        var bytes: [UInt8]
+        var offset: Int
+        let completion: (ConnectionError?) -> Void
+    }
+
+    struct Handshake {
+        let completion: (Result<Void, ConnectionError>) -> Void
+        var timer: TimerID?
+        var waitsFor: IOEvents = []
+    }
+
+    /// The loop every operation of this connection runs on.
+    public let loop: EventLoop
+    /// The host as given to ``connect(to:port:tls:options:on:)``.
+    public let host: String
+    /// The port.
+    public let port: UInt16
+    /// The options in force.
+    public let options: ConnectionOptions
+    /// TLS facts once the handshake is done; `nil` for plain TCP.
+    public private(set) var tlsDetails: TLSDetails?
+
+    let socket: TCPSocket
+    var tls: TLSConnection?
+    let receiveBuffer: UnsafeMutableRawBufferPointer
+
+    var registration: FileDescriptorRegistration?
+    var registeredInterest: IOEvents = []
+    var handshake: Handshake?
+    var reader: Reader = .idle
+    /// Bumped whenever `reader` changes, so a loop over reads notices a handler that stopped, closed or replaced
+    /// itself from inside its own callback.
+    var readerGeneration: UInt64 = 0
+    var readNeedsWritable = false
+    var writer: PendingWrite?
+    var writeNeedsReadable = false
+    var terminalError: ConnectionError?
+    var lastProgress = MonotonicInstant.now()
+    var idleTimer: TimerID?
+
+    init(loop: EventLoop, host: String, port: UInt16, options: ConnectionOptions, socket: TCPSocket) {
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.options = options
+        self.socket = socket
+        self.receiveBuffer = .allocate(byteCount: max(options.receiveBufferSize, 4096), alignment: 64)
+    }
+
+    deinit {
+        receiveBuffer.deallocate()
+    }
+
+    // MARK: Connecting
+
+    /// Resolves `host`, connects with Happy Eyeballs and, if `tls` is given, completes a verified TLS handshake.
+    ///
+    /// Errors name the host and cause, e.g. `connect to 127.0.0.1:1: Connection refused` or
+    /// `TLS handshake with 127.0.0.1:8443 failed: certificate verify failed: self-signed certificate`.
+    public static func connect(
+        to host: String,
+        port: UInt16,
+        tls: TLSContext? = nil,
+        options: ConnectionOptions = ConnectionOptions(),
+        on loop: EventLoop
+    ) async throws(ConnectionError) -> Connection {
+        let result: Result<Connection, ConnectionError> = await withCheckedContinuation { continuation in
+            loop.execute {
+                connectOnLoop(to: host, port: port, tls: tls, options: options, on: loop) {
+                    continuation.resume(returning: $0)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Loop-thread form of ``connect(to:port:tls:options:on:)``: `completion` runs on the loop thread.
+    public static func connectOnLoop(
+        to host: String,
+        port: UInt16,
+        tls: TLSContext?,
+        options: ConnectionOptions,
+        on loop: EventLoop,
+        completion: @escaping (Result<Connection, ConnectionError>) -> Void
+    ) {
+        precondition(loop.inEventLoop, "Connection.connectOnLoop must be called on the loop thread")
+        let connector = HappyEyeballsConnector(
+            loop: loop, host: host, port: port, options: options.socket, attemptDelay: options.attemptDelay,
+            timeout: options.timeouts.connect
+        ) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let socket):
+                let connection = Connection(loop: loop, host: host, port: port, options: options, socket: socket)
+                guard let tls else {
+                    completion(.success(connection))
+                    return
+                }
+                connection.startHandshake(context: tls) { outcome in
+                    completion(outcome.map { connection })
+                }
+            }
+        }
+        connector.start()
+    }
+
+    private func startHandshake(context: TLSContext, completion: @escaping (Result<Void, ConnectionError>) -> Void) {
+        do {
+            tls = try TLSConnection(context: context, fileDescriptor: socket.fileDescriptor, host: host, port: port)
+        } catch {
+            terminate(with: error)
+            completion(.failure(error))
+            return
+        }
+        let limit = options.timeouts.tlsHandshake
+        handshake = Handshake(completion: completion)
+        handshake?.timer = loop.scheduleTimer(after: limit) { [self] in
+            handshake?.timer = nil
+            fail(ConnectionError(kind: .tlsHandshakeTimedOut, host: host, port: port, detail: limit.compactDescription))
+        }
+        driveHandshake()
+    }
+
+    private func driveHandshake() {
+        guard let tls, handshake != nil else { return }
+        do {
+            switch try tls.handshake() {
+            case .done:
+                let finished = handshake!
+                handshake = nil
+                if let timer = finished.timer { loop.cancelTimer(timer) }
+                tlsDetails = TLSDetails(
+                    protocolVersion: tls.protocolVersion, applicationProtocol: tls.negotiatedProtocol,
+                    sessionReused: tls.sessionReused)
+                updateInterest()
+                finished.completion(.success(()))
+            case .wantRead:
+                handshake?.waitsFor = .readable
+                updateInterest()
+            case .wantWrite:
+                handshake?.waitsFor = .writable
+                updateInterest()
+            }
+        } catch {
+            fail(error)
+        }
+    }
+
+    // MARK: Closing
+
+    /// Whether the connection has been closed or has failed.
+    public var isClosedOnLoop: Bool {
+        precondition(loop.inEventLoop, "Connection.isClosedOnLoop must be read on the loop thread")
+        return terminalError != nil
+    }
+
+    /// Closes the connection (sending TLS close_notify first) and fails pending operations with
+    /// ``ConnectionError/Kind/closed``. Callable from any thread; closing twice is harmless.
+    public func close() {
+        loop.execute { self.closeOnLoop() }
+    }
+
+    /// ``close()`` for callers already on the loop thread; takes effect immediately.
+    public func closeOnLoop() {
+        precondition(loop.inEventLoop, "Connection.closeOnLoop must be called on the loop thread")
+        guard terminalError == nil else { return }
+        if handshake == nil { tls?.shutdown() }
+        fail(ConnectionError(kind: .closed, host: host, port: port))
+    }
+
+    /// Makes `error` terminal: releases the socket and reports `error` to every pending operation.
+    func fail(_ error: ConnectionError) {
+        guard terminalError == nil else { return }
+        terminate(with: error)
+        let pendingHandshake = handshake
+        let pendingReader = reader
+        let pendingWriter = writer
+        handshake = nil
+        reader = .idle
+        readerGeneration &+= 1
+        writer = nil
+        pendingHandshake?.completion(.failure(error))
+        switch pendingReader {
+        case .idle: break
+        case .handler(let handler): _ = handler(.failed(error))
+        case .into(_, let completion): completion(.failure(error))
+        }
+        pendingWriter?.completion(error)
+    }
+
+    private func terminate(with error: ConnectionError) {
+        terminalError = error
+        if let timer = handshake?.timer { loop.cancelTimer(timer) }
+        if let timer = idleTimer { loop.cancelTimer(timer) }
+        idleTimer = nil
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        registeredInterest = []
+        socket.close()
+    }
+
+    // MARK: Readiness
+
+    /// Brings the epoll registration in line with what pending operations wait for. With nothing pending the
+    /// descriptor is removed from epoll entirely: level-triggered epoll would otherwise report a peer's reset or
+    /// unread data over and over while nobody is listening.
+    func updateInterest() {
+        guard terminalError == nil else { return }
+        var wanted: IOEvents = []
+        if let handshake {
+            wanted = handshake.waitsFor
+        } else {
+            if case .idle = reader {} else { wanted.insert(readNeedsWritable ? .writable : .readable) }
+            if writer != nil { wanted.insert(writeNeedsReadable ? .readable : .writable) }
+        }
+        guard wanted != registeredInterest || (registration == nil && !wanted.isEmpty) else { return }
+        do {
+            if wanted.isEmpty {
+                if let registration { loop.deregister(registration) }
+                registration = nil
+            } else if let registration {
+                try loop.setInterest(wanted, for: registration)
+            } else {
+                registration = try loop.register(socket.fileDescriptor, interest: wanted) { [self] events in
+                    handle(events)
+                }
+            }
+            registeredInterest = wanted
+        } catch {
+            fail(ConnectionError(kind: .ioFailure, host: host, port: port, systemError: error))
+        }
+    }
+
+    private func handle(_ events: IOEvents) {
+        if handshake != nil {
+            driveHandshake()
+            return
+        }
+        if case .idle = reader {} else { performReads() }
+        if writer != nil { performWrites() }
+        updateInterest()
+    }
+
+    // MARK: Idle timeout
+
+    /// Records that bytes moved, postponing the idle timeout. A clock read, not a timer operation, per read.
+    @inline(__always)
+    func noteProgress() { lastProgress = .now() }
+
+    /// Starts the idle watchdog when an operation begins waiting. The timer is re-armed lazily from
+    /// `lastProgress` instead of being rescheduled on every read, which would cost a heap operation per read.
+    func armIdleTimer(operationWasIdle: Bool) {
+        guard let limit = options.timeouts.idle, terminalError == nil else { return }
+        if operationWasIdle { noteProgress() }
+        guard idleTimer == nil else { return }
+        idleTimer = loop.scheduleTimer(at: lastProgress.advanced(by: limit)) { [self] in idleTimerFired(limit) }
+    }
+
+    private func idleTimerFired(_ limit: Duration) {
+        idleTimer = nil
+        guard hasPendingOperation else { return }
+        let deadline = lastProgress.advanced(by: limit)
+        if MonotonicInstant.now() >= deadline {
+            fail(ConnectionError(kind: .idleTimedOut, host: host, port: port, detail: limit.compactDescription))
+        } else {
+            idleTimer = loop.scheduleTimer(at: deadline) { [self] in idleTimerFired(limit) }
+        }
+    }
+
+    var hasPendingOperation: Bool {
+        if writer != nil { return true }
+        if case .idle = reader { return false }
+        return true
+    }
+}

@@ -1,0 +1,73 @@
+/// A failure of a ``Connection``, naming the endpoint and the cause in its description.
+public struct ConnectionError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, for callers that react differently to different failures (retry, give up, report).
+    public enum Kind: Sendable, Hashable {
+        /// The host name could not be resolved.
+        case resolutionFailed
+        /// Every address refused or failed; ``ConnectionError/systemError`` holds the last errno.
+        case connectFailed
+        /// No address connected within the connect timeout.
+        case connectTimedOut
+        /// The TLS handshake failed (certificate, hostname, protocol...).
+        case tlsHandshakeFailed
+        /// The TLS handshake did not finish within its timeout.
+        case tlsHandshakeTimedOut
+        /// No bytes arrived (or could be sent) for the idle timeout while an operation was waiting.
+        case idleTimedOut
+        /// A TLS error after the handshake.
+        case tlsFailure
+        /// A socket call failed after connecting, e.g. `ECONNRESET`.
+        case ioFailure
+        /// The connection was closed locally, or the awaiting task was cancelled.
+        case closed
+    }
+
+    /// The category of failure.
+    public let kind: Kind
+    /// The host as the caller gave it.
+    public let host: String
+    /// The port.
+    public let port: UInt16
+    /// The underlying errno, if a system call is to blame.
+    public let systemError: SystemError?
+    /// Extra detail (OpenSSL reason, resolver text, timeout length).
+    public let detail: String
+
+    /// Creates an error; normally only HaulIO does this.
+    public init(kind: Kind, host: String, port: UInt16, systemError: SystemError? = nil, detail: String = "") {
+        self.kind = kind
+        self.host = host
+        self.port = port
+        self.systemError = systemError
+        self.detail = detail
+    }
+
+    private var endpoint: String { SocketAddress.endpoint(host: host, port: port) }
+
+    public var description: String {
+        let cause = systemError?.reason ?? detail
+        switch kind {
+        case .resolutionFailed: return "resolve \(host): \(detail)"
+        case .connectFailed: return "connect to \(endpoint): \(cause)"
+        case .connectTimedOut:
+            let last = systemError.map { " (last error: \($0.reason))" } ?? ""
+            return "connect to \(endpoint) timed out after \(detail)\(last)"
+        case .tlsHandshakeFailed: return "TLS handshake with \(endpoint) failed: \(cause)"
+        case .tlsHandshakeTimedOut: return "TLS handshake with \(endpoint) timed out after \(detail)"
+        case .idleTimedOut: return "connection to \(endpoint) stalled: no data for \(detail)"
+        case .tlsFailure: return "TLS error on connection to \(endpoint): \(cause)"
+        case .ioFailure: return "connection to \(endpoint) failed: \(systemError.map(String.init(describing:)) ?? detail)"
+        case .closed: return "connection to \(endpoint) closed" + (detail.isEmpty ? "" : ": \(detail)")
+        }
+    }
+}
+
+extension Duration {
+    /// `250ms`, `5s`, `1.5s`: short enough for an error message.
+    var compactDescription: String {
+        let milliseconds = wholeNanoseconds / 1_000_000
+        if milliseconds < 1_000 { return "\(milliseconds)ms" }
+        if milliseconds % 1_000 == 0 { return "\(milliseconds / 1_000)s" }
+        return "\(milliseconds / 1_000).\(milliseconds % 1_000 / 100)s"
+    }
+}

@@ -1,0 +1,96 @@
+/// Time limits for a ``Connection``, all measured on the monotonic clock.
+public struct ConnectionTimeouts: Sendable, Hashable {
+    /// Resolution plus TCP connect across all Happy Eyeballs attempts.
+    public var connect: Duration
+    /// The TLS handshake, once TCP is connected.
+    public var tlsHandshake: Duration
+    /// The longest a pending read or write may go without any byte moving (a stalled server); `nil` for no limit.
+    public var idle: Duration?
+
+    /// 10 s to connect, 10 s to handshake, 30 s without progress.
+    public init(connect: Duration = .seconds(10), tlsHandshake: Duration = .seconds(10), idle: Duration? = .seconds(30)) {
+        self.connect = connect
+        self.tlsHandshake = tlsHandshake
+        self.idle = idle
+    }
+}
+
+/// Everything configurable about a ``Connection`` apart from TLS.
+public struct ConnectionOptions: Sendable, Hashable {
+    /// Time limits.
+    public var timeouts: ConnectionTimeouts
+    /// Socket-level options (`TCP_NODELAY`, `SO_RCVBUF`).
+    public var socket: SocketOptions
+    /// Size of the receive buffer the connection owns and lends to ``Connection/startReadingOnLoop(_:)`` handlers.
+    /// 256 KiB lets one `read` drain a well-filled socket buffer, keeping syscalls per megabyte low.
+    public var receiveBufferSize: Int
+    /// Delay between Happy Eyeballs attempts.
+    public var attemptDelay: Duration
+
+    /// The defaults described on each property.
+    public init(
+        timeouts: ConnectionTimeouts = ConnectionTimeouts(),
+        socket: SocketOptions = SocketOptions(),
+        receiveBufferSize: Int = 256 * 1024,
+        attemptDelay: Duration = HappyEyeballs.defaultAttemptDelay
+    ) {
+        self.timeouts = timeouts
+        self.socket = socket
+        self.receiveBufferSize = receiveBufferSize
+        self.attemptDelay = attemptDelay
+    }
+}
+
+/// How a stream ended.
+public enum EndOfStream: Sendable, Hashable {
+    /// TCP FIN on a plain connection, or TLS close_notify.
+    case clean
+    /// A TLS peer closed TCP without close_notify. Harmless when the HTTP framing says the body is complete,
+    /// a possible truncation attack otherwise; the HTTP layer decides.
+    case withoutCloseNotify
+}
+
+/// What ``Connection/read(into:)`` produced.
+public enum ReadResult: Sendable, Hashable {
+    /// This many bytes were written to the start of the buffer (never 0).
+    case bytes(Int)
+    /// The peer finished sending.
+    case endOfStream(EndOfStream)
+}
+
+/// A read handler's verdict after seeing a chunk of bytes.
+public enum ReadDecision: Sendable, Hashable {
+    /// Keep delivering bytes.
+    case continueReading
+    /// Stop reading (e.g. the response is complete); bytes not yet read stay in the socket.
+    case stop
+}
+
+/// Why ``Connection/readLoop(_:)`` returned.
+public enum ReadLoopEnd: Sendable, Hashable {
+    /// The body returned ``ReadDecision/stop``.
+    case stopped
+    /// The peer finished sending.
+    case endOfStream(EndOfStream)
+}
+
+/// What a loop-thread read handler receives. Not `Sendable`: it lends memory that is only valid during the call.
+public enum ConnectionReadEvent {
+    /// Bytes just received, in the connection's own receive buffer. Valid only until the handler returns; the next
+    /// read overwrites them. Process or copy them before returning.
+    case bytes(UnsafeRawBufferPointer)
+    /// The peer finished sending; reading has stopped.
+    case endOfStream(EndOfStream)
+    /// The connection failed (I/O error, TLS error, idle timeout, closed); it is unusable.
+    case failed(ConnectionError)
+}
+
+/// Facts about a TLS connection, fixed once the handshake is done.
+public struct TLSDetails: Sendable, Hashable {
+    /// E.g. `TLSv1.3`.
+    public let protocolVersion: String
+    /// The ALPN protocol the server selected, if any.
+    public let applicationProtocol: String?
+    /// Whether the handshake resumed a cached session (an abbreviated handshake).
+    public let sessionReused: Bool
+}

@@ -1,0 +1,48 @@
+/// How TLS connections are set up: protocol floor, trust, verification and ALPN.
+///
+/// The default verifies the server certificate against the system CA store and checks the host name.
+public struct TLSConfiguration: Sendable, Hashable {
+    /// TLS protocol versions a connection may negotiate.
+    public enum ProtocolVersion: Sendable, Hashable {
+        case tls12
+        case tls13
+    }
+
+    /// The oldest protocol accepted. TLS 1.2 by default; nothing older is offered at all.
+    public var minimumVersion: ProtocolVersion = .tls12
+
+    /// A PEM file of trusted CA certificates. When this or ``caDirectory`` is set, the system store is not used,
+    /// the way `curl --cacert` behaves.
+    public var caFile: String?
+
+    /// A directory of hashed CA certificates (`openssl rehash`). See ``caFile`` for the effect on the system store.
+    public var caDirectory: String?
+
+    /// Skips certificate and host-name verification entirely. Only for testing against servers one controls:
+    /// an insecure connection can be intercepted without any sign.
+    public var insecure: Bool = false
+
+    /// ALPN protocols offered, most preferred first. HTTP/1.1 only, since that is all Haul speaks.
+    public var applicationProtocols: [String] = ["http/1.1"]
+
+    /// Whether sessions are cached per host:port and offered again on the next connection (abbreviated handshake).
+    public var resumesSessions: Bool = true
+
+    /// Verification against the system trust store, TLS 1.2 minimum, ALPN `http/1.1`.
+    public init() {}
+
+    /// The default configuration but trusting only the CAs in `caFile`.
+    public init(caFile: String) {
+        self.caFile = caFile
+    }
+
+    /// A configuration that does not verify the server at all; see ``insecure``.
+    public static var insecure: TLSConfiguration {
+        var configuration = TLSConfiguration()
+        configuration.insecure = true
+        return configuration
+    }
+
+    /// Whether the system CA store is loaded.
+    var usesSystemTrustStore: Bool { caFile == nil && caDirectory == nil }
+}

@@ -1,0 +1,102 @@
+import COpenSSL
+import Synchronization
+
+/// Shared TLS state for many connections: the OpenSSL `SSL_CTX` (trust store, protocol limits) and the session
+/// cache used for resumption.
+///
+/// Create one per configuration and reuse it: loading the system CA store costs milliseconds, and sessions can only
+/// be resumed by connections made from the same context.
+public final class TLSContext: Sendable {
+    /// The configuration this context was built from.
+    public let configuration: TLSConfiguration
+
+    // `nonisolated(unsafe)`: OpenSSL documents an SSL_CTX as safe to share once configured, and nothing here
+    // changes it after `init`.
+    nonisolated(unsafe) let context: OpaquePointer
+
+    /// An `SSL_SESSION` reference. @unchecked Sendable: OpenSSL reference-counts sessions atomically and a session
+    /// is not modified once a handshake has produced it, so passing one between threads is safe.
+    private struct CachedSession: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// The last session per "host:port", each holding one OpenSSL reference.
+    private let sessions = Mutex<[String: CachedSession]>([:])
+
+    /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
+    public init(configuration: TLSConfiguration = TLSConfiguration()) throws(TLSSetupError) {
+        self.configuration = configuration
+        TLSErrorQueue.clear()
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw TLSSetupError(reason: "SSL_CTX_new failed: \(TLSErrorQueue.drain().joined(separator: ": "))")
+        }
+        self.context = context
+
+        let minimum = configuration.minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
+        _ = haul_SSL_CTX_set_min_proto_version(context, minimum)
+        // Partial writes let a large write make progress record by record; the moving buffer flag allows our
+        // retry after WANT_WRITE to pass the same bytes from a different address (arrays may move).
+        _ = haul_SSL_CTX_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+
+        if !configuration.insecure {
+            if configuration.usesSystemTrustStore {
+                guard SSL_CTX_set_default_verify_paths(context) == 1 else {
+                    throw TLSSetupError(reason: "cannot load the system CA store: \(TLSErrorQueue.drain().joined(separator: ": "))")
+                }
+            } else if SSL_CTX_load_verify_locations(context, configuration.caFile, configuration.caDirectory) != 1 {
+                let source = [configuration.caFile, configuration.caDirectory].compactMap { $0 }.joined(separator: ", ")
+                throw TLSSetupError(reason: "cannot load CA certificates from \(source): \(TLSErrorQueue.drain().joined(separator: ": "))")
+            }
+        }
+
+        if configuration.resumesSessions {
+            // Client-side caching with our own store: OpenSSL's internal cache is keyed by session ID, which a
+            // client cannot look up by host. The callback hands us each session as soon as it arrives, which for
+            // TLS 1.3 is after the handshake, in a NewSessionTicket message.
+            _ = haul_SSL_CTX_set_session_cache_mode(context, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
+            SSL_CTX_sess_set_new_cb(context) { ssl, session in
+                guard let ssl, let session, let owner = SSL_get_ex_data(ssl, 0) else { return 0 }
+                let connection = Unmanaged<TLSConnection>.fromOpaque(owner).takeUnretainedValue()
+                connection.context.storeSession(session, for: connection.sessionKey)
+                return 1  // We keep OpenSSL's reference.
+            }
+        }
+    }
+
+    deinit {
+        for session in sessions.withLock({ $0.values }) { SSL_SESSION_free(session.pointer) }
+        SSL_CTX_free(context)
+    }
+
+    /// Keeps `session` (taking over one reference) as the one to offer for `key`, releasing the previous one.
+    func storeSession(_ session: OpaquePointer, for key: String) {
+        let previous = sessions.withLock { $0.updateValue(CachedSession(pointer: session), forKey: key) }
+        if let previous { SSL_SESSION_free(previous.pointer) }
+    }
+
+    /// Offers the cached session for `key` to `ssl`, if there is a resumable one.
+    func offerSession(for key: String, to ssl: OpaquePointer) {
+        sessions.withLock { cache in
+            guard let session = cache[key]?.pointer else { return }
+            if SSL_SESSION_is_resumable(session) == 1 {
+                // SSL_set_session takes its own reference, so the cache's stays valid.
+                _ = SSL_set_session(ssl, session)
+            } else {
+                cache[key] = nil
+                SSL_SESSION_free(session)
+            }
+        }
+    }
+
+    /// Whether a session is cached for `host`:`port` (for tests and diagnostics).
+    public func hasCachedSession(host: String, port: UInt16) -> Bool {
+        sessions.withLock { $0[TLSConnection.sessionKey(host: host, port: port)] != nil }
+    }
+}
+
+/// A ``TLSContext`` could not be created, e.g. because the CA file is missing.
+public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
+    /// What failed and why.
+    public let reason: String
+    public var description: String { "TLS setup failed: \(reason)" }
+}

@@ -1,0 +1,273 @@
+import Glibc
+import Synchronization
+import Testing
+@testable import HaulIO
+
+@Suite("TCP connections")
+struct TCPConnectionTests {
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func echoesBytesOverLoopback(host: String) async throws {
+        let server = try LoopbackServer(host: host, behaviour: .echo)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+
+        let connection = try await Connection.connect(to: host, port: server.port, on: loop)
+        defer { connection.close() }
+        #expect(connection.tlsDetails == nil)
+
+        try await connection.write(Array("hello, haul".utf8))
+        var received: [UInt8] = []
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+        defer { buffer.deallocate() }
+        while received.count < 11 {
+            guard case .bytes(let count) = try await connection.read(into: buffer) else {
+                Issue.record("stream ended early")
+                return
+            }
+            received.append(contentsOf: buffer[..<count])
+        }
+        #expect(String(decoding: received, as: UTF8.self) == "hello, haul")
+    }
+
+    @Test func hotReadLoopSeesEveryByteInOrderAndStopsWhenAsked() async throws {
+        let server = try LoopbackServer(behaviour: .echo)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        defer { connection.close() }
+
+        let payload = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let expected = payload
+        // Written concurrently: the echo server only drains its side as we drain ours.
+        async let written: Void = connection.write(payload)
+
+        struct Progress { var count = 0; var mismatches = 0; var chunks = 0 }
+        let progress = Mutex(Progress())
+        let end = try await connection.readLoop { bytes in
+            progress.withLock { state in
+                for byte in bytes {
+                    if byte != expected[state.count] { state.mismatches += 1 }
+                    state.count += 1
+                }
+                state.chunks += 1
+                return state.count == expected.count ? .stop : .continueReading
+            }
+        }
+        try await written
+        #expect(end == .stopped)
+        let final = progress.withLock { $0 }
+        #expect(final.count == payload.count)
+        #expect(final.mismatches == 0)
+        #expect(final.chunks > 1)
+    }
+
+    @Test func peerClosingEndsTheReadLoopCleanly() async throws {
+        let server = try LoopbackServer(behaviour: .echo)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        defer { connection.close() }
+        try await connection.write(Array("bye".utf8))
+        let received = Mutex(0)
+        // Half-close our side so the echo server finishes and closes its side.
+        _ = try await loop.submit { shutdown(connection.socket.fileDescriptor, Int32(SHUT_WR)) }
+        let end = try await connection.readLoop { bytes in
+            received.withLock { $0 += bytes.count }
+            return .continueReading
+        }
+        #expect(end == .endOfStream(.clean))
+        #expect(received.withLock { $0 } == 3)
+    }
+
+    @Test func refusedConnectionNamesHostPortAndErrno() async throws {
+        let port = try LoopbackServer.unusedPort()
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        do {
+            _ = try await Connection.connect(to: "127.0.0.1", port: port, on: loop)
+            Issue.record("connected to a port nobody listens on")
+        } catch {
+            #expect(error.kind == .connectFailed)
+            #expect(error.systemError?.errno == ECONNREFUSED)
+            #expect(error.description == "connect to 127.0.0.1:\(port): Connection refused")
+        }
+    }
+
+    @Test func unresolvableHostIsReportedAsResolutionFailure() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        // `.invalid` is reserved (RFC 2606) and never resolves.
+        do {
+            _ = try await Connection.connect(to: "no-such-host.invalid", port: 80, on: loop)
+            Issue.record("resolved a .invalid name")
+        } catch {
+            #expect(error.kind == .resolutionFailed)
+            #expect(error.description.hasPrefix("resolve no-such-host.invalid: "))
+        }
+    }
+
+    @Test func connectTimesOutAgainstAFullBacklog() async throws {
+        // A listener that never accepts: once its backlog is full, the kernel drops further SYNs.
+        let server = try LoopbackServer(behaviour: .neverAccept, backlog: 0)
+        defer { server.stop() }
+        let fillers = try TCPConnectionTests.fillBacklogForTests(port: server.port)
+        defer { fillers.forEach { close($0) } }
+
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.connect = .milliseconds(300)
+        let started = MonotonicInstant.now()
+        do {
+            let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
+            connection.close()
+            Issue.record("connected although the backlog was full")
+        } catch {
+            #expect(error.kind == .connectTimedOut)
+            #expect(error.description.hasPrefix("connect to 127.0.0.1:\(server.port) timed out after 300ms"))
+        }
+        let elapsed = MonotonicInstant.now().nanoseconds(since: started)
+        #expect(elapsed >= 290_000_000 && elapsed < 2_000_000_000)
+    }
+
+    @Test func idleTimeoutFailsAStalledRead() async throws {
+        let server = try LoopbackServer(behaviour: .silent)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = .milliseconds(200)
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
+        let started = MonotonicInstant.now()
+        do {
+            _ = try await connection.readLoop { _ in .continueReading }
+            Issue.record("read loop ended without the idle timeout")
+        } catch let error as ConnectionError {
+            #expect(error.kind == .idleTimedOut)
+            #expect(error.description == "connection to 127.0.0.1:\(server.port) stalled: no data for 200ms")
+        }
+        #expect(MonotonicInstant.now().nanoseconds(since: started) >= 190_000_000)
+    }
+
+    @Test func closingFailsAPendingReadWithClosed() async throws {
+        let server = try LoopbackServer(behaviour: .silent)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        let reading = Task { try await connection.readLoop { _ in .continueReading } }
+        try await Task.sleep(for: .milliseconds(50))
+        connection.close()
+        await #expect(throws: ConnectionError.self) { _ = try await reading.value }
+        await #expect(throws: ConnectionError.self) { try await connection.write([1]) }
+    }
+
+    /// Opens connections until one no longer completes within 200 ms; returns the completed ones.
+    static func fillBacklogForTests(port: UInt16) throws -> [Int32] {
+        var fillers: [Int32] = []
+        for _ in 0..<8 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+            _ = try address.withSockAddr { (pointer, length) throws(SystemError) in connect(fd, pointer, length) }
+            var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            let ready = poll(&poller, 1, 200)
+            var error: Int32 = 0
+            var length = socklen_t(4)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if ready == 1 && error == 0 {
+                fillers.append(fd)
+            } else {
+                close(fd)
+                return fillers
+            }
+        }
+        return fillers
+    }
+}
+
+@Suite("Happy Eyeballs")
+struct HappyEyeballsTests {
+    private func address(_ ip: String) -> SocketAddress { SocketAddress(ipAddress: ip, port: 443)! }
+
+    @Test func ordersIPv6FirstAndInterleavesFamilies() {
+        let resolved = ["192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1", "2001:db8::2"].map(address)
+        let ordered = HappyEyeballs.connectionOrder(resolved)
+        #expect(ordered.map(\.ipAddress) == ["2001:db8::1", "192.0.2.1", "2001:db8::2", "192.0.2.2", "192.0.2.3"])
+    }
+
+    @Test func keepsResolverOrderWithinASingleFamily() {
+        let resolved = ["192.0.2.9", "192.0.2.1"].map(address)
+        #expect(HappyEyeballs.connectionOrder(resolved) == resolved)
+        #expect(HappyEyeballs.connectionOrder([]).isEmpty)
+    }
+
+    @Test func addressDescriptionsBracketIPv6() {
+        #expect(address("::1").description == "[::1]:443")
+        #expect(address("127.0.0.1").description == "127.0.0.1:443")
+        #expect(SocketAddress(ipAddress: "localhost", port: 1) == nil)
+    }
+
+    @Test func nextAttemptStartsAfterTheDelayWhenTheFirstHangs() async throws {
+        // The first address never answers (full backlog), the second accepts: the race must move on after the
+        // attempt delay, well before the overall timeout.
+        let hanging = try LoopbackServer(behaviour: .neverAccept, backlog: 0)
+        defer { hanging.stop() }
+        let fillers = try TCPConnectionTests.fillBacklogForTests(port: hanging.port)
+        defer { fillers.forEach { close($0) } }
+        let working = try LoopbackServer(host: "::1", behaviour: .echo)
+        defer { working.stop() }
+
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let started = MonotonicInstant.now()
+        let connectedPort: UInt16 = try await withCheckedThrowingContinuation { continuation in
+            loop.execute {
+                let connector = HappyEyeballsConnector(
+                    loop: loop, host: "test", port: 0, options: SocketOptions(), attemptDelay: .milliseconds(100),
+                    timeout: .seconds(5)
+                ) { result in
+                    continuation.resume(with: result.map { socket in
+                        defer { socket.close() }
+                        return (try? LoopbackServer.peerPort(socket.fileDescriptor)) ?? 0
+                    }.mapError { $0 as any Error })
+                }
+                connector.start(addresses: [
+                    SocketAddress(ipAddress: "127.0.0.1", port: hanging.port)!,
+                    SocketAddress(ipAddress: "::1", port: working.port)!,
+                ])
+            }
+        }
+        let elapsed = MonotonicInstant.now().nanoseconds(since: started)
+        #expect(connectedPort == working.port)
+        #expect(elapsed >= 95_000_000 && elapsed < 2_000_000_000)
+    }
+
+    @Test func failedAttemptStartsTheNextImmediately() async throws {
+        let refused = try LoopbackServer.unusedPort()
+        let working = try LoopbackServer(behaviour: .echo)
+        defer { working.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let started = MonotonicInstant.now()
+        let connected: Bool = try await withCheckedThrowingContinuation { continuation in
+            loop.execute {
+                let connector = HappyEyeballsConnector(
+                    loop: loop, host: "test", port: 0, options: SocketOptions(), attemptDelay: .seconds(2),
+                    timeout: .seconds(5)
+                ) { result in
+                    if case .success(let socket) = result { socket.close() }
+                    continuation.resume(returning: (try? result.get()) != nil)
+                }
+                connector.start(addresses: [
+                    SocketAddress(ipAddress: "127.0.0.1", port: refused)!,
+                    SocketAddress(ipAddress: "127.0.0.1", port: working.port)!,
+                ])
+            }
+        }
+        #expect(connected)
+        #expect(MonotonicInstant.now().nanoseconds(since: started) < 1_000_000_000)
+    }
+}
