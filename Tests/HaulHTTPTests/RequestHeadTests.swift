@@ -1,0 +1,155 @@
+import Testing
+import HaulHTTP
+
+@Suite struct RequestHeadTests {
+    private func text(_ head: RequestHead) throws -> String {
+        String(decoding: try head.serialized(), as: UTF8.self)
+    }
+
+    @Test func serializesMinimalGet() throws {
+        let head = RequestHead(url: try HTTPURL("http://example.com/file.iso"))
+        #expect(try text(head) == """
+            GET /file.iso HTTP/1.1\r
+            Host: example.com\r
+            User-Agent: haul\r
+            Accept: */*\r
+            Accept-Encoding: identity\r
+            \r
+
+            """)
+    }
+
+    @Test func serializesRangedHeadWithEverything() throws {
+        let url = try HTTPURL("https://user:pw@[2001:db8::1]:8443/a b/f?x=1#frag")
+        let head = RequestHead(
+            method: .get, url: url, range: .bytes(100...199),
+            ifRange: .entityTag(try #require(EntityTag("\"abc\""))),
+            userAgent: "haul/1.0", closeConnection: true,
+            headers: HTTPFields([("Authorization", "Basic dXNlcjpwdw=="), ("X-Trace", "  padded\tvalue  ")]))
+        #expect(try text(head) == """
+            GET /a%20b/f?x=1 HTTP/1.1\r
+            Host: [2001:db8::1]:8443\r
+            User-Agent: haul/1.0\r
+            Accept: */*\r
+            Accept-Encoding: identity\r
+            Range: bytes=100-199\r
+            If-Range: "abc"\r
+            Connection: close\r
+            Authorization: Basic dXNlcjpwdw==\r
+            X-Trace: padded\tvalue\r
+            \r
+
+            """)
+    }
+
+    @Test func serializesHeadWithDateValidatorAndOpenRange() throws {
+        let head = RequestHead(method: .head, url: try HTTPURL("http://h:8080"), range: .from(0),
+                               ifRange: .lastModified(HTTPDate(secondsSinceEpoch: 784_111_777)))
+        #expect(try text(head) == """
+            HEAD / HTTP/1.1\r
+            Host: h:8080\r
+            User-Agent: haul\r
+            Accept: */*\r
+            Accept-Encoding: identity\r
+            Range: bytes=0-\r
+            If-Range: Sun, 06 Nov 1994 08:49:37 GMT\r
+            \r
+
+            """)
+    }
+
+    @Test func userAgentAndAcceptOverrideTheDefaults() throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"),
+                               headers: HTTPFields([("accept", "application/octet-stream"), ("USER-AGENT", "custom/2")]))
+        let serialized = try text(head)
+        #expect(serialized == """
+            GET / HTTP/1.1\r
+            Host: h\r
+            Accept-Encoding: identity\r
+            accept: application/octet-stream\r
+            USER-AGENT: custom/2\r
+            \r
+
+            """)
+    }
+
+    @Test func keepsObsTextAndOpaqueTagBytes() throws {
+        var fields = HTTPFields()
+        fields.append(name: Array("X-Name".utf8), value: [0x63, 0x61, 0x66, 0xE9])
+        let tag = try #require(EntityTag([0x22, 0xE9, 0x22][...]))
+        let bytes = try RequestHead(url: try HTTPURL("http://h/"), range: .from(5), ifRange: .entityTag(tag),
+                                    headers: fields).serialized()
+        let ifRangeLine: [UInt8] = Array("If-Range: ".utf8) + [0x22, 0xE9, 0x22, 0x0D, 0x0A]
+        #expect(bytes.firstRange(of: ifRangeLine) != nil)
+        #expect(bytes.firstRange(of: Array("X-Name: caf".utf8) + [0xE9, 0x0D, 0x0A]) != nil)
+    }
+
+    @Test func appendsToAnExistingBuffer() throws {
+        var buffer = Array("previous".utf8)
+        try RequestHead(url: try HTTPURL("http://h/")).serialize(into: &buffer)
+        #expect(buffer.starts(with: Array("previousGET / HTTP/1.1\r\n".utf8)))
+        #expect(buffer.suffix(4).elementsEqual("\r\n\r\n".utf8))
+    }
+
+    // MARK: Rejections
+
+    private func reason(_ head: RequestHead) -> RequestHeadError.Reason? {
+        var buffer = Array("untouched".utf8)
+        do {
+            try head.serialize(into: &buffer)
+            return nil
+        } catch {
+            #expect(buffer == Array("untouched".utf8), "a failed serialization must not write anything")
+            return error.reason
+        }
+    }
+
+    /// CR, LF, NUL and other control characters in values would inject headers or split the request.
+    @Test(arguments: [
+        "a\r\nHost: evil", "a\nX: y", "a\rb", "a\u{0}b", "a\u{1}b", "a\u{7F}b", "\r\n\r\nGET /admin HTTP/1.1",
+    ])
+    func rejectsControlCharactersInValues(_ value: String) throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"), headers: HTTPFields([("X-Evil", value)]))
+        #expect(reason(head) == .invalidHeaderValue(name: "X-Evil"))
+    }
+
+    @Test func rejectsControlCharactersInUserAgent() throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"), userAgent: "haul\r\nX-Injected: 1")
+        #expect(reason(head) == .invalidHeaderValue(name: "User-Agent"))
+    }
+
+    @Test(arguments: ["", "X Name", "X:Name", "X-Name:", "Na\u{E9}me", "X\r\nY", "(comment)", "a/b", "\"q\""])
+    func rejectsNonTokenNames(_ name: String) throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"), headers: HTTPFields([(name, "v")]))
+        guard case .invalidHeaderName = reason(head) else {
+            Issue.record("expected invalidHeaderName for \(name.debugDescription)")
+            return
+        }
+    }
+
+    @Test(arguments: [
+        "Host", "host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "TE", "Upgrade",
+        "Trailer", "Range", "If-Range", "Accept-Encoding", "Proxy-Connection",
+    ])
+    func rejectsReservedHeaders(_ name: String) throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"), headers: HTTPFields([(name, "x")]))
+        #expect(reason(head) == .reservedHeader(name))
+        #expect(RequestHeadError(.reservedHeader(name)).description.contains(name))
+    }
+
+    @Test func rejectsWeakEntityTagInIfRange() throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"), range: .from(10),
+                               ifRange: .entityTag(try #require(EntityTag("W/\"abc\""))))
+        #expect(reason(head) == .weakEntityTagInIfRange)
+    }
+
+    @Test func rejectsIfRangeWithoutRange() throws {
+        let head = RequestHead(url: try HTTPURL("http://h/"), ifRange: .entityTag(try #require(EntityTag("\"abc\""))))
+        #expect(reason(head) == .ifRangeWithoutRange)
+    }
+
+    @Test func errorDescriptionsNameTheHeader() {
+        #expect(RequestHeadError(.invalidHeaderValue(name: "X-Evil")).description.contains("\"X-Evil\""))
+        #expect(RequestHeadError(.invalidHeaderName("X Y")).description.contains("\"X Y\""))
+    }
+}
