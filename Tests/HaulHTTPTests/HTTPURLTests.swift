@@ -179,11 +179,14 @@ import HaulHTTP
         #expect(message("ftp://h/").hasPrefix("unsupported scheme \"ftp\""))
         #expect(message("example.com") == "missing scheme (expected \"http://\" or \"https://\") in \"example.com\"")
         #expect(message("http://h/a\r\nb") == "control character 0x0D in \"http://h/a%0D%0Ab\"")
+        #expect(message("http://alice:pw@h:0/") == "invalid port \"0\" in \"http://***@h:0/\"")
+        #expect(message("alice:pw@h/x").hasPrefix("missing scheme"))
     }
 
     @Test func errorsNeverRevealUserInfo() {
         for input in ["ftp://alice:s3cret@h/", "http://alice:s3cret@h:99999/", "http://alice:s3cret@h/%zz",
-                      "http://alice:s3cret@bad host/", "http://alice:s3\ncret@h/", "http://alice:s3cret@/"] {
+                      "http://alice:s3cret@bad host/", "http://alice:s3\ncret@h/", "http://alice:s3cret@/",
+                      "alice:s3cret@example.com/file", "alice:s3cret@example.com"] {
             do {
                 _ = try HTTPURL(input)
                 Issue.record("expected an error for \(input)")
@@ -345,6 +348,9 @@ import HaulHTTP
         #expect { try base.resolve("//h:99999/") } throws: { ($0 as? URLParseError)?.reason == .invalidPort("99999") }
         #expect { try base.resolve("x%g0") } throws: { ($0 as? URLParseError)?.reason == .invalidPercentEncoding("%g0") }
         #expect { try base.resolve("//") } throws: { ($0 as? URLParseError)?.reason == .missingHost }
+        #expect { try base.resolve("u:pw@h/") } throws: { ($0 as? URLParseError)?.reason == .missingScheme }
+        #expect(try base.resolve("g@x").description == "http://a/g@x")
+        #expect(try base.resolve("./a:b@c").description == "http://a/a:b@c")
     }
 }
 

@@ -48,9 +48,11 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     public init(_ string: String) throws(URLParseError) {
         let bytes = Self.trimmed(string)
         let reference = URIReference(bytes)
-        let input = URIReference.displayText(bytes, authority: reference.authority)
+        let input = reference.displayText(bytes)
         guard !bytes.isEmpty else { throw URLParseError(.empty, input: input) }
-        guard let schemeText = reference.scheme else { throw URLParseError(.missingScheme, input: input) }
+        guard let schemeText = reference.scheme, !reference.isMissingSchemeBeforeUserInfo else {
+            throw URLParseError(.missingScheme, input: input)
+        }
         let scheme = try Self.parseScheme(schemeText, input: input)
         guard let authority = reference.authority else { throw URLParseError(.missingHost, input: input) }
         try self.init(scheme: scheme, authority: authority,
@@ -132,7 +134,8 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     public func resolve(_ reference: String) throws(URLParseError) -> HTTPURL {
         let bytes = Self.trimmed(reference)
         let parts = URIReference(bytes)
-        let input = URIReference.displayText(bytes, authority: parts.authority)
+        let input = parts.displayText(bytes)
+        if parts.isMissingSchemeBeforeUserInfo { throw URLParseError(.missingScheme, input: input) }
         var referenceScheme = try parts.scheme.map { s throws(URLParseError) in try Self.parseScheme(s, input: input) }
         if referenceScheme == scheme, parts.authority == nil { referenceScheme = nil }
 

@@ -40,15 +40,27 @@ struct URIReference {
         }
     }
 
+    /// Where user information is, or seems to be: inside the authority, or, when there is no `//`,
+    /// before an `@` that follows a `scheme:` (`user:password@host/` typed without `http://`).
+    var userInfoRange: Range<Int>? {
+        if let authority {
+            return authority.lastIndex(of: UInt8(ascii: "@")).map { authority.startIndex..<$0 }
+        }
+        guard let scheme else { return nil }
+        let beforePath = path.prefix { $0 != UInt8(ascii: "/") }
+        return beforePath.lastIndex(of: UInt8(ascii: "@")).map { scheme.startIndex..<$0 }
+    }
+
+    /// Whether this looks like `user:password@host` with the scheme left out, which would otherwise
+    /// read as the scheme `user`.
+    var isMissingSchemeBeforeUserInfo: Bool { authority == nil && userInfoRange != nil }
+
     /// The reference as safe-to-print text: user information replaced by `***` and control
     /// characters written as `%XX`, so errors can quote it.
-    static func displayText(_ bytes: ArraySlice<UInt8>, authority: ArraySlice<UInt8>?) -> String {
+    func displayText(_ bytes: ArraySlice<UInt8>) -> String {
         var shown: [UInt8] = []
         shown.reserveCapacity(bytes.count)
-        var skip: Range<Int>?
-        if let authority, let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-            skip = authority.startIndex..<at
-        }
+        let skip = userInfoRange
         var index = bytes.startIndex
         while index < bytes.endIndex {
             if let range = skip, index == range.lowerBound {
