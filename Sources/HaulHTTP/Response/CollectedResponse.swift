@@ -11,7 +11,8 @@ public struct CollectedResponse: Sendable, Equatable {
     public var trailers = HTTPFields()
     /// Whether the response ended.
     public var isComplete = false
-    /// Bytes of input that belonged to the response (anything after it is left for the next one).
+    /// Bytes of input that belonged to the response (anything after it is left for the next one); after an
+    /// error, the offset where parsing stopped.
     public var consumed = 0
     /// The error that stopped parsing, if any.
     public var error: HTTPParseError?
@@ -35,6 +36,10 @@ public struct CollectedResponse: Sendable, Equatable {
             if let event = try parser.finish() { result.record(event) }
         } catch {
             result.error = error
+            // How much a parser had swallowed before failing depends on how the input was split; the error
+            // offset does not.
+            result.consumed = error.offset
+            return result
         }
         result.consumed = parser.bytesConsumed
         return result

@@ -63,7 +63,7 @@ struct URIReference {
         let skip = userInfoRange
         var index = bytes.startIndex
         while index < bytes.endIndex {
-            if let range = skip, index == range.lowerBound {
+            if let range = skip, index == range.lowerBound, !range.isEmpty {
                 shown.append(contentsOf: "***".utf8)
                 index = range.upperBound
                 continue
