@@ -1,0 +1,21 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
+// `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
+let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition"]
+
+let package = Package(
+    name: "HaulFuzz",
+    dependencies: [.package(name: "Haul", path: "..")],
+    targets: [
+        // Declares libFuzzer's driver entry point for Swift.
+        .target(name: "FuzzDriver"),
+    ] + harnesses.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzDriver", .product(name: "HaulHTTP", package: "Haul")]
+        )
+    },
+    swiftLanguageModes: [.v6]
+)

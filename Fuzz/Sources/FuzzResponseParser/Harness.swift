@@ -1,0 +1,41 @@
+import FuzzDriver
+import HaulHTTP
+
+/// Differential check: the same bytes fed in one piece and in seeded random pieces must give the same
+/// response or the same error. The first byte picks the seed, HEAD-ness and tight limits, so the fuzzer
+/// explores the limit paths too.
+func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard size > 0, let data else { return 0 }
+    let control = data[0]
+    let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    let requestWasHead = control & 1 != 0
+    let limits = control & 2 != 0
+        ? ParserLimits(maxHeadBytes: 128, maxFields: 4, maxChunkLineBytes: 16, maxTrailerBytes: 32)
+        : ParserLimits()
+
+    let whole = CollectedResponse.parse(pieces: [input[...]], requestWasHead: requestWasHead, limits: limits)
+    var splitter = InputSplitter(seed: UInt64(control >> 2))
+    let pieces = splitter.pieces(count: input.count).map { input[$0] }
+    let split = CollectedResponse.parse(pieces: pieces, requestWasHead: requestWasHead, limits: limits)
+    let bytewise = CollectedResponse.parse(pieces: input.indices.map { input[$0...$0] },
+                                           requestWasHead: requestWasHead, limits: limits)
+    precondition(whole == split, "random split changed the result")
+    precondition(whole == bytewise, "byte-at-a-time feeding changed the result")
+
+    precondition(whole.consumed <= input.count, "consumed more than the input")
+    precondition(whole.isComplete != (whole.error != nil), "a response must end or fail, not both or neither")
+    if let head = whole.head, whole.isComplete {
+        switch head.framing {
+        case .none: precondition(whole.body.isEmpty)
+        case .contentLength(let length): precondition(Int64(whole.body.count) == length)
+        case .chunked, .untilClose: break
+        }
+        precondition(head.status >= 200 && head.status <= 599)
+    }
+    return 0
+}
+
+@_cdecl("FuzzResponseParser_main")
+func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    haul_fuzz_run(argc, argv) { fuzzResponseParser($0, $1) }
+}
