@@ -1,0 +1,100 @@
+import Foundation
+import Glibc
+@testable import HaulIO
+
+/// Certificates generated with the `openssl` CLI into a temporary directory, once per test run.
+struct TLSFixtures: Sendable {
+    let directory: String
+    var caFile: String { directory + "/ca.pem" }
+
+    /// CA-signed, SANs DNS:localhost and IP:127.0.0.1.
+    var server: (cert: String, key: String) { (directory + "/server.pem", directory + "/server.key") }
+    /// Self-signed, same SANs.
+    var selfSigned: (cert: String, key: String) { (directory + "/self.pem", directory + "/self.key") }
+    /// CA-signed, but only for DNS:other.test.
+    var otherName: (cert: String, key: String) { (directory + "/other.pem", directory + "/other.key") }
+
+    static let shared: Result<TLSFixtures, any Error> = Result { try TLSFixtures() }
+
+    private init() throws {
+        var template = Array("/tmp/haul-tls-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SystemError(call: "mkdtemp", errno: errno) }
+        directory = String(cString: made)
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try run(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Haul Test CA",
+                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try issue(name: "server", subject: "/CN=localhost", sans: "DNS:localhost,IP:127.0.0.1")
+        try issue(name: "other", subject: "/CN=other.test", sans: "DNS:other.test")
+        try run(["req", "-x509"] + ec + ["-keyout", "self.key", "-out", "self.pem", "-days", "2", "-subj", "/CN=localhost",
+                 "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+    }
+
+    private func issue(name: String, subject: String, sans: String) throws {
+        try run(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                 "-keyout", "\(name).key", "-out", "\(name).csr", "-subj", subject])
+        try "subjectAltName=\(sans)\nextendedKeyUsage=serverAuth\n".write(
+            toFile: "\(directory)/\(name).ext", atomically: true, encoding: .utf8)
+        try run(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext"])
+    }
+
+    private func run(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw FixtureError(message: "openssl \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        }
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// `openssl s_server -www` on a free 127.0.0.1 port, terminated by `stop()`.
+final class OpenSSLServer: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only started in init and terminated in stop.
+    let port: UInt16
+    private let process: Process
+
+    init(cert: String, key: String, extraArguments: [String] = []) throws {
+        port = try LoopbackServer.unusedPort()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet",
+                             "-alpn", "http/1.1"] + extraArguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try waitUntilListening()
+    }
+
+    func stop() {
+        // SIGKILL rather than terminate(): s_server does not always die of SIGTERM here, and waiting would hang.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    private func waitUntilListening() throws {
+        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let result = try address.withSockAddr { (pointer, length) throws(SystemError) in connect(fd, pointer, length) }
+            close(fd)
+            if result == 0 { return }
+            usleep(25_000)
+        }
+        stop()
+        throw FixtureError(message: "openssl s_server did not start listening on port \(port)")
+    }
+}

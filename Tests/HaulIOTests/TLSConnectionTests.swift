@@ -1,0 +1,145 @@
+import Synchronization
+import Testing
+@testable import HaulIO
+
+@Suite("TLS connections")
+struct TLSConnectionTests {
+    let fixtures: TLSFixtures
+
+    init() throws {
+        fixtures = try TLSFixtures.shared.get()
+    }
+
+    /// Sends a request to `s_server -www` and reads the whole response.
+    private func fetchStatusPage(over connection: Connection) async throws -> (String, ReadLoopEnd) {
+        try await connection.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
+        let response = Mutex<[UInt8]>([])
+        let end = try await connection.readLoop { bytes in
+            response.withLock { $0.append(contentsOf: bytes) }
+            return .continueReading
+        }
+        return (String(decoding: response.withLock { $0 }, as: UTF8.self), end)
+    }
+
+    @Test(arguments: ["127.0.0.1", "localhost"])
+    func handshakeVerifiesAgainstTheCAFileAndExchangesData(host: String) async throws {
+        let server = try OpenSSLServer(cert: fixtures.server.cert, key: fixtures.server.key)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+
+        let connection = try await Connection.connect(to: host, port: server.port, tls: context, on: loop)
+        defer { connection.close() }
+        #expect(connection.tlsDetails?.applicationProtocol == "http/1.1")
+        #expect(connection.tlsDetails?.protocolVersion == "TLSv1.3")
+        let (response, _) = try await fetchStatusPage(over: connection)
+        #expect(response.hasPrefix("HTTP/1.0 200 ok"))
+    }
+
+    @Test func secondConnectionResumesTheSession() async throws {
+        let server = try OpenSSLServer(cert: fixtures.server.cert, key: fixtures.server.key)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+
+        let first = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
+        #expect(first.tlsDetails?.sessionReused == false)
+        // TLS 1.3 tickets arrive after the handshake, so read something before closing.
+        _ = try await fetchStatusPage(over: first)
+        first.close()
+        #expect(context.hasCachedSession(host: "127.0.0.1", port: server.port))
+
+        let second = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
+        defer { second.close() }
+        #expect(second.tlsDetails?.sessionReused == true)
+        let (response, _) = try await fetchStatusPage(over: second)
+        #expect(response.hasPrefix("HTTP/1.0 200 ok"))
+    }
+
+    @Test func untrustedSelfSignedCertificateIsRejectedWithTheReason() async throws {
+        let server = try OpenSSLServer(cert: fixtures.selfSigned.cert, key: fixtures.selfSigned.key)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        // The system store cannot know a certificate generated a moment ago.
+        let context = try TLSContext(configuration: TLSConfiguration())
+        do {
+            let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
+            connection.close()
+            Issue.record("accepted an untrusted self-signed certificate")
+        } catch {
+            #expect(error.kind == .tlsHandshakeFailed)
+            #expect(error.description ==
+                "TLS handshake with 127.0.0.1:\(server.port) failed: certificate verify failed: self-signed certificate")
+        }
+    }
+
+    @Test func insecureConfigurationAcceptsTheSelfSignedCertificate() async throws {
+        let server = try OpenSSLServer(cert: fixtures.selfSigned.cert, key: fixtures.selfSigned.key)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: .insecure)
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
+        defer { connection.close() }
+        let (response, _) = try await fetchStatusPage(over: connection)
+        #expect(response.hasPrefix("HTTP/1.0 200 ok"))
+    }
+
+    @Test(arguments: [("127.0.0.1", "IP address mismatch"), ("localhost", "hostname mismatch")])
+    func certificateForAnotherNameIsRejected(host: String, reason: String) async throws {
+        let server = try OpenSSLServer(cert: fixtures.otherName.cert, key: fixtures.otherName.key)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        do {
+            let connection = try await Connection.connect(to: host, port: server.port, tls: context, on: loop)
+            connection.close()
+            Issue.record("accepted a certificate issued for other.test when connecting to \(host)")
+        } catch {
+            #expect(error.kind == .tlsHandshakeFailed)
+            #expect(error.description ==
+                "TLS handshake with \(host):\(server.port) failed: certificate verify failed: \(reason)")
+        }
+    }
+
+    @Test func missingCAFileFailsContextCreation() {
+        #expect(throws: TLSSetupError.self) {
+            _ = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.directory + "/missing.pem"))
+        }
+    }
+
+    @Test func peerVanishingWithoutCloseNotifyIsReportedDistinctly() async throws {
+        let server = try OpenSSLServer(cert: fixtures.server.cert, key: fixtures.server.key)
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
+        defer { connection.close() }
+        // Killing the server makes its kernel close the TCP connection without any TLS alert.
+        server.stop()
+        let end = try await connection.readLoop { _ in .continueReading }
+        #expect(end == .endOfStream(.withoutCloseNotify))
+    }
+
+    @Test func handshakeTimesOutWhenTheServerNeverAnswers() async throws {
+        let server = try LoopbackServer(behaviour: .silent)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        var options = ConnectionOptions()
+        options.timeouts.tlsHandshake = .milliseconds(200)
+        do {
+            let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, options: options, on: loop)
+            connection.close()
+            Issue.record("handshake completed against a silent server")
+        } catch {
+            #expect(error.kind == .tlsHandshakeTimedOut)
+            #expect(error.description == "TLS handshake with 127.0.0.1:\(server.port) timed out after 200ms")
+        }
+    }
+}
