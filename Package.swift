@@ -18,7 +18,9 @@ let package = Package(
         .target(name: "CHaulSystem"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
-        .target(name: "HaulHTTP"),
+        // SSE2 byte scanners for the head parser, header-only so that they inline into Swift.
+        .target(name: "CHaulScan"),
+        .target(name: "HaulHTTP", dependencies: ["CHaulScan"]),
         .target(name: "HaulIO", dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL"]),
         .target(name: "Haul", dependencies: ["HaulIO", "HaulHTTP"]),
 

@@ -1,20 +1,23 @@
-/// Character classes of RFC 9110 §5.6, looked up by byte value.
+import CHaulScan
+
+/// Character classes of RFC 9110 §5.6, looked up by byte value, and the scanning loops built on them.
 enum ByteClass {
     static let token: UInt8 = 1
     /// field-vchar, SP and HTAB: what may appear inside a field value or a reason phrase.
     static let fieldContent: UInt8 = 2
 
-    /// One entry per byte value; built once.
-    static let table: [UInt8] = {
-        var table = [UInt8](repeating: 0, count: 256)
+    /// One entry per byte value. A raw pointer (built once, never freed) so that hot loops index it without
+    /// array bounds checks or retain/release.
+    nonisolated(unsafe) static let table: UnsafePointer<UInt8> = {
+        let table = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
         for byte in 0..<256 {
-            var bits: UInt8 = 0
             let b = UInt8(byte)
+            var bits: UInt8 = 0
             if isTokenCharacter(b) { bits |= token }
             if b == 0x09 || (b >= 0x20 && b != 0x7F) { bits |= fieldContent }
             table[byte] = bits
         }
-        return table
+        return UnsafePointer(table)
     }()
 
     static func isTokenCharacter(_ b: UInt8) -> Bool {
@@ -24,6 +27,24 @@ enum ByteClass {
             return true
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        }
+    }
+
+    /// The first index at or after `i` whose byte is not a token character, or `end`.
+    @inline(__always)
+    static func skipToken(_ p: UnsafePointer<UInt8>, from i: Int, to end: Int, table t: UnsafePointer<UInt8>) -> Int {
+        i &+ haul_scan_token(p + i, end &- i, t)
+    }
+
+    /// The first index at or after `i` whose byte may not appear in a field value (a control byte other
+    /// than HTAB, or DEL), or `end`.
+    @inline(__always)
+    static func skipFieldContent(_ p: UnsafePointer<UInt8>, from i: Int, to end: Int, table t: UnsafePointer<UInt8>) -> Int {
+        var i = i
+        while true {
+            i &+= haul_scan_field_content(p + i, end &- i)
+            guard i < end && p[i] == asciiHT else { return i }
+            i &+= 1
         }
     }
 }

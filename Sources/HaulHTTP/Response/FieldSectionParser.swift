@@ -132,80 +132,88 @@ struct FieldSectionParser {
     }
 
     /// Validates complete lines from `lineStart` on; stops at the first incomplete line.
-    private mutating func parseLines(_ p: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress {
-        let n = p.count
+    private mutating func parseLines(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress {
+        let n = buffer.count
+        guard n > 0 else { return .incomplete }
+        let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let table = ByteClass.table
         var i = lineStart
         if !statusLineDone {
-            guard let next = try parseStatusLine(p, from: i) else { return .incomplete }
+            guard let next = try parseStatusLine(buffer, from: i) else { return .incomplete }
             i = next
             statusLineDone = true
             lineStart = i
         }
-        return try ByteClass.table.withUnsafeBufferPointer { table throws(HTTPParseError) -> Progress in
-            while true {
-                lineStart = i
-                guard i < n else { return .incomplete }
-                let first = p[i]
-                if first == asciiCR {
-                    guard i + 1 < n else { return .incomplete }
-                    guard p[i + 1] == asciiLF else { throw fail(.bareCR, i) }
-                    return .complete(end: i + 2)
-                }
-                if first == asciiLF { throw fail(.bareLF, i) }
+        while true {
+            lineStart = i
+            guard i < n else { return .incomplete }
+            let first = p[i]
+            if first == asciiCR {
+                guard i + 1 < n else { return .incomplete }
+                guard p[i + 1] == asciiLF else { throw fail(.bareCR, i) }
+                return .complete(end: i + 2)
+            }
+            if first == asciiLF { throw fail(.bareLF, i) }
 
-                let isFold = first == asciiSP || first == asciiHT
-                if isFold && entries.isEmpty { throw fail(.obsFoldWithoutField, i) }
+            let isFold = first == asciiSP || first == asciiHT
+            if isFold && entries.isEmpty { throw fail(.obsFoldWithoutField, i) }
 
-                var j = i
-                var nameEnd = i
-                if !isFold {
-                    while j < n && table[Int(p[j])] & ByteClass.token != 0 { j &+= 1 }
-                    guard j < n else { return .incomplete }
-                    let c = p[j]
-                    if c != asciiColon {
-                        if j == i { throw fail(c == asciiCR || c == asciiLF ? .emptyFieldName : .invalidFieldNameCharacter(byte: c), j) }
-                        if c == asciiSP || c == asciiHT {
-                            throw fail(.whitespaceBeforeColon(field: latin1String(UnsafeRawBufferPointer(rebasing: p[i..<j]))), j)
-                        }
-                        throw fail(.invalidFieldNameCharacter(byte: c), j)
-                    }
-                    if j == i { throw fail(.emptyFieldName, j) }
-                    nameEnd = j
-                    j &+= 1
-                }
-                while j < n && (p[j] == asciiSP || p[j] == asciiHT) { j &+= 1 }
-                let valueStart = j
-                while j < n && table[Int(p[j])] & ByteClass.fieldContent != 0 { j &+= 1 }
+            var j = i
+            var nameEnd = i
+            if !isFold {
+                j = ByteClass.skipToken(p, from: i, to: n, table: table)
                 guard j < n else { return .incomplete }
                 let c = p[j]
-                if c == asciiCR {
-                    guard j + 1 < n else { return .incomplete }
-                    guard p[j + 1] == asciiLF else { throw fail(.bareCR, j) }
-                } else if c == asciiLF {
-                    throw fail(.bareLF, j)
-                } else {
-                    let name = isFold ? entries[entries.count - 1].nameRange : i..<nameEnd
-                    throw fail(.invalidFieldValueCharacter(field: latin1String(UnsafeRawBufferPointer(rebasing: p[name])), byte: c), j)
+                if c != asciiColon || j == i {
+                    throw fail(nameError(p, lineStart: i, stop: j), j)
                 }
-                var valueEnd = j
-                while valueEnd > valueStart && (p[valueEnd - 1] == asciiSP || p[valueEnd - 1] == asciiHT) { valueEnd &-= 1 }
-
-                if isFold {
-                    // RFC 9112 §5.2: the fold becomes spaces; the value now runs through this line.
-                    let last = entries.count - 1
-                    foldPositions.append(i - 2)
-                    if valueEnd > valueStart {
-                        if entries[last].valueStart == entries[last].valueEnd { entries[last].valueStart = Int32(valueStart) }
-                        entries[last].valueEnd = Int32(valueEnd)
-                    }
-                } else {
-                    if entries.count == maxFields { throw fail(.tooManyFields(limit: maxFields), i) }
-                    entries.append(HTTPFields.Entry(nameStart: Int32(i), nameEnd: Int32(nameEnd),
-                                                    valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
-                }
-                i = j &+ 2
+                nameEnd = j
+                j &+= 1
             }
+            while j < n && (p[j] == asciiSP || p[j] == asciiHT) { j &+= 1 }
+            let valueStart = j
+            j = ByteClass.skipFieldContent(p, from: j, to: n, table: table)
+            guard j < n else { return .incomplete }
+            let c = p[j]
+            if c == asciiCR {
+                guard j + 1 < n else { return .incomplete }
+                guard p[j + 1] == asciiLF else { throw fail(.bareCR, j) }
+            } else if c == asciiLF {
+                throw fail(.bareLF, j)
+            } else {
+                let name = isFold ? entries[entries.count - 1].nameRange : i..<nameEnd
+                throw fail(.invalidFieldValueCharacter(field: latin1String(UnsafeBufferPointer(rebasing: UnsafeBufferPointer(start: p, count: n)[name])), byte: c), j)
+            }
+            var valueEnd = j
+            while valueEnd > valueStart && (p[valueEnd - 1] == asciiSP || p[valueEnd - 1] == asciiHT) { valueEnd &-= 1 }
+
+            if isFold {
+                // RFC 9112 §5.2: the fold becomes spaces; the value now runs through this line.
+                let last = entries.count - 1
+                foldPositions.append(i - 2)
+                if valueEnd > valueStart {
+                    if entries[last].valueStart == entries[last].valueEnd { entries[last].valueStart = Int32(valueStart) }
+                    entries[last].valueEnd = Int32(valueEnd)
+                }
+            } else {
+                if entries.count == maxFields { throw fail(.tooManyFields(limit: maxFields), i) }
+                entries.append(HTTPFields.Entry(nameStart: Int32(truncatingIfNeeded: i), nameEnd: Int32(truncatingIfNeeded: nameEnd),
+                                                valueStart: Int32(truncatingIfNeeded: valueStart), valueEnd: Int32(truncatingIfNeeded: valueEnd)))
+            }
+            i = j &+ 2
         }
+    }
+
+    /// Why a field name stopped at `stop` (a byte that is not a token character, or an empty name).
+    private func nameError(_ p: UnsafePointer<UInt8>, lineStart: Int, stop: Int) -> HTTPParseError.Kind {
+        let c = p[stop]
+        if stop == lineStart {
+            return c == asciiCR || c == asciiLF || c == asciiColon ? .emptyFieldName : .invalidFieldNameCharacter(byte: c)
+        }
+        if c == asciiSP || c == asciiHT {
+            return .whitespaceBeforeColon(field: latin1String(UnsafeBufferPointer(start: p + lineStart, count: stop - lineStart)))
+        }
+        return .invalidFieldNameCharacter(byte: c)
     }
 
     /// `HTTP-version SP status-code SP reason-phrase CRLF`; nil when the line is not complete yet.
@@ -247,7 +255,7 @@ struct FieldSectionParser {
         if p[i] == asciiSP {
             i += 1
             reasonStart = i
-            while i < n && ByteClass.table[Int(p[i])] & ByteClass.fieldContent != 0 { i += 1 }
+            i = ByteClass.skipFieldContent(p.baseAddress!.assumingMemoryBound(to: UInt8.self), from: i, to: n, table: ByteClass.table)
             guard i < n else { return nil }
         }
         let reasonEnd = i

@@ -42,7 +42,6 @@ public struct ResponseParser {
     private var pendingTrailers = HTTPFields()
     private var streamOffset = 0
     private var responseStartOffset = 0
-    private var framing: BodyFraming = .none
     private var bodyBytes: Int64 = 0
     private var keepAlive = false
 
@@ -188,70 +187,28 @@ public struct ResponseParser {
         let headOffset = endOffset - section.receivedCount
         if status == 101 { throw HTTPParseError(.unexpectedSwitchingProtocols, offset: headOffset) }
 
-        var transferEncoding: [UInt8]? = nil
-        var contentLength: Int64? = nil
-        var contentLengthText: [UInt8] = []
-        var connectionClose = false
-        var connectionKeepAlive = false
-        for index in 0..<fields.count {
-            let name = fields.name(at: index)
-            let value = fields.value(at: index)
-            if asciiCaseInsensitiveEquals(name, "transfer-encoding") {
-                if transferEncoding == nil { transferEncoding = Array(value) } else { transferEncoding! += Array(", ".utf8) + value }
-            } else if asciiCaseInsensitiveEquals(name, "content-length") {
-                for item in commaSeparated(value) {
-                    guard let parsed = parseContentLength(item) else {
-                        throw HTTPParseError(.invalidContentLength(latin1String(value)), offset: headOffset + fields.entries[index].valueStartOffset)
-                    }
-                    if let existing = contentLength, existing != parsed {
-                        throw HTTPParseError(.conflictingContentLengths(latin1String(contentLengthText), latin1String(item)),
-                                             offset: headOffset + fields.entries[index].valueStartOffset)
-                    }
-                    contentLength = parsed
-                    contentLengthText = Array(item)
-                }
-                if contentLength == nil {
-                    throw HTTPParseError(.invalidContentLength(latin1String(value)), offset: headOffset + fields.entries[index].valueStartOffset)
-                }
-            } else if asciiCaseInsensitiveEquals(name, "connection") {
-                for token in commaSeparated(value) {
-                    if asciiCaseInsensitiveEquals(token, "close") { connectionClose = true }
-                    if asciiCaseInsensitiveEquals(token, "keep-alive") { connectionKeepAlive = true }
-                }
-            }
+        let framingFields = try fields.storage.withUnsafeBufferPointer { p throws(HTTPParseError) in
+            try FramingFields(p, entries: fields.entries, headOffset: headOffset)
         }
-
-        if transferEncoding != nil && contentLength != nil {
-            throw HTTPParseError(.contentLengthWithTransferEncoding, offset: headOffset)
-        }
-        var isChunked = false
-        if let coding = transferEncoding {
-            let codings = commaSeparated(coding[...])
-            guard codings.count == 1, asciiCaseInsensitiveEquals(codings[0], "chunked") else {
-                throw HTTPParseError(.unsupportedTransferCoding(latin1String(coding)), offset: headOffset)
-            }
-            isChunked = true
-        }
-
-        let persistent = line.minor >= 1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        let persistent = line.minor >= 1 ? !framingFields.connectionClose
+                                         : (framingFields.connectionKeepAlive && !framingFields.connectionClose)
         let framing: BodyFraming
         if status < 200 || status == 204 || status == 304 || requestWasHead {
             framing = .none
-        } else if isChunked {
+        } else if framingFields.isChunked {
             framing = .chunked
-        } else if let length = contentLength {
+        } else if let length = framingFields.contentLength {
             framing = .contentLength(length)
         } else {
             framing = .untilClose
         }
         // A 1.0 message with Transfer-Encoding may have been mangled by an old proxy: never reuse it.
-        keepAlive = persistent && framing != .untilClose && !(isChunked && line.minor == 0)
+        keepAlive = persistent && framing != .untilClose && !(framingFields.isChunked && line.minor == 0)
 
         let head = ResponseHead(major: line.major, minor: line.minor, status: status, fields: fields,
                                 framing: framing, keepAlive: keepAlive, reasonRange: line.reasonStart..<line.reasonEnd)
         guard !head.isInterim else { return head }
         bodyBytes = 0
-        self.framing = framing
         switch framing {
         case .none: state = .endPending
         case .contentLength(let length): state = length == 0 ? .endPending : .contentLength(remaining: length)
@@ -264,32 +221,145 @@ public struct ResponseParser {
     }
 }
 
-extension HTTPFields.Entry {
-    var valueStartOffset: Int { Int(valueStart) }
+/// What the framing-related fields of a head say: Content-Length, Transfer-Encoding and Connection.
+///
+/// Fields are told apart by name length first and compared in place, because this runs for every response
+/// and most heads carry none of the rarer forms (lists, duplicates) that need more work.
+struct FramingFields {
+    var contentLength: Int64?
+    var isChunked = false
+    var connectionClose = false
+    var connectionKeepAlive = false
+
+    init(_ p: UnsafeBufferPointer<UInt8>, entries: [HTTPFields.Entry], headOffset: Int) throws(HTTPParseError) {
+        var transferEncodingSeen = false
+        var transferEncodingChunked = true
+        var firstTransferEncoding: Range<Int>? = nil
+        var contentLengthText: Range<Int>? = nil
+        for entry in entries {
+            let name = entry.nameRange
+            let value = Int(entry.valueStart)..<Int(entry.valueEnd)
+            switch name.count {
+            case 14 where equalsLowercase(p, name, "content-length"):
+                try addContentLength(p, value, previous: &contentLengthText, offset: headOffset + value.lowerBound)
+            case 17 where equalsLowercase(p, name, "transfer-encoding"):
+                // Several fields form one list (RFC 9110 §5.3); only a lone "chunked" is supported.
+                if firstTransferEncoding == nil { firstTransferEncoding = value }
+                forEachListItem(p, value) { item in
+                    transferEncodingChunked = transferEncodingChunked && !transferEncodingSeen
+                        && equalsLowercase(p, item, "chunked")
+                    transferEncodingSeen = true
+                }
+                if value.isEmpty { transferEncodingChunked = false }
+            case 10 where equalsLowercase(p, name, "connection"):
+                forEachListItem(p, value) { item in
+                    if equalsLowercase(p, item, "close") { connectionClose = true }
+                    if equalsLowercase(p, item, "keep-alive") { connectionKeepAlive = true }
+                }
+            default:
+                continue
+            }
+        }
+        if let encoding = firstTransferEncoding {
+            if contentLength != nil { throw HTTPParseError(.contentLengthWithTransferEncoding, offset: headOffset) }
+            guard transferEncodingSeen && transferEncodingChunked else {
+                let text = Self.allValues(named: "transfer-encoding", p, entries) ?? latin1String(p[encoding])
+                throw HTTPParseError(.unsupportedTransferCoding(text), offset: headOffset)
+            }
+            isChunked = true
+        }
+    }
+
+    private mutating func addContentLength(_ p: UnsafeBufferPointer<UInt8>, _ value: Range<Int>,
+                                           previous: inout Range<Int>?, offset: Int) throws(HTTPParseError) {
+        var any = false
+        var failure: HTTPParseError? = nil
+        forEachListItem(p, value) { item in
+            guard failure == nil else { return }
+            any = true
+            guard let parsed = parseDecimal(p, item) else {
+                failure = HTTPParseError(.invalidContentLength(latin1String(p[value])), offset: offset)
+                return
+            }
+            if let existing = contentLength, existing != parsed, let earlier = previous {
+                failure = HTTPParseError(.conflictingContentLengths(latin1String(p[earlier]), latin1String(p[item])), offset: offset)
+                return
+            }
+            contentLength = parsed
+            previous = item
+        }
+        if let failure { throw failure }
+        if !any { throw HTTPParseError(.invalidContentLength(latin1String(p[value])), offset: offset) }
+    }
+
+    /// Every value of the named field joined with ", ", for error messages.
+    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: [HTTPFields.Entry]) -> String? {
+        let values = entries.filter { $0.nameRange.count == name.utf8CodeUnitCount && equalsLowercase(p, $0.nameRange, name) }
+            .map { latin1String(p[Int($0.valueStart)..<Int($0.valueEnd)]) }
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
 }
 
-/// Splits a list-valued field on commas, trimming optional whitespace and skipping empty elements.
-func commaSeparated(_ value: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-    var items: [ArraySlice<UInt8>] = []
-    for piece in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-        var item = piece
-        while let first = item.first, first == asciiSP || first == asciiHT { item = item.dropFirst() }
-        while let last = item.last, last == asciiSP || last == asciiHT { item = item.dropLast() }
-        if !item.isEmpty { items.append(item) }
+/// Whether `p[range]` equals `lowercase` ignoring ASCII case; `lowercase` must be lowercase ASCII.
+///
+/// Compares eight bytes at a time with the 0x20 bit forced on: that folds A-Z onto a-z and leaves digits
+/// and '-' alone. The only other token bytes it moves are '^' and '_', onto '~' and DEL, which never match
+/// a lowercase name that contains neither.
+@inline(__always)
+func equalsLowercase(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+    let count = lowercase.utf8CodeUnitCount
+    guard range.count == count else { return false }
+    let actual = UnsafeRawPointer(p.baseAddress! + range.lowerBound)
+    let expected = UnsafeRawPointer(lowercase.utf8Start)
+    var k = 0
+    while k &+ 8 <= count {
+        let a = actual.loadUnaligned(fromByteOffset: k, as: UInt64.self) | 0x2020_2020_2020_2020
+        guard a == expected.loadUnaligned(fromByteOffset: k, as: UInt64.self) else { return false }
+        k &+= 8
     }
-    return items
+    while k < count {
+        guard actual.load(fromByteOffset: k, as: UInt8.self) | 0x20 == expected.load(fromByteOffset: k, as: UInt8.self) else { return false }
+        k &+= 1
+    }
+    return true
+}
+
+/// Calls `body` with each non-empty element of a comma-separated list, optional whitespace trimmed.
+@inline(__always)
+func forEachListItem(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void) {
+    var start = range.lowerBound
+    while start <= range.upperBound {
+        var end = start
+        while end < range.upperBound && p[end] != UInt8(ascii: ",") { end &+= 1 }
+        var a = start, b = end
+        while a < b && (p[a] == asciiSP || p[a] == asciiHT) { a &+= 1 }
+        while b > a && (p[b - 1] == asciiSP || p[b - 1] == asciiHT) { b &-= 1 }
+        if a < b { body(a..<b) }
+        start = end &+ 1
+    }
 }
 
 /// `1*DIGIT` within Int64; nil for anything else, including overflow.
-func parseContentLength(_ text: ArraySlice<UInt8>) -> Int64? {
-    guard !text.isEmpty else { return nil }
+func parseDecimal(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int64? {
+    guard !range.isEmpty else { return nil }
     var value: Int64 = 0
-    for byte in text {
+    if range.count <= 18 {
+        // Eighteen digits cannot overflow Int64.
+        for i in range {
+            let digit = p[i] &- 0x30
+            guard digit < 10 else { return nil }
+            value = value &* 10 &+ Int64(digit)
+        }
+        return value
+    }
+    for i in range {
+        let byte = p[i]
         guard isDigit(byte) else { return nil }
         let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-        let (sum, o2) = times10.addingReportingOverflow(Int64(byte - 0x30))
+        let (sum, o2) = times10.addingReportingOverflow(Int64(byte &- 0x30))
         guard !o1 && !o2 else { return nil }
         value = sum
     }
     return value
 }
+

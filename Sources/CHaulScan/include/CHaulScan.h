@@ -1,0 +1,67 @@
+#ifndef HAUL_SCAN_H
+#define HAUL_SCAN_H
+
+// Byte scanners for the HTTP head parser, 16 bytes per step with SSE2 (the x86-64 baseline). They are
+// `static inline` so that Swift callers get them inlined; elsewhere the scalar loops below are used.
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/// Lanes of `v` inside [lo, hi] (unsigned).
+static inline __m128i haul_in_range(__m128i v, unsigned char lo, unsigned char hi) {
+    __m128i shifted = _mm_sub_epi8(v, _mm_set1_epi8((char)lo));
+    return _mm_cmpeq_epi8(_mm_min_epu8(shifted, _mm_set1_epi8((char)(hi - lo))), shifted);
+}
+#endif
+
+/// Index of the first byte in p[0..<n] that cannot be part of a field value (a control byte other than
+/// HTAB, or DEL), or n. HTAB is reported too; the caller steps over it.
+static inline size_t haul_scan_field_content(const uint8_t *p, size_t n) {
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i del = _mm_set1_epi8(0x7F);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        // Below 0x20 unsigned: min(v, 0x1F) == v.
+        __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+        __m128i bad = _mm_or_si128(control, _mm_cmpeq_epi8(v, del));
+        int mask = _mm_movemask_epi8(bad);
+        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; i < n; i++) {
+        uint8_t b = p[i];
+        if (b < 0x20 || b == 0x7F) return i;
+    }
+    return n;
+}
+
+/// Index of the first byte in p[0..<n] that is not an RFC 9110 tchar, or n.
+static inline size_t haul_scan_token(const uint8_t *p, size_t n, const uint8_t *token_table) {
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        // tchar is VCHAR (0x21-0x7E) minus the delimiters "(),/:;<=>?@[\]{}
+        __m128i bad = _mm_xor_si128(haul_in_range(v, 0x21, 0x7E), _mm_set1_epi8((char)0xFF));
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+        bad = _mm_or_si128(bad, haul_in_range(v, '(', ')'));
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8(',')));
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('/')));
+        bad = _mm_or_si128(bad, haul_in_range(v, ':', '@'));
+        bad = _mm_or_si128(bad, haul_in_range(v, '[', ']'));
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('{')));
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('}')));
+        int mask = _mm_movemask_epi8(bad);
+        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; i < n; i++) {
+        if (!(token_table[p[i]] & 1)) return i;
+    }
+    return n;
+}
+
+#endif
