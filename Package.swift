@@ -35,7 +35,11 @@ let package = Package(
             path: "Benchmarks/ParserBenchmark"
         ),
 
+        // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
+        .target(name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"]),
+
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
+        .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The one test command (README and .ci/run call exactly this). It installs what the tests need on a fresh
+# machine, builds everything, and runs every test with plain `swift test` (whose closing lines CI reads).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the build and the integration tests use: OpenSSL headers for the COpenSSL module, the
+# openssl CLI (tests generate their own CA and run s_server), nginx (the real-server integration tests).
+needed=()
+dpkg -s libssl-dev >/dev/null 2>&1 || needed+=(libssl-dev)
+command -v openssl >/dev/null 2>&1 || needed+=(openssl)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || needed+=(nginx)
+command -v pkg-config >/dev/null 2>&1 || needed+=(pkg-config)
+if [ ${#needed[@]} -gt 0 ]; then
+    echo "installing: ${needed[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${needed[@]}" >/dev/null
+fi
+
+swift build --build-tests
+swift test
