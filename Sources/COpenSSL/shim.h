@@ -29,7 +29,9 @@ static inline int haul_ERR_is_unexpected_eof(unsigned long error) {
     return ERR_GET_LIB(error) == ERR_LIB_SSL && ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
 }
 
-static inline int haul_ERR_GET_REASON(unsigned long error) { return ERR_GET_REASON(error); }
+static inline long haul_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) {
+    return SSL_CTX_set_read_ahead(ctx, yes);
+}
 
 static inline long haul_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
     return SSL_CTX_set_max_proto_version(ctx, version);

@@ -133,6 +133,63 @@ struct TCPConnectionTests {
         #expect(elapsed >= 290_000_000 && elapsed < 2_000_000_000)
     }
 
+    @Test func cancellingTheTaskAbandonsAHangingConnect() async throws {
+        let server = try LoopbackServer(behaviour: .neverAccept, backlog: 0)
+        defer { server.stop() }
+        let fillers = try TCPConnectionTests.fillBacklogForTests(port: server.port)
+        defer { fillers.forEach { close($0) } }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let port = server.port
+        let started = MonotonicInstant.now()
+        let connecting = Task { try await Connection.connect(to: "127.0.0.1", port: port, on: loop) }
+        try await Task.sleep(for: .milliseconds(100))
+        connecting.cancel()
+        do {
+            _ = try await connecting.value
+            Issue.record("connected although the backlog was full")
+        } catch let error as ConnectionError {
+            #expect(error.kind == .closed)
+            #expect(error.description == "connection to 127.0.0.1:\(port) closed: connect cancelled")
+        }
+        #expect(MonotonicInstant.now().nanoseconds(since: started) < 2_000_000_000)
+    }
+
+    @Test func handlerCanReplaceItselfFromInsideTheCallback() async throws {
+        let server = try LoopbackServer(behaviour: .echo)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        defer { connection.close() }
+        try await connection.write(Array("abcdef".utf8))
+        // The first handler takes one byte's worth of attention, then hands over to a second one.
+        let seen: String = try await withCheckedThrowingContinuation { continuation in
+            loop.execute {
+                var text = ""
+                connection.startReadingOnLoop { event in
+                    guard case .bytes(let first) = event else { return .stop }
+                    text += String(decoding: first, as: UTF8.self)
+                    if text.count >= 6 {
+                        continuation.resume(returning: text)
+                        return .stop
+                    }
+                    connection.startReadingOnLoop { event in
+                        guard case .bytes(let more) = event else { return .stop }
+                        text += String(decoding: more, as: UTF8.self)
+                        if text.count >= 6 {
+                            continuation.resume(returning: text)
+                            return .stop
+                        }
+                        return .continueReading
+                    }
+                    return .continueReading
+                }
+            }
+        }
+        #expect(seen == "abcdef")
+    }
+
     @Test func idleTimeoutFailsAStalledRead() async throws {
         let server = try LoopbackServer(behaviour: .silent)
         defer { server.stop() }

@@ -37,6 +37,45 @@ struct TLSConnectionTests {
         #expect(response.hasPrefix("HTTP/1.0 200 ok"))
     }
 
+    @Test func hotReadLoopReceivesALargeBodyIntact() async throws {
+        let server = try OpenSSLServer(cert: fixtures.server.cert, key: fixtures.server.key, servingFilesFrom: fixtures.directory)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let connection = try await Connection.connect(to: "localhost", port: server.port, tls: context, on: loop)
+        defer { connection.close() }
+        try await connection.write(Array("GET /big.bin HTTP/1.0\r\n\r\n".utf8))
+
+        struct Body { var head: [UInt8] = []; var bodyBytes = 0; var mismatches = 0; var largestChunk = 0 }
+        let body = Mutex(Body())
+        let end = try await connection.readLoop { bytes in
+            body.withLock { state in
+                state.largestChunk = max(state.largestChunk, bytes.count)
+                var rest = bytes[...]
+                if state.bodyBytes == 0 {
+                    // Until the blank line, bytes belong to the response head.
+                    while let byte = rest.first, !state.head.suffix(4).elementsEqual("\r\n\r\n".utf8) {
+                        state.head.append(byte)
+                        rest = rest.dropFirst()
+                    }
+                }
+                for byte in rest {
+                    if byte != TLSFixtures.bigFileByte(at: state.bodyBytes) { state.mismatches += 1 }
+                    state.bodyBytes += 1
+                }
+            }
+            return .continueReading
+        }
+        let received = body.withLock { $0 }
+        #expect(String(decoding: received.head, as: UTF8.self).hasPrefix("HTTP/1.0 200 ok"))
+        #expect(received.bodyBytes == TLSFixtures.bigFileSize)
+        #expect(received.mismatches == 0)
+        // Records are 16 KiB at most; the fill loop must hand over several per delivery.
+        #expect(received.largestChunk > 16 * 1024)
+        if case .endOfStream = end {} else { Issue.record("expected the server to end the stream, got \(end)") }
+    }
+
     @Test func secondConnectionResumesTheSession() async throws {
         let server = try OpenSSLServer(cert: fixtures.server.cert, key: fixtures.server.key)
         defer { server.stop() }

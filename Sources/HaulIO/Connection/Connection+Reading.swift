@@ -15,7 +15,8 @@ extension Connection {
     ///
     /// Reading continues until the handler returns ``ReadDecision/stop``, the stream ends, or the connection fails;
     /// the handler sees ``ConnectionReadEvent/endOfStream(_:)`` or ``ConnectionReadEvent/failed(_:)`` last.
-    /// Call again (from the handler or later) to resume. Loop thread only; one reader at a time.
+    /// Call again to resume, or to replace the handler (also from inside the current handler, e.g. when one
+    /// response ends and the next begins). Loop thread only; one reader at a time.
     public func startReadingOnLoop(_ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
         precondition(loop.inEventLoop, "Connection.startReadingOnLoop must be called on the loop thread")
         if let terminalError {
@@ -23,11 +24,10 @@ extension Connection {
             return
         }
         let wasIdle = !hasPendingOperation
+        if case .handler = reader { setReader(.idle) }
         setReader(.handler(handler))
         armIdleTimer(operationWasIdle: wasIdle)
-        // Data may already be waiting, in the socket or inside OpenSSL where epoll cannot see it.
-        performReads()
-        updateInterest()
+        readSoon()
     }
 
     /// Reads once into `buffer` (decrypting straight into it for TLS) and calls `completion` on the loop thread.
@@ -45,8 +45,7 @@ extension Connection {
         let wasIdle = !hasPendingOperation
         setReader(.into(buffer, completion))
         armIdleTimer(operationWasIdle: wasIdle)
-        performReads()
-        updateInterest()
+        readSoon()
     }
 
     // MARK: Async API
@@ -103,6 +102,22 @@ extension Connection {
 
     // MARK: Machinery
 
+    /// Tries the new reader at once, since data may already be waiting in the socket or inside OpenSSL where
+    /// epoll cannot see it; from inside a handler, defers that to a fresh loop task instead.
+    private func readSoon() {
+        if isPerformingReads {
+            let generation = readerGeneration
+            loop.execute { [self] in
+                guard readerGeneration == generation else { return }
+                performReads()
+                updateInterest()
+            }
+        } else {
+            performReads()
+        }
+        updateInterest()
+    }
+
     func setReader(_ newReader: Reader) {
         if case .idle = reader {} else if case .idle = newReader {} else {
             preconditionFailure("Connection to \(host):\(port) already has a read in progress")
@@ -113,6 +128,9 @@ extension Connection {
 
     /// Serves the current reader until the socket is drained, the reader stops, or the per-wake-up budget is spent.
     func performReads() {
+        guard !isPerformingReads else { return }
+        isPerformingReads = true
+        defer { isPerformingReads = false }
         let generation = readerGeneration
         for _ in 0..<Connection.readsPerWakeUp {
             guard terminalError == nil, readerGeneration == generation else { return }

@@ -57,6 +57,9 @@ public final class Connection: @unchecked Sendable {
     /// itself from inside its own callback.
     var readerGeneration: UInt64 = 0
     var readNeedsWritable = false
+    /// Set while `performReads` runs, so that a handler starting a new read does not read re-entrantly into the
+    /// receive buffer its caller is still looking at.
+    var isPerformingReads = false
     var writer: PendingWrite?
     var writeNeedsReadable = false
     var terminalError: ConnectionError?
@@ -82,6 +85,7 @@ public final class Connection: @unchecked Sendable {
     ///
     /// Errors name the host and cause, e.g. `connect to 127.0.0.1:1: Connection refused` or
     /// `TLS handshake with 127.0.0.1:8443 failed: certificate verify failed: self-signed certificate`.
+    /// Cancelling the task abandons the attempt with a ``ConnectionError/Kind/closed`` error.
     public static func connect(
         to host: String,
         port: UInt16,
@@ -89,17 +93,22 @@ public final class Connection: @unchecked Sendable {
         options: ConnectionOptions = ConnectionOptions(),
         on loop: EventLoop
     ) async throws(ConnectionError) -> Connection {
-        let result: Result<Connection, ConnectionError> = await withCheckedContinuation { continuation in
-            loop.execute {
-                connectOnLoop(to: host, port: port, tls: tls, options: options, on: loop) {
-                    continuation.resume(returning: $0)
+        let attempt = ConnectAttempt(host: host, port: port)
+        let result: Result<Connection, ConnectionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                loop.execute {
+                    attempt.start(tls: tls, options: options, on: loop) { continuation.resume(returning: $0) }
                 }
             }
+        } onCancel: {
+            loop.execute { attempt.cancel() }
         }
         return try result.get()
     }
 
-    /// Loop-thread form of ``connect(to:port:tls:options:on:)``: `completion` runs on the loop thread.
+    /// Loop-thread form of ``connect(to:port:tls:options:on:)``: `completion` runs on the loop thread, exactly once.
+    /// The returned attempt can be cancelled (on the loop thread) to abandon it.
+    @discardableResult
     public static func connectOnLoop(
         to host: String,
         port: UInt16,
@@ -107,30 +116,14 @@ public final class Connection: @unchecked Sendable {
         options: ConnectionOptions,
         on loop: EventLoop,
         completion: @escaping (Result<Connection, ConnectionError>) -> Void
-    ) {
+    ) -> ConnectAttempt {
         precondition(loop.inEventLoop, "Connection.connectOnLoop must be called on the loop thread")
-        let connector = HappyEyeballsConnector(
-            loop: loop, host: host, port: port, options: options.socket, attemptDelay: options.attemptDelay,
-            timeout: options.timeouts.connect
-        ) { result in
-            switch result {
-            case .failure(let error):
-                completion(.failure(error))
-            case .success(let socket):
-                let connection = Connection(loop: loop, host: host, port: port, options: options, socket: socket)
-                guard let tls else {
-                    completion(.success(connection))
-                    return
-                }
-                connection.startHandshake(context: tls) { outcome in
-                    completion(outcome.map { connection })
-                }
-            }
-        }
-        connector.start()
+        let attempt = ConnectAttempt(host: host, port: port)
+        attempt.start(tls: tls, options: options, on: loop, completion: completion)
+        return attempt
     }
 
-    private func startHandshake(context: TLSContext, completion: @escaping (Result<Void, ConnectionError>) -> Void) {
+    func startHandshake(context: TLSContext, completion: @escaping (Result<Void, ConnectionError>) -> Void) {
         do {
             tls = try TLSConnection(context: context, fileDescriptor: socket.fileDescriptor, host: host, port: port)
         } catch {

@@ -105,8 +105,9 @@ final class TLSConnection {
     /// The negotiated protocol version, e.g. `TLSv1.3`.
     var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
 
-    /// Whether OpenSSL holds received bytes (decrypted or not) that epoll cannot know about.
-    var hasBufferedData: Bool { SSL_has_pending(ssl) == 1 }
+    /// Whether OpenSSL holds received bytes (decrypted or not) that epoll cannot know about, or a read outcome
+    /// is waiting to be reported.
+    var hasBufferedData: Bool { deferredEnd != nil || SSL_has_pending(ssl) == 1 }
 
     /// Advances the handshake.
     func handshake() throws(ConnectionError) -> Progress {
@@ -122,9 +123,40 @@ final class TLSConnection {
         }
     }
 
-    /// Decrypts up to `buffer.count` bytes straight into `buffer`.
-    @inline(__always)
+    /// An end or failure met while filling a buffer that already held bytes; reported by the next read.
+    private var deferredEnd: Result<ReadOutcome, ConnectionError>?
+
+    /// Decrypts straight into `buffer`, record after record until it is full or OpenSSL needs the socket, so that
+    /// one delivery carries many 16 KiB records instead of one.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(ConnectionError) -> ReadOutcome {
+        if let deferredEnd {
+            self.deferredEnd = nil
+            return try deferredEnd.get()
+        }
+        var filled = 0
+        while filled < buffer.count {
+            let outcome: ReadOutcome
+            do {
+                outcome = try readRecord(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            } catch {
+                if filled == 0 { throw error }
+                deferredEnd = .failure(error)
+                break
+            }
+            if case .bytes(let count) = outcome {
+                filled += count
+                continue
+            }
+            if filled == 0 { return outcome }
+            if case .closed = outcome { deferredEnd = .success(outcome) }
+            break
+        }
+        return .bytes(filled)
+    }
+
+    /// One `SSL_read_ex`: at most one record's worth of plaintext.
+    @inline(__always)
+    private func readRecord(into buffer: UnsafeMutableRawBufferPointer) throws(ConnectionError) -> ReadOutcome {
         var count = 0
         if SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 { return .bytes(count) }
         let savedErrno = Glibc.errno

@@ -7,6 +7,9 @@ import Synchronization
 /// Create one per configuration and reuse it: loading the system CA store costs milliseconds, and sessions can only
 /// be resumed by connections made from the same context.
 public final class TLSContext: Sendable {
+    /// OpenSSL's per-connection receive buffer with read-ahead: four maximum-size records per read().
+    static let readAheadBufferSize = 64 * 1024
+
     /// The configuration this context was built from.
     public let configuration: TLSConfiguration
 
@@ -37,6 +40,11 @@ public final class TLSContext: Sendable {
         // Partial writes let a large write make progress record by record; the moving buffer flag allows our
         // retry after WANT_WRITE to pass the same bytes from a different address (arrays may move).
         _ = haul_SSL_CTX_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        // Without read-ahead OpenSSL issues two read() calls per 16 KiB record (header, then body). With it, one
+        // read() fetches as many records as fit the buffer; the connection checks SSL_has_pending so bytes held
+        // here, invisible to epoll, are never stranded.
+        _ = haul_SSL_CTX_set_read_ahead(context, 1)
+        _ = SSL_CTX_set_default_read_buffer_len(context, TLSContext.readAheadBufferSize)
 
         if !configuration.insecure {
             if configuration.usesSystemTrustStore {

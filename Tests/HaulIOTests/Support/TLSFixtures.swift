@@ -14,6 +14,10 @@ struct TLSFixtures: Sendable {
     /// CA-signed, but only for DNS:other.test.
     var otherName: (cert: String, key: String) { (directory + "/other.pem", directory + "/other.key") }
 
+    /// A 3 MiB file served by ``OpenSSLServer`` in file mode as `/big.bin`: byte i is `i * 7 mod 251`.
+    static let bigFileSize = 3 << 20
+    static func bigFileByte(at index: Int) -> UInt8 { UInt8(index &* 7 % 251) }
+
     static let shared: Result<TLSFixtures, any Error> = Result { try TLSFixtures() }
 
     private init() throws {
@@ -27,6 +31,8 @@ struct TLSFixtures: Sendable {
         try issue(name: "other", subject: "/CN=other.test", sans: "DNS:other.test")
         try run(["req", "-x509"] + ec + ["-keyout", "self.key", "-out", "self.pem", "-days", "2", "-subj", "/CN=localhost",
                  "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        let big = Data((0..<TLSFixtures.bigFileSize).map(TLSFixtures.bigFileByte(at:)))
+        try big.write(to: URL(fileURLWithPath: directory + "/big.bin"))
     }
 
     private func issue(name: String, subject: String, sans: String) throws {
@@ -64,12 +70,14 @@ final class OpenSSLServer: @unchecked Sendable {
     let port: UInt16
     private let process: Process
 
-    init(cert: String, key: String, extraArguments: [String] = []) throws {
+    /// `servingFilesFrom` switches to `-WWW` mode: `GET /name` returns that file from the directory.
+    init(cert: String, key: String, servingFilesFrom directory: String? = nil) throws {
         port = try LoopbackServer.unusedPort()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-www", "-quiet",
-                             "-alpn", "http/1.1"] + extraArguments
+        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key,
+                             directory == nil ? "-www" : "-WWW", "-quiet", "-alpn", "http/1.1"]
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
