@@ -44,6 +44,7 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
 
     private var endpoint: String { SocketAddress.endpoint(host: host, port: port) }
 
+    /// A one-line message naming the endpoint and the cause, e.g. `connect to 127.0.0.1:1: Connection refused`.
     public var description: String {
         let cause = systemError?.reason ?? detail
         switch kind {

@@ -102,7 +102,11 @@ public final class EventLoop: @unchecked Sendable {
         }
         guard !alreadyStopping, let thread else { return }
         wake()
-        pthread_join(thread, nil)
+        do {
+            try checkErrorNumber("pthread_join", pthread_join(thread, nil))
+        } catch {
+            preconditionFailure("cannot join the event loop thread: \(error)")
+        }
     }
 
     // MARK: Descriptors (loop thread only)
@@ -224,7 +228,11 @@ public final class EventLoop: @unchecked Sendable {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        do {
+            try checkErrorNumber("pthread_sigmask", pthread_sigmask(SIG_BLOCK, &signals, nil))
+        } catch {
+            preconditionFailure("cannot block SIGPIPE on the event loop thread: \(error)")
+        }
     }
 
     /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued,

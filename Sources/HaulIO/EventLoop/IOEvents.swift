@@ -2,7 +2,9 @@ import CHaulSystem
 
 /// Readiness conditions of a file descriptor, as reported by epoll and as requested when registering.
 public struct IOEvents: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    /// The epoll event bits.
     public let rawValue: UInt32
+    /// Wraps raw epoll event bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// Data (or a pending connection, or end of stream) can be read.
@@ -16,6 +18,7 @@ public struct IOEvents: OptionSet, Sendable, Hashable, CustomStringConvertible {
     /// The peer shut down its writing side.
     public static let readHangup = IOEvents(rawValue: haul_EPOLLRDHUP)
 
+    /// The set names, e.g. `[readable, hangup]`.
     public var description: String {
         let names: [(IOEvents, String)] = [
             (.readable, "readable"), (.writable, "writable"), (.error, "error"), (.hangup, "hangup"),

@@ -7,6 +7,7 @@ public struct ResolutionError: Error, Sendable, Equatable, CustomStringConvertib
     /// The `getaddrinfo` error text (or `strerror` text for `EAI_SYSTEM`).
     public let reason: String
 
+    /// `resolve HOST: REASON`.
     public var description: String { "resolve \(host): \(reason)" }
 }
 

@@ -4,7 +4,9 @@ import Glibc
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// The address family.
     public enum Family: Sendable, Hashable {
+        /// `AF_INET`.
         case ipv4
+        /// `AF_INET6`.
         case ipv6
 
         var rawValue: Int32 { self == .ipv4 ? AF_INET : AF_INET6 }

@@ -11,8 +11,12 @@ public struct MonotonicInstant: Sendable, Hashable, Comparable {
     /// The current monotonic time.
     public static func now() -> MonotonicInstant {
         var spec = timespec()
-        // CLOCK_MONOTONIC cannot fail with a valid pointer, so the result needs no check.
-        _ = clock_gettime(CLOCK_MONOTONIC, &spec)
+        do {
+            _ = try blockingSyscall("clock_gettime") { clock_gettime(CLOCK_MONOTONIC, &spec) }
+        } catch {
+            // Only possible with a kernel lacking CLOCK_MONOTONIC; no timeout could work, so stop loudly.
+            fatalError("\(error)")
+        }
         return MonotonicInstant(nanoseconds: UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec))
     }
 
@@ -26,6 +30,7 @@ public struct MonotonicInstant: Sendable, Hashable, Comparable {
         nanoseconds > earlier.nanoseconds ? nanoseconds - earlier.nanoseconds : 0
     }
 
+    /// Earlier instants sort first.
     public static func < (lhs: MonotonicInstant, rhs: MonotonicInstant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 }
 

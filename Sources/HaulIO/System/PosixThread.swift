@@ -26,14 +26,15 @@ enum PosixThread {
         defer { pthread_attr_destroy(&attributes) }
         if detached { pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) }
         var thread = pthread_t()
-        let code = pthread_create(&thread, &attributes, { argument in
-            let entry = Unmanaged<Entry>.fromOpaque(argument!).takeRetainedValue()
-            entry.body()
-            return nil
-        }, entry)
-        if code != 0 {
+        do {
+            try checkErrorNumber("pthread_create", pthread_create(&thread, &attributes, { argument in
+                let entry = Unmanaged<Entry>.fromOpaque(argument!).takeRetainedValue()
+                entry.body()
+                return nil
+            }, entry))
+        } catch {
             Unmanaged<Entry>.fromOpaque(entry).release()
-            throw SystemError(call: "pthread_create", errno: code)
+            throw error
         }
         // Linux limits thread names to 15 bytes plus the terminator; a longer name makes the call fail, harmlessly.
         _ = haul_set_thread_name(thread, String(name.prefix(15)))

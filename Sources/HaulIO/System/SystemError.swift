@@ -18,6 +18,7 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The human-readable text for `errno` from `strerror`, e.g. `Connection refused`.
     public var reason: String { SystemError.describe(errno: errno) }
 
+    /// `call: reason (errno N)`, e.g. `connect: Connection refused (errno 111)`.
     public var description: String { "\(call): \(reason) (errno \(errno))" }
 
     /// The `strerror` text for an errno value, without the call name.

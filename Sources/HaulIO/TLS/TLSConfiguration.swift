@@ -4,7 +4,9 @@
 public struct TLSConfiguration: Sendable, Hashable {
     /// TLS protocol versions a connection may negotiate.
     public enum ProtocolVersion: Sendable, Hashable {
+        /// TLS 1.2 (RFC 5246).
         case tls12
+        /// TLS 1.3 (RFC 8446).
         case tls13
     }
 

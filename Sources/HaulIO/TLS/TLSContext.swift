@@ -106,5 +106,6 @@ public final class TLSContext: Sendable {
 public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
     /// What failed and why.
     public let reason: String
+    /// `TLS setup failed: REASON`.
     public var description: String { "TLS setup failed: \(reason)" }
 }
