@@ -1,0 +1,83 @@
+/// Why a download failed: one case per class of failure, each carrying what a person needs to act on it
+/// (which host, which status, which path, which errno or TLS reason).
+public enum HaulError: Error, Sendable, CustomStringConvertible {
+    /// The URL (or a redirect's Location) is not a usable http/https URL.
+    case invalidURL(URLParseError)
+    /// A request header given by the caller is invalid (e.g. contains CR/LF).
+    case invalidRequest(RequestHeadError)
+    /// Name resolution, connect, reset, or a stall (no bytes for the stall timeout).
+    case network(ConnectionError)
+    /// The TLS handshake or the TLS stream failed (certificate, hostname, protocol).
+    case tls(ConnectionError)
+    /// TLS could not be set up locally (for example an unreadable CA file).
+    case tlsSetup(TLSSetupError)
+    /// The server's response broke HTTP/1.1.
+    case malformedResponse(HTTPParseError, server: String)
+    /// A TLS body delimited only by the connection close ended without close_notify.
+    case truncatedTLS(server: String, bytesReceived: Int64)
+    /// The server answered with a status that is not a success.
+    case httpStatus(status: Int, reason: String, url: String)
+    /// Following redirects failed.
+    case redirect(RedirectError)
+    /// The download took longer than the total time allowed.
+    case timedOut(after: Duration, url: String, bytesReceived: Int64)
+    /// The body ended before the length the server announced.
+    case incomplete(url: String, expected: Int64, received: Int64)
+    /// Reading or writing a local file failed.
+    case disk(path: String, SystemError)
+    /// The destination exists and replacing it was not allowed.
+    case destinationExists(path: String)
+    /// A failure Haul has no better name for (a bug if it is ever seen).
+    case unexpected(String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let error): "invalid URL: \(error)"
+        case .invalidRequest(let error): "invalid request: \(error)"
+        case .network(let error): error.description
+        case .tls(let error): error.description
+        case .tlsSetup(let error): error.description
+        case .malformedResponse(let error, let server): "malformed response from \(server): \(error)"
+        case .truncatedTLS(let server, let bytes):
+            "TLS connection to \(server) closed without close_notify after \(bytes) bytes; the body may be truncated"
+        case .httpStatus(let status, let reason, let url): "HTTP \(status)\(reason.isEmpty ? "" : " \(reason)") from \(url)"
+        case .redirect(let error): error.description
+        case .timedOut(let after, let url, let bytes): "download of \(url) timed out after \(after) (\(bytes) bytes received)"
+        case .incomplete(let url, let expected, let received): "download of \(url) ended after \(received) of \(expected) bytes"
+        case .disk(let path, let error): "\(path): \(error)"
+        case .destinationExists(let path): "\(path) already exists (pass replace to overwrite it)"
+        case .unexpected(let what): "unexpected failure: \(what)"
+        }
+    }
+
+    /// Whether trying again (on a new connection, after a pause) may succeed.
+    public var isTransient: Bool {
+        switch self {
+        case .network, .truncatedTLS, .incomplete, .timedOut: true
+        case .malformedResponse(let error, _):
+            switch error.kind {
+            case .incompleteMessage, .connectionClosedBeforeResponse: true
+            default: false
+            }
+        case .httpStatus(let status, _, _): status == 408 || status == 429 || status >= 500
+        default: false
+        }
+    }
+
+    /// Maps a failure of the HTTP layer into the engine's vocabulary.
+    init(_ error: HTTPClientError) {
+        switch error {
+        case .connection(let error):
+            switch error.kind {
+            case .tlsHandshakeFailed, .tlsHandshakeTimedOut, .tlsFailure: self = .tls(error)
+            default: self = .network(error)
+            }
+        case .malformedResponse(let error, let origin): self = .malformedResponse(error, server: origin.hostAndPort)
+        case .truncatedTLSBody(let origin, let bytes): self = .truncatedTLS(server: origin.hostAndPort, bytesReceived: bytes)
+        case .invalidRequest(let error): self = .invalidRequest(error)
+        case .tlsSetup(let error): self = .tlsSetup(error)
+        case .handlerFailed(let error):
+            self = (error as? HaulError) ?? .unexpected(String(describing: error))
+        }
+    }
+}

@@ -1,0 +1,87 @@
+/// How redirects are followed: which statuses, how many hops, and what may cross origins.
+public struct RedirectPolicy: Sendable, Hashable {
+    /// Most redirects followed for one download.
+    public var maxRedirects: Int
+    /// Whether an https URL may redirect to plain http (off: a downgrade exposes the download).
+    public var allowsHTTPSDowngrade: Bool
+
+    public init(maxRedirects: Int = 10, allowsHTTPSDowngrade: Bool = false) {
+        self.maxRedirects = maxRedirects
+        self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
+    }
+
+    /// Statuses that redirect a GET or HEAD (RFC 9110 §15.4).
+    public static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// Headers that carry credentials and must not follow a redirect to another origin.
+    static let credentialHeaders = ["authorization", "proxy-authorization", "cookie"]
+
+    /// The request to send after `head` redirected `request`, or nil when `head` is not a redirect.
+    /// `visited` holds every URL requested so far in this chain (it detects loops).
+    public func follow(_ head: ResponseHead, from request: RequestHead, visited: inout [HTTPURL]) throws(RedirectError) -> RequestHead? {
+        guard Self.redirectStatuses.contains(head.status) else { return nil }
+        guard let location = head.fields.firstString("location") else {
+            throw RedirectError(.missingLocation(status: head.status), at: request.url)
+        }
+        let target: HTTPURL
+        do {
+            target = try request.url.resolve(location)
+        } catch {
+            throw RedirectError(.invalidLocation(location, error), at: request.url)
+        }
+        if request.url.scheme == .https && target.scheme == .http && !allowsHTTPSDowngrade {
+            throw RedirectError(.insecureDowngrade(to: target), at: request.url)
+        }
+        if visited.contains(target) {
+            throw RedirectError(.loop(chain: visited + [target]), at: request.url)
+        }
+        guard visited.count <= maxRedirects else {
+            throw RedirectError(.tooMany(limit: maxRedirects), at: request.url)
+        }
+        visited.append(target)
+
+        var next = request
+        next.url = target
+        if target.origin != request.url.origin {
+            var kept = HTTPFields()
+            for index in 0..<request.headers.count {
+                let name = latin1String(request.headers.name(at: index)).lowercased()
+                if !Self.credentialHeaders.contains(name) {
+                    kept.append(name: request.headers.name(at: index), value: request.headers.value(at: index))
+                }
+            }
+            next.headers = kept
+        }
+        return next
+    }
+}
+
+/// A redirect that could not be followed, with the URL that sent it.
+public struct RedirectError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Sendable {
+        case missingLocation(status: Int)
+        case invalidLocation(String, URLParseError)
+        case insecureDowngrade(to: HTTPURL)
+        case loop(chain: [HTTPURL])
+        case tooMany(limit: Int)
+    }
+
+    public let reason: Reason
+    /// The URL whose response redirected.
+    public let url: HTTPURL
+
+    public init(_ reason: Reason, at url: HTTPURL) {
+        self.reason = reason
+        self.url = url
+    }
+
+    public var description: String {
+        switch reason {
+        case .missingLocation(let status): "redirect \(status) from \(url) has no Location"
+        case .invalidLocation(let location, let error): "redirect from \(url) to invalid Location \"\(location)\": \(error)"
+        case .insecureDowngrade(let target): "refusing redirect from \(url) to insecure \(target)"
+        case .loop(let chain): "redirect loop: " + chain.map(\.description).joined(separator: " -> ")
+        case .tooMany(let limit): "more than \(limit) redirects (last from \(url))"
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import HaulHTTP
+
+/// Runs HTTP/1.1 exchanges over pooled keep-alive connections on one event loop.
+///
+/// ``executeOnLoop(_:handler:completion:)`` is the hot-path form (everything on the loop thread);
+/// ``execute(_:handler:)`` is the same from async code.
+public final class HTTPClient: Sendable {
+    /// The loop every exchange of this client runs on.
+    public let loop: EventLoop
+    /// Keep-alive connections of this client.
+    public let pool: ConnectionPool
+    /// Socket, timeout and buffer settings for new connections.
+    public let connectionOptions: ConnectionOptions
+    private let tls: TLSContext
+
+    /// - Throws: ``TLSSetupError`` when the TLS configuration cannot be loaded (for example a missing CA file).
+    public init(loop: EventLoop, tls: TLSConfiguration = TLSConfiguration(),
+                connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16) throws(TLSSetupError) {
+        self.loop = loop
+        self.pool = ConnectionPool(loop: loop, maxIdlePerOrigin: maxIdlePerOrigin)
+        self.connectionOptions = connectionOptions
+        self.tls = try TLSContext(configuration: tls)
+    }
+
+    /// Sends `request` on an idle connection to its origin (or a new one) and feeds the response to `handler`.
+    /// A reused connection that the server had already closed is detected and the request is sent once more
+    /// on a new connection. `completion` runs once, on the loop thread.
+    public func executeOnLoop(_ request: RequestHead, handler: any ResponseHandler,
+                              completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void) {
+        precondition(loop.inEventLoop, "HTTPClient.executeOnLoop must be called on the loop thread")
+        let bytes: [UInt8]
+        do {
+            bytes = try request.serialized()
+        } catch {
+            completion(.failure(.invalidRequest(error)))
+            return
+        }
+        let origin = request.url.origin
+        let requestWasHead = request.method == .head
+        func run(on connection: HTTPConnection, reused: Bool) {
+            connection.exchangeOnLoop(request: bytes, requestWasHead: requestWasHead, handler: handler) { [self] result in
+                switch result {
+                case .success(let summary):
+                    if summary.connectionReused { pool.returnOnLoop(connection) }
+                    completion(result)
+                case .failure(let error) where reused && !connection.latestExchangeSawHead && Self.isStaleConnection(error):
+                    connect(origin) { fresh in
+                        switch fresh {
+                        case .success(let newConnection): run(on: newConnection, reused: false)
+                        case .failure(let error): completion(.failure(error))
+                        }
+                    }
+                case .failure:
+                    completion(result)
+                }
+            }
+        }
+        if let connection = pool.takeIdleOnLoop(origin) {
+            run(on: connection, reused: true)
+        } else {
+            connect(origin) { result in
+                switch result {
+                case .success(let connection): run(on: connection, reused: false)
+                case .failure(let error): completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// ``executeOnLoop(_:handler:completion:)`` from async code.
+    public func execute(_ request: RequestHead, handler: any ResponseHandler) async throws(HTTPClientError) -> ExchangeSummary {
+        let result: Result<ExchangeSummary, HTTPClientError> = await withCheckedContinuation { continuation in
+            loop.execute { self.executeOnLoop(request, handler: handler) { continuation.resume(returning: $0) } }
+        }
+        return try result.get()
+    }
+
+    /// Closes the pooled connections.
+    public func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                self.pool.closeAllOnLoop()
+                continuation.resume()
+            }
+        }
+    }
+
+    private func connect(_ origin: HTTPOrigin, completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) {
+        let tlsContext = origin.scheme == .https ? tls : nil
+        Connection.connectOnLoop(to: origin.host.name, port: origin.port, tls: tlsContext,
+                                 options: connectionOptions, on: loop) { [pool] result in
+            switch result {
+            case .success(let connection):
+                pool.noteOpenedOnLoop()
+                completion(.success(HTTPConnection(transport: connection, origin: origin)))
+            case .failure(let error):
+                completion(.failure(.connection(error)))
+            }
+        }
+    }
+
+    /// A server closing an idle keep-alive connection shows up as EOF or a reset before any response byte.
+    static func isStaleConnection(_ error: HTTPClientError) -> Bool {
+        switch error {
+        case .malformedResponse(let parseError, _):
+            return parseError.kind == .connectionClosedBeforeResponse
+        case .connection(let connectionError):
+            return connectionError.kind == .ioFailure || connectionError.kind == .closed
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import HaulHTTP
+
+/// One HTTP/1.1 connection: a transport ``Connection`` and the response parser that reads it, running one
+/// exchange at a time entirely on the event-loop thread.
+///
+/// The hot path never leaves the loop: each read lands in the connection's receive buffer, the parser
+/// slices the body out of it and the handler writes that slice where it belongs.
+public final class HTTPConnection: @unchecked Sendable {
+    // @unchecked Sendable: every mutable property is touched only on `transport.loop` (each entry point
+    // asserts `inEventLoop`); the references themselves never change.
+
+    /// The transport.
+    public let transport: Connection
+    /// The origin this connection talks to (the pool key).
+    public let origin: HTTPOrigin
+    /// Requests completed on this connection so far.
+    public private(set) var requestsServed = 0
+    /// Whether the latest exchange got as far as a response head; a reused connection that fails before
+    /// one was most likely closed by the server while idle, and the request can be sent again.
+    public private(set) var latestExchangeSawHead = false
+
+    private var parser = ResponseParser()
+    private var active: Exchange?
+
+    private struct Exchange {
+        let handler: any ResponseHandler
+        let completion: (Result<ExchangeSummary, HTTPClientError>) -> Void
+        var head: ResponseHead?
+        var abandoned = false
+    }
+
+    init(transport: Connection, origin: HTTPOrigin) {
+        self.transport = transport
+        self.origin = origin
+    }
+
+    /// Whether the transport was closed (by us or by a failure).
+    public var isClosedOnLoop: Bool { transport.isClosedOnLoop }
+
+    /// Sends `request` and runs the response through `handler`; `completion` runs on the loop thread once.
+    /// On success the summary says whether the connection may be reused; a failed or abandoned exchange
+    /// closes the connection.
+    public func exchangeOnLoop(
+        request: [UInt8],
+        requestWasHead: Bool,
+        handler: any ResponseHandler,
+        completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void
+    ) {
+        precondition(transport.loop.inEventLoop, "HTTPConnection.exchangeOnLoop must be called on the loop thread")
+        precondition(active == nil, "one exchange at a time per connection")
+        active = Exchange(handler: handler, completion: completion)
+        latestExchangeSawHead = false
+        parser.prepareForNextResponse(requestWasHead: requestWasHead)
+        transport.writeOnLoop(request) { [self] error in
+            if let error { finish(.failure(.connection(error))) }
+        }
+        transport.startReadingOnLoop { [self] event in
+            switch event {
+            case .bytes(let bytes): return consume(bytes)
+            case .endOfStream(let end):
+                endOfStream(end)
+                return .stop
+            case .failed(let error):
+                finish(.failure(.connection(error)))
+                return .stop
+            }
+        }
+    }
+
+    private func consume(_ bytes: UnsafeRawBufferPointer) -> ReadDecision {
+        guard var exchange = active else { return .stop }
+        var offset = 0
+        do {
+            while true {
+                let (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                offset += consumed
+                switch event {
+                case .needMoreInput:
+                    return .continueReading
+                case .interim:
+                    continue
+                case .head(let head):
+                    exchange.head = head
+                    active = exchange
+                    latestExchangeSawHead = true
+                    if try exchange.handler.didReceiveHead(head) == .abandon {
+                        finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
+                        return .stop
+                    }
+                case .body(let body):
+                    if try exchange.handler.didReceiveBody(body) == .stop {
+                        finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
+                        return .stop
+                    }
+                case .end(let trailers):
+                    // Bytes after the response that nobody asked for mean the stream cannot be trusted.
+                    let reusable = parser.connectionReusable && offset == bytes.count
+                    finish(.success(summary(complete: true, trailers: trailers, reusable: reusable)))
+                    return .stop
+                }
+            }
+        } catch let error as HTTPParseError {
+            finish(.failure(.malformedResponse(error, origin: origin)))
+        } catch {
+            finish(.failure(.handlerFailed(error)))
+        }
+        return .stop
+    }
+
+    private func endOfStream(_ end: EndOfStream) {
+        guard active != nil else { return }
+        do {
+            guard let event = try parser.finish() else { return }
+            guard case .end(let trailers) = event else { return }
+            // Only close-delimited bodies end here; without close_notify their end is unproven.
+            if end == .withoutCloseNotify && transport.tlsDetails != nil {
+                finish(.failure(.truncatedTLSBody(origin: origin, bytesReceived: parser.bodyBytesDelivered)))
+                return
+            }
+            finish(.success(summary(complete: true, trailers: trailers, reusable: false)))
+        } catch {
+            finish(.failure(.malformedResponse(error, origin: origin)))
+        }
+    }
+
+    private func summary(complete: Bool, trailers: HTTPFields, reusable: Bool) -> ExchangeSummary {
+        ExchangeSummary(head: active!.head!, bodyBytes: parser.bodyBytesDelivered, complete: complete,
+                        trailers: trailers, connectionReused: reusable, earlierRequestsOnConnection: requestsServed)
+    }
+
+    private func finish(_ result: Result<ExchangeSummary, HTTPClientError>) {
+        guard let exchange = active else { return }
+        active = nil
+        if case .success(let summary) = result, summary.connectionReused {
+            requestsServed += 1
+        } else {
+            transport.closeOnLoop()
+        }
+        exchange.completion(result)
+    }
+}

@@ -1,0 +1,44 @@
+import HaulHTTP
+
+/// What to do with a response's body once its head is known.
+public enum HeadDecision: Sendable {
+    /// Deliver the body to ``ResponseHandler/didReceiveBody(_:)``.
+    case receiveBody
+    /// Stop now and close the connection (for example a status the caller will not use).
+    case abandon
+}
+
+/// Whether to keep receiving the body.
+public enum BodyDecision: Sendable {
+    case `continue`
+    /// Stop now; the rest of the body is not read and the connection is closed.
+    case stop
+}
+
+/// Receives one response on the event-loop thread.
+///
+/// Body bytes are lent straight from the connection's receive buffer (after TLS decryption and de-chunking),
+/// valid only during the call: write them out (e.g. `pwrite`) rather than keeping them. Conformers are used
+/// only on the loop thread, which is what makes them safe to hand over.
+public protocol ResponseHandler: AnyObject, Sendable {
+    /// The final response's head (interim 1xx responses are skipped). Throwing abandons the exchange.
+    func didReceiveHead(_ head: ResponseHead) throws -> HeadDecision
+    /// A piece of the body. Throwing abandons the exchange.
+    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) throws -> BodyDecision
+}
+
+/// How an exchange ended when it did not fail.
+public struct ExchangeSummary: Sendable {
+    /// The final response's head.
+    public var head: ResponseHead
+    /// Body bytes delivered to the handler.
+    public var bodyBytes: Int64
+    /// Whether the whole body was received (false when the handler abandoned or stopped it).
+    public var complete: Bool
+    /// Chunked trailers, if any.
+    public var trailers: HTTPFields
+    /// Whether the connection went back to the pool for reuse.
+    public var connectionReused: Bool
+    /// Requests this TCP connection had served before this one (0 for a new connection).
+    public var earlierRequestsOnConnection: Int
+}
