@@ -81,3 +81,17 @@ struct EventLoopTests {
         #expect(received == UInt8(ascii: "z"))
     }
 }
+
+@Suite("Event loop group")
+struct EventLoopGroupTests {
+    @Test func handsOutLoopsRoundRobinEachOnItsOwnThread() async throws {
+        let group = try EventLoopGroup(numberOfThreads: 2)
+        defer { group.shutdown() }
+        let first = group.next()
+        let second = group.next()
+        #expect(first !== second)
+        #expect(group.next() === first)
+        let firstOnOwnThread = try await first.submit { first.inEventLoop && !second.inEventLoop }
+        #expect(firstOnOwnThread)
+    }
+}

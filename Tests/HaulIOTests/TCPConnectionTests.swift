@@ -130,7 +130,7 @@ struct TCPConnectionTests {
             #expect(error.description.hasPrefix("connect to 127.0.0.1:\(server.port) timed out after 300ms"))
         }
         let elapsed = MonotonicInstant.now().nanoseconds(since: started)
-        #expect(elapsed >= 290_000_000 && elapsed < 2_000_000_000)
+        #expect(elapsed >= 290_000_000 && elapsed < 5_000_000_000)
     }
 
     @Test func cancellingTheTaskAbandonsAHangingConnect() async throws {
@@ -152,7 +152,7 @@ struct TCPConnectionTests {
             #expect(error.kind == .closed)
             #expect(error.description == "connection to 127.0.0.1:\(port) closed: connect cancelled")
         }
-        #expect(MonotonicInstant.now().nanoseconds(since: started) < 2_000_000_000)
+        #expect(MonotonicInstant.now().nanoseconds(since: started) < 5_000_000_000)
     }
 
     @Test func handlerCanReplaceItselfFromInsideTheCallback() async throws {
@@ -284,7 +284,7 @@ struct HappyEyeballsTests {
             loop.execute {
                 let connector = HappyEyeballsConnector(
                     loop: loop, host: "test", port: 0, options: SocketOptions(), attemptDelay: .milliseconds(100),
-                    timeout: .seconds(5)
+                    timeout: .seconds(20)
                 ) { result in
                     continuation.resume(with: result.map { socket in
                         defer { socket.close() }
@@ -299,7 +299,7 @@ struct HappyEyeballsTests {
         }
         let elapsed = MonotonicInstant.now().nanoseconds(since: started)
         #expect(connectedPort == working.port)
-        #expect(elapsed >= 95_000_000 && elapsed < 2_000_000_000)
+        #expect(elapsed >= 95_000_000 && elapsed < 5_000_000_000)
     }
 
     @Test func failedAttemptStartsTheNextImmediately() async throws {
@@ -312,8 +312,8 @@ struct HappyEyeballsTests {
         let connected: Bool = try await withCheckedThrowingContinuation { continuation in
             loop.execute {
                 let connector = HappyEyeballsConnector(
-                    loop: loop, host: "test", port: 0, options: SocketOptions(), attemptDelay: .seconds(2),
-                    timeout: .seconds(5)
+                    loop: loop, host: "test", port: 0, options: SocketOptions(), attemptDelay: .seconds(10),
+                    timeout: .seconds(20)
                 ) { result in
                     if case .success(let socket) = result { socket.close() }
                     continuation.resume(returning: (try? result.get()) != nil)
@@ -325,6 +325,7 @@ struct HappyEyeballsTests {
             }
         }
         #expect(connected)
-        #expect(MonotonicInstant.now().nanoseconds(since: started) < 1_000_000_000)
+        // Far below the 10 s attempt delay, with room for a loaded machine.
+        #expect(MonotonicInstant.now().nanoseconds(since: started) < 5_000_000_000)
     }
 }
