@@ -41,6 +41,7 @@ let package = Package(
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
+        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
