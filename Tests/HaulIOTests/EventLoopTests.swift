@@ -95,3 +95,15 @@ struct EventLoopGroupTests {
         #expect(firstOnOwnThread)
     }
 }
+
+@Suite("Event loop shutdown")
+struct EventLoopShutdownTests {
+    @Test func tasksQueuedBeforeShutdownRunAndLaterOnesAreDropped() throws {
+        let loop = try EventLoop()
+        let ran = Mutex<[String]>([])
+        for _ in 0..<3 { loop.execute { ran.withLock { $0.append("before") } } }
+        loop.shutdown()
+        loop.execute { ran.withLock { $0.append("after") } }
+        #expect(ran.withLock { $0 } == ["before", "before", "before"])
+    }
+}

@@ -28,6 +28,7 @@ public final class EventLoop: @unchecked Sendable {
     private struct PendingWork {
         var tasks: [@Sendable () -> Void] = []
         var shuttingDown = false
+        var finished = false
     }
 
     private static let wakeToken: UInt64 = 0
@@ -76,8 +77,12 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` on the loop thread, soon. Callable from any thread, including the loop itself (then the task
     /// runs after the current batch of events, never re-entrantly).
+    ///
+    /// Tasks submitted after the loop has stopped are dropped: a late callback (say, a slow DNS answer) must not
+    /// crash the process, and there is no thread left to run it on. Finish async work before ``shutdown()``.
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let mustWake = pending.withLock { work -> Bool in
+            if work.finished { return false }
             work.tasks.append(task)
             // One wake-up per batch: later submitters know the loop has not drained the queue yet.
             return work.tasks.count == 1
@@ -215,7 +220,10 @@ public final class EventLoop: @unchecked Sendable {
                 return (work.tasks, work.shuttingDown)
             }
             for task in tasks { task() }
-            if stopping && pending.withLock({ $0.tasks.isEmpty }) { break }
+            if stopping && pending.withLock({ work in
+                if work.tasks.isEmpty { work.finished = true }
+                return work.finished
+            }) { break }
         }
         handlers.removeAll()
         timers = TimerQueue()
