@@ -82,6 +82,22 @@ struct TCPConnectionTests {
         #expect(received.withLock { $0 } == 3)
     }
 
+    @Test func idleConnectionIsNoLongerReusableOnceThePeerCloses() async throws {
+        let server = try LoopbackServer(behaviour: .silent)
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        defer { connection.close() }
+        #expect(try await loop.submit { connection.isReusableOnLoop() })
+        server.stop()
+        var reusable = true
+        for _ in 0..<100 where reusable {
+            try await Task.sleep(for: .milliseconds(10))
+            reusable = try await loop.submit { connection.isReusableOnLoop() }
+        }
+        #expect(!reusable)
+    }
+
     @Test func refusedConnectionNamesHostPortAndErrno() async throws {
         let port = try LoopbackServer.unusedPort()
         let loop = try EventLoop()

@@ -33,6 +33,9 @@ struct TLSConnectionTests {
         defer { connection.close() }
         #expect(connection.tlsDetails?.applicationProtocol == "http/1.1")
         #expect(connection.tlsDetails?.protocolVersion == "TLSv1.3")
+        // Session tickets arrive right after the handshake; they must not make the idle connection look dead.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await loop.submit { connection.isReusableOnLoop() })
         let (response, _) = try await fetchStatusPage(over: connection)
         #expect(response.hasPrefix("HTTP/1.0 200 ok"))
     }
@@ -87,6 +90,8 @@ struct TLSConnectionTests {
         #expect(first.tlsDetails?.sessionReused == false)
         // TLS 1.3 tickets arrive after the handshake, so read something before closing.
         _ = try await fetchStatusPage(over: first)
+        // s_server -www closes after the response: the connection must not look reusable.
+        #expect(try await loop.submit { first.isReusableOnLoop() } == false)
         first.close()
         #expect(context.hasCachedSession(host: "127.0.0.1", port: server.port))
 

@@ -147,6 +147,7 @@ extension Connection {
                         setReader(.idle)
                         completion(.success(.bytes(count)))
                     case .endOfStream(let end):
+                        peerFinished = true
                         setReader(.idle)
                         completion(.success(.endOfStream(end)))
                     }
@@ -162,6 +163,7 @@ extension Connection {
                             setReader(.idle)
                         }
                     case .endOfStream(let end):
+                        peerFinished = true
                         setReader(.idle)
                         _ = handler(.endOfStream(end))
                         return

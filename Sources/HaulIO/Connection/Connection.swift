@@ -1,3 +1,5 @@
+import Glibc
+
 /// A connected byte stream to one server, plain TCP or TLS behind the same interface.
 ///
 /// All state lives on one ``EventLoop`` thread. There are two ways to use it:
@@ -63,6 +65,8 @@ public final class Connection: @unchecked Sendable {
     var writer: PendingWrite?
     var writeNeedsReadable = false
     var terminalError: ConnectionError?
+    /// The peer finished sending (FIN or close_notify was delivered to a reader).
+    var peerFinished = false
     var lastProgress = MonotonicInstant.now()
     var idleTimer: TimerID?
 
@@ -171,6 +175,33 @@ public final class Connection: @unchecked Sendable {
     public var isClosedOnLoop: Bool {
         precondition(loop.inEventLoop, "Connection.isClosedOnLoop must be read on the loop thread")
         return terminalError != nil
+    }
+
+    /// Whether an idle connection (no read or write pending) still looks reusable: the peer has not closed or
+    /// reset it and sent nothing unsolicited. Idle connections are not watched by epoll, so a pool should ask
+    /// this before reusing one. Costs one non-blocking `recv(MSG_PEEK)` (plus an `SSL_peek` if bytes arrived).
+    /// Loop thread only.
+    public func isReusableOnLoop() -> Bool {
+        precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
+        guard terminalError == nil, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
+        var byte: UInt8 = 0
+        let peeked: IOResult<Int>
+        do {
+            peeked = try syscall("recv", .nonBlocking) {
+                recv(socket.fileDescriptor, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+            }
+        } catch {
+            return false
+        }
+        switch peeked {
+        case .wouldBlock:
+            return tls.map { !$0.hasBufferedData || $0.isUsableWhileIdle() } ?? true
+        case .processed(0):
+            return false
+        case .processed:
+            // Plain HTTP has no business sending bytes between responses; TLS may deliver late tickets.
+            return tls?.isUsableWhileIdle() ?? false
+        }
     }
 
     /// Closes the connection (sending TLS close_notify first) and fails pending operations with

@@ -201,6 +201,19 @@ final class TLSConnection {
         }
     }
 
+    /// Whether an idle session can carry another request: processes whatever records arrived meanwhile (late
+    /// session tickets are fine; close_notify, an alert or unsolicited application data are not).
+    func isUsableWhileIdle() -> Bool {
+        if deferredEnd != nil { return false }
+        TLSErrorQueue.clear()
+        var byte: UInt8 = 0
+        var count = 0
+        if SSL_peek_ex(ssl, &byte, 1, &count) == 1 { return false }
+        let code = SSL_get_error(ssl, 0)
+        TLSErrorQueue.clear()
+        return code == SSL_ERROR_WANT_READ
+    }
+
     /// Sends close_notify without waiting for the peer's; best effort, since the socket is closed right after.
     func shutdown() {
         TLSErrorQueue.clear()
