@@ -39,6 +39,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds the whole download may take.")
     var maxTime: Double?
 
+    @Option(name: [.short, .long], help: "Connections for this download.")
+    var connections = 8
+
     @Flag(name: .long, help: "Skip fdatasync before the final rename.")
     var noSync = false
 
@@ -52,6 +55,7 @@ struct HaulCommand: AsyncParsableCommand {
         options.tls.caFile = cacert
         options.tls.insecure = insecure
         options.synchronizesToDisk = !noSync
+        options.connections = connections
         let destination = output ?? Self.defaultName(for: url)
         do {
             let downloader = try Downloader(options: options)

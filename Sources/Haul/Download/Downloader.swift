@@ -1,6 +1,7 @@
-/// Downloads URLs into files over one HTTP/1.1 connection each, following redirects.
+/// Downloads URLs into files: one file over up to N connections, following redirects, resuming failed
+/// ranges, spreading work over mirrors.
 ///
-/// Owns an event loop and a keep-alive pool: downloads from the same origin reuse connections.
+/// Owns an event loop and a keep-alive pool; downloads from the same origin reuse connections.
 public final class Downloader: Sendable {
     /// The settings every download of this downloader uses.
     public let options: DownloadOptions
@@ -29,63 +30,62 @@ public final class Downloader: Sendable {
         loop.shutdown()
     }
 
-    /// Downloads `url` into `path`. Bytes go to `path.part` first; `path` appears only once complete
-    /// (renamed atomically after the length check and, unless disabled, `fdatasync`).
+    /// Downloads `url` into `path`; see ``download(_:mirrors:to:)``.
     public func download(_ url: String, to path: String) async throws(HaulError) -> DownloadResult {
+        try await download(url, mirrors: [], to: path)
+    }
+
+    /// Downloads `url` (and the same resource at `mirrors`) into `path`.
+    ///
+    /// Bytes go to `path.part`; `path` appears only once complete: after the byte count, the checksum when
+    /// one is given, and (unless disabled) `fdatasync`, it is renamed into place atomically.
+    public func download(_ url: String, mirrors: [String], to path: String) async throws(HaulError) -> DownloadResult {
         let start = MonotonicInstant.now()
         if !options.replaceExisting && OutputFile.exists(path) { throw .destinationExists(path: path) }
-        var request: RequestHead
-        do {
-            request = RequestHead(method: .get, url: try HTTPURL(url), userAgent: options.userAgent,
-                                  headers: HTTPFields(options.headers))
-        } catch {
-            throw .invalidURL(error)
+        var urls: [HTTPURL] = []
+        for text in [url] + mirrors {
+            do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
         }
+        let template = RequestHead(method: .get, url: urls[0], userAgent: options.userAgent, headers: HTTPFields(options.headers))
+        do { _ = try template.serialized() } catch { throw .invalidRequest(error) }
+
         let partPath = path + ".part"
-        var visited = [request.url]
-        while true {
-            let writer = FileBodyWriter(url: request.url, partPath: partPath, totalTimeout: options.totalTimeout, startedAt: start)
-            let summary: ExchangeSummary
-            do {
-                summary = try await client.execute(request, handler: writer)
-            } catch {
-                throw HaulError(error)
+        let download = SegmentedDownload(loop: loop, client: client, options: options, urls: urls,
+                                         partPath: partPath, requestTemplate: template)
+        let loop = self.loop
+        let outcome: Result<SegmentedDownload.Finished, HaulError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                loop.execute { download.startOnLoop { continuation.resume(returning: $0) } }
             }
-            switch writer.outcome {
-            case .pending:
-                throw .unexpected("exchange with \(request.url) ended without a response")
-            case .redirect:
-                do {
-                    guard let next = try options.redirects.follow(summary.head, from: request, visited: &visited) else {
-                        throw HaulError.unexpected("redirect status without a redirect")
+        } onCancel: {
+            loop.execute { download.cancelOnLoop() }
+        }
+        let finished = try outcome.get()
+
+        let options = self.options
+        try await BlockingWork.run(name: "haul-finish") { () throws(HaulError) in
+            do {
+                if let checksum = options.checksum {
+                    let actual = try FileDigest.hex(of: partPath, algorithm: checksum.algorithm)
+                    guard actual == checksum.hex else {
+                        throw HaulError.checksumMismatch(path: partPath, expected: checksum, actual: actual)
                     }
-                    request = next
-                } catch let error as RedirectError {
-                    throw .redirect(error)
-                } catch {
-                    throw error as! HaulError
                 }
-            case .body(let head):
-                guard summary.complete, let file = writer.file else {
-                    throw .unexpected("body of \(request.url) was not received completely")
-                }
-                if case .contentLength(let expected) = head.framing, expected != writer.written {
-                    throw .incomplete(url: request.url.description, expected: expected, received: writer.written)
-                }
-                do {
-                    if try file.size() != writer.written { try file.truncate(to: writer.written) }
-                    if options.synchronizesToDisk { try file.synchronize() }
-                    try OutputFile.rename(partPath, to: path)
-                } catch {
-                    throw .disk(path: path, error)
-                }
-                return DownloadResult(
-                    path: path, bytes: writer.written,
-                    duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: start))),
-                    finalURL: request.url, entityTag: head.fields.first("etag").flatMap { EntityTag($0) },
-                    lastModified: head.fields.first("last-modified").flatMap { HTTPDate($0) },
-                    redirects: visited.count - 1)
+                if options.synchronizesToDisk { try finished.file.synchronize() }
+                try OutputFile.rename(partPath, to: path)
+            } catch let error as SystemError {
+                throw HaulError.disk(path: path, error)
+            } catch let error as HaulError {
+                throw error
+            } catch {
+                throw HaulError.unexpected(String(describing: error))
             }
         }
+        return DownloadResult(
+            path: path, bytes: finished.bytes,
+            duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: start))),
+            finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
+            redirects: finished.redirects, connections: finished.connections,
+            bytesRequested: finished.bytesRequested, retries: finished.retries)
     }
 }

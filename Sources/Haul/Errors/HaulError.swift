@@ -27,6 +27,16 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     case disk(path: String, SystemError)
     /// The destination exists and replacing it was not allowed.
     case destinationExists(path: String)
+    /// The resource changed on the server (validator, length, or a full response to a ranged request).
+    case changedOnServer(url: String, detail: String)
+    /// A 206 response whose Content-Range is not the range that was asked for.
+    case wrongContentRange(url: String, requested: String, received: String)
+    /// Mirrors disagree about the resource (length).
+    case mirrorMismatch(url: String, detail: String)
+    /// The finished file's digest differs from the expected one; the file stays `.part`.
+    case checksumMismatch(path: String, expected: Checksum, actual: String)
+    /// The destination's filesystem has too little space for the file.
+    case insufficientSpace(path: String, needed: Int64, available: Int64)
     /// A failure Haul has no better name for (a bug if it is ever seen).
     case unexpected(String)
 
@@ -47,6 +57,14 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
         case .disk(let path, let error): "\(path): \(error)"
         case .destinationExists(let path): "\(path) already exists (pass replace to overwrite it)"
         case .unexpected(let what): "unexpected failure: \(what)"
+        case .changedOnServer(let url, let detail): "\(url) changed on the server: \(detail)"
+        case .wrongContentRange(let url, let requested, let received):
+            "\(url) answered a request for bytes \(requested) with Content-Range \"\(received)\""
+        case .mirrorMismatch(let url, let detail): "mirror \(url) disagrees: \(detail)"
+        case .checksumMismatch(let path, let expected, let actual):
+            "\(path): \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)"
+        case .insufficientSpace(let path, let needed, let available):
+            "not enough space for \(path): need \(needed) bytes, \(available) available"
         }
     }
 

@@ -87,6 +87,13 @@ public final class OutputFile: Sendable {
         }
     }
 
+    /// Bytes an unprivileged writer may still use on the filesystem holding `directory`.
+    public static func availableSpace(in directory: String) throws(SystemError) -> Int64 {
+        var info = statvfs()
+        _ = try blockingSyscall("statvfs") { statvfs(directory, &info) }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
     /// Whether something exists at `path`.
     public static func exists(_ path: String) -> Bool {
         var info = stat()

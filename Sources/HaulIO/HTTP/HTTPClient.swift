@@ -25,22 +25,33 @@ public final class HTTPClient: Sendable {
     /// Sends `request` on an idle connection to its origin (or a new one) and feeds the response to `handler`.
     /// A reused connection that the server had already closed is detected and the request is sent once more
     /// on a new connection. `completion` runs once, on the loop thread.
+    ///
+    /// The returned ``ExchangeCancellation`` stops the exchange (closing its connection) from the loop thread.
+    @discardableResult
     public func executeOnLoop(_ request: RequestHead, handler: any ResponseHandler,
-                              completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void) {
+                              completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void) -> ExchangeCancellation {
         precondition(loop.inEventLoop, "HTTPClient.executeOnLoop must be called on the loop thread")
+        let cancellation = ExchangeCancellation()
         let bytes: [UInt8]
         do {
             bytes = try request.serialized()
         } catch {
             completion(.failure(.invalidRequest(error)))
-            return
+            return cancellation
         }
         let origin = request.url.origin
         let requestWasHead = request.method == .head
         func run(on connection: HTTPConnection, reused: Bool) {
+            guard !cancellation.isCancelled else {
+                connection.transport.closeOnLoop()
+                completion(.failure(.connection(ConnectionError(kind: .closed, host: origin.host.name, port: origin.port, detail: "cancelled"))))
+                return
+            }
+            cancellation.connection = connection
             connection.exchangeOnLoop(request: bytes, requestWasHead: requestWasHead, handler: handler) { [self] result in
                 switch result {
                 case .success(let summary):
+                    cancellation.connection = nil
                     if summary.connectionReused { pool.returnOnLoop(connection) }
                     completion(result)
                 case .failure(let error) where reused && !connection.latestExchangeSawHead && Self.isStaleConnection(error):
@@ -51,6 +62,7 @@ public final class HTTPClient: Sendable {
                         }
                     }
                 case .failure:
+                    cancellation.connection = nil
                     completion(result)
                 }
             }
@@ -65,6 +77,7 @@ public final class HTTPClient: Sendable {
                 }
             }
         }
+        return cancellation
     }
 
     /// ``executeOnLoop(_:handler:completion:)`` from async code.
@@ -109,5 +122,22 @@ public final class HTTPClient: Sendable {
         default:
             return false
         }
+    }
+}
+
+/// Stops one exchange started with ``HTTPClient/executeOnLoop(_:handler:completion:)``. Loop-confined.
+public final class ExchangeCancellation: @unchecked Sendable {
+    // @unchecked Sendable: touched only on the client's loop thread.
+    fileprivate var connection: HTTPConnection?
+    fileprivate private(set) var isCancelled = false
+
+    init() {}
+
+    /// Closes the exchange's connection (its completion then reports the close), or prevents it from
+    /// starting if it is still connecting.
+    public func cancelOnLoop() {
+        isCancelled = true
+        connection?.transport.closeOnLoop()
+        connection = nil
     }
 }

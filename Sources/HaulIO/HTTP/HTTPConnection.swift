@@ -54,6 +54,10 @@ public final class HTTPConnection: @unchecked Sendable {
         transport.writeOnLoop(request) { [self] error in
             if let error { finish(.failure(.connection(error))) }
         }
+        startReading()
+    }
+
+    private func startReading() {
         transport.startReadingOnLoop { [self] event in
             switch event {
             case .bytes(let bytes): return consume(bytes)
@@ -67,6 +71,13 @@ public final class HTTPConnection: @unchecked Sendable {
         }
     }
 
+    private func pauseReading(for delay: Duration) {
+        _ = transport.loop.scheduleTimer(after: delay) { [self] in
+            guard active != nil, !transport.isClosedOnLoop else { return }
+            startReading()
+        }
+    }
+
     private func consume(_ bytes: UnsafeRawBufferPointer) -> ReadDecision {
         guard var exchange = active else { return .stop }
         var offset = 0
@@ -76,6 +87,10 @@ public final class HTTPConnection: @unchecked Sendable {
                 offset += consumed
                 switch event {
                 case .needMoreInput:
+                    if let pause = exchange.handler.pauseBeforeNextRead() {
+                        pauseReading(for: pause)
+                        return .stop
+                    }
                     return .continueReading
                 case .interim:
                     continue

@@ -25,6 +25,13 @@ public protocol ResponseHandler: AnyObject, Sendable {
     func didReceiveHead(_ head: ResponseHead) throws -> HeadDecision
     /// A piece of the body. Throwing abandons the exchange.
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) throws -> BodyDecision
+    /// Asked after each read has been handled: a duration pauses reading for that long (TCP flow control then
+    /// slows the sender), which is how a rate limit is kept without dropping bytes.
+    func pauseBeforeNextRead() -> Duration?
+}
+
+extension ResponseHandler {
+    public func pauseBeforeNextRead() -> Duration? { nil }
 }
 
 /// How an exchange ended when it did not fail.

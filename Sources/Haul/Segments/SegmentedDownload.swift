@@ -1,0 +1,448 @@
+/// One download over up to N connections, all on one event loop.
+///
+/// The first request (`Range: bytes=0-`) doubles as the probe: a 206 with a total length means ranges work,
+/// so this connection keeps streaming from byte 0 while the others open; a 200 means the server ignores
+/// ranges and the same connection carries the whole file. Every later response is checked against the
+/// range asked for and the validator (`If-Range`), so bytes of two versions of the file are never mixed.
+/// Failed connections retry only their unwritten bytes; a mirror that keeps failing is dropped and its work
+/// moves to the others.
+///
+/// Loop-confined. It ends by calling `completion` once with the state the final (blocking) steps need.
+final class SegmentedDownload: @unchecked Sendable {
+    // @unchecked Sendable: everything is touched on `loop` only (entry points hop onto it).
+
+    struct Mirror {
+        var url: HTTPURL
+        var validator: IfRangeValidator?
+        var entityTag: EntityTag?
+        var lastModified: HTTPDate?
+        var failures = 0
+        var dropped = false
+        /// Whether this mirror's length was checked against the download's.
+        var verified = false
+    }
+
+    /// What the loop hands to the blocking finish (checksum, sync, rename).
+    struct Finished: Sendable {
+        var file: OutputFile
+        var bytes: Int64
+        var finalURL: HTTPURL
+        var entityTag: EntityTag?
+        var lastModified: HTTPDate?
+        var redirects: Int
+        var connections: Int
+        var bytesRequested: Int64
+        var retries: Int
+    }
+
+    let loop: EventLoop
+    let client: HTTPClient
+    let options: DownloadOptions
+    let partPath: String
+    let requestTemplate: RequestHead
+    var mirrors: [Mirror]
+    let rateLimiter: RateLimiter?
+
+    private(set) var planner: SegmentPlanner?
+    private(set) var total: Int64?
+    /// Whether the server answered the probe with 206: only then can bytes be fetched out of order.
+    private(set) var rangesSupported = false
+    private(set) var isFinished = false
+    var bytesRequested: Int64 = 0
+    private var file: OutputFile?
+    private var workers: [SegmentWorker] = []
+    private var retries = 0
+    private var restarts = 0
+    private var redirects = 0
+    private var visited: [HTTPURL] = []
+    private var bytesDone: Int64 = 0
+    private var peakConnections = 0
+    private var monitor: TimerID?
+    private var completion: ((Result<Finished, HaulError>) -> Void)?
+
+    init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, urls: [HTTPURL], partPath: String,
+         requestTemplate: RequestHead) {
+        self.loop = loop
+        self.client = client
+        self.options = options
+        self.partPath = partPath
+        self.requestTemplate = requestTemplate
+        self.mirrors = urls.map { Mirror(url: $0) }
+        self.rateLimiter = options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
+        self.visited = [urls[0]]
+    }
+
+    // MARK: Lifecycle
+
+    func startOnLoop(completion: @escaping (Result<Finished, HaulError>) -> Void) {
+        precondition(loop.inEventLoop)
+        self.completion = completion
+        let probe = SegmentWorker(id: 0, download: self, mirror: 0)
+        workers = [probe]
+        probe.request(first: 0, end: nil, role: .probe)
+        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+        if let limit = options.totalTimeout {
+            _ = loop.scheduleTimer(after: limit) { [self] in
+                fail(.timedOut(after: limit, url: mirrors[0].url.description, bytesReceived: bytesDone))
+            }
+        }
+    }
+
+    /// Stops every connection and reports `error` (once).
+    func fail(_ error: HaulError) {
+        guard !isFinished else { return }
+        isFinished = true
+        stopAll()
+        completion?(.failure(error))
+        completion = nil
+    }
+
+    func cancelOnLoop() {
+        fail(.unexpected("cancelled"))
+    }
+
+    private func stopAll() {
+        for worker in workers { worker.stop() }
+        if let monitor { loop.cancelTimer(monitor) }
+        monitor = nil
+    }
+
+    private func succeed() {
+        guard !isFinished, let file else { return }
+        isFinished = true
+        stopAll()
+        let primary = mirrors[0]
+        completion?(.success(Finished(file: file, bytes: total ?? bytesDone, finalURL: primary.url,
+                                      entityTag: primary.entityTag, lastModified: primary.lastModified,
+                                      redirects: redirects, connections: peakConnections,
+                                      bytesRequested: bytesRequested, retries: retries)))
+        completion = nil
+    }
+
+    /// Throws away everything and starts over from the probe (the resource changed and the caller allowed it).
+    private func restart(because error: HaulError) {
+        restarts += 1
+        guard restarts <= 3 else { return fail(error) }
+        stopAll()
+        resetToProbe()
+        for index in mirrors.indices {
+            mirrors[index].validator = nil
+            mirrors[index].verified = false
+        }
+        let probe = SegmentWorker(id: 0, download: self, mirror: 0)
+        workers = [probe]
+        probe.request(first: 0, end: nil, role: .probe)
+        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+    }
+
+    /// Forgets the plan so the next probe starts the file over (the file itself is truncated by the probe).
+    private func resetToProbe() {
+        planner = nil
+        total = nil
+        rangesSupported = false
+        bytesDone = 0
+    }
+
+    // MARK: Responses
+
+    /// The probe's head decides the shape of the whole download.
+    func acceptProbe(_ head: ResponseHead, from worker: SegmentWorker) throws {
+        let url = mirrors[worker.mirror].url
+        switch head.status {
+        case 206:
+            guard let text = head.fields.firstString("content-range"), let range = ContentRange(text),
+                  let bytes = range.range, bytes.lowerBound == 0, let length = range.completeLength else {
+                throw HaulError.wrongContentRange(url: url.description, requested: "0-",
+                                                  received: head.fields.firstString("content-range") ?? "(none)")
+            }
+            recordValidators(head, mirror: worker.mirror)
+            try prepareFile(length: length)
+            total = length
+            var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
+            let connections = planner.usefulConnections(limit: options.connections)
+            planner.splitForStart(connections: connections)
+            let work = planner.assignWork(to: worker.id)!
+            precondition(work.range.lowerBound == 0, "the probe's segment starts at byte 0")
+            self.planner = planner
+            rangesSupported = true
+            worker.segment = work.segment
+            worker.requestEnd = bytes.upperBound + 1
+            bytesRequested += Int64(work.range.count)
+            // The probe keeps streaming from byte 0; the others open now.
+            for id in 1..<connections {
+                let helper = SegmentWorker(id: id, download: self, mirror: id % mirrors.count)
+                workers.append(helper)
+                assignWork(helper)
+            }
+        case 200:
+            // Ranges are not supported: this one connection carries the file.
+            recordValidators(head, mirror: worker.mirror)
+            if case .contentLength(let length) = head.framing {
+                try prepareFile(length: length)
+                total = length
+                var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
+                worker.segment = planner.assignWork(to: worker.id)?.segment
+                worker.requestEnd = length
+                self.planner = planner
+                bytesRequested += length
+            } else {
+                try prepareFile(length: 0)
+                total = nil
+                worker.segment = nil
+            }
+        case 416 where ContentRange(head.fields.firstString("content-range") ?? "")?.completeLength == 0:
+            recordValidators(head, mirror: worker.mirror)
+            try prepareFile(length: 0)
+            total = 0
+            planner = SegmentPlanner(total: 0, minimumSegment: options.minimumSegment)
+        default:
+            throw HaulError.httpStatus(status: head.status, reason: head.reason, url: url.description)
+        }
+        peakConnections = max(peakConnections, workers.count)
+    }
+
+    /// Every ranged response must be exactly what was asked for, of the same resource.
+    func checkRangedResponse(_ head: ResponseHead, from worker: SegmentWorker) throws {
+        let mirror = mirrors[worker.mirror]
+        let url = mirror.url.description
+        let requested = "\(worker.requestFirst)-\((worker.requestEnd ?? total ?? 0) - 1)"
+        switch head.status {
+        case 206:
+            let text = head.fields.firstString("content-range") ?? ""
+            guard let range = ContentRange(text), let bytes = range.range,
+                  bytes.lowerBound == worker.requestFirst, bytes.upperBound + 1 == worker.requestEnd else {
+                throw HaulError.wrongContentRange(url: url, requested: requested, received: text.isEmpty ? "(none)" : text)
+            }
+            guard range.completeLength == total else {
+                throw HaulError.changedOnServer(url: url, detail: "length is now \(range.completeLength.map(String.init) ?? "unknown"), was \(total ?? 0)")
+            }
+            if !mirror.verified {
+                recordValidators(head, mirror: worker.mirror)
+                mirrors[worker.mirror].verified = true
+            } else if let tag = head.fields.first("etag").flatMap({ EntityTag($0) }), let known = mirror.entityTag,
+                      !tag.strongMatches(known) && !known.isWeak {
+                throw HaulError.changedOnServer(url: url, detail: "ETag changed from \(known) to \(tag)")
+            }
+        case 200:
+            if mirror.validator == nil && worker.mirror != 0 && !mirror.verified {
+                throw HaulError.mirrorMismatch(url: url, detail: "ignores Range requests")
+            }
+            throw HaulError.changedOnServer(url: url, detail: "a ranged request with If-Range got the whole file (200)")
+        case 416:
+            throw HaulError.changedOnServer(url: url, detail: "range \(requested) is no longer satisfiable (416)")
+        default:
+            throw HaulError.httpStatus(status: head.status, reason: head.reason, url: url)
+        }
+    }
+
+    private func recordValidators(_ head: ResponseHead, mirror index: Int) {
+        let tag = head.fields.first("etag").flatMap { EntityTag($0) }
+        let modified = head.fields.first("last-modified").flatMap { HTTPDate($0) }
+        mirrors[index].entityTag = tag
+        mirrors[index].lastModified = modified
+        if let tag, !tag.isWeak {
+            mirrors[index].validator = .entityTag(tag)
+        } else if let modified {
+            mirrors[index].validator = .lastModified(modified)
+        }
+        mirrors[index].verified = true
+    }
+
+    private func prepareFile(length: Int64) throws {
+        if file == nil {
+            let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
+            do {
+                let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory)
+                if length > available {
+                    throw HaulError.insufficientSpace(path: partPath, needed: length, available: available)
+                }
+                file = try OutputFile.open(partPath, truncate: true)
+            } catch let error as SystemError {
+                throw HaulError.disk(path: partPath, error)
+            }
+        }
+        do {
+            try file!.truncate(to: 0)
+            try file!.preallocate(length: length)
+            if try file!.size() != length { try file!.truncate(to: length) }
+        } catch {
+            throw HaulError.disk(path: partPath, error)
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        do {
+            try file!.write(bytes, at: offset)
+        } catch {
+            throw HaulError.disk(path: partPath, error)
+        }
+    }
+
+    func startWriteBack(from start: Int64, to end: Int64) {
+        try? file?.startWriteBack(offset: start, length: end - start)
+    }
+
+    /// Bytes written for `segment` (nil: a single stream of unknown length).
+    func recordWritten(_ count: Int64, in segment: Int?) {
+        if let segment { planner!.advance(segment, by: count) }
+        bytesDone += count
+    }
+
+    // MARK: Scheduling
+
+    /// Gives `worker` its next range, or lets it rest when there is nothing left to share.
+    private func assignWork(_ worker: SegmentWorker) {
+        guard !isFinished else { return }
+        guard var planner else { return }
+        if let work = planner.assignWork(to: worker.id) {
+            self.planner = planner
+            worker.segment = work.segment
+            worker.request(first: work.range.lowerBound, end: work.range.upperBound, role: .ranged)
+            peakConnections = max(peakConnections, workers.filter(\.isBusy).count)
+        } else {
+            self.planner = planner
+            finishIfDone()
+        }
+    }
+
+    private func finishIfDone() {
+        if let planner, planner.isComplete, !workers.contains(where: \.isBusy) { succeed() }
+    }
+
+    /// Wakes resting workers when work appears (a failed or slow connection released some).
+    private func wakeIdleWorkers() {
+        for worker in workers where !worker.isBusy && worker.timer == nil { assignWork(worker) }
+    }
+
+    func exchangeEnded(_ worker: SegmentWorker, _ result: Result<ExchangeSummary, HTTPClientError>) {
+        guard !isFinished else { return }
+        switch (result, worker.verdict) {
+        case (.success(let summary), .redirect(let head)):
+            followRedirect(head, summary: summary, worker: worker)
+        case (.success(let summary), _):
+            if planner == nil {
+                // Unknown length, single stream: the end of the body is the end of the file.
+                guard summary.complete else { return handleFailure(.unexpected("stream ended early"), worker: worker) }
+                total = worker.position
+                planner = SegmentPlanner(total: worker.position, minimumSegment: 1, alreadyDone: ByteRangeSet([0..<worker.position]))
+                return finishIfDone()
+            }
+            if worker.segment != nil && summary.complete {
+                // The response ended before its segment did: the server sent less than it promised.
+                return handleFailure(.incomplete(url: mirrors[worker.mirror].url.description,
+                                                 expected: worker.requestEnd ?? 0, received: worker.position), worker: worker)
+            }
+            worker.failuresInRow = 0
+            assignWork(worker)
+            finishIfDone()
+        case (.failure(let error), _):
+            handleFailure(HaulError(error), worker: worker)
+        }
+    }
+
+    private func followRedirect(_ head: ResponseHead, summary: ExchangeSummary, worker: SegmentWorker) {
+        var request = requestTemplate
+        request.url = mirrors[worker.mirror].url
+        do {
+            guard let next = try options.redirects.follow(head, from: request, visited: &visited) else { return }
+            mirrors[worker.mirror].url = next.url
+            redirects += 1
+        } catch {
+            return fail(.redirect(error))
+        }
+        if worker.role == .probe {
+            worker.request(first: 0, end: nil, role: .probe)
+        } else if let segment = worker.segment, let planner {
+            worker.request(first: planner.next(of: segment), end: planner.end(of: segment), role: .ranged)
+        }
+    }
+
+    private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
+        if let segment = worker.segment { planner?.release(segment) }
+        worker.segment = nil
+        switch error {
+        case .changedOnServer:
+            return options.onChange == .restart ? restart(because: error) : fail(error)
+        case .mirrorMismatch, .wrongContentRange:
+            return dropMirror(worker.mirror, worker: worker, error: error)
+        default:
+            break
+        }
+        guard options.retry.isRetriable(error), retries < options.retry.totalRetries else { return fail(error) }
+        retries += 1
+        worker.failuresInRow += 1
+        if worker.failuresInRow >= options.retry.triesPerRange {
+            return dropMirror(worker.mirror, worker: worker, error: error)
+        }
+        let delay = options.retry.delay(attempt: worker.failuresInRow, retryAfter: worker.retryAfter)
+        worker.timer = loop.scheduleTimer(after: delay) { [self] in
+            worker.timer = nil
+            resume(worker)
+        }
+    }
+
+    /// Sends `worker` back to work after a failure: its unwritten range when ranges work, otherwise a new
+    /// probe (without ranges nothing can be resumed, so the file starts over).
+    private func resume(_ worker: SegmentWorker) {
+        guard !isFinished else { return }
+        if rangesSupported {
+            assignWork(worker)
+            wakeIdleWorkers()
+        } else {
+            resetToProbe()
+            worker.request(first: 0, end: nil, role: .probe)
+        }
+    }
+
+    /// "Retry A, A, then B": after its tries, a mirror is dropped and its connections move to the others.
+    private func dropMirror(_ index: Int, worker: SegmentWorker, error: HaulError) {
+        mirrors[index].dropped = true
+        guard let next = mirrors.indices.first(where: { !mirrors[$0].dropped }) else { return fail(error) }
+        for other in workers where other.mirror == index && other !== worker {
+            other.mirror = next
+            // Their exchanges end with a "closed" failure and retry on the new mirror.
+            if other.isBusy { other.stop() }
+        }
+        worker.failuresInRow = 0
+        worker.mirror = next
+        resume(worker)
+    }
+
+    // MARK: Slow connections
+
+    /// Once a second: a connection far slower than the median for the slow window gives up the rest of
+    /// its range, so that the tail of the download does not wait on it.
+    private func checkSlowConnections() {
+        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+        let window = Int(options.slowWindow.components.seconds)
+        let active = workers.filter { $0.isBusy && $0.segment != nil }
+        for worker in workers {
+            worker.samples.append(worker.bytesWritten)
+            if worker.samples.count > window + 1 { worker.samples.removeFirst() }
+        }
+        guard active.count >= 2, window > 0, var planner else { return }
+        let rates = active.filter { $0.samples.count > window }.map { $0.samples.last! - $0.samples.first! }
+        guard rates.count >= 2 else { return }
+        let median = rates.sorted()[rates.count / 2]
+        var released = false
+        for worker in active where worker.samples.count > window {
+            let rate = worker.samples.last! - worker.samples.first!
+            guard Double(rate) < Double(median) * options.slowConnectionRatio, let segment = worker.segment else { continue }
+            // Keep what is likely in flight (about a second's worth); the rest goes to faster connections.
+            let keep = max(64 * 1024, rate / Int64(window))
+            if planner.shrink(segment, keeping: keep) > 0 {
+                released = true
+                worker.samples.removeAll()
+            }
+        }
+        self.planner = planner
+        if released { wakeIdleWorkers() }
+    }
+
+    // MARK: Progress
+
+    /// Bytes written so far and the total, when known.
+    var progress: (bytes: Int64, total: Int64?, connections: Int) {
+        (bytesDone, total, workers.filter(\.isBusy).count)
+    }
+}

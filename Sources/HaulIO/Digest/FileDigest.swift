@@ -1,0 +1,54 @@
+import COpenSSL
+import Glibc
+
+/// A hash algorithm for whole-file checksums, computed with OpenSSL's EVP interface.
+public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
+    case sha256, sha1, md5
+
+    /// Length of the digest in bytes.
+    public var byteCount: Int {
+        switch self {
+        case .sha256: 32
+        case .sha1: 20
+        case .md5: 16
+        }
+    }
+
+    fileprivate var evp: OpaquePointer? {
+        switch self {
+        case .sha256: EVP_sha256()
+        case .sha1: EVP_sha1()
+        case .md5: EVP_md5()
+        }
+    }
+}
+
+/// Checksums of files on disk.
+public enum FileDigest {
+    /// The lowercase hex digest of the file at `path`, read in 1 MiB blocks.
+    public static func hex(of path: String, algorithm: DigestAlgorithm) throws(SystemError) -> String {
+        let fd = try blockingSyscall("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { _ = try? closeDescriptor(fd) }
+        guard let context = EVP_MD_CTX_new() else { throw SystemError(call: "EVP_MD_CTX_new", errno: ENOMEM) }
+        defer { EVP_MD_CTX_free(context) }
+        EVP_DigestInit_ex(context, algorithm.evp, nil)
+        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { block.deallocate() }
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        while true {
+            let count = try blockingSyscall("read") { read(fd, block.baseAddress, block.count) }
+            if count == 0 { break }
+            EVP_DigestUpdate(context, block.baseAddress, count)
+        }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in digest[0..<Int(length)] {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
