@@ -26,7 +26,8 @@ public final class ConnectionPool: @unchecked Sendable {
         precondition(loop.inEventLoop)
         while var connections = idle[origin], let connection = connections.popLast() {
             idle[origin] = connections.isEmpty ? nil : connections
-            if !connection.isClosedOnLoop { return connection }
+            if connection.transport.isReusableOnLoop() { return connection }
+            connection.transport.closeOnLoop()
         }
         return nil
     }
