@@ -303,3 +303,44 @@ import HaulHTTP
         }
     }
 }
+
+/// A deterministic generator (SplitMix64), so a failing fuzz input is reproducible.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Random bytes drawn mostly from the characters the grammars care about.
+    mutating func syntaxBytes(maxCount: Int) -> [UInt8] {
+        let alphabet = Array("0123456789aAbBzZ W/*-,;=\"'%:@[]?#.\\\t\r\n\u{0}\u{7F}".utf8) + [0xE9, 0xFF, 0x80]
+        let count = Int.random(in: 0...maxCount, using: &self)
+        return (0..<count).map { _ in
+            Bool.random(using: &self) ? alphabet.randomElement(using: &self)! : UInt8.random(in: 0...255, using: &self)
+        }
+    }
+}
+
+extension FieldValueTests {
+    @Suite struct FuzzTests {
+        @Test func parsersNeverTrapOnArbitraryBytes() {
+            var random = SplitMix64(state: 0x4841_554C)
+            let prefixes = ["bytes ", "bytes */", "W/\"", "Sun, 06 Nov 1994 ", "attachment; filename*=UTF-8''", ""]
+            for _ in 0..<20_000 {
+                let prefix = prefixes.randomElement(using: &random)!
+                let bytes = (Array(prefix.utf8) + random.syntaxBytes(maxCount: 40))[...]
+                _ = ContentRange(bytes)
+                _ = AcceptRanges(bytes)
+                _ = EntityTag(bytes)
+                _ = HTTPDate(bytes)
+                _ = RetryAfter(bytes)
+                _ = ContentDisposition(bytes)
+            }
+        }
+    }
+}

@@ -181,6 +181,7 @@ import HaulHTTP
         #expect(message("http://h/a\r\nb") == "control character 0x0D in \"http://h/a%0D%0Ab\"")
         #expect(message("http://alice:pw@h:0/") == "invalid port \"0\" in \"http://***@h:0/\"")
         #expect(message("alice:pw@h/x").hasPrefix("missing scheme"))
+        #expect(message("ftp://@h/") == "unsupported scheme \"ftp\" (only http and https are supported) in \"ftp://@h/\"")
     }
 
     @Test func errorsNeverRevealUserInfo() {
@@ -365,5 +366,24 @@ extension HTTPURL.UserInfo {
     static func forTesting(user: String, password: String?) -> HTTPURL.UserInfo? {
         let info = password.map { "\(user):\($0)" } ?? user
         return try? HTTPURL("http://\(info)@h/").userInfo
+    }
+}
+
+extension HTTPURLTests {
+    @Test func neverTrapsOnArbitraryInputAndAlwaysYieldsASafeRequestTarget() throws {
+        var random = SplitMix64(state: 0x5552_4C)
+        let base = try HTTPURL("http://a/b/c/d;p?q")
+        let prefixes = ["http://", "https://u:p@", "http://[", "//", "/", "", "http://h:"]
+        for _ in 0..<20_000 {
+            let prefix = prefixes.randomElement(using: &random)!
+            let text = prefix + String(decoding: random.syntaxBytes(maxCount: 30), as: UTF8.self)
+            for url in [try? HTTPURL(text), try? base.resolve(text)] {
+                guard let url else { continue }
+                // Whatever parsed must be sendable as-is: printable ASCII, no space, no fragment.
+                let target = Array(url.requestTarget.utf8) + Array(url.hostHeader.utf8)
+                #expect(target.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }, "\(text.debugDescription)")
+                #expect(url.requestTarget.hasPrefix("/"))
+            }
+        }
     }
 }

@@ -153,3 +153,25 @@ import HaulHTTP
         #expect(RequestHeadError(.invalidHeaderName("X Y")).description.contains("\"X Y\""))
     }
 }
+
+extension RequestHeadTests {
+    /// Whatever headers a user passes, the head either fails or has CR and LF only as line endings.
+    @Test func neverEmitsStrayLineBreaks() throws {
+        var random = SplitMix64(state: 0x4845_4144)
+        let url = try HTTPURL("http://h/")
+        for _ in 0..<5_000 {
+            var fields = HTTPFields()
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                fields.append(name: random.syntaxBytes(maxCount: 8), value: random.syntaxBytes(maxCount: 16))
+            }
+            guard let bytes = try? RequestHead(url: url, headers: fields).serialized() else { continue }
+            #expect(bytes.suffix(4).elementsEqual("\r\n\r\n".utf8))
+            let lines = bytes.dropLast(4).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            for line in lines.dropLast() { #expect(line.last == UInt8(ascii: "\r")) }
+            for line in lines {
+                let content = line.last == UInt8(ascii: "\r") ? line.dropLast() : line[...]
+                #expect(!content.contains(UInt8(ascii: "\r")) && !content.isEmpty)
+            }
+        }
+    }
+}
