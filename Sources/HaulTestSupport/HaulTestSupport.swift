@@ -1,1 +1,0 @@
-// Test servers and fixtures shared by the integration tests.

@@ -1,0 +1,180 @@
+import Foundation
+import Glibc
+
+/// The system nginx, started as a child process on free loopback ports with a generated configuration.
+///
+/// Everything it writes (config, pid file, temp files, logs, and by default the data directory) lives in its
+/// own temporary directory, so any number of instances can run at once. ``stop()`` ends it; so does
+/// deinitialization, so a failing test cannot leave it running.
+///
+/// ```swift
+/// let nginx = try NginxServer()
+/// try TestFiles.create(at: nginx.dataDirectory + "/file", size: 4 << 20)
+/// let url = nginx.url("/file", tls: true)          // https://localhost:PORT/file
+/// // ... fetch it, then:
+/// let entries = nginx.accessLog()
+/// ```
+public final class NginxServer: @unchecked Sendable {
+    // @unchecked Sendable: `process` is created in init and afterwards only touched under `stateLock`.
+
+    /// Where the tests expect the binary; `Scripts/test.sh` installs it.
+    public static let executablePath = "/usr/sbin/nginx"
+
+    /// The server's private directory (config, logs, temp files).
+    public let directory: String
+    /// The directory served at `/`: the configured one, or an empty `data` directory inside ``directory``.
+    public let dataDirectory: String
+    /// The plain-HTTP port, on 127.0.0.1 (and [::1] if ``NginxConfiguration/enableIPv6``).
+    public let httpPort: UInt16
+    /// The HTTPS port, `nil` when TLS is disabled.
+    public let httpsPort: UInt16?
+    /// The configuration the server was started with.
+    public let configuration: NginxConfiguration
+    /// The path of the access log (one ``AccessLogEntry`` per line).
+    public var accessLogPath: String { directory + "/access.log" }
+    /// The path of the error log (level `info`).
+    public var errorLogPath: String { directory + "/error.log" }
+
+    private let temporaryDirectory: TemporaryDirectory
+    private let process: Process
+    private let stateLock = NSLock()
+    private var isStopped = false
+
+    /// Starts nginx and returns once every port accepts connections.
+    ///
+    /// Free ports are chosen by binding port 0 and releasing it; if another process takes one before nginx
+    /// binds it, nginx is restarted on new ports (a few times) rather than failing the test.
+    public init(configuration: NginxConfiguration = NginxConfiguration()) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.executablePath) else {
+            throw TestSupportError("nginx not found at \(Self.executablePath): run Scripts/test.sh, which installs it")
+        }
+        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-nginx")
+        let directory = temporaryDirectory.path
+        try temporaryDirectory.makeSubdirectory("temp")
+        let dataDirectory = try configuration.dataDirectory ?? temporaryDirectory.makeSubdirectory("data")
+        let certificate = configuration.enableTLS ? try configuration.certificate ?? TestCertificateAuthority.shared().server : nil
+
+        var lastFailure = ""
+        for _ in 0..<5 {
+            let httpPort = try LoopbackPorts.freePort()
+            let httpsPort = configuration.enableTLS ? try LoopbackPorts.freePort() : nil
+            let text = configuration.render(
+                directory: directory, dataDirectory: dataDirectory, httpPort: httpPort, httpsPort: httpsPort,
+                certificate: certificate)
+            try text.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
+            let process = try Self.launch(directory: directory)
+            switch Self.waitUntilListening(process, ports: [httpPort, httpsPort].compactMap { $0 }, ipv6: configuration.enableIPv6) {
+            case .listening:
+                self.temporaryDirectory = temporaryDirectory
+                self.directory = directory
+                self.dataDirectory = dataDirectory
+                self.httpPort = httpPort
+                self.httpsPort = httpsPort
+                self.configuration = configuration
+                self.process = process
+                return
+            case .exited, .timedOut:
+                Self.terminate(process)
+                let log = (try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? ""
+                let output = (try? String(contentsOfFile: directory + "/nginx.stderr", encoding: .utf8)) ?? ""
+                lastFailure = String((log + output).suffix(2000))
+                // Only a lost port race is worth another try; anything else is a real configuration problem.
+                guard lastFailure.contains("Address already in use") else { break }
+                try? FileManager.default.removeItem(atPath: directory + "/error.log")
+                continue
+            }
+            break
+        }
+        throw TestSupportError("nginx did not start:\n\(lastFailure)")
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// A URL on this server: `http://127.0.0.1:PORT/path`, or with `tls` `https://localhost:PORT/path` (the
+    /// name the test certificate is issued for), or with `ipv6` the `[::1]` equivalent.
+    public func url(_ path: String, tls: Bool = false, ipv6: Bool = false) -> String {
+        let port = tls ? (httpsPort ?? httpPort) : httpPort
+        let host = ipv6 ? "[::1]" : (tls ? "localhost" : "127.0.0.1")
+        return "\(tls ? "https" : "http")://\(host):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+    }
+
+    /// The parsed access log: one entry per completed request, in completion order.
+    public func accessLog() -> [AccessLogEntry] {
+        guard let text = try? String(contentsOfFile: accessLogPath, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap(AccessLogEntry.init(line:))
+    }
+
+    /// The access log once it has at least `count` entries, or whatever it has after `timeout` seconds.
+    ///
+    /// nginx logs a request when it finalizes it, which can be a moment after the client has read the last
+    /// byte; tests that read the log right after a client exits use this instead of ``accessLog()``.
+    public func accessLog(waitingForCount count: Int, timeout: Double = 5) -> [AccessLogEntry] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var entries = accessLog()
+        while entries.count < count && Date() < deadline {
+            usleep(10_000)
+            entries = accessLog()
+        }
+        return entries
+    }
+
+    /// Stops nginx (fast shutdown: SIGTERM to the master, which stops its workers) and waits for it to exit.
+    /// Calling it again does nothing.
+    public func stop() {
+        let shouldStop = stateLock.withLock {
+            defer { isStopped = true }
+            return !isStopped
+        }
+        guard shouldStop else { return }
+        Self.terminate(process)
+        temporaryDirectory.remove()
+    }
+
+    private static func launch(directory: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executablePath)
+        // -e: nginx opens its error log before reading the config; without it that is /var/log/nginx/error.log.
+        process.arguments = ["-p", directory + "/", "-c", directory + "/nginx.conf", "-e", directory + "/error.log"]
+        process.standardInput = FileHandle.nullDevice
+        _ = FileManager.default.createFile(atPath: directory + "/nginx.stderr", contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/nginx.stderr"))
+        defer { try? output.close() }
+        process.standardOutput = output
+        process.standardError = output
+        do {
+            try process.run()
+        } catch {
+            throw TestSupportError("could not start nginx: \(error)")
+        }
+        return process
+    }
+
+    private enum StartOutcome { case listening, exited, timedOut }
+
+    private static func waitUntilListening(_ process: Process, ports: [UInt16], ipv6: Bool) -> StartOutcome {
+        let hosts = ipv6 ? ["127.0.0.1", "::1"] : ["127.0.0.1"]
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            guard process.isRunning else { return .exited }
+            let allListening = ports.allSatisfy { port in hosts.allSatisfy { LoopbackPorts.acceptsConnections(host: $0, port: port) } }
+            if allListening { return .listening }
+            usleep(5_000)
+        }
+        return .timedOut
+    }
+
+    /// SIGTERM, then after a grace period SIGKILL, and reap the master.
+    private static func terminate(_ process: Process) {
+        guard process.isRunning else {
+            process.waitUntilExit()
+            return
+        }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
