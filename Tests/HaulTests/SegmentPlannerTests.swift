@@ -26,14 +26,12 @@ import Testing
 @Suite struct SegmentPlannerTests {
     let mib: Int64 = 1 << 20
 
-    @Test func startsWithEqualShares() {
+    @Test func startsWithEqualSharesRequestedAChunkAtATime() {
         var planner = SegmentPlanner(total: 64 * mib, minimumSegment: mib)
         planner.splitForStart(connections: 8)
         var ranges: [Range<Int64>] = []
-        for worker in 0..<8 { if let work = planner.assignWork(to: worker) { ranges.append(work.range) } }
-        #expect(ranges.count == 8)
-        #expect(Set(ranges.map { $0.count }) == [Int(8 * mib)])
-        #expect(ByteRangeSet(ranges).ranges == [0..<(64 * mib)])
+        for worker in 0..<8 { if let work = planner.nextRequest(for: worker) { ranges.append(work.range) } }
+        #expect(ranges == (0..<8).map { Int64($0) * 8 * mib ..< Int64($0) * 8 * mib + planner.requestChunk })
     }
 
     @Test func smallFilesUseFewerConnections() {
@@ -41,43 +39,48 @@ import Testing
         #expect(planner.usefulConnections(limit: 16) == 3)
         planner.splitForStart(connections: 3)
         var assigned = 0
-        for worker in 0..<3 where planner.assignWork(to: worker) != nil { assigned += 1 }
+        for worker in 0..<3 where planner.nextRequest(for: worker) != nil { assigned += 1 }
         #expect(assigned == 3)
-        let extra = planner.assignWork(to: 3)
+        let extra = planner.nextRequest(for: 3)
         #expect(extra == nil)
     }
 
-    @Test func stealingTakesTheSecondHalfOfTheLargestRemainder() throws {
+    @Test func stealingTakesTheSecondHalfOfTheLargestUnrequestedRemainder() throws {
         var planner = SegmentPlanner(total: 16 * mib, minimumSegment: mib)
         planner.splitForStart(connections: 2)
-        let aWork = planner.assignWork(to: 0)
+        let aWork = planner.nextRequest(for: 0)
         let a = try #require(aWork)
-        let bWork = planner.assignWork(to: 1)
+        let bWork = planner.nextRequest(for: 1)
         let b = try #require(bWork)
-        planner.advance(a.segment, by: 8 * mib)           // worker 0 finished
-        planner.advance(b.segment, by: 2 * mib)           // worker 1 has 6 MiB left
-        let stolenWork = planner.assignWork(to: 0)
+        #expect(a.range == 0..<(4 * mib))
+        #expect(b.range == (8 * mib)..<(12 * mib))
+        planner.advance(a.segment, by: 4 * mib)
+        let aNext = planner.nextRequest(for: 0, continuing: a.segment)
+        #expect(aNext?.range == (4 * mib)..<(8 * mib), "the owner continues its own segment first")
+        planner.advance(a.segment, by: 4 * mib)            // worker 0 finished its segment
+        planner.advance(b.segment, by: 2 * mib)            // worker 1: 12..16 not yet requested
+        let stolenWork = planner.nextRequest(for: 0, continuing: a.segment)
         let stolen = try #require(stolenWork)
-        #expect(stolen.range == (13 * mib)..<(16 * mib))
-        #expect(planner.end(of: b.segment) == 13 * mib)   // the owner's range shrank: no byte twice
+        #expect(stolen.range == (14 * mib)..<(16 * mib))
+        #expect(planner.end(of: b.segment) == 14 * mib)    // the owner's range shrank: no byte requested twice
     }
 
     @Test func nothingToStealBelowTwiceTheMinimum() throws {
         var planner = SegmentPlanner(total: 3 * mib, minimumSegment: mib)
-        let aWork = planner.assignWork(to: 0)
+        let aWork = planner.nextRequest(for: 0)
         let a = try #require(aWork)
         planner.advance(a.segment, by: mib + 1)
-        let none = planner.assignWork(to: 1)
+        let none = planner.nextRequest(for: 1)
         #expect(none == nil)
     }
 
     @Test func releasedWorkIsPickedUpAndResumesWhereItStopped() throws {
         var planner = SegmentPlanner(total: 4 * mib, minimumSegment: mib)
-        let aWork = planner.assignWork(to: 0)
+        let aWork = planner.nextRequest(for: 0)
         let a = try #require(aWork)
         planner.advance(a.segment, by: 1000)
         planner.release(a.segment)                         // connection failed
-        let retryWork = planner.assignWork(to: 5)
+        let retryWork = planner.nextRequest(for: 5)
         let retry = try #require(retryWork)
         #expect(retry.range == 1000..<(4 * mib))           // only the unfinished part
     }
@@ -85,43 +88,64 @@ import Testing
     @Test func resumePlansOnlyTheGaps() {
         var planner = SegmentPlanner(total: 10 * mib, minimumSegment: mib, alreadyDone: ByteRangeSet([0..<(4 * mib), (6 * mib)..<(10 * mib)]))
         #expect(planner.remainingBytes == 2 * mib)
-        let work = planner.assignWork(to: 0)
+        let work = planner.nextRequest(for: 0)
         #expect(work?.range == (4 * mib)..<(6 * mib))
     }
 
-    @Test func randomWorkloadsNeverOverlapAndFinish() {
+    @Test func randomWorkloadsNeverRequestAByteTwiceAndFinish() {
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<200 {
+        for _ in 0..<300 {
             let total = Int64.random(in: 1...(40 * mib), using: &generator)
             var planner = SegmentPlanner(total: total, minimumSegment: Int64.random(in: 1...mib, using: &generator))
             let workers = Int.random(in: 1...16, using: &generator)
             planner.splitForStart(connections: workers)
-            var owned: [Int: Int] = [:]                 // worker → segment
-            var requested = ByteRangeSet()
+            // Each worker's in-flight request: segment, next byte, end of the request.
+            var inFlight: [Int: (segment: Int, next: Int64, end: Int64)] = [:]
             var requestedBytes: Int64 = 0
+            var lostBytes: Int64 = 0
+            var requested = ByteRangeSet()
+            var overlaps = 0
             var steps = 0
-            while !planner.isComplete && steps < 100_000 {
+            while !planner.isComplete && steps < 200_000 {
                 steps += 1
                 let worker = Int.random(in: 0..<workers, using: &generator)
-                if let segment = owned[worker], planner.end(of: segment) > planner.next(of: segment) {
-                    let left = planner.end(of: segment) - planner.next(of: segment)
-                    let chunk = min(left, Int64.random(in: 1...(mib / 2), using: &generator))
-                    if Int.random(in: 0..<50, using: &generator) == 0 {
-                        planner.release(segment)
-                        owned[worker] = nil
-                    } else {
-                        planner.advance(segment, by: chunk)
+                if var work = inFlight[worker] {
+                    // Another connection may have taken the end of this request's segment away... it may not:
+                    // requests never extend past the segment's end.
+                    #expect(work.end <= planner.end(of: work.segment) || planner.end(of: work.segment) == 0)
+                    if Int.random(in: 0..<40, using: &generator) == 0 {
+                        lostBytes += work.end - work.next
+                        planner.release(work.segment)
+                        inFlight[worker] = nil
+                        continue
                     }
-                } else if let work = planner.assignWork(to: worker) {
-                    owned[worker] = work.segment
-                    requestedBytes += Int64(work.range.count)
-                    requested.insert(work.range)
-                } else {
-                    owned[worker] = nil
+                    let chunk = min(work.end - work.next, Int64.random(in: 1...(mib / 2), using: &generator))
+                    planner.advance(work.segment, by: chunk)
+                    work.next += chunk
+                    if work.next == work.end {
+                        inFlight[worker] = nil
+                        if let next = planner.nextRequest(for: worker, continuing: work.segment) {
+                            record(next)
+                        }
+                    } else {
+                        inFlight[worker] = work
+                    }
+                } else if let next = planner.nextRequest(for: worker) {
+                    record(next)
+                }
+
+                func record(_ next: (segment: Int, range: Range<Int64>)) {
+                    inFlight[worker] = (next.segment, next.range.lowerBound, next.range.upperBound)
+                    requestedBytes += Int64(next.range.count)
+                    let before = requested.count
+                    requested.insert(next.range)
+                    if requested.count - before != Int64(next.range.count) { overlaps += 1 }
                 }
             }
             #expect(planner.isComplete)
             #expect(planner.written.ranges == [0..<total])
+            #expect(requestedBytes == total + lostBytes, "only lost bytes are requested again")
+            _ = overlaps
         }
     }
 }

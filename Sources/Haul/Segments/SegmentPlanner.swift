@@ -1,21 +1,28 @@
 /// The one place that decides which bytes each connection fetches.
 ///
 /// The file is cut into segments. A segment has a fixed start, a moving `next` (bytes before it are
-/// written) and an `end` that can only shrink: when a connection runs out of work it takes the second half
-/// of the largest remaining segment, and the owner's `end` moves down so that no byte is fetched twice.
-/// Segments released by a failed connection wait, unowned, for the next connection that needs work.
+/// written), a `requested` mark (bytes before it are asked for, in flight on the owner's connection) and an
+/// `end` that can only shrink. The owner asks for its segment a chunk at a time; when a connection runs out
+/// of work it takes the second half of the largest *unrequested* remainder, and the owner's `end` moves
+/// down. Requests therefore never overlap: no byte is fetched twice. Segments released by a failed
+/// connection wait, unowned, for the next connection that needs work.
 struct SegmentPlanner {
     struct Segment: Equatable {
         let id: Int
         let start: Int64
         var next: Int64
+        var requested: Int64
         var end: Int64
         var owner: Int?
         var remaining: Int64 { end - next }
+        var unrequested: Int64 { end - requested }
     }
 
     let total: Int64
     let minimumSegment: Int64
+    /// Most bytes one request asks for: small enough that the tail can be shared out, large enough that
+    /// request overhead stays negligible.
+    let requestChunk: Int64
     private(set) var segments: [Int: Segment] = [:]
     /// Bytes written by finished and active segments (in [start, next) of each).
     private(set) var written: ByteRangeSet
@@ -26,12 +33,14 @@ struct SegmentPlanner {
     init(total: Int64, minimumSegment: Int64, alreadyDone: ByteRangeSet = ByteRangeSet()) {
         self.total = total
         self.minimumSegment = max(1, minimumSegment)
+        self.requestChunk = max(self.minimumSegment, 4 << 20)
         self.written = alreadyDone
         for gap in alreadyDone.gaps(in: 0..<total) { addSegment(gap) }
     }
 
     private mutating func addSegment(_ range: Range<Int64>, owner: Int? = nil) {
-        let segment = Segment(id: nextSegmentID, start: range.lowerBound, next: range.lowerBound, end: range.upperBound, owner: owner)
+        let segment = Segment(id: nextSegmentID, start: range.lowerBound, next: range.lowerBound,
+                              requested: range.lowerBound, end: range.upperBound, owner: owner)
         segments[segment.id] = segment
         nextSegmentID += 1
     }
@@ -47,21 +56,38 @@ struct SegmentPlanner {
         Int(max(1, min(Int64(limit), remainingBytes / minimumSegment)))
     }
 
-    /// Work for connection `worker`: an unowned segment (largest first), else the second half of the
-    /// largest owned segment if both halves stay at least `minimumSegment`. nil when there is nothing left to
-    /// share. Returns the segment id and the byte range to request.
-    mutating func assignWork(to worker: Int) -> (segment: Int, range: Range<Int64>)? {
+    /// The next request for connection `worker`: more of `current` (its own segment) while it lasts, else an
+    /// unowned segment (largest first), else the second half of the largest unrequested remainder if both
+    /// halves stay at least `minimumSegment`. nil when there is nothing left to share.
+    mutating func nextRequest(for worker: Int, continuing current: Int? = nil) -> (segment: Int, range: Range<Int64>)? {
+        if let current, let s = segments[current], s.owner == worker, s.remaining > 0 {
+            return (current, request(current, from: s.next))
+        }
         if let free = segments.values.filter({ $0.owner == nil && $0.remaining > 0 }).max(by: Self.smallerShare) {
             segments[free.id]!.owner = worker
-            return (free.id, free.next..<free.end)
+            return (free.id, request(free.id, from: free.next))
         }
-        guard let victim = segments.values.filter({ $0.owner != nil }).max(by: Self.smallerShare),
-              victim.remaining >= 2 * minimumSegment else { return nil }
-        let middle = victim.next + victim.remaining / 2
+        guard let victim = segments.values.filter({ $0.owner != nil }).max(by: Self.smallerUnrequested),
+              victim.unrequested >= 2 * minimumSegment else { return nil }
+        let middle = victim.requested + victim.unrequested / 2
         let stolen = middle..<victim.end
         segments[victim.id]!.end = middle
         addSegment(stolen, owner: worker)
-        return (nextSegmentID - 1, stolen)
+        let id = nextSegmentID - 1
+        return (id, request(id, from: stolen.lowerBound))
+    }
+
+    /// Marks the next chunk of `segment` from `first` as requested and returns it.
+    private mutating func request(_ segment: Int, from first: Int64) -> Range<Int64> {
+        let end = min(segments[segment]!.end, first + requestChunk)
+        segments[segment]!.requested = end
+        return first..<end
+    }
+
+    /// Marks all of `segment` as requested (the probe's open-ended request covers it whole).
+    mutating func markRequestedToEnd(_ segment: Int) {
+        guard let s = segments[segment] else { return }
+        segments[segment]!.requested = s.end
     }
 
     /// Splits unowned work so that `connections` workers can start at once (used at the start of a download).
@@ -78,6 +104,10 @@ struct SegmentPlanner {
             addSegment(cut..<largest.end)
             pieces -= 1
         }
+    }
+
+    private static func smallerUnrequested(_ a: Segment, _ b: Segment) -> Bool {
+        a.unrequested != b.unrequested ? a.unrequested < b.unrequested : a.start > b.start
     }
 
     /// Orders by remaining bytes; among equals the later start counts as smaller, so the earliest segment
@@ -107,15 +137,18 @@ struct SegmentPlanner {
 
     /// Gives up ownership: the unwritten rest waits for another connection (or the same one, on retry).
     mutating func release(_ segment: Int) {
-        guard segments[segment] != nil else { return }
+        guard let s = segments[segment] else { return }
         segments[segment]!.owner = nil
+        segments[segment]!.requested = s.next
     }
 
     /// Takes the unwritten rest of a slow connection's segment away, leaving it `keep` bytes to finish what
     /// is already in flight; returns the bytes released.
     mutating func shrink(_ segment: Int, keeping keep: Int64) -> Int64 {
-        guard let s = segments[segment], s.remaining > keep + minimumSegment else { return 0 }
-        let cut = s.next + keep
+        guard let s = segments[segment] else { return 0 }
+        // Bytes already requested stay with the owner: taking them would fetch them twice.
+        let cut = max(s.requested, s.next + keep)
+        guard s.end - cut >= minimumSegment else { return 0 }
         segments[segment]!.end = cut
         addSegment(cut..<s.end)
         return s.end - cut

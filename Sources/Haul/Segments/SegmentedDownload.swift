@@ -161,13 +161,15 @@ final class SegmentedDownload: @unchecked Sendable {
             var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
             let connections = planner.usefulConnections(limit: options.connections)
             planner.splitForStart(connections: connections)
-            let work = planner.assignWork(to: worker.id)!
+            let work = planner.nextRequest(for: worker.id)!
             precondition(work.range.lowerBound == 0, "the probe's segment starts at byte 0")
+            // The probe asked for everything: its whole segment is in flight and nobody may take part of it.
+            planner.markRequestedToEnd(work.segment)
             self.planner = planner
             rangesSupported = true
             worker.segment = work.segment
             worker.requestEnd = bytes.upperBound + 1
-            bytesRequested += Int64(work.range.count)
+            bytesRequested += planner.end(of: work.segment)
             // The probe keeps streaming from byte 0; the others open now.
             for id in 1..<connections {
                 let helper = SegmentWorker(id: id, download: self, mirror: id % mirrors.count)
@@ -181,7 +183,8 @@ final class SegmentedDownload: @unchecked Sendable {
                 try prepareFile(length: length)
                 total = length
                 var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
-                worker.segment = planner.assignWork(to: worker.id)?.segment
+                worker.segment = planner.nextRequest(for: worker.id)?.segment
+                if let segment = worker.segment { planner.markRequestedToEnd(segment) }
                 worker.requestEnd = length
                 self.planner = planner
                 bytesRequested += length
@@ -294,7 +297,7 @@ final class SegmentedDownload: @unchecked Sendable {
     private func assignWork(_ worker: SegmentWorker) {
         guard !isFinished else { return }
         guard var planner else { return }
-        if let work = planner.assignWork(to: worker.id) {
+        if let work = planner.nextRequest(for: worker.id, continuing: worker.segment) {
             self.planner = planner
             worker.segment = work.segment
             worker.request(first: work.range.lowerBound, end: work.range.upperBound, role: .ranged)
@@ -327,8 +330,8 @@ final class SegmentedDownload: @unchecked Sendable {
                 planner = SegmentPlanner(total: worker.position, minimumSegment: 1, alreadyDone: ByteRangeSet([0..<worker.position]))
                 return finishIfDone()
             }
-            if worker.segment != nil && summary.complete {
-                // The response ended before its segment did: the server sent less than it promised.
+            if worker.segment != nil && summary.complete && worker.position < (worker.requestEnd ?? Int64.max) {
+                // The response ended before the range it was asked for: the server sent less than it promised.
                 return handleFailure(.incomplete(url: mirrors[worker.mirror].url.description,
                                                  expected: worker.requestEnd ?? 0, received: worker.position), worker: worker)
             }

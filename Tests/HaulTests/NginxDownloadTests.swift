@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+import HaulTestSupport
+@testable import Haul
+
+/// One nginx for the suite (HTTP + HTTPS with the test CA), with a 64 MiB file and a few small ones.
+final class NginxFixture: Sendable {
+    static let shared: NginxFixture = try! NginxFixture()
+
+    let nginx: NginxServer
+    let bigFile = "/big.bin"
+    let bigSize = 64 << 20
+    let bigSHA256: String
+    let ca: TestCertificateAuthority
+
+    init() throws {
+        var configuration = NginxConfiguration()
+        configuration.redirects = [
+            .init(from: "/hop-a", to: "/hop-b"),
+            .init(from: "/hop-b", to: "/small-0.bin", status: 301),
+            .init(from: "/loop-a", to: "/loop-b"),
+            .init(from: "/loop-b", to: "/loop-a"),
+        ]
+        nginx = try NginxServer(configuration: configuration)
+        ca = try TestCertificateAuthority.shared()
+        try TestFiles.create(at: nginx.dataDirectory + bigFile, size: bigSize, seed: 7)
+        bigSHA256 = try TestFiles.sha256(ofFile: nginx.dataDirectory + bigFile)
+        for index in 0..<5 {
+            try TestFiles.create(at: nginx.dataDirectory + "/small-\(index).bin", size: 100_000 + index, seed: UInt64(index))
+        }
+    }
+}
+
+func scratchDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "haul-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite(.serialized) struct NginxDownloadTests {
+    let fixture = NginxFixture.shared
+
+    func options(connections: Int = 8) -> DownloadOptions {
+        var options = DownloadOptions(connections: connections)
+        options.tls.caFile = fixture.ca.caCertificatePath
+        options.synchronizesToDisk = false
+        return options
+    }
+
+    @Test(arguments: [1, 2, 8, 16], [false, true])
+    func downloadIsByteIdentical(connections: Int, tls: Bool) async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let downloader = try Downloader(options: options(connections: connections))
+        let result = try await downloader.download(fixture.nginx.url(fixture.bigFile, tls: tls), to: directory + "/big.bin")
+        #expect(result.bytes == Int64(fixture.bigSize))
+        #expect(try TestFiles.sha256(ofFile: directory + "/big.bin") == fixture.bigSHA256)
+        #expect(result.connections == connections)
+        #expect(result.bytesRequested == Int64(fixture.bigSize), "no byte requested twice")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/big.bin.part"))
+    }
+
+    @Test func keepAliveConnectionIsReusedAcrossDownloads() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let downloader = try Downloader(options: options(connections: 1))
+        let before = fixture.nginx.accessLog().count
+        for index in 0..<5 {
+            let result = try await downloader.download(fixture.nginx.url("/small-\(index).bin"), to: directory + "/s\(index)")
+            #expect(result.bytes == Int64(100_000 + index))
+        }
+        let entries = Array(fixture.nginx.accessLog(waitingForCount: before + 5).suffix(5))
+        #expect(entries.count == 5)
+        #expect(Set(entries.map(\.connection)).count == 1, "all five requests on one TCP connection")
+        #expect(entries.map(\.connectionRequests) == [1, 2, 3, 4, 5])
+        let opened = await withCheckedContinuation { continuation in
+            downloader.client.loop.execute { continuation.resume(returning: downloader.client.pool.connectionsOpened) }
+        }
+        #expect(opened == 1)
+    }
+
+    @Test func followsRedirects() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let downloader = try Downloader(options: options())
+        let result = try await downloader.download(fixture.nginx.url("/hop-a"), to: directory + "/r.bin")
+        #expect(result.redirects == 2)
+        #expect(result.finalURL.path == "/small-0.bin")
+        #expect(result.bytes == 100_000)
+    }
+
+    @Test func detectsRedirectLoops() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let downloader = try Downloader(options: options())
+        await #expect {
+            _ = try await downloader.download(fixture.nginx.url("/loop-a"), to: directory + "/l.bin")
+        } throws: { error in
+            guard case HaulError.redirect(let redirect) = error, case .loop = redirect.reason else { return false }
+            return String(describing: error).contains("redirect loop")
+        }
+    }
+
+    @Test func missingFileIsAnHTTPStatusError() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let downloader = try Downloader(options: options())
+        await #expect {
+            _ = try await downloader.download(fixture.nginx.url("/nope.bin"), to: directory + "/n.bin")
+        } throws: { error in
+            guard case HaulError.httpStatus(let status, _, _) = error else { return false }
+            return status == 404
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/n.bin"))
+    }
+
+    @Test func untrustedCertificateIsRejectedUnlessInsecure() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var untrusting = options()
+        untrusting.tls.caFile = nil
+        let strict = try Downloader(options: untrusting)
+        await #expect {
+            _ = try await strict.download(fixture.nginx.url("/small-1.bin", tls: true), to: directory + "/t.bin")
+        } throws: { error in
+            guard case HaulError.tls = error else { return false }
+            return String(describing: error).contains("certificate verify failed")
+        }
+        untrusting.tls.insecure = true
+        let lax = try Downloader(options: untrusting)
+        let result = try await lax.download(fixture.nginx.url("/small-1.bin", tls: true), to: directory + "/t.bin")
+        #expect(result.bytes == 100_001)
+    }
+
+    @Test func checksumIsVerifiedBeforeTheRename() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var good = options()
+        good.checksum = Checksum(algorithm: .sha256, hex: fixture.bigSHA256)
+        _ = try await Downloader(options: good).download(fixture.nginx.url(fixture.bigFile), to: directory + "/ok.bin")
+        #expect(FileManager.default.fileExists(atPath: directory + "/ok.bin"))
+
+        var bad = options()
+        bad.checksum = Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64))
+        await #expect {
+            _ = try await Downloader(options: bad).download(fixture.nginx.url(fixture.bigFile), to: directory + "/bad.bin")
+        } throws: { error in
+            guard case HaulError.checksumMismatch = error else { return false }
+            return true
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/bad.bin"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/bad.bin.part"), "the data stays as .part")
+    }
+}
