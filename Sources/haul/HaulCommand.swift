@@ -42,6 +42,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.short, .long], help: "Connections for this download.")
     var connections = 8
 
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
     @Flag(name: .long, help: "Skip fdatasync before the final rename.")
     var noSync = false
 
@@ -62,7 +65,7 @@ struct HaulCommand: AsyncParsableCommand {
             let result = try await downloader.download(url, to: destination)
             let seconds = Double(result.duration.components.seconds) + Double(result.duration.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(result.bytes) / seconds / 1e6 : 0
-            print("\(result.path): \(result.bytes) bytes in \(Self.fixed(seconds, 2)) s (\(Self.fixed(rate, 1)) MB/s)")
+            if !quiet { print("\(result.path): \(result.bytes) bytes in \(Self.fixed(seconds, 2)) s (\(Self.fixed(rate, 1)) MB/s)") }
         } catch {
             FileHandleStderr.write("haul: \(error)\n")
             throw ExitCode(1)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Benchmarks Haul side by side with curl, wget, aria2c and axel on this machine, in one run.
+# Installs what is missing, builds Haul in release mode, starts its own nginx on 127.0.0.1 (HTTP and HTTPS
+# with a CA it generates), creates the test data, runs every scenario with tools interleaved, verifies each
+# output's SHA-256 and prints a markdown table. It stops only the processes it started.
+#
+# Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c] [--size-mib N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+needed=()
+for tool in nginx aria2c axel wget curl openssl; do
+    command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || needed+=("$tool")
+done
+[ -x /usr/bin/time ] || needed+=(time)
+if [ ${#needed[@]} -gt 0 ]; then
+    packages=()
+    for tool in "${needed[@]}"; do
+        case "$tool" in aria2c) packages+=(aria2) ;; *) packages+=("$tool") ;; esac
+    done
+    echo "installing: ${packages[*]}" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi
+
+echo "building haul (release)..." >&2
+swift build -c release --product haul >&2
+exec python3 Benchmarks/bench.py --haul "$(swift build -c release --show-bin-path)/haul" "$@"
