@@ -1,0 +1,447 @@
+/// One decoded slot record: its sequence number and the state it holds.
+public struct JournalRecord: Sendable, Equatable {
+    public var sequence: UInt64
+    public var state: JournalState
+
+    public init(sequence: UInt64, state: JournalState) {
+        self.sequence = sequence
+        self.state = state
+    }
+}
+
+/// The resume journal's binary format, as pure functions over bytes (layout in `docs/journal-format.md`).
+///
+/// File: a 20-byte header (magic `HAULJRNL`, version, slot capacity, CRC-32C) in a 4096-byte block, then
+/// slot 0 at 4096 and slot 1 at 4096 + capacity. Record: magic `HREC`, payload length, sequence, payload,
+/// CRC-32C of everything before it. All integers little-endian.
+public enum JournalCodec {
+    /// The file header's magic.
+    public static let fileMagic: [UInt8] = Array("HAULJRNL".utf8)
+    /// Every record's magic.
+    public static let recordMagic: [UInt8] = Array("HREC".utf8)
+    /// Bytes in the file header (padded with zeros to ``headerBlockSize``).
+    public static let headerSize = 20
+    /// Where slot 0 starts; slots are aligned to this too.
+    public static let headerBlockSize = 4096
+    /// Bytes a record adds around its payload: magic, length, sequence before; CRC after.
+    public static let recordOverhead = 20
+
+    /// Offset of slot `index` (0 or 1) in a file whose slots hold `slotCapacity` bytes.
+    public static func slotOffset(_ index: Int, slotCapacity: Int) -> Int {
+        headerBlockSize + index * slotCapacity
+    }
+
+    // MARK: Encoding
+
+    /// One record's bytes (framing and CRC included) holding `state` with `sequence`.
+    ///
+    /// Writes whatever it is given; a state outside the format's bounds (a range past `totalLength`, a URL
+    /// over 8 KiB, ...) gives a record the decoder rejects. ``validate(_:)`` checks that first.
+    public static func encode(_ state: JournalState, sequence: UInt64 = 1) -> [UInt8] {
+        seal(payload: encodePayload(state), sequence: sequence)
+    }
+
+    /// The record payload for `state` (no framing).
+    public static func encodePayload(_ state: JournalState) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + state.url.utf8.count + state.durable.ranges.count * 6)
+        var flags: UInt16 = 0
+        if state.etag != nil { flags |= Flag.etag }
+        if state.lastModified != nil { flags |= Flag.lastModified }
+        if state.checksum != nil { flags |= Flag.checksum }
+        out.appendLittleEndian(JournalState.formatVersion)
+        out.appendLittleEndian(flags)
+        out.appendLittleEndian(state.totalLength)
+        out.appendLittleEndian(state.minimumSegmentSize)
+        out.appendLittleEndian(state.createdAt)
+        out.appendLittleEndian(state.lastModified ?? 0)
+        out.appendField16(Array(state.url.utf8))
+        out.appendLittleEndian(UInt16(truncatingIfNeeded: state.mirrors.count))
+        for mirror in state.mirrors { out.appendField16(Array(mirror.utf8)) }
+        if let etag = state.etag { out.appendField16(etag) }
+        if let checksum = state.checksum {
+            let algorithm = Array(checksum.algorithm.utf8)
+            out.append(UInt8(truncatingIfNeeded: algorithm.count))
+            out += algorithm
+            out.appendField16(Array(checksum.hex.utf8))
+        }
+        let ranges = state.durable.ranges
+        out.appendLittleEndian(UInt32(truncatingIfNeeded: ranges.count))
+        var previousEnd: Int64 = 0
+        for range in ranges {
+            out.appendVarint(UInt64(truncatingIfNeeded: range.lowerBound &- previousEnd))
+            out.appendVarint(UInt64(truncatingIfNeeded: range.upperBound &- range.lowerBound))
+            previousEnd = range.upperBound
+        }
+        return out
+    }
+
+    /// Frames `payload` as a record: magic, length, sequence, payload, CRC-32C of all of that.
+    public static func seal(payload: [UInt8], sequence: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(payload.count + recordOverhead)
+        out += recordMagic
+        out.appendLittleEndian(UInt32(truncatingIfNeeded: payload.count))
+        out.appendLittleEndian(sequence)
+        out += payload
+        out.appendLittleEndian(CRC32C.checksum(out))
+        return out
+    }
+
+    /// The 20-byte file header for slots of `slotCapacity` bytes.
+    public static func encodeHeader(slotCapacity: Int) -> [UInt8] {
+        var out = fileMagic
+        out.appendLittleEndian(JournalState.formatVersion)
+        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(UInt32(truncatingIfNeeded: slotCapacity))
+        out.appendLittleEndian(CRC32C.checksum(out))
+        return out
+    }
+
+    /// A whole journal file image: header, then `slot0` and `slot1` (records, or nil for an unwritten slot)
+    /// at their offsets. Ends after the last record given.
+    public static func fileImage(slotCapacity: Int, slot0: [UInt8]?, slot1: [UInt8]? = nil) -> [UInt8] {
+        var out = encodeHeader(slotCapacity: slotCapacity)
+        for (index, record) in [slot0, slot1].enumerated() {
+            guard let record else { continue }
+            let offset = slotOffset(index, slotCapacity: slotCapacity)
+            if out.count < offset { out += [UInt8](repeating: 0, count: offset - out.count) }
+            out.replaceSubrange(offset..<min(out.count, offset + record.count), with: record)
+        }
+        return out
+    }
+
+    /// The smallest slot capacity this build would choose for a record of `recordBytes`: room for the
+    /// record twice over (so that the state can grow before the journal must be rewritten), rounded up
+    /// to 4096, at least 4096, at most ``JournalLimits/maxSlotCapacity``. Nil if the record cannot fit.
+    public static func slotCapacity(forRecordOf recordBytes: Int) -> Int? {
+        guard recordBytes <= JournalLimits.maxSlotCapacity else { return nil }
+        let block = JournalLimits.minSlotCapacity
+        let wanted = max(recordBytes * 2, block)
+        return min((wanted + block - 1) / block * block, JournalLimits.maxSlotCapacity)
+    }
+
+    /// Checks that `state` encodes into a record that decodes back to exactly `state`; throws the
+    /// decoder's complaint otherwise (wrapped in ``JournalError/unwritableState(_:)``).
+    public static func validate(_ state: JournalState) throws(JournalError) {
+        _ = try validatedRecord(state, sequence: 1)
+    }
+
+    static func validatedRecord(_ state: JournalState, sequence: UInt64) throws(JournalError) -> [UInt8] {
+        let record = encode(state, sequence: sequence)
+        let decoded: JournalRecord
+        do {
+            decoded = try decodeRecord(record)
+        } catch {
+            throw .unwritableState(error)
+        }
+        guard decoded.state == state else {
+            throw .unwritableState(.invalidValue(field: "state (does not round-trip)", value: 0, offset: 0))
+        }
+        return record
+    }
+
+    // MARK: Decoding
+
+    /// The latest valid state in a whole journal file image.
+    ///
+    /// Validates the header, then both slots; returns the valid record with the higher sequence. If one
+    /// slot is torn or corrupt the other one's state is returned; if neither is valid, throws
+    /// ``JournalError/noValidRecord(slot0:slot1:)`` carrying both reasons. Bytes past slot 1 are ignored.
+    public static func decodeFile(_ bytes: [UInt8]) throws(JournalError) -> JournalState {
+        try inspectFile(bytes).latest.state
+    }
+
+    /// What ``decodeFile(_:)`` found: the chosen record, its slot, and why the other slot was unusable.
+    public struct FileInspection: Sendable, Equatable {
+        /// Slots of this file hold this many bytes.
+        public var slotCapacity: Int
+        /// The latest valid record.
+        public var latest: JournalRecord
+        /// The slot (0 or 1) holding it.
+        public var latestSlot: Int
+        /// Why the other slot was not used, if it was not valid (nil if it held an older valid record).
+        public var otherSlotError: JournalError?
+    }
+
+    /// Like ``decodeFile(_:)``, with details about the slots.
+    public static func inspectFile(_ bytes: [UInt8]) throws(JournalError) -> FileInspection {
+        let capacity = try decodeHeader(bytes)
+        var results: [Result<JournalRecord, JournalError>] = []
+        for index in 0..<2 {
+            let offset = slotOffset(index, slotCapacity: capacity)
+            results.append(Result { () throws(JournalError) in
+                try decodeRecord(in: bytes, at: offset, capacity: capacity)
+            })
+        }
+        switch (results[0], results[1]) {
+        case (.success(let first), .success(let second)):
+            if first.sequence == second.sequence { throw .ambiguousSlots(sequence: first.sequence) }
+            let slot = first.sequence > second.sequence ? 0 : 1
+            return FileInspection(slotCapacity: capacity, latest: slot == 0 ? first : second, latestSlot: slot,
+                                  otherSlotError: nil)
+        case (.success(let record), .failure(let error)):
+            return FileInspection(slotCapacity: capacity, latest: record, latestSlot: 0,
+                                  otherSlotError: .slot(1, error))
+        case (.failure(let error), .success(let record)):
+            return FileInspection(slotCapacity: capacity, latest: record, latestSlot: 1,
+                                  otherSlotError: .slot(0, error))
+        case (.failure(let first), .failure(let second)):
+            throw .noValidRecord(slot0: first, slot1: second)
+        }
+    }
+
+    /// Validates the file header at the start of `bytes`; returns the slot capacity.
+    public static func decodeHeader(_ bytes: [UInt8]) throws(JournalError) -> Int {
+        var reader = JournalByteReader(bytes: bytes, position: 0, end: bytes.count, region: .file)
+        let magic = try reader.bytes(fileMagic.count, field: "file magic")
+        guard magic == fileMagic else {
+            throw .badMagic(region: "file header", found: magic, expected: fileMagic)
+        }
+        let version = try reader.u16("format version")
+        guard version == JournalState.formatVersion else {
+            throw .unsupportedVersion(version, region: "file header")
+        }
+        let reserved = try reader.u16("reserved")
+        let capacity = try reader.u32("slot capacity")
+        let computed = CRC32C.checksum(bytes[0..<reader.position])
+        let stored = try reader.u32("header checksum")
+        guard stored == computed else { throw .headerChecksumMismatch(stored: stored, computed: computed) }
+        guard reserved == 0 else { throw .invalidValue(field: "reserved header field", value: Int64(reserved), offset: 10) }
+        guard capacity >= JournalLimits.minSlotCapacity, capacity <= JournalLimits.maxSlotCapacity,
+              capacity % UInt32(JournalLimits.minSlotCapacity) == 0
+        else { throw .badSlotCapacity(capacity) }
+        return Int(capacity)
+    }
+
+    /// Decodes one record standing alone (offsets in errors count from its first byte).
+    public static func decodeRecord(_ bytes: [UInt8]) throws(JournalError) -> JournalRecord {
+        try decodeRecord(in: bytes, at: 0, capacity: nil)
+    }
+
+    /// Decodes the record at `offset` of `bytes`, which must fit in `capacity` bytes if given.
+    static func decodeRecord(in bytes: [UInt8], at offset: Int, capacity: Int?) throws(JournalError) -> JournalRecord {
+        let region: JournalError.Region = capacity == nil ? .record : .file
+        var reader = JournalByteReader(bytes: bytes, position: offset, end: bytes.count, region: region)
+        let magic = try reader.bytes(recordMagic.count, field: "record magic")
+        guard magic == recordMagic else { throw .badMagic(region: "record", found: magic, expected: recordMagic) }
+        let length = Int(try reader.u32("payload length"))
+        if let capacity, length > capacity - recordOverhead {
+            throw .recordTooLong(length: length, capacity: capacity, offset: offset)
+        }
+        let sequence = try reader.u64("sequence")
+        let payloadStart = reader.position
+        _ = try reader.skip(length, field: "payload")
+        let computed = CRC32C.checksum(bytes[offset..<reader.position])
+        let crcOffset = reader.position
+        let stored = try reader.u32("record checksum")
+        guard stored == computed else { throw .checksumMismatch(stored: stored, computed: computed, offset: crcOffset) }
+        guard sequence != 0 else { throw .invalidValue(field: "sequence", value: 0, offset: offset + 8) }
+        var payload = JournalByteReader(bytes: bytes, position: payloadStart, end: payloadStart + length, region: .record)
+        let state = try decodePayload(&payload)
+        return JournalRecord(sequence: sequence, state: state)
+    }
+
+    private static func decodePayload(_ reader: inout JournalByteReader) throws(JournalError) -> JournalState {
+        let version = try reader.u16("record format version")
+        guard version == JournalState.formatVersion else { throw .unsupportedVersion(version, region: "record") }
+        let flagsOffset = reader.position
+        let flags = try reader.u16("flags")
+        guard flags & ~Flag.all == 0 else { throw .unknownFlags(flags & ~Flag.all, offset: flagsOffset) }
+        let totalLength = try reader.nonNegativeI64("total length")
+        let minimumSegmentSize = try reader.nonNegativeI64("minimum segment size")
+        let createdAt = try reader.i64("creation time")
+        let lastModifiedOffset = reader.position
+        let lastModifiedValue = try reader.i64("last modified")
+        if flags & Flag.lastModified == 0 && lastModifiedValue != 0 {
+            throw .invalidValue(field: "last modified (absent, must be 0)", value: lastModifiedValue,
+                                offset: lastModifiedOffset)
+        }
+        let url = try reader.string16("url", limit: JournalLimits.maxURLBytes)
+        let mirrorCountOffset = reader.position
+        let mirrorCount = Int(try reader.u16("mirror count"))
+        guard mirrorCount <= JournalLimits.maxMirrors else {
+            throw .tooMany(field: "mirrors", count: mirrorCount, limit: JournalLimits.maxMirrors,
+                           offset: mirrorCountOffset)
+        }
+        var mirrors: [String] = []
+        for index in 0..<mirrorCount {
+            mirrors.append(try reader.string16("mirror \(index)", limit: JournalLimits.maxURLBytes))
+        }
+        var etag: [UInt8]?
+        if flags & Flag.etag != 0 {
+            let length = Int(try reader.u16("etag length"))
+            guard length <= JournalLimits.maxETagBytes else {
+                throw .fieldTooLong(field: "etag", length: length, limit: JournalLimits.maxETagBytes,
+                                    offset: reader.position - 2)
+            }
+            etag = try reader.bytes(length, field: "etag")
+        }
+        var checksum: JournalChecksum?
+        if flags & Flag.checksum != 0 {
+            let algorithmOffset = reader.position
+            let algorithmLength = Int(try reader.u8("checksum algorithm length"))
+            guard algorithmLength <= JournalLimits.maxChecksumAlgorithmBytes else {
+                throw .fieldTooLong(field: "checksum algorithm", length: algorithmLength,
+                                    limit: JournalLimits.maxChecksumAlgorithmBytes, offset: algorithmOffset)
+            }
+            let algorithm = try reader.string(algorithmLength, field: "checksum algorithm")
+            let hex = try reader.string16("checksum hex", limit: JournalLimits.maxChecksumHexBytes)
+            checksum = JournalChecksum(algorithm: algorithm, hex: hex)
+        }
+        let rangeCountOffset = reader.position
+        let rangeCount = Int(try reader.u32("range count"))
+        // Each range takes at least two bytes (two one-byte varints).
+        let fits = reader.remaining / 2
+        guard rangeCount <= JournalLimits.maxRanges, rangeCount <= fits else {
+            throw .tooMany(field: "ranges", count: rangeCount, limit: min(JournalLimits.maxRanges, fits),
+                           offset: rangeCountOffset)
+        }
+        var ranges: [Range<Int64>] = []
+        ranges.reserveCapacity(rangeCount)
+        var previousEnd: Int64 = 0
+        for index in 0..<rangeCount {
+            let rangeOffset = reader.position
+            let gap = try reader.varint("range \(index) gap")
+            let length = try reader.varint("range \(index) length")
+            guard length > 0 else { throw .emptyRange(index: index, offset: rangeOffset) }
+            guard index == 0 || gap > 0 else { throw .rangesOutOfOrder(index: index, offset: rangeOffset) }
+            let (start, startOverflow) = previousEnd.addingReportingOverflow(gap)
+            let (end, endOverflow) = start.addingReportingOverflow(length)
+            guard !startOverflow, !endOverflow, end <= totalLength else {
+                throw .rangePastEnd(index: index, start: startOverflow ? Int64.max : start, length: length,
+                                    totalLength: totalLength)
+            }
+            ranges.append(start..<end)
+            previousEnd = end
+        }
+        guard reader.remaining == 0 else { throw .trailingBytes(count: reader.remaining, offset: reader.position) }
+        return JournalState(
+            url: url, mirrors: mirrors, etag: etag,
+            lastModified: flags & Flag.lastModified != 0 ? lastModifiedValue : nil,
+            totalLength: totalLength, minimumSegmentSize: minimumSegmentSize, checksum: checksum,
+            createdAt: createdAt, durable: ByteRangeSet(ranges)
+        )
+    }
+
+    private enum Flag {
+        static let etag: UInt16 = 1 << 0
+        static let lastModified: UInt16 = 1 << 1
+        static let checksum: UInt16 = 1 << 2
+        static let all: UInt16 = etag | lastModified | checksum
+    }
+}
+
+/// Bounds-checked little-endian reads over `bytes[position..<end]`; offsets are indices into `bytes`.
+fileprivate struct JournalByteReader {
+    let bytes: [UInt8]
+    var position: Int
+    let end: Int
+    let region: JournalError.Region
+
+    var remaining: Int { end - position }
+
+    /// Advances over `count` bytes and returns where they start; throws if fewer remain.
+    mutating func skip(_ count: Int, field: String) throws(JournalError) -> Int {
+        guard count >= 0, position <= end, count <= end - position else {
+            throw .truncated(field: field, need: count, offset: position, end: end, region: region)
+        }
+        let start = position
+        position += count
+        return start
+    }
+
+    mutating func bytes(_ count: Int, field: String) throws(JournalError) -> [UInt8] {
+        let start = try skip(count, field: field)
+        return Array(bytes[start..<start + count])
+    }
+
+    mutating func u8(_ field: String) throws(JournalError) -> UInt8 {
+        bytes[try skip(1, field: field)]
+    }
+
+    mutating func u16(_ field: String) throws(JournalError) -> UInt16 {
+        UInt16(truncatingIfNeeded: try little(2, field: field))
+    }
+
+    mutating func u32(_ field: String) throws(JournalError) -> UInt32 {
+        UInt32(truncatingIfNeeded: try little(4, field: field))
+    }
+
+    mutating func u64(_ field: String) throws(JournalError) -> UInt64 {
+        try little(8, field: field)
+    }
+
+    mutating func i64(_ field: String) throws(JournalError) -> Int64 {
+        Int64(bitPattern: try little(8, field: field))
+    }
+
+    mutating func nonNegativeI64(_ field: String) throws(JournalError) -> Int64 {
+        let offset = position
+        let value = try i64(field)
+        guard value >= 0 else { throw .invalidValue(field: field, value: value, offset: offset) }
+        return value
+    }
+
+    private mutating func little(_ count: Int, field: String) throws(JournalError) -> UInt64 {
+        let start = try skip(count, field: field)
+        var value: UInt64 = 0
+        for index in 0..<count { value |= UInt64(bytes[start + index]) << (8 * UInt64(index)) }
+        return value
+    }
+
+    /// An unsigned LEB128 varint of at most 10 bytes whose value fits in 63 bits.
+    mutating func varint(_ field: String) throws(JournalError) -> Int64 {
+        let offset = position
+        var value: UInt64 = 0
+        for index in 0..<10 {
+            let byte = bytes[try skip(1, field: field)]
+            value |= UInt64(byte & 0x7F) << (7 * UInt64(index))
+            if byte & 0x80 == 0 {
+                // The 10th byte carries bit 63 only; anything above 2^63-1 does not fit an offset.
+                guard index < 9 || byte <= 1, value <= UInt64(Int64.max) else {
+                    throw .badVarint(field: field, offset: offset)
+                }
+                return Int64(value)
+            }
+        }
+        throw .badVarint(field: field, offset: offset)
+    }
+
+    mutating func string(_ count: Int, field: String) throws(JournalError) -> String {
+        let start = try skip(count, field: field)
+        guard let string = String(validating: bytes[start..<start + count], as: UTF8.self) else {
+            throw .invalidUTF8(field: field, offset: start)
+        }
+        return string
+    }
+
+    /// A UTF-8 string with a u16 length prefix of at most `limit`.
+    mutating func string16(_ field: String, limit: Int) throws(JournalError) -> String {
+        let offset = position
+        let length = Int(try u16("\(field) length"))
+        guard length <= limit else { throw .fieldTooLong(field: field, length: length, limit: limit, offset: offset) }
+        return try string(length, field: field)
+    }
+}
+
+extension [UInt8] {
+    fileprivate mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+        var value = value.littleEndian
+        Swift.withUnsafeBytes(of: &value) { append(contentsOf: $0) }
+    }
+
+    fileprivate mutating func appendField16(_ bytes: [UInt8]) {
+        appendLittleEndian(UInt16(truncatingIfNeeded: bytes.count))
+        append(contentsOf: bytes)
+    }
+
+    fileprivate mutating func appendVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        append(UInt8(value))
+    }
+}

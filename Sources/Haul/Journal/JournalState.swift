@@ -1,0 +1,93 @@
+/// Everything a resume needs, as one journal record holds it (see `docs/journal-format.md`).
+///
+/// **Durability contract**: `durable` may only contain bytes of the `.part` file that were written *and*
+/// `fdatasync`ed before the record holding this state is written. The journal is only as true as that
+/// ordering; the engine keeps it (data sync first, then ``ResumeJournal/checkpoint(_:)``).
+public struct JournalState: Sendable, Equatable, CustomStringConvertible {
+    /// The record format version this build writes (and the only one it reads).
+    public static let formatVersion: UInt16 = 1
+
+    /// The primary URL, as given (UTF-8, at most ``JournalLimits/maxURLBytes`` bytes).
+    public var url: String
+    /// Mirror URLs (at most ``JournalLimits/maxMirrors``, each at most ``JournalLimits/maxURLBytes`` bytes).
+    public var mirrors: [String]
+    /// The strong ETag the server sent, as raw header-value bytes including the quotes; nil if none.
+    public var etag: [UInt8]?
+    /// The server's Last-Modified, in seconds since the Unix epoch; nil if none.
+    public var lastModified: Int64?
+    /// The resource's total length in bytes (>= 0).
+    public var totalLength: Int64
+    /// The minimum segment size the download was planned with (>= 0).
+    public var minimumSegmentSize: Int64
+    /// The expected checksum, if the user gave one.
+    public var checksum: JournalChecksum?
+    /// When the download was first started, in seconds since the Unix epoch.
+    public var createdAt: Int64
+    /// Byte ranges of the `.part` file that are durably on disk (half-open, inside `0..<totalLength`).
+    public var durable: ByteRangeSet
+
+    public init(
+        url: String,
+        mirrors: [String] = [],
+        etag: [UInt8]? = nil,
+        lastModified: Int64? = nil,
+        totalLength: Int64,
+        minimumSegmentSize: Int64,
+        checksum: JournalChecksum? = nil,
+        createdAt: Int64,
+        durable: ByteRangeSet = ByteRangeSet()
+    ) {
+        self.url = url
+        self.mirrors = mirrors
+        self.etag = etag
+        self.lastModified = lastModified
+        self.totalLength = totalLength
+        self.minimumSegmentSize = minimumSegmentSize
+        self.checksum = checksum
+        self.createdAt = createdAt
+        self.durable = durable
+    }
+
+    public var description: String {
+        var parts = ["url: \(url)", "total: \(totalLength)", "durable: \(durable.count) bytes in \(durable.ranges.count) ranges"]
+        if !mirrors.isEmpty { parts.append("mirrors: \(mirrors.count)") }
+        if let etag { parts.append("etag: \(String(decoding: etag, as: UTF8.self))") }
+        if let lastModified { parts.append("last-modified: \(lastModified)") }
+        if let checksum { parts.append("checksum: \(checksum.algorithm):\(checksum.hex)") }
+        return "JournalState(" + parts.joined(separator: ", ") + ")"
+    }
+}
+
+/// An expected checksum given for the download: algorithm name (e.g. "sha256") and hex digest.
+public struct JournalChecksum: Sendable, Equatable {
+    /// The algorithm's name (at most ``JournalLimits/maxChecksumAlgorithmBytes`` bytes of UTF-8).
+    public var algorithm: String
+    /// The expected digest in hex (at most ``JournalLimits/maxChecksumHexBytes`` bytes of UTF-8).
+    public var hex: String
+
+    public init(algorithm: String, hex: String) {
+        self.algorithm = algorithm
+        self.hex = hex
+    }
+}
+
+/// Sanity bounds the decoder enforces on every length before it reads or allocates anything.
+public enum JournalLimits {
+    /// Longest URL (primary or mirror), in bytes.
+    public static let maxURLBytes = 8 * 1024
+    /// Most mirrors.
+    public static let maxMirrors = 64
+    /// Longest ETag, in bytes.
+    public static let maxETagBytes = 4 * 1024
+    /// Longest checksum algorithm name, in bytes.
+    public static let maxChecksumAlgorithmBytes = 32
+    /// Longest checksum hex digest, in bytes.
+    public static let maxChecksumHexBytes = 256
+    /// Most durable ranges.
+    public static let maxRanges = 1_000_000
+    /// Smallest slot (also the alignment of slots and of the header block).
+    public static let minSlotCapacity = 4096
+    /// Largest slot. A maximal record (1,000,000 ranges of 20-byte varints plus 65 maximal URLs) is
+    /// about 21 MB, so this is never the binding limit for a state the other bounds allow.
+    public static let maxSlotCapacity = 64 * 1024 * 1024
+}
