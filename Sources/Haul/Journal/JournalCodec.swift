@@ -160,7 +160,8 @@ public enum JournalCodec {
         public var latest: JournalRecord
         /// The slot (0 or 1) holding it.
         public var latestSlot: Int
-        /// Why the other slot was not used, if it was not valid (nil if it held an older valid record).
+        /// Why the other slot was not used, if it was not valid (nil if it held an older valid record, or if
+        /// the file ends before slot 1, i.e. no second checkpoint was ever written).
         public var otherSlotError: JournalError?
     }
 
@@ -181,8 +182,10 @@ public enum JournalCodec {
             return FileInspection(slotCapacity: capacity, latest: slot == 0 ? first : second, latestSlot: slot,
                                   otherSlotError: nil)
         case (.success(let record), .failure(let error)):
+            // A file that ends before slot 1 has simply never had a second checkpoint.
+            let neverWritten = bytes.count <= slotOffset(1, slotCapacity: capacity)
             return FileInspection(slotCapacity: capacity, latest: record, latestSlot: 0,
-                                  otherSlotError: .slot(1, error))
+                                  otherSlotError: neverWritten ? nil : .slot(1, error))
         case (.failure(let error), .success(let record)):
             return FileInspection(slotCapacity: capacity, latest: record, latestSlot: 1,
                                   otherSlotError: .slot(0, error))
