@@ -217,6 +217,9 @@ final class SegmentedDownload: @unchecked Sendable {
                 throw HaulError.wrongContentRange(url: url, requested: requested, received: text.isEmpty ? "(none)" : text)
             }
             guard range.completeLength == total else {
+                if !mirror.verified {
+                    throw HaulError.mirrorMismatch(url: url, detail: "length \(range.completeLength.map(String.init) ?? "unknown"), expected \(total ?? 0)")
+                }
                 throw HaulError.changedOnServer(url: url, detail: "length is now \(range.completeLength.map(String.init) ?? "unknown"), was \(total ?? 0)")
             }
             if !mirror.verified {

@@ -151,6 +151,9 @@ public final class HTTPConnection: @unchecked Sendable {
         } else {
             transport.closeOnLoop()
         }
-        exchange.completion(result)
+        // Usually we are inside the transport's read handler here. The caller will often start the next
+        // request at once, which needs this connection idle (no reader installed), so the completion runs on
+        // the loop's next turn, after the handler has returned.
+        _ = transport.loop.scheduleTimer(after: .zero) { exchange.completion(result) }
     }
 }
