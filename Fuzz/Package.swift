@@ -3,7 +3,9 @@ import PackageDescription
 
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
-let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition"]
+let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzJournal"]
+// Harnesses for formats that live in the engine (the resume journal) link the whole `Haul` library.
+let engineHarnesses: Set<String> = ["FuzzJournal"]
 
 let package = Package(
     name: "HaulFuzz",
@@ -14,7 +16,10 @@ let package = Package(
     ] + harnesses.map { name in
         .executableTarget(
             name: name,
-            dependencies: ["FuzzDriver", .product(name: "HaulHTTP", package: "Haul")]
+            dependencies: [
+                "FuzzDriver",
+                .product(name: engineHarnesses.contains(name) ? "Haul" : "HaulHTTP", package: "Haul"),
+            ]
         )
     },
     swiftLanguageModes: [.v6]
