@@ -1,0 +1,201 @@
+import Glibc
+
+extension MisbehavingServer.Core {
+    typealias Behavior = MisbehavingServer.Behavior
+    typealias Resource = MisbehavingServer.Resource
+
+    /// Serves requests on one connection until the client, the script or `stop()` ends it.
+    func serveConnection(fd: Int32, id connectionID: Int) {
+        let transport: ServerTransport
+        if let tls {
+            guard let tlsTransport = TLSTransport(fd: fd, context: tls) else { return }
+            transport = tlsTransport
+        } else {
+            transport = PlainTransport(fd: fd)
+        }
+        var reader = RequestHeadReader()
+        var indexOnConnection = 0
+        while case .head(let head) = reader.next(from: transport) {
+            let (request, behavior, resource) = state.withLock { state in
+                let request = MisbehavingServer.ReceivedRequest(
+                    index: state.exchanges.count, connectionID: connectionID, indexOnConnection: indexOnConnection,
+                    method: head.method, target: head.target, version: head.version, headerFields: head.fields)
+                state.exchanges.append(MisbehavingServer.Exchange(request: request))
+                return (request, state.script, state.resource)
+            }
+            indexOnConnection += 1
+            let chosen = behavior.decide(request)
+            let keepOpen = respond(to: request, with: chosen, resource: chosen.resource ?? resource, over: transport)
+            if !keepOpen { return }
+        }
+        transport.finish(graceful: true)
+    }
+
+    /// Sends one response; returns whether the connection stays open for another request.
+    private func respond(to request: MisbehavingServer.ReceivedRequest, with behavior: Behavior, resource: Resource,
+                         over transport: ServerTransport) -> Bool {
+        if let stall = behavior.stallBeforeHead, !pause(stall) { return false }
+        let clientWantsClose = request.header("Connection")?.lowercased().contains("close") == true
+            || (request.version == "HTTP/1.0" && request.header("Connection")?.lowercased().contains("keep-alive") != true)
+        let closesAfter = clientWantsClose || behavior.ending != .keepAlive
+        var fields: [(String, String)] = closesAfter ? [("Connection", "close")] : []
+
+        if let substitute = behavior.substitute {
+            switch substitute {
+            case .closeWithoutResponse:
+                transport.finish(graceful: false)
+                return false
+            case .garbage(let bytes):
+                _ = transport.write(bytes)
+                transport.finish(graceful: false)
+                return false
+            case .status(let status, let retryAfter):
+                if let retryAfter { fields.append(("Retry-After", retryAfter)) }
+                return sendSimple(status: status, fields: fields, body: "\(status) \(Self.reason(status))\n", request: request,
+                                  behavior: behavior, closesAfter: closesAfter, over: transport)
+            case .redirect(let status, let location):
+                fields.append(("Location", location))
+                return sendSimple(status: status, fields: fields, body: "", request: request, behavior: behavior,
+                                  closesAfter: closesAfter, over: transport)
+            case .oversizedHead(let fieldBytes):
+                let filler = String(repeating: "x", count: 1000)
+                for index in 0..<max(1, fieldBytes / (filler.count + 16)) { fields.append(("X-Filler-\(index)", filler)) }
+                return sendSimple(status: 200, fields: fields, body: "", request: request, behavior: behavior,
+                                  closesAfter: closesAfter, over: transport)
+            }
+        }
+
+        // The resource, whole or in part.
+        let length = resource.bytes.count
+        var status = 200
+        var bodyRange = 0..<length
+        if behavior.rangeHandling != .ignore, let rangeHeader = request.rangeHeader,
+            let specifier = MisbehavingServer.ByteRangeSpecifier(fieldValue: rangeHeader),
+            ifRangeMatches(request.header("If-Range"), resource)
+        {
+            guard let selected = specifier.resolved(length: length) else {
+                fields.append(("Content-Range", "bytes */\(length)"))
+                return sendSimple(status: 416, fields: fields, body: "", request: request, behavior: behavior,
+                                  closesAfter: closesAfter, over: transport)
+            }
+            status = 206
+            bodyRange = selected.lowerBound..<(selected.upperBound + 1)
+            switch behavior.rangeHandling {
+            case .shiftContentRange(let offset):
+                fields.append(("Content-Range", "bytes \(selected.lowerBound + offset)-\(selected.upperBound + offset)/\(length)"))
+            case .omitContentRange:
+                break
+            case .honor, .ignore:
+                fields.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(length)"))
+            }
+        }
+        fields.append(("Accept-Ranges", "bytes"))
+        if let etag = resource.etag { fields.append(("ETag", etag)) }
+        if let lastModified = resource.lastModified { fields.append(("Last-Modified", lastModified)) }
+        fields.append(("Content-Type", resource.contentType))
+        switch behavior.framing {
+        case .contentLength: fields.append(("Content-Length", "\(bodyRange.count)"))
+        case .chunked: fields.append(("Transfer-Encoding", "chunked"))
+        }
+        record(request, status: status, bodyOffset: bodyRange.lowerBound)
+        guard transport.write(Self.head(status: status, fields: fields)) else { return false }
+        guard request.method != "HEAD" else { return finish(behavior: behavior, closesAfter: closesAfter, over: transport) }
+        guard sendBody(resource.bytes[bodyRange], of: request, behavior: behavior, over: transport) else { return false }
+        return finish(behavior: behavior, closesAfter: closesAfter, over: transport)
+    }
+
+    /// Sends the body piece by piece, applying drip, mid-body stall and cut; false if the connection ended.
+    private func sendBody(_ body: ArraySlice<UInt8>, of request: MisbehavingServer.ReceivedRequest, behavior: Behavior,
+                          over transport: ServerTransport) -> Bool {
+        let chunked = behavior.framing == .chunked
+        var sent = 0
+        var stalled = false
+        while sent < body.count || (behavior.closeAfterBodyBytes == sent) {
+            if let cut = behavior.closeAfterBodyBytes, sent >= cut {
+                transport.finish(graceful: false)
+                return false
+            }
+            if let midBody = behavior.midBodyStall, !stalled, sent >= midBody.afterBytes {
+                stalled = true
+                guard pause(midBody.stall) else { return false }
+            }
+            // The next piece ends at the next event: the drip size, the cut, the stall, or 256 KiB.
+            var pieceSize = min(body.count - sent, max(1, behavior.drip?.bytes ?? 256 * 1024))
+            if let cut = behavior.closeAfterBodyBytes { pieceSize = min(pieceSize, cut - sent) }
+            if let midBody = behavior.midBodyStall, !stalled { pieceSize = min(pieceSize, midBody.afterBytes - sent) }
+            pieceSize = max(pieceSize, 0)
+            if pieceSize > 0 {
+                let start = body.startIndex + sent
+                let piece = body[start..<(start + pieceSize)]
+                if chunked { guard transport.write(Array("\(String(pieceSize, radix: 16))\r\n".utf8)) else { return false } }
+                guard piece.withUnsafeBytes({ transport.write($0) }) else { return false }
+                if chunked { guard transport.write(Array("\r\n".utf8)) else { return false } }
+                sent += pieceSize
+                state.withLock { $0.exchanges[request.index].bodyBytesSent = sent }
+            }
+            if let drip = behavior.drip, sent < body.count, !pause(.seconds(Double(drip.intervalMilliseconds) / 1000)) {
+                return false
+            }
+        }
+        if chunked { return transport.write(Array("0\r\n\r\n".utf8)) }
+        return true
+    }
+
+    private func sendSimple(status: Int, fields: [(String, String)], body: String, request: MisbehavingServer.ReceivedRequest,
+                            behavior: Behavior, closesAfter: Bool, over transport: ServerTransport) -> Bool {
+        record(request, status: status, bodyOffset: nil)
+        let bodyBytes = Array(body.utf8)
+        let fields = fields + [("Content-Type", "text/plain"), ("Content-Length", "\(bodyBytes.count)")]
+        guard transport.write(Self.head(status: status, fields: fields)) else { return false }
+        if request.method != "HEAD" && !bodyBytes.isEmpty { guard transport.write(bodyBytes) else { return false } }
+        return finish(behavior: behavior, closesAfter: closesAfter, over: transport)
+    }
+
+    /// Applies the behavior's ending; returns whether the connection stays open.
+    private func finish(behavior: Behavior, closesAfter: Bool, over transport: ServerTransport) -> Bool {
+        guard closesAfter else { return true }
+        transport.finish(graceful: behavior.ending != .closeWithoutCloseNotify)
+        return false
+    }
+
+    private func record(_ request: MisbehavingServer.ReceivedRequest, status: Int, bodyOffset: Int?) {
+        state.withLock {
+            $0.exchanges[request.index].status = status
+            $0.exchanges[request.index].bodyOffset = bodyOffset
+        }
+    }
+
+    /// RFC 9110 §13.1.5: a range request with a non-matching `If-Range` gets the whole representation.
+    /// Entity tags compare strongly (a weak tag never matches); dates must equal `Last-Modified` exactly.
+    private func ifRangeMatches(_ ifRange: String?, _ resource: Resource) -> Bool {
+        guard let ifRange else { return true }
+        if ifRange.hasPrefix("\"") { return ifRange == resource.etag }
+        if ifRange.hasPrefix("W/") { return false }
+        return ifRange == resource.lastModified
+    }
+
+    private static func head(status: Int, fields: [(String, String)]) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(reason(status))\r\n"
+        for (name, value) in fields { text += "\(name): \(value)\r\n" }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 206: "Partial Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
+        case 404: "Not Found"
+        case 416: "Range Not Satisfiable"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+}

@@ -1,0 +1,242 @@
+extension MisbehavingServer {
+    /// The representation the server serves: bytes in memory with validators.
+    public struct Resource: Sendable, Hashable {
+        /// The complete content.
+        public var bytes: [UInt8]
+        /// The `ETag` field value including quotes (e.g. `"v1"`), or `nil` to send none.
+        public var etag: String?
+        /// The `Last-Modified` field value (an IMF-fixdate), or `nil` to send none.
+        public var lastModified: String?
+        /// The `Content-Type` field value.
+        public var contentType: String
+
+        /// Creates a resource from explicit content and validators.
+        public init(
+            bytes: [UInt8], etag: String? = "\"haul-v1\"", lastModified: String? = "Wed, 21 Oct 2015 07:28:00 GMT",
+            contentType: String = "application/octet-stream"
+        ) {
+            self.bytes = bytes
+            self.etag = etag
+            self.lastModified = lastModified
+            self.contentType = contentType
+        }
+
+        /// `size` bytes of the ``TestFiles`` pattern for `seed`, with an ETag naming size and seed.
+        public static func pattern(size: Int, seed: UInt64 = 0) -> Resource {
+            Resource(bytes: TestFiles.bytes(count: size, seed: seed), etag: "\"haul-\(size)-\(seed)\"")
+        }
+    }
+
+    /// How long a stall lasts. Every stall ends early when the server stops.
+    public enum Stall: Sendable, Hashable {
+        /// Send nothing for this many seconds, then carry on.
+        case seconds(Double)
+        /// Send nothing until ``MisbehavingServer/stop()``.
+        case untilStopped
+    }
+
+    /// What a response does with the request's `Range` field.
+    public enum RangeHandling: Sendable, Hashable {
+        /// Correct HTTP: 206 with `Content-Range`, 416 if unsatisfiable, 200 if `If-Range` does not match.
+        case honor
+        /// Answer 200 with the whole body, as servers without range support do.
+        case ignore
+        /// Send the requested bytes but a `Content-Range` whose offsets are moved by this many bytes.
+        case shiftContentRange(by: Int)
+        /// Send 206 with the requested bytes but no `Content-Range` field.
+        case omitContentRange
+    }
+
+    /// A response that is not the resource at all.
+    public enum Substitute: Sendable, Hashable {
+        /// This status (e.g. 503, 429) with a short text body and optionally `Retry-After`.
+        case status(Int, retryAfter: String?)
+        /// A redirect with `Location` set to `location` (a path or URL, sent verbatim).
+        case redirect(status: Int, location: String)
+        /// These bytes instead of a response head, then the connection is closed.
+        case garbage([UInt8])
+        /// A 200 head carrying about `fieldBytes` bytes of filler header fields, and an empty body.
+        case oversizedHead(fieldBytes: Int)
+        /// Close the connection without sending anything.
+        case closeWithoutResponse
+    }
+
+    /// How a body is framed.
+    public enum Framing: Sendable, Hashable {
+        /// `Content-Length`.
+        case contentLength
+        /// `Transfer-Encoding: chunked`, one chunk per write.
+        case chunked
+    }
+
+    /// What happens to the connection after a complete response.
+    public enum Ending: Sendable, Hashable {
+        /// Keep it open for the next request (unless the client sent `Connection: close`).
+        case keepAlive
+        /// Send `Connection: close` and close it cleanly (with TLS close_notify).
+        case close
+        /// Close the socket without TLS close_notify (for plain HTTP the same as `close`, minus the field).
+        case closeWithoutCloseNotify
+    }
+
+    /// Body sent in small pieces with a pause between them.
+    public struct Drip: Sendable, Hashable {
+        /// Bytes per piece.
+        public var bytes: Int
+        /// Pause after each piece, in milliseconds.
+        public var intervalMilliseconds: Int
+    }
+
+    /// A pause after some body bytes.
+    public struct MidBodyStall: Sendable, Hashable {
+        /// Body bytes sent before the pause.
+        public var afterBytes: Int
+        /// How long the pause lasts.
+        public var stall: Stall
+    }
+
+    /// Everything a script can make one response do; the default is a correct response.
+    ///
+    /// Use the static factories (`.closeMidBody(afterBytes: 1000)`, `.status(503, retryAfter: "1")`, ...) and
+    /// combine them with ``with(_:)`` when one fault is not enough.
+    public struct Behavior: Sendable, Hashable {
+        /// Wait this long after reading the request before sending anything.
+        public var stallBeforeHead: Stall?
+        /// Serve this instead of the server's resource (a changed ETag and content, for example).
+        public var resource: Resource?
+        /// What to do with `Range`.
+        public var rangeHandling: RangeHandling = .honor
+        /// Send this instead of the resource.
+        public var substitute: Substitute?
+        /// How the body is framed.
+        public var framing: Framing = .contentLength
+        /// Send the body slowly.
+        public var drip: Drip?
+        /// Pause once in the middle of the body.
+        public var midBodyStall: MidBodyStall?
+        /// Close the connection abruptly (no TLS close_notify, no last chunk) after this many body bytes.
+        public var closeAfterBodyBytes: Int?
+        /// What happens after a complete response.
+        public var ending: Ending = .keepAlive
+
+        /// A correct response.
+        public init() {}
+
+        /// A copy changed by `update`, for combining faults: `.drip(...).with { $0.rangeHandling = .ignore }`.
+        public func with(_ update: (inout Behavior) -> Void) -> Behavior {
+            var copy = self
+            update(&copy)
+            return copy
+        }
+
+        /// A correct response.
+        public static let normal = Behavior()
+
+        /// Close the connection after `afterBytes` body bytes (over TLS without close_notify).
+        public static func closeMidBody(afterBytes: Int) -> Behavior { Behavior().with { $0.closeAfterBodyBytes = afterBytes } }
+
+        /// Send nothing for a while after the request.
+        public static func stallBeforeHead(_ stall: Stall) -> Behavior { Behavior().with { $0.stallBeforeHead = stall } }
+
+        /// Send the head and `afterBytes` body bytes, then nothing for a while, then the rest.
+        public static func stallMidBody(afterBytes: Int, _ stall: Stall) -> Behavior {
+            Behavior().with { $0.midBodyStall = MidBodyStall(afterBytes: afterBytes, stall: stall) }
+        }
+
+        /// Send the body `bytes` at a time with `everyMilliseconds` between pieces.
+        public static func drip(bytes: Int, everyMilliseconds: Int) -> Behavior {
+            Behavior().with { $0.drip = Drip(bytes: bytes, intervalMilliseconds: everyMilliseconds) }
+        }
+
+        /// Send the requested bytes under a `Content-Range` shifted by `offset` bytes.
+        public static func wrongContentRange(shiftedBy offset: Int) -> Behavior {
+            Behavior().with { $0.rangeHandling = .shiftContentRange(by: offset) }
+        }
+
+        /// Send 206 without `Content-Range`.
+        public static let omitContentRange = Behavior().with { $0.rangeHandling = .omitContentRange }
+
+        /// Answer 200 with the whole body whatever the `Range`.
+        public static let ignoreRange = Behavior().with { $0.rangeHandling = .ignore }
+
+        /// Serve a different resource (content and validators) correctly.
+        public static func serve(_ resource: Resource) -> Behavior { Behavior().with { $0.resource = resource } }
+
+        /// Answer with `status` (e.g. 503 or 429), optionally with `Retry-After: retryAfter`.
+        public static func status(_ status: Int, retryAfter: String? = nil) -> Behavior {
+            Behavior().with { $0.substitute = .status(status, retryAfter: retryAfter) }
+        }
+
+        /// Redirect to `location`.
+        public static func redirect(to location: String, status: Int = 302) -> Behavior {
+            Behavior().with { $0.substitute = .redirect(status: status, location: location) }
+        }
+
+        /// A correct chunked response.
+        public static let chunked = Behavior().with { $0.framing = .chunked }
+
+        /// Chunked framing cut off after `afterBytes` body bytes, before the last chunk, by closing the connection.
+        public static func truncatedChunked(afterBytes: Int) -> Behavior {
+            Behavior().with {
+                $0.framing = .chunked
+                $0.closeAfterBodyBytes = afterBytes
+            }
+        }
+
+        /// A head with about `fieldBytes` bytes of header fields (default 100 KiB).
+        public static func oversizedHead(fieldBytes: Int = 100 * 1024) -> Behavior {
+            Behavior().with { $0.substitute = .oversizedHead(fieldBytes: fieldBytes) }
+        }
+
+        /// Bytes that are not an HTTP response, then close.
+        public static let garbageHead = Behavior().with {
+            $0.substitute = .garbage(Array("SSH-2.0-OpenSSH_9.2\r\nthis is not HTTP\r\n\r\n".utf8))
+        }
+
+        /// Close without sending anything.
+        public static let closeWithoutResponse = Behavior().with { $0.substitute = .closeWithoutResponse }
+
+        /// A complete response, then close the socket without TLS close_notify.
+        public static let closeWithoutCloseNotify = Behavior().with { $0.ending = .closeWithoutCloseNotify }
+
+        /// A complete response with `Connection: close`, then a clean close.
+        public static let closeAfterResponse = Behavior().with { $0.ending = .close }
+    }
+
+    /// Decides, per request, how the server misbehaves.
+    public struct Script: Sendable {
+        /// Called on the connection's thread for every request, in order per connection.
+        public let decide: @Sendable (ReceivedRequest) -> Behavior
+
+        /// A script from a closure that sees the parsed request (method, target, headers, range, indices).
+        public init(_ decide: @escaping @Sendable (ReceivedRequest) -> Behavior) {
+            self.decide = decide
+        }
+
+        /// Always correct.
+        public static let normal = Script { _ in .normal }
+
+        /// The same behavior for every request.
+        public static func always(_ behavior: Behavior) -> Script { Script { _ in behavior } }
+
+        /// `behaviors[i]` for request `i` (counted over the whole server), `then` for all later requests.
+        public static func sequence(_ behaviors: [Behavior], then: Behavior = .normal) -> Script {
+            Script { request in request.index < behaviors.count ? behaviors[request.index] : then }
+        }
+
+        /// Behaviors for chosen request indices, `otherwise` for the rest.
+        public static func byRequestIndex(_ behaviors: [Int: Behavior], otherwise: Behavior = .normal) -> Script {
+            Script { request in behaviors[request.index] ?? otherwise }
+        }
+
+        /// Correct until request `index`, then `resource` (a new ETag and content) from that request on.
+        public static func changeResource(to resource: Resource, fromRequest index: Int) -> Script {
+            Script { request in request.index >= index ? .serve(resource) : .normal }
+        }
+
+        /// Redirects by exact target, e.g. `["/a": "/b", "/b": "/a"]` for a loop; other targets are served.
+        public static func redirects(_ locations: [String: String], status: Int = 302) -> Script {
+            Script { request in locations[request.target].map { .redirect(to: $0, status: status) } ?? .normal }
+        }
+    }
+}
