@@ -132,11 +132,23 @@ public final class NginxServer: @unchecked Sendable {
         temporaryDirectory.remove()
     }
 
+    /// Runs nginx under a small shell watchdog that stops it when the test process goes away, for whatever
+    /// reason: a crashed or killed test run must not leave nginx behind (deinit never runs then).
+    /// SIGTERM to the watchdog forwards to the nginx master and waits for it. nginx's `-e`: it opens its error
+    /// log before reading the config, and without `-e` that would be /var/log/nginx/error.log.
+    private static let watchdogScript = """
+        trap 'kill -TERM $nginx 2>/dev/null; wait $nginx; exit 0' TERM
+        "$1" -p "$2/" -c "$2/nginx.conf" -e "$2/error.log" &
+        nginx=$!
+        while kill -0 "$3" 2>/dev/null && kill -0 $nginx 2>/dev/null; do sleep 0.2; done
+        kill -TERM $nginx 2>/dev/null
+        wait $nginx
+        """
+
     private static func launch(directory: String) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executablePath)
-        // -e: nginx opens its error log before reading the config; without it that is /var/log/nginx/error.log.
-        process.arguments = ["-p", directory + "/", "-c", directory + "/nginx.conf", "-e", directory + "/error.log"]
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", watchdogScript, "haul-nginx-watchdog", executablePath, directory, "\(getpid())"]
         process.standardInput = FileHandle.nullDevice
         _ = FileManager.default.createFile(atPath: directory + "/nginx.stderr", contents: nil)
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/nginx.stderr"))
@@ -165,7 +177,7 @@ public final class NginxServer: @unchecked Sendable {
         return .timedOut
     }
 
-    /// SIGTERM, then after a grace period SIGKILL, and reap the master.
+    /// SIGTERM to the watchdog (which stops nginx and waits for it), after a grace period SIGKILL, then reap it.
     private static func terminate(_ process: Process) {
         guard process.isRunning else {
             process.waitUntilExit()
