@@ -184,4 +184,18 @@ struct MisbehavingServerTests {
         #expect(cut.body.count == 4000)
         #expect(try Curl.run(["-o", "/dev/null", server.url("/f")]).exitStatus == 60)  // untrusted without --cacert
     }
+
+    @Test("IPv6 loopback, and a mid-body stall that then completes", .enabled(if: LoopbackPorts.isIPv6Available))
+    func ipv6MidBodyStall() throws {
+        let server = try MisbehavingServer(resource: resource, script: .always(.stallMidBody(afterBytes: 500, .seconds(0.3))), host: "::1")
+        defer { server.stop() }
+        #expect(server.url("/f").hasPrefix("http://[::1]:"))
+        let scratch = try TemporaryDirectory()
+        let start = Date()
+        let response = try Curl.fetch(server.url("/f"), in: scratch)
+        #expect(Date().timeIntervalSince(start) >= 0.3)
+        #expect(response.result.exitStatus == 0)
+        #expect(Array(response.body) == resource.bytes)
+        #expect(server.exchanges.first?.deliveredRange == 0..<(1 << 20))
+    }
 }
