@@ -42,6 +42,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.short, .long], help: "Connections for this download.")
     var connections = 8
 
+    @Flag(name: .long, help: "Discard a previous partial download of the same output instead of resuming it.")
+    var restart = false
+
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
@@ -62,10 +65,10 @@ struct HaulCommand: AsyncParsableCommand {
         let destination = output ?? Self.defaultName(for: url)
         do {
             let downloader = try Downloader(options: options)
-            let result = try await downloader.download(url, to: destination)
+            let result = try await downloader.download(url, to: destination, restart: restart)
             let seconds = Double(result.duration.components.seconds) + Double(result.duration.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(result.bytes) / seconds / 1e6 : 0
-            if !quiet { print("\(result.path): \(result.bytes) bytes in \(Self.fixed(seconds, 2)) s (\(Self.fixed(rate, 1)) MB/s)") }
+            if !quiet { print("\(result.path): \(result.bytes) bytes in \(Self.fixed(seconds, 2)) s (\(Self.fixed(rate, 1)) MB/s, \(result.bytesRequested) bytes requested)") }
         } catch {
             FileHandleStderr.write("haul: \(error)\n")
             throw ExitCode(1)

@@ -33,6 +33,10 @@ public struct DownloadOptions: Sendable {
     public var slowConnectionRatio: Double
     /// How long a connection must stay slow before its range is split.
     public var slowWindow: Duration
+    /// Most time between two checkpoints of the resume journal.
+    public var checkpointInterval: Duration
+    /// Most bytes written between two checkpoints: after a crash at most about this much is fetched again.
+    public var checkpointBytes: Int64
 
     public init(
         userAgent: String = "haul/0.1",
@@ -50,7 +54,9 @@ public struct DownloadOptions: Sendable {
         rateLimit: Int64? = nil,
         checksum: Checksum? = nil,
         slowConnectionRatio: Double = 0.25,
-        slowWindow: Duration = .seconds(5)
+        slowWindow: Duration = .seconds(5),
+        checkpointInterval: Duration = .seconds(1),
+        checkpointBytes: Int64 = 32 << 20
     ) {
         self.userAgent = userAgent
         self.headers = headers
@@ -68,6 +74,8 @@ public struct DownloadOptions: Sendable {
         self.checksum = checksum
         self.slowConnectionRatio = slowConnectionRatio
         self.slowWindow = slowWindow
+        self.checkpointInterval = checkpointInterval
+        self.checkpointBytes = max(1, checkpointBytes)
     }
 }
 

@@ -37,6 +37,10 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     case checksumMismatch(path: String, expected: Checksum, actual: String)
     /// The destination's filesystem has too little space for the file.
     case insufficientSpace(path: String, needed: Int64, available: Int64)
+    /// The resume journal of an interrupted download cannot be used.
+    case journal(JournalError)
+    /// A partial download exists at the destination but belongs to something else.
+    case partialDownloadMismatch(path: String, detail: String)
     /// A failure Haul has no better name for (a bug if it is ever seen).
     case unexpected(String)
 
@@ -57,6 +61,8 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
         case .disk(let path, let error): "\(path): \(error)"
         case .destinationExists(let path): "\(path) already exists (pass replace to overwrite it)"
         case .unexpected(let what): "unexpected failure: \(what)"
+        case .journal(let error): "cannot resume: \(error) (pass --restart to discard the partial download)"
+        case .partialDownloadMismatch(let path, let detail): "\(path): \(detail) (pass --restart to discard it)"
         case .changedOnServer(let url, let detail): "\(url) changed on the server: \(detail)"
         case .wrongContentRange(let url, let requested, let received):
             "\(url) answered a request for bytes \(requested) with Content-Range \"\(received)\""

@@ -1,3 +1,5 @@
+import Glibc
+
 /// One download over up to N connections, all on one event loop.
 ///
 /// The first request (`Range: bytes=0-`) doubles as the probe: a 206 with a total length means ranges work,
@@ -25,6 +27,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// What the loop hands to the blocking finish (checksum, sync, rename).
     struct Finished: Sendable {
         var file: OutputFile
+        var journalPath: String
         var bytes: Int64
         var finalURL: HTTPURL
         var entityTag: EntityTag?
@@ -59,9 +62,18 @@ final class SegmentedDownload: @unchecked Sendable {
     private var peakConnections = 0
     private var monitor: TimerID?
     private var completion: ((Result<Finished, HaulError>) -> Void)?
+    let journalPath: String
+    private var resumeState: JournalState?
+    private var checkpointer: Checkpointer?
+    private var checkpointTimer: TimerID?
+    private var resumeJournal: ResumeJournal?
+    private var bytesAtLastCheckpoint: Int64 = 0
 
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, urls: [HTTPURL], partPath: String,
-         requestTemplate: RequestHead) {
+         requestTemplate: RequestHead, resume: (journal: ResumeJournal, state: JournalState)? = nil) {
+        self.journalPath = partPath + ".haul"
+        self.resumeState = resume?.state
+        self.resumeJournal = resume?.journal
         self.loop = loop
         self.client = client
         self.options = options
@@ -77,9 +89,13 @@ final class SegmentedDownload: @unchecked Sendable {
     func startOnLoop(completion: @escaping (Result<Finished, HaulError>) -> Void) {
         precondition(loop.inEventLoop)
         self.completion = completion
-        let probe = SegmentWorker(id: 0, download: self, mirror: 0)
-        workers = [probe]
-        probe.request(first: 0, end: nil, role: .probe)
+        if let resumeState {
+            resume(from: resumeState)
+        } else {
+            let probe = SegmentWorker(id: 0, download: self, mirror: 0)
+            workers = [probe]
+            probe.request(first: 0, end: nil, role: .probe)
+        }
         monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
         if let limit = options.totalTimeout {
             _ = loop.scheduleTimer(after: limit) { [self] in
@@ -88,13 +104,85 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
-    /// Stops every connection and reports `error` (once).
+    /// Stops every connection and reports `error` (once), after a last checkpoint so that running again
+    /// resumes from everything written so far.
     func fail(_ error: HaulError) {
         guard !isFinished else { return }
         isFinished = true
         stopAll()
-        completion?(.failure(error))
-        completion = nil
+        let report = { [self] in
+            completion?(.failure(error))
+            completion = nil
+        }
+        if let checkpointer, let planner {
+            if case .changedOnServer = error { return report() }
+            checkpointer.checkpoint(planner.written, completion: report)
+        } else {
+            report()
+        }
+    }
+
+    /// Continues an interrupted download: only the ranges the journal does not list as durable are fetched,
+    /// each request carrying `If-Range` with the stored validator, so a changed file is noticed at once.
+    private func resume(from state: JournalState) {
+        let file: OutputFile
+        do {
+            file = try OutputFile.open(partPath, truncate: false)
+        } catch {
+            return fail(.disk(path: partPath, error))
+        }
+        self.file = file
+        total = state.totalLength
+        rangesSupported = true
+        mirrors[0].entityTag = state.etag.flatMap { EntityTag($0[...]) }
+        mirrors[0].lastModified = state.lastModified.map { HTTPDate(secondsSinceEpoch: $0) }
+        if let tag = mirrors[0].entityTag, !tag.isWeak {
+            mirrors[0].validator = .entityTag(tag)
+        } else if let modified = mirrors[0].lastModified {
+            mirrors[0].validator = .lastModified(modified)
+        }
+        mirrors[0].verified = true
+        var planner = SegmentPlanner(total: state.totalLength, minimumSegment: options.minimumSegment, alreadyDone: state.durable)
+        bytesDone = state.durable.count
+        bytesAtLastCheckpoint = bytesDone
+        checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk,
+                                    state: state, journal: resumeJournal)
+        scheduleCheckpoints()
+        let connections = planner.usefulConnections(limit: options.connections)
+        planner.splitForStart(connections: connections)
+        self.planner = planner
+        workers = (0..<connections).map { SegmentWorker(id: $0, download: self, mirror: $0 % mirrors.count) }
+        for worker in workers { assignWork(worker) }
+        finishIfDone()
+    }
+
+    private func startCheckpointing() {
+        guard let file, let total, checkpointer == nil else { return }
+        let primary = mirrors[0]
+        let state = JournalState(
+            url: primary.url.description, mirrors: mirrors.dropFirst().map(\.url.description),
+            etag: primary.entityTag.map(\.fieldValue), lastModified: primary.lastModified?.secondsSinceEpoch,
+            totalLength: total, minimumSegmentSize: options.minimumSegment,
+            checksum: options.checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
+            createdAt: Int64(time(nil)))
+        checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
+        checkpointer!.checkpoint(ByteRangeSet())
+        scheduleCheckpoints()
+    }
+
+    private func scheduleCheckpoints() {
+        checkpointTimer = loop.scheduleTimer(after: options.checkpointInterval) { [self] in
+            checkpointTimer = nil
+            guard !isFinished else { return }
+            checkpointNow()
+            scheduleCheckpoints()
+        }
+    }
+
+    private func checkpointNow() {
+        guard let checkpointer, let planner, bytesDone != bytesAtLastCheckpoint else { return }
+        bytesAtLastCheckpoint = bytesDone
+        checkpointer.checkpoint(planner.written)
     }
 
     func cancelOnLoop() {
@@ -105,6 +193,8 @@ final class SegmentedDownload: @unchecked Sendable {
         for worker in workers { worker.stop() }
         if let monitor { loop.cancelTimer(monitor) }
         monitor = nil
+        if let checkpointTimer { loop.cancelTimer(checkpointTimer) }
+        checkpointTimer = nil
     }
 
     private func succeed() {
@@ -112,7 +202,7 @@ final class SegmentedDownload: @unchecked Sendable {
         isFinished = true
         stopAll()
         let primary = mirrors[0]
-        completion?(.success(Finished(file: file, bytes: total ?? bytesDone, finalURL: primary.url,
+        completion?(.success(Finished(file: file, journalPath: journalPath, bytes: total ?? bytesDone, finalURL: primary.url,
                                       entityTag: primary.entityTag, lastModified: primary.lastModified,
                                       redirects: redirects, connections: peakConnections,
                                       bytesRequested: bytesRequested, retries: retries)))
@@ -125,6 +215,8 @@ final class SegmentedDownload: @unchecked Sendable {
         guard restarts <= 3 else { return fail(error) }
         stopAll()
         resetToProbe()
+        checkpointer = nil
+        Checkpointer.discard(path: journalPath)
         for index in mirrors.indices {
             mirrors[index].validator = nil
             mirrors[index].verified = false
@@ -170,6 +262,7 @@ final class SegmentedDownload: @unchecked Sendable {
             worker.segment = work.segment
             worker.requestEnd = bytes.upperBound + 1
             bytesRequested += planner.end(of: work.segment)
+            startCheckpointing()
             // The probe keeps streaming from byte 0; the others open now.
             for id in 1..<connections {
                 let helper = SegmentWorker(id: id, download: self, mirror: id % mirrors.count)
@@ -233,6 +326,10 @@ final class SegmentedDownload: @unchecked Sendable {
             if mirror.validator == nil && worker.mirror != 0 && !mirror.verified {
                 throw HaulError.mirrorMismatch(url: url, detail: "ignores Range requests")
             }
+            if let state = checkpointer?.state {
+                let since = state.lastModified.map { " (last modified \(HTTPDate(secondsSinceEpoch: $0)))" } ?? ""
+                throw HaulError.changedOnServer(url: url, detail: "it no longer matches the partial download started \(HTTPDate(secondsSinceEpoch: state.createdAt))\(since)")
+            }
             throw HaulError.changedOnServer(url: url, detail: "a ranged request with If-Range got the whole file (200)")
         case 416:
             throw HaulError.changedOnServer(url: url, detail: "range \(requested) is no longer satisfiable (416)")
@@ -292,6 +389,7 @@ final class SegmentedDownload: @unchecked Sendable {
     func recordWritten(_ count: Int64, in segment: Int?) {
         if let segment { planner!.advance(segment, by: count) }
         bytesDone += count
+        if bytesDone - bytesAtLastCheckpoint >= options.checkpointBytes { checkpointNow() }
     }
 
     // MARK: Scheduling

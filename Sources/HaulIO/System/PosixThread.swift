@@ -5,8 +5,12 @@ import Glibc
 /// (the event loop, blocking `getaddrinfo`).
 enum PosixThread {
     private final class Entry {
+        let name: String
         let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
+        init(name: String, _ body: @escaping () -> Void) {
+            self.name = name
+            self.body = body
+        }
     }
 
     /// Starts a joinable thread running `body`; the caller must `pthread_join` it.
@@ -20,7 +24,7 @@ enum PosixThread {
     }
 
     private static func start(name: String, detached: Bool, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> pthread_t {
-        let entry = Unmanaged.passRetained(Entry(body)).toOpaque()
+        let entry = Unmanaged.passRetained(Entry(name: name, body)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
@@ -29,6 +33,9 @@ enum PosixThread {
         do {
             try checkErrorNumber("pthread_create", pthread_create(&thread, &attributes, { argument in
                 let entry = Unmanaged<Entry>.fromOpaque(argument!).takeRetainedValue()
+                // The thread names itself: a detached thread may be gone (and its handle reused) before the
+                // creator could name it. Linux allows 15 bytes plus the terminator.
+                _ = haul_set_thread_name(pthread_self(), String(entry.name.prefix(15)))
                 entry.body()
                 return nil
             }, entry))
@@ -36,8 +43,6 @@ enum PosixThread {
             Unmanaged<Entry>.fromOpaque(entry).release()
             throw error
         }
-        // Linux limits thread names to 15 bytes plus the terminator; a longer name makes the call fail, harmlessly.
-        _ = haul_set_thread_name(thread, String(name.prefix(15)))
         return thread
     }
 }
