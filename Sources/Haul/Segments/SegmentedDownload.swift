@@ -151,7 +151,7 @@ final class SegmentedDownload: @unchecked Sendable {
         let connections = planner.usefulConnections(limit: options.connections)
         planner.splitForStart(connections: connections)
         self.planner = planner
-        workers = (0..<connections).map { SegmentWorker(id: $0, download: self, mirror: $0 % mirrors.count) }
+        workers = (0..<connections).map { SegmentWorker(id: $0, download: self, mirror: liveMirror(for: $0)) }
         for worker in workers { assignWork(worker) }
         finishIfDone()
     }
@@ -265,7 +265,7 @@ final class SegmentedDownload: @unchecked Sendable {
             startCheckpointing()
             // The probe keeps streaming from byte 0; the others open now.
             for id in 1..<connections {
-                let helper = SegmentWorker(id: id, download: self, mirror: id % mirrors.count)
+                let helper = SegmentWorker(id: id, download: self, mirror: liveMirror(for: id))
                 workers.append(helper)
                 assignWork(helper)
             }
@@ -496,6 +496,12 @@ final class SegmentedDownload: @unchecked Sendable {
             resetToProbe()
             worker.request(first: 0, end: nil, role: .probe)
         }
+    }
+
+    /// Spreads connections over the mirrors that have not been dropped.
+    private func liveMirror(for worker: Int) -> Int {
+        let live = mirrors.indices.filter { !mirrors[$0].dropped }
+        return live.isEmpty ? 0 : live[worker % live.count]
     }
 
     /// "Retry A, A, then B": after its tries, a mirror is dropped and its connections move to the others.

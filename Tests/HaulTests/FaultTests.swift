@@ -1,0 +1,223 @@
+import Foundation
+import Testing
+import HaulTestSupport
+@testable import Haul
+
+/// Downloads against the scripted misbehaving server: every fault must end in a byte-identical file or a
+/// clear error, never in mixed or silently truncated bytes.
+@Suite(.serialized) struct FaultTests {
+    static let size = 4 << 20
+    let resource = MisbehavingServer.Resource.pattern(size: FaultTests.size, seed: 3)
+
+    func options(connections: Int = 4) -> DownloadOptions {
+        var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 256 << 10)
+        options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
+        options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: .seconds(5))
+        return options
+    }
+
+    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions) async throws -> (DownloadResult, [UInt8]) {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try await Downloader(options: options).download(url, mirrors: mirrors, to: directory + "/f")
+        return (result, Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/f"))))
+    }
+
+    // MARK: Transport (issue: one-connection downloads and timeouts)
+
+    @Test func stallBeforeTheHeadTimesOut() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .always(.stallBeforeHead(.untilStopped)))
+        defer { server.stop() }
+        var options = options(connections: 1)
+        options.retry = .none
+        options.timeouts.idle = .milliseconds(300)
+        await #expect {
+            _ = try await download(server.url("/f"), options: options)
+        } throws: { error in
+            guard case HaulError.network(let connectionError) = error else { return false }
+            return connectionError.kind == .idleTimedOut && String(describing: error).contains("stalled")
+        }
+    }
+
+    @Test func stallMidBodyTimesOutAndARetryFinishes() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .sequence([.stallMidBody(afterBytes: 100_000, .untilStopped)]))
+        defer { server.stop() }
+        var options = options(connections: 1)
+        options.timeouts.idle = .milliseconds(300)
+        let (result, bytes) = try await download(server.url("/f"), options: options)
+        #expect(bytes == resource.bytes)
+        #expect(result.retries == 1)
+    }
+
+    @Test func totalTimeoutStopsADrippingServer() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 1000, everyMilliseconds: 20)))
+        defer { server.stop() }
+        var options = options(connections: 1)
+        options.totalTimeout = .milliseconds(500)
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await download(server.url("/f"), options: options)
+        } throws: { error in
+            guard case HaulError.timedOut = error else { return false }
+            return true
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    @Test func tlsWithoutCloseNotifyAfterACompleteBodyIsFine() async throws {
+        let ca = try TestCertificateAuthority.shared()
+        let server = try MisbehavingServer(resource: resource, script: .always(.closeWithoutCloseNotify), tlsCertificate: ca.server)
+        defer { server.stop() }
+        var options = options(connections: 1)
+        options.tls.caFile = ca.caCertificatePath
+        let (_, bytes) = try await download(server.url("/f"), options: options)
+        #expect(bytes == resource.bytes)
+    }
+
+    @Test func oversizedAndGarbageHeadsAreClearErrors() async throws {
+        for (behavior, expected) in [(MisbehavingServer.Behavior.oversizedHead(), "response head larger than 65536 bytes"),
+                                     (.garbageHead, "invalid status line")] {
+            let server = try MisbehavingServer(resource: resource, script: .always(behavior))
+            defer { server.stop() }
+            await #expect {
+                _ = try await download(server.url("/f"), options: options())
+            } throws: { error in
+                guard case HaulError.malformedResponse = error else { return false }
+                return String(describing: error).contains(expected) && String(describing: error).contains("127.0.0.1:\(server.port)")
+            }
+        }
+    }
+
+    @Test func truncatedChunkedBodyIsRetried() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .sequence([.truncatedChunked(afterBytes: 50_000)], then: .chunked))
+        defer { server.stop() }
+        let (result, bytes) = try await download(server.url("/f"), options: options(connections: 1))
+        #expect(bytes == resource.bytes)
+        #expect(result.retries == 1)
+    }
+
+    // MARK: Segmented engine
+
+    @Test func serverIgnoringRangeIsOneStream() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .always(.ignoreRange))
+        defer { server.stop() }
+        let (result, bytes) = try await download(server.url("/f"), options: options(connections: 8))
+        #expect(bytes == resource.bytes)
+        #expect(result.connections == 1)
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func changedETagFailsClearlyOrRestartsCleanly() async throws {
+        let changed = MisbehavingServer.Resource.pattern(size: FaultTests.size, seed: 99)
+        let server = try MisbehavingServer(resource: resource, script: .changeResource(to: changed, fromRequest: 2))
+        defer { server.stop() }
+        await #expect {
+            _ = try await download(server.url("/f"), options: options())
+        } throws: { error in
+            guard case HaulError.changedOnServer = error else { return false }
+            return String(describing: error).contains("changed on the server")
+        }
+
+        let again = try MisbehavingServer(resource: resource, script: .changeResource(to: changed, fromRequest: 2))
+        defer { again.stop() }
+        var restarting = options()
+        restarting.onChange = .restart
+        let (_, bytes) = try await download(again.url("/f"), options: restarting)
+        #expect(bytes == changed.bytes, "after a restart the file is the new version, never a mix")
+    }
+
+    @Test func wrongOrMissingContentRangeIsRejected() async throws {
+        for behavior in [MisbehavingServer.Behavior.wrongContentRange(shiftedBy: 10), .omitContentRange] {
+            // The probe (request 0) is answered correctly; every ranged request after it is not.
+            let server = try MisbehavingServer(resource: resource, script: MisbehavingServer.Script { $0.index >= 1 ? behavior : .normal })
+            defer { server.stop() }
+            await #expect {
+                _ = try await download(server.url("/f"), options: options())
+            } throws: { error in
+                guard case HaulError.wrongContentRange = error else { return false }
+                return true
+            }
+        }
+    }
+
+    @Test func droppedConnectionsRefetchOnlyTheLostBytes() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .byRequestIndex([
+            2: .closeMidBody(afterBytes: 200_000), 3: .closeMidBody(afterBytes: 10_000), 5: .closeMidBody(afterBytes: 300_000),
+        ]))
+        defer { server.stop() }
+        let (result, bytes) = try await download(server.url("/f"), options: options())
+        #expect(bytes == resource.bytes)
+        #expect(result.retries == 3)
+        // What was lost: the undelivered part of each cut-off ranged request.
+        let exchanges = server.exchanges
+        var lost = 0
+        for exchange in exchanges where exchange.request.index != 0 {
+            guard let range = exchange.request.range?.resolved(length: FaultTests.size), let delivered = exchange.deliveredRange else { continue }
+            if delivered.count < range.count {
+                lost += range.count - delivered.count
+                // The retry asked exactly for the rest: bytes already written were kept.
+                #expect(exchanges.contains { $0.request.range?.resolved(length: FaultTests.size)?.lowerBound == delivered.upperBound })
+            }
+        }
+        #expect(lost > 0)
+        #expect(result.bytesRequested == Int64(FaultTests.size + lost), "requested = file + lost bytes, nothing else twice")
+    }
+
+    @Test func serviceUnavailableHonoursRetryAfter() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .sequence([.status(503, retryAfter: "1")]))
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let (result, bytes) = try await download(server.url("/f"), options: options())
+        #expect(bytes == resource.bytes)
+        #expect(result.retries == 1)
+        #expect(ContinuousClock.now - started >= .milliseconds(900), "waited for Retry-After")
+    }
+
+    @Test func failingMirrorIsDroppedAndTheWorkingOneFinishes() async throws {
+        let broken = try MisbehavingServer(resource: resource, script: .always(.closeWithoutResponse))
+        let working = try MisbehavingServer(resource: resource)
+        defer { broken.stop(); working.stop() }
+        let (_, bytes) = try await download(broken.url("/f"), mirrors: [working.url("/f")], options: options())
+        #expect(bytes == resource.bytes)
+        #expect(broken.requests.count == 3, "tried A three times (triesPerRange), then moved to B")
+        #expect(working.requests.count >= 1)
+    }
+
+    @Test func mirrorThatFailsMidDownloadHandsItsRangesOver() async throws {
+        let flaky = try MisbehavingServer(resource: resource, script: .byRequestIndex([0: .normal], otherwise: .closeMidBody(afterBytes: 1000)))
+        let working = try MisbehavingServer(resource: resource)
+        defer { flaky.stop(); working.stop() }
+        let (_, bytes) = try await download(flaky.url("/f"), mirrors: [working.url("/f")], options: options())
+        #expect(bytes == resource.bytes)
+        #expect(working.requests.count >= 2)
+    }
+
+    @Test func outOfSpaceFailsAtOnce() async throws {
+        let mountPoint = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+        mount.arguments = ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint]
+        try mount.run()
+        mount.waitUntilExit()
+        try #require(mount.terminationStatus == 0, "mounting a 1 MiB tmpfs needs root (the test command runs as root in CI)")
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = [mountPoint]
+            try? umount.run()
+            umount.waitUntilExit()
+        }
+        let server = try MisbehavingServer(resource: resource)
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await Downloader(options: options()).download(server.url("/f"), to: mountPoint + "/f")
+        } throws: { error in
+            guard case HaulError.insufficientSpace(_, let needed, let available) = error else { return false }
+            return needed == Int64(FaultTests.size) && available < needed
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(server.bodyBytesSent < FaultTests.size, "failed before downloading the file")
+    }
+}
