@@ -419,7 +419,8 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     func exchangeEnded(_ worker: SegmentWorker, _ result: Result<ExchangeSummary, HTTPClientError>) {
-        guard !isFinished else { return }
+        // A worker retired by a restart may still report its cancelled exchange; it no longer counts.
+        guard !isFinished, workers.contains(where: { $0 === worker }) else { return }
         switch (result, worker.verdict) {
         case (.success(let summary), .redirect(let head)):
             followRedirect(head, summary: summary, worker: worker)
