@@ -27,7 +27,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "CA certificate file to trust (PEM).")
     var cacert: String?
 
-    @Flag(name: [.short, .long], help: "Do not verify the server's TLS certificate.")
+    @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
     var insecure = false
 
     @Option(name: .long, help: "Seconds allowed to connect.")
@@ -41,6 +41,12 @@ struct HaulCommand: AsyncParsableCommand {
 
     @Option(name: [.short, .long], help: "Connections for this download.")
     var connections = 8
+
+    @Option(name: .long, help: "Checkpoint the resume journal after this many bytes (e.g. 32M).")
+    var checkpointBytes: ByteSize?
+
+    @Option(name: .long, help: "Checkpoint the resume journal at least this often, in seconds.")
+    var checkpointInterval: Double?
 
     @Flag(name: .long, help: "Discard a previous partial download of the same output instead of resuming it.")
     var restart = false
@@ -62,6 +68,8 @@ struct HaulCommand: AsyncParsableCommand {
         options.tls.insecure = insecure
         options.synchronizesToDisk = !noSync
         options.connections = connections
+        if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
+        if let checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
         let destination = output ?? Self.defaultName(for: url)
         do {
             let downloader = try Downloader(options: options)

@@ -153,6 +153,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
 
     func pauseBeforeNextRead() -> Duration? {
         defer { bytesSinceRateCheck = 0 }
-        return download.rateLimiter?.spend(bytesSinceRateCheck)
+        let rateWait = download.rateLimiter?.spend(bytesSinceRateCheck)
+        if let durabilityWait = download.durabilityBackpressure() { return max(durabilityWait, rateWait ?? .zero) }
+        return rateWait
     }
 }

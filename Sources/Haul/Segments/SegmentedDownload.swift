@@ -179,6 +179,17 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
+    /// How long reads should wait because too much is written but not yet checkpointed.
+    ///
+    /// A crash loses at most what no finished checkpoint records. Checkpoints run while data keeps coming,
+    /// so when the disk syncs slower than the network delivers, that amount would grow without bound;
+    /// pausing reads at two windows (one being synced, one being written) keeps it bounded.
+    func durabilityBackpressure() -> Duration? {
+        guard let checkpointer, bytesDone - checkpointer.durableBytes >= 2 * options.checkpointBytes else { return nil }
+        checkpointNow()
+        return .milliseconds(5)
+    }
+
     private func checkpointNow() {
         guard let checkpointer, let planner, bytesDone != bytesAtLastCheckpoint else { return }
         bytesAtLastCheckpoint = bytesDone

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+import HaulTestSupport
+@testable import Haul
+
+/// The real CLI, killed with SIGKILL at random moments again and again, must end with a byte-identical file,
+/// and every resume may fetch again only what was written after the last checkpoint.
+@Suite(.serialized) struct CrashResumeTests {
+    static let size = 256 << 20
+    static let checkpointBytes = 8 << 20
+
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("haul")
+    }
+
+    @Test func survivesThirtyKillsAndEndsByteIdentical() async throws {
+        var configuration = NginxConfiguration()
+        // 8 connections x 4 MiB/s: slow enough that thirty kills land mid-download.
+        configuration.rateLimitedLocation = .init(prefix: "/limited/", rate: "4m")
+        configuration.enableTLS = false
+        let nginx = try NginxServer(configuration: configuration)
+        defer { nginx.stop() }
+        let source = nginx.dataDirectory + "/big.bin"
+        try TestFiles.create(at: source, size: Self.size, seed: 11)
+        let expected = try TestFiles.sha256(ofFile: source)
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/big.bin"
+        let arguments = ["-q", "-c", "8", "--checkpoint-bytes", "8M", "--checkpoint-interval", "0.25",
+                         nginx.url("/limited/big.bin"), "-o", output]
+
+        var kills = 0
+        var previousDurable: Int64 = 0
+        var worstRefetch = 0
+        var generator = SystemRandomNumberGenerator()
+        while kills < 30 {
+            let process = Process()
+            process.executableURL = Self.binary
+            process.arguments = arguments
+            try process.run()
+            try await Task.sleep(for: .milliseconds(Int.random(in: 60...450, using: &generator)))
+            guard process.isRunning else { break }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            kills += 1
+
+            guard FileManager.default.fileExists(atPath: output + ".part.haul") else { continue }
+            let (_, state) = try ResumeJournal.open(path: output + ".part.haul")
+            #expect(state.durable.count >= previousDurable, "durable bytes never go backwards")
+            previousDurable = state.durable.count
+            // Every durable byte must really be there.
+            #expect(try Self.matchingBytes(part: output + ".part", source: source, in: state.durable.ranges) == Int(state.durable.count))
+            // Bytes already written but not yet recorded are what the next run fetches again.
+            let refetch = try Self.matchingBytes(part: output + ".part", source: source, in: state.durable.gaps(in: 0..<Int64(Self.size)))
+            worstRefetch = max(worstRefetch, refetch)
+            // Reads pause at two windows of unrecorded bytes; each of the 8 connections may finish the read
+            // (at most 256 KiB) it was handling when the limit was reached.
+            #expect(refetch <= 2 * Self.checkpointBytes + 8 * (256 << 10),
+                    "kill \(kills): \(refetch) bytes written but not checkpointed (window \(Self.checkpointBytes))")
+        }
+        #expect(kills >= 30, "the download finished before thirty kills")
+
+        let finish = Process()
+        finish.executableURL = Self.binary
+        finish.arguments = arguments
+        try finish.run()
+        finish.waitUntilExit()
+        #expect(finish.terminationStatus == 0)
+        #expect(try TestFiles.sha256(ofFile: output) == expected)
+        #expect(!FileManager.default.fileExists(atPath: output + ".part.haul"), "the journal is gone once the file is complete")
+        print("crash-resume: \(kills) kills, worst re-fetch after a kill \(worstRefetch) bytes (checkpoint window \(Self.checkpointBytes))")
+    }
+
+    /// Bytes of `part` in `ranges` that equal the source, counted in 4 KiB blocks (a block counts when it
+    /// matches whole; the source has no all-zero block, and unwritten parts of `.part` read as zeros).
+    static func matchingBytes(part: String, source: String, in ranges: [Range<Int64>]) throws -> Int {
+        let partHandle = try FileHandle(forReadingFrom: URL(fileURLWithPath: part))
+        let sourceHandle = try FileHandle(forReadingFrom: URL(fileURLWithPath: source))
+        defer { try? partHandle.close(); try? sourceHandle.close() }
+        var matching = 0
+        for range in ranges {
+            var offset = range.lowerBound
+            while offset < range.upperBound {
+                let count = Int(min(4 << 20, range.upperBound - offset))
+                try partHandle.seek(toOffset: UInt64(offset))
+                try sourceHandle.seek(toOffset: UInt64(offset))
+                let a = try partHandle.read(upToCount: count) ?? Data()
+                let b = try sourceHandle.read(upToCount: count) ?? Data()
+                a.withUnsafeBytes { pa in
+                    b.withUnsafeBytes { pb in
+                        var block = 0
+                        while block < min(pa.count, pb.count) {
+                            let length = min(4096, min(pa.count, pb.count) - block)
+                            if memcmp(pa.baseAddress! + block, pb.baseAddress! + block, length) == 0 { matching += length }
+                            block += length
+                        }
+                    }
+                }
+                offset += Int64(count)
+            }
+        }
+        return matching
+    }
+}
