@@ -144,3 +144,9 @@ struct SHA256Digest: ~Copyable {
         return digest[0..<Int(length)].map { String(format: "%02x", $0) }.joined()
     }
 }
+
+/// Byte equality as a plain Bool, for `#expect`: on failure Swift Testing diffs the operands of `==`, which
+/// for multi-MiB arrays takes practically forever and would hang the test run.
+public func sameBytes(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+    a.elementsEqual(b)
+}

@@ -114,7 +114,7 @@ struct MisbehavingServerTests {
         #expect(first.body != second.body)
         let resumed = try Curl.fetch(server.url("/f"), in: scratch, extraArguments: ["-r", "100-199", "-H", "If-Range: \(resource.etag!)"])
         #expect(resumed.head.statusCode == 200)
-        #expect(Array(resumed.body) == changed.bytes)
+        #expect(sameBytes(resumed.body, changed.bytes))
     }
 
     @Test("truncated chunked body, garbage head, oversized head, close without response")
@@ -127,7 +127,7 @@ struct MisbehavingServerTests {
         let chunked = try Curl.fetch(server.url("/f"), in: scratch)
         #expect(chunked.result.exitStatus == 0)
         #expect(chunked.head.headerValue("Transfer-Encoding") == "chunked")
-        #expect(Array(chunked.body) == resource.bytes)
+        #expect(sameBytes(chunked.body, resource.bytes))
         let truncated = try Curl.fetch(server.url("/f"), in: scratch)
         #expect(truncated.result.exitStatus == 18)
         #expect(truncated.body.count == 5000)
@@ -156,7 +156,7 @@ struct MisbehavingServerTests {
         let start = Date()
         let dripped = try Curl.fetch(server.url("/f"), in: scratch)
         #expect(Date().timeIntervalSince(start) > 0.4)
-        #expect(Array(dripped.body) == small.bytes)
+        #expect(sameBytes(dripped.body, small.bytes))
         let stalled = try Curl.run(["--max-time", "1", "-o", "/dev/null", server.url("/f")])
         #expect(stalled.exitStatus == 28)  // CURLE_OPERATION_TIMEDOUT
         let stopStart = Date()
@@ -175,7 +175,7 @@ struct MisbehavingServerTests {
         let arguments = ["--cacert", ca.caCertificatePath]
         let normal = try Curl.fetch(server.url("/f"), in: scratch, extraArguments: arguments)
         #expect(normal.result.exitStatus == 0, "curl: \(normal.result.errorText)")
-        #expect(Array(normal.body) == resource.bytes)
+        #expect(sameBytes(normal.body, resource.bytes))
         // A complete Content-Length body followed by a bare close is a success for curl.
         let complete = try Curl.fetch(server.url("/f"), in: scratch, extraArguments: arguments + ["-H", "Connection: close"])
         #expect(complete.body.count == 1 << 20)
@@ -195,7 +195,7 @@ struct MisbehavingServerTests {
         let response = try Curl.fetch(server.url("/f"), in: scratch)
         #expect(Date().timeIntervalSince(start) >= 0.3)
         #expect(response.result.exitStatus == 0)
-        #expect(Array(response.body) == resource.bytes)
+        #expect(sameBytes(response.body, resource.bytes))
         #expect(server.exchanges.first?.deliveredRange == 0..<(1 << 20))
     }
 }

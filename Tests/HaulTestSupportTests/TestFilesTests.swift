@@ -23,7 +23,7 @@ struct TestFilesTests {
         try TestFiles.create(at: path, size: size, seed: 42)
         let data = try #require(FileManager.default.contents(atPath: path))
         #expect(data.count == size)
-        #expect(Array(data) == TestFiles.bytes(count: size, seed: 42))
+        #expect(sameBytes(data, TestFiles.bytes(count: size, seed: 42)))
         #expect(Array(data[1_048_000..<1_049_000]) == TestFiles.bytes(offset: 1_048_000, count: 1000, seed: 42))
         let block = TestFiles.blockSize
         #expect(data[0..<4096] != data[block..<block + 4096])

@@ -15,20 +15,31 @@ import HaulTestSupport
     }
 
     @Test func survivesThirtyKillsAndEndsByteIdentical() async throws {
+        // nginx lets every new request send a second's worth at once, and each resumed run starts 8 new
+        // requests; 512 KiB/s per connection keeps thirty runs well short of the whole file. The final run
+        // lifts the throttle (a marker file nginx checks) so that it finishes quickly, at the same URL.
+        let data = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
         var configuration = NginxConfiguration()
-        // 8 connections x 4 MiB/s: slow enough that thirty kills land mid-download.
-        configuration.rateLimitedLocation = .init(prefix: "/limited/", rate: "4m")
+        configuration.dataDirectory = data
         configuration.enableTLS = false
+        configuration.extraServerDirectives = """
+            location /throttled/ {
+                alias \(data)/;
+                set $limit_rate 524288;
+                if (-f \(data)/unthrottle) { set $limit_rate 0; }
+            }
+            """
         let nginx = try NginxServer(configuration: configuration)
         defer { nginx.stop() }
-        let source = nginx.dataDirectory + "/big.bin"
+        let source = data + "/big.bin"
         try TestFiles.create(at: source, size: Self.size, seed: 11)
         let expected = try TestFiles.sha256(ofFile: source)
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/big.bin"
         let arguments = ["-q", "-c", "8", "--checkpoint-bytes", "8M", "--checkpoint-interval", "0.25",
-                         nginx.url("/limited/big.bin"), "-o", output]
+                         nginx.url("/throttled/big.bin"), "-o", output]
 
         var kills = 0
         var previousDurable: Int64 = 0
@@ -38,9 +49,16 @@ import HaulTestSupport
             let process = Process()
             process.executableURL = Self.binary
             process.arguments = arguments
+            let errors = Pipe()
+            process.standardError = errors
             try process.run()
-            try await Task.sleep(for: .milliseconds(Int.random(in: 60...450, using: &generator)))
-            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 60...350, using: &generator)))
+            guard process.isRunning else {
+                process.waitUntilExit()
+                let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                Issue.record("run \(kills + 1) ended by itself with status \(process.terminationStatus): \(text)")
+                break
+            }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             kills += 1
@@ -61,6 +79,7 @@ import HaulTestSupport
         }
         #expect(kills >= 30, "the download finished before thirty kills")
 
+        FileManager.default.createFile(atPath: data + "/unthrottle", contents: Data())
         let finish = Process()
         finish.executableURL = Self.binary
         finish.arguments = arguments

@@ -45,7 +45,7 @@ import HaulTestSupport
         var options = options(connections: 1)
         options.timeouts.idle = .milliseconds(300)
         let (result, bytes) = try await download(server.url("/f"), options: options)
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 1)
     }
 
@@ -71,7 +71,7 @@ import HaulTestSupport
         var options = options(connections: 1)
         options.tls.caFile = ca.caCertificatePath
         let (_, bytes) = try await download(server.url("/f"), options: options)
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
     }
 
     @Test func oversizedAndGarbageHeadsAreClearErrors() async throws {
@@ -92,7 +92,7 @@ import HaulTestSupport
         let server = try MisbehavingServer(resource: resource, script: .sequence([.truncatedChunked(afterBytes: 50_000)], then: .chunked))
         defer { server.stop() }
         let (result, bytes) = try await download(server.url("/f"), options: options(connections: 1))
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 1)
     }
 
@@ -102,7 +102,7 @@ import HaulTestSupport
         let server = try MisbehavingServer(resource: resource, script: .always(.ignoreRange))
         defer { server.stop() }
         let (result, bytes) = try await download(server.url("/f"), options: options(connections: 8))
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(result.connections == 1)
         #expect(server.requests.count == 1)
     }
@@ -123,7 +123,7 @@ import HaulTestSupport
         var restarting = options()
         restarting.onChange = .restart
         let (_, bytes) = try await download(again.url("/f"), options: restarting)
-        #expect(bytes == changed.bytes, "after a restart the file is the new version, never a mix")
+        #expect(sameBytes(bytes, changed.bytes), "after a restart the file is the new version, never a mix")
     }
 
     @Test func wrongOrMissingContentRangeIsRejected() async throws {
@@ -146,7 +146,7 @@ import HaulTestSupport
         ]))
         defer { server.stop() }
         let (result, bytes) = try await download(server.url("/f"), options: options())
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 3)
         // What was lost: the undelivered part of each cut-off ranged request.
         let exchanges = server.exchanges
@@ -168,7 +168,7 @@ import HaulTestSupport
         defer { server.stop() }
         let started = ContinuousClock.now
         let (result, bytes) = try await download(server.url("/f"), options: options())
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 1)
         #expect(ContinuousClock.now - started >= .milliseconds(900), "waited for Retry-After")
     }
@@ -178,7 +178,7 @@ import HaulTestSupport
         let working = try MisbehavingServer(resource: resource)
         defer { broken.stop(); working.stop() }
         let (_, bytes) = try await download(broken.url("/f"), mirrors: [working.url("/f")], options: options())
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(broken.requests.count == 3, "tried A three times (triesPerRange), then moved to B")
         #expect(working.requests.count >= 1)
     }
@@ -188,7 +188,7 @@ import HaulTestSupport
         let working = try MisbehavingServer(resource: resource)
         defer { flaky.stop(); working.stop() }
         let (_, bytes) = try await download(flaky.url("/f"), mirrors: [working.url("/f")], options: options())
-        #expect(bytes == resource.bytes)
+        #expect(sameBytes(bytes, resource.bytes))
         #expect(working.requests.count >= 2)
     }
 
