@@ -138,17 +138,28 @@ def main():
     try:
         def scenario(name, size, tools, reference=None):
             results = {label: [] for label, _ in tools}
+            failures = {}
             for _ in range(args.rounds):
                 for label, (command, output, digest) in tools:
-                    results[label].append(measure(command, output, digest))
+                    try:
+                        results[label].append(measure(command, output, digest))
+                    except RuntimeError as error:
+                        # A peer that crashes (axel does, now and then) is reported, not fatal.
+                        failures[label] = failures.get(label, 0) + 1
+                        print(f"{name}: {error}", file=sys.stderr)
             peers = [l for l, _ in tools if not l.startswith("haul") and l not in (reference or [])]
             table = []
+            for label, count in failures.items():
+                rows.append((name, f"{label} (failed {count} of {args.rounds} runs)", float("nan"), float("nan"), float("nan"), float("nan"), ""))
             for label, samples in results.items():
+                if not samples:
+                    continue
                 wall = statistics.median(s[0] for s in samples)
                 cpu = statistics.median(s[1] for s in samples)
                 rss = max(s[2] for s in samples)
                 table.append((label, wall, size / wall / 1e6, cpu / (size / 2**30), rss))
             best_peer = min((t[1] for t in table if t[0] in peers), default=None)
+            peers = [p for p in peers if results[p]]
             for label, wall, rate, cpu, rss in table:
                 ratio = f"{best_peer / wall:.2f}x" if best_peer and label.startswith("haul") else ""
                 rows.append((name, label, wall, rate, cpu, rss, ratio))
@@ -198,7 +209,7 @@ def main():
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, label, wall, rate, cpu, rss, ratio in rows:
         extra = ""
-        if name.startswith("(c)"):
+        if name.startswith("(c)") and rate == rate:
             n = int(label.split("-c")[-1].split()[0]) if label.startswith("haul") else int(label.split()[1].lstrip("-x").split()[0]) if label.startswith("aria2c") else int(label.split()[-1])
             extra = f" ({rate * 1e6 / (n * 20 * MiB) * 100:.0f}% of {n}x20 MiB/s)"
         print(f"| {name} | {label} | {wall:.3f} | {rate:.0f}{extra} | {cpu:.2f} | {rss:.1f} | {ratio} |")

@@ -18,12 +18,7 @@ public final class Downloader: Sendable {
         }
         var connectionOptions = ConnectionOptions()
         connectionOptions.timeouts = options.timeouts
-        do {
-            client = try HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions)
-        } catch {
-            loop.shutdown()
-            throw HaulError.tlsSetup(error)
-        }
+        client = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions)
     }
 
     deinit {

@@ -212,6 +212,16 @@ final class SegmentedDownload: @unchecked Sendable {
         guard !isFinished, let file else { return }
         isFinished = true
         stopAll()
+        // A checkpoint may still be writing the journal; report only after it has landed, so that removing
+        // the journal after the final rename cannot race with its creation.
+        if let checkpointer, let planner {
+            checkpointer.checkpoint(planner.written) { [self] in report(file) }
+        } else {
+            report(file)
+        }
+    }
+
+    private func report(_ file: OutputFile) {
         let primary = mirrors[0]
         completion?(.success(Finished(file: file, journalPath: journalPath, bytes: total ?? bytesDone, finalURL: primary.url,
                                       entityTag: primary.entityTag, lastModified: primary.lastModified,

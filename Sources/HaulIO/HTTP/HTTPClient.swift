@@ -11,15 +11,17 @@ public final class HTTPClient: Sendable {
     public let pool: ConnectionPool
     /// Socket, timeout and buffer settings for new connections.
     public let connectionOptions: ConnectionOptions
-    private let tls: TLSContext
+    /// The TLS settings; the context itself is built on the first https request, because loading the
+    /// system CA store costs tens of milliseconds that a plain-HTTP download should not pay.
+    public let tlsConfiguration: TLSConfiguration
+    private let tls = LoopConfinedTLSContext()
 
-    /// - Throws: ``TLSSetupError`` when the TLS configuration cannot be loaded (for example a missing CA file).
     public init(loop: EventLoop, tls: TLSConfiguration = TLSConfiguration(),
-                connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16) throws(TLSSetupError) {
+                connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16) {
         self.loop = loop
         self.pool = ConnectionPool(loop: loop, maxIdlePerOrigin: maxIdlePerOrigin)
         self.connectionOptions = connectionOptions
-        self.tls = try TLSContext(configuration: tls)
+        self.tlsConfiguration = tls
     }
 
     /// Sends `request` on an idle connection to its origin (or a new one) and feeds the response to `handler`.
@@ -99,7 +101,15 @@ public final class HTTPClient: Sendable {
     }
 
     private func connect(_ origin: HTTPOrigin, completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) {
-        let tlsContext = origin.scheme == .https ? tls : nil
+        var tlsContext: TLSContext? = nil
+        if origin.scheme == .https {
+            do {
+                tlsContext = try tls.context(for: tlsConfiguration)
+            } catch {
+                completion(.failure(.tlsSetup(error)))
+                return
+            }
+        }
         Connection.connectOnLoop(to: origin.host.name, port: origin.port, tls: tlsContext,
                                  options: connectionOptions, on: loop) { [pool] result in
             switch result {
@@ -139,5 +149,18 @@ public final class ExchangeCancellation: @unchecked Sendable {
         isCancelled = true
         connection?.transport.closeOnLoop()
         connection = nil
+    }
+}
+
+/// The client's TLS context, built on first use on the loop thread and kept.
+private final class LoopConfinedTLSContext: @unchecked Sendable {
+    // @unchecked Sendable: read and written only on the client's loop thread.
+    private var context: TLSContext?
+
+    func context(for configuration: TLSConfiguration) throws(TLSSetupError) -> TLSContext {
+        if let context { return context }
+        let made = try TLSContext(configuration: configuration)
+        context = made
+        return made
     }
 }
