@@ -15,6 +15,18 @@ import HaulTestSupport
         return options
     }
 
+    /// Runs `body` with a server and a destination path where a download was broken off, leaving `.part`
+    /// and its journal behind.
+    func withInterruptedDownload(_ body: (MisbehavingServer, String) async throws -> Void) async throws {
+        let server = try MisbehavingServer(resource: resource)
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        await interruptedDownload(server, to: path)
+        try await body(server, path)
+    }
+
     /// Runs a download that the server breaks off, leaving `.part` and its journal behind.
     func interruptedDownload(_ server: MisbehavingServer, to path: String) async {
         server.setScript(MisbehavingServer.Script { $0.index >= 2 ? .closeMidBody(afterBytes: 100_000) : .normal })
@@ -25,98 +37,78 @@ import HaulTestSupport
     }
 
     @Test func interruptedDownloadResumesFromItsDurableBytes() async throws {
-        let server = try MisbehavingServer(resource: resource)
-        defer { server.stop() }
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/f"
-        await interruptedDownload(server, to: path)
-        let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
-        #expect(state.durable.count > 0)
-        let requestsBefore = server.requests.count
+        try await withInterruptedDownload { server, path in
+            let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
+            #expect(state.durable.count > 0)
+            let requestsBefore = server.requests.count
 
-        let result = try await Downloader(options: options()).download(server.url("/f"), to: path)
-        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
-        #expect(result.bytesRequested == Int64(ResumeTests.size) - state.durable.count, "only the missing bytes")
-        let resumed = server.requests.dropFirst(requestsBefore)
-        #expect(resumed.allSatisfy { $0.header("If-Range") == resource.etag }, "every resumed request carries If-Range")
-        #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"))
+            let result = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
+            #expect(result.bytesRequested == Int64(ResumeTests.size) - state.durable.count, "only the missing bytes")
+            let resumed = server.requests.dropFirst(requestsBefore)
+            #expect(resumed.allSatisfy { $0.header("If-Range") == resource.etag }, "every resumed request carries If-Range")
+            #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"))
+        }
     }
 
     @Test func journalForAnotherURLIsRefusedUnlessRestarted() async throws {
-        let server = try MisbehavingServer(resource: resource)
-        defer { server.stop() }
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/f"
-        await interruptedDownload(server, to: path)
-        await #expect {
-            _ = try await Downloader(options: options()).download(server.url("/other"), to: path)
-        } throws: { error in
-            guard case HaulError.partialDownloadMismatch = error else { return false }
-            return String(describing: error).contains("not \(server.url("/other"))") && String(describing: error).contains("--restart")
+        try await withInterruptedDownload { server, path in
+            await #expect {
+                _ = try await Downloader(options: options()).download(server.url("/other"), to: path)
+            } throws: { error in
+                guard case HaulError.partialDownloadMismatch = error else { return false }
+                return String(describing: error).contains("not \(server.url("/other"))") && String(describing: error).contains("--restart")
+            }
+            _ = try await Downloader(options: options()).download(server.url("/other"), to: path, restart: true)
+            #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
         }
-        _ = try await Downloader(options: options()).download(server.url("/other"), to: path, restart: true)
-        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
     }
 
     @Test func fileChangedOnTheServerBetweenRunsIsNoticed() async throws {
-        let server = try MisbehavingServer(resource: resource)
-        defer { server.stop() }
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/f"
-        await interruptedDownload(server, to: path)
-        let changed = MisbehavingServer.Resource.pattern(size: ResumeTests.size, seed: 77)
-        server.setResource(changed)
-        await #expect {
-            _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
-        } throws: { error in
-            guard case HaulError.changedOnServer = error else { return false }
-            return String(describing: error).contains("no longer matches the partial download started")
-        }
-        #expect(!FileManager.default.fileExists(atPath: path), "no mixed file appears")
+        try await withInterruptedDownload { server, path in
+            let changed = MisbehavingServer.Resource.pattern(size: ResumeTests.size, seed: 77)
+            server.setResource(changed)
+            await #expect {
+                _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            } throws: { error in
+                guard case HaulError.changedOnServer = error else { return false }
+                return String(describing: error).contains("no longer matches the partial download started")
+            }
+            #expect(!FileManager.default.fileExists(atPath: path), "no mixed file appears")
 
-        var restarting = options()
-        restarting.onChange = .restart
-        _ = try await Downloader(options: restarting).download(server.url("/f"), to: path)
-        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), changed.bytes))
+            var restarting = options()
+            restarting.onChange = .restart
+            _ = try await Downloader(options: restarting).download(server.url("/f"), to: path)
+            #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), changed.bytes))
+        }
     }
 
     @Test func deletedPartFileStartsOver() async throws {
-        let server = try MisbehavingServer(resource: resource)
-        defer { server.stop() }
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/f"
-        await interruptedDownload(server, to: path)
-        try FileManager.default.removeItem(atPath: path + ".part")
-        let result = try await Downloader(options: options()).download(server.url("/f"), to: path)
-        #expect(result.bytesRequested == Int64(ResumeTests.size))
-        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
+        try await withInterruptedDownload { server, path in
+            try FileManager.default.removeItem(atPath: path + ".part")
+            let result = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            #expect(result.bytesRequested == Int64(ResumeTests.size))
+            #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
+        }
     }
 
     @Test func corruptJournalIsAClearErrorAndRestartRecovers() async throws {
-        let server = try MisbehavingServer(resource: resource)
-        defer { server.stop() }
-        let directory = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/f"
-        await interruptedDownload(server, to: path)
-        // Flip a byte in both slots: no good state is left to fall back to.
-        let journal = path + ".part.haul"
-        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: journal)))
-        // Header: magic (8), version (2), reserved (2), slot capacity (4, little-endian); slots follow at 4096.
-        let capacity = Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
-        for slot in [4096, 4096 + capacity] where slot + 20 < bytes.count { bytes[slot + 16] ^= 0xFF }
-        try Data(bytes).write(to: URL(fileURLWithPath: journal))
-        await #expect {
-            _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
-        } throws: { error in
-            guard case HaulError.journal = error else { return false }
-            return String(describing: error).contains("cannot resume")
+        try await withInterruptedDownload { server, path in
+            // Flip a byte in both slots: no good state is left to fall back to.
+            let journal = path + ".part.haul"
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: journal)))
+            // Header: magic (8), version (2), reserved (2), slot capacity (4, little-endian); slots follow at 4096.
+            let capacity = Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
+            for slot in [4096, 4096 + capacity] where slot + 20 < bytes.count { bytes[slot + 16] ^= 0xFF }
+            try Data(bytes).write(to: URL(fileURLWithPath: journal))
+            await #expect {
+                _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            } throws: { error in
+                guard case HaulError.journal = error else { return false }
+                return String(describing: error).contains("cannot resume")
+            }
+            _ = try await Downloader(options: options()).download(server.url("/f"), to: path, restart: true)
+            #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
         }
-        _ = try await Downloader(options: options()).download(server.url("/f"), to: path, restart: true)
-        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
     }
 }

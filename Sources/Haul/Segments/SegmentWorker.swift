@@ -54,7 +54,6 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     enum Verdict {
         case none
         case redirect(ResponseHead)
-        case failed(HaulError, retryAfter: Duration?)
     }
 
     init(id: Int, download: SegmentedDownload, mirror: Int) {

@@ -13,22 +13,12 @@ enum ByteClass {
         for byte in 0..<256 {
             let b = UInt8(byte)
             var bits: UInt8 = 0
-            if isTokenCharacter(b) { bits |= token }
+            if FieldSyntax.isTokenChar(b) { bits |= token }
             if b == 0x09 || (b >= 0x20 && b != 0x7F) { bits |= fieldContent }
             table[byte] = bits
         }
         return UnsafePointer(table)
     }()
-
-    static func isTokenCharacter(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "A")...UInt8(ascii: "Z"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(b)
-        }
-    }
 
     /// The first index at or after `i` whose byte is not a token character, or `end`.
     @inline(__always)

@@ -83,7 +83,7 @@ public struct ChunkedDecoder: Sendable {
 
     private mutating func sizeLineByte(_ b: UInt8, offset: Int) throws(HTTPParseError) {
         let isWhitespace = b == asciiSP || b == asciiHT
-        let isToken = ByteClass.isTokenCharacter(b)
+        let isToken = FieldSyntax.isTokenChar(b)
         func invalidExtension() -> HTTPParseError { HTTPParseError(.invalidChunkExtension(byte: b), offset: offset) }
         switch state {
         case .size:
