@@ -5,12 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the build and the integration tests use: OpenSSL headers for the COpenSSL module, the
-# openssl CLI (tests generate their own CA and run s_server), nginx (the real-server integration tests).
+# openssl CLI (tests generate their own CA and run s_server), nginx (the real-server integration tests),
+# curl (the test-server tests compare nginx against it).
 needed=()
 dpkg -s libssl-dev >/dev/null 2>&1 || needed+=(libssl-dev)
 command -v openssl >/dev/null 2>&1 || needed+=(openssl)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || needed+=(nginx)
 command -v pkg-config >/dev/null 2>&1 || needed+=(pkg-config)
+command -v curl >/dev/null 2>&1 || needed+=(curl)   # the test-server tests check nginx with curl
 if [ ${#needed[@]} -gt 0 ]; then
     echo "installing: ${needed[*]}"
     SUDO=""
