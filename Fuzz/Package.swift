@@ -3,7 +3,7 @@ import PackageDescription
 
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
-let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzJournal"]
+let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal"]
 // Harnesses for formats that live in the engine (the resume journal) link the whole `Haul` library.
 let engineHarnesses: Set<String> = ["FuzzJournal"]
 
