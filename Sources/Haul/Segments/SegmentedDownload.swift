@@ -570,11 +570,4 @@ final class SegmentedDownload: @unchecked Sendable {
         self.planner = planner
         if released { wakeIdleWorkers() }
     }
-
-    // MARK: Progress
-
-    /// Bytes written so far and the total, when known.
-    var progress: (bytes: Int64, total: Int64?, connections: Int) {
-        (bytesDone, total, workers.filter(\.isBusy).count)
-    }
 }

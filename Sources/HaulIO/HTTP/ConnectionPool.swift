@@ -48,12 +48,6 @@ public final class ConnectionPool: @unchecked Sendable {
         connectionsOpened += 1
     }
 
-    /// Idle connections to `origin` right now.
-    public func idleCountOnLoop(_ origin: HTTPOrigin) -> Int {
-        precondition(loop.inEventLoop)
-        return idle[origin]?.count ?? 0
-    }
-
     /// Closes every idle connection.
     public func closeAllOnLoop() {
         precondition(loop.inEventLoop)

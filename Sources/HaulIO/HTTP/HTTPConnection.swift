@@ -140,7 +140,7 @@ public final class HTTPConnection: @unchecked Sendable {
 
     private func summary(complete: Bool, trailers: HTTPFields, reusable: Bool) -> ExchangeSummary {
         ExchangeSummary(head: active!.head!, bodyBytes: parser.bodyBytesDelivered, complete: complete,
-                        trailers: trailers, connectionReused: reusable, earlierRequestsOnConnection: requestsServed)
+                        trailers: trailers, connectionReused: reusable)
     }
 
     private func finish(_ result: Result<ExchangeSummary, HTTPClientError>) {

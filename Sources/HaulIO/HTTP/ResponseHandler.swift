@@ -46,6 +46,4 @@ public struct ExchangeSummary: Sendable {
     public var trailers: HTTPFields
     /// Whether the connection went back to the pool for reuse.
     public var connectionReused: Bool
-    /// Requests this TCP connection had served before this one (0 for a new connection).
-    public var earlierRequestsOnConnection: Int
 }
