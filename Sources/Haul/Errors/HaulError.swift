@@ -41,6 +41,11 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     case journal(JournalError)
     /// A partial download exists at the destination but belongs to something else.
     case partialDownloadMismatch(path: String, detail: String)
+    /// The download was cancelled (``DownloadTask/cancel()`` or Swift task cancellation).
+    case cancelled
+    /// A pause could not record its progress in the resume journal; running again re-fetches what the
+    /// last good checkpoint does not list.
+    case checkpointFailed(JournalError)
     /// A failure Haul has no better name for (a bug if it is ever seen).
     case unexpected(String)
 
@@ -61,6 +66,8 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
         case .disk(let path, let error): "\(path): \(error)"
         case .destinationExists(let path): "\(path) already exists (pass replace to overwrite it)"
         case .unexpected(let what): "unexpected failure: \(what)"
+        case .cancelled: "cancelled"
+        case .checkpointFailed(let error): "cannot record progress in the resume journal: \(error)"
         case .journal(let error): "cannot resume: \(error) (pass --restart to discard the partial download)"
         case .partialDownloadMismatch(let path, let detail): "\(path): \(detail) (pass --restart to discard it)"
         case .changedOnServer(let url, let detail): "\(url) changed on the server: \(detail)"

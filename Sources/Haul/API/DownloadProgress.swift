@@ -1,0 +1,88 @@
+/// A snapshot of one download, as its ``DownloadTask/progress`` sequence delivers it.
+///
+/// Snapshots are values: keep them, compare them, draw them. The sequence delivers the newest one when the
+/// consumer asks (older ones that were never read are dropped), so a slow consumer never slows the download.
+public struct DownloadProgress: Sendable, Equatable {
+    /// Where the download is in its life.
+    public enum Phase: Sendable, Hashable {
+        /// Connecting, or waiting for the first response (length and validators still unknown).
+        case connecting
+        /// Bytes are arriving.
+        case downloading
+        /// Every byte is written; checking the checksum, syncing and renaming.
+        case finishing
+        /// Stopped by ``DownloadTask/pause()``; the journal on disk records everything written.
+        case paused
+        /// The file is complete under its final name.
+        case completed
+        /// Stopped by an error; see the task's result.
+        case failed
+        /// Stopped by ``DownloadTask/cancel()``; the partial file and journal are removed.
+        case cancelled
+    }
+
+    /// One connection's share of the file, for drawing a segment map.
+    public struct Segment: Sendable, Hashable {
+        /// First byte of the segment.
+        public var start: Int64
+        /// Bytes before this offset are written.
+        public var next: Int64
+        /// One past the segment's last byte (it shrinks when another connection takes part of it).
+        public var end: Int64
+        /// Whether a connection is working on it right now.
+        public var isActive: Bool
+
+        public init(start: Int64, next: Int64, end: Int64, isActive: Bool) {
+            self.start = start
+            self.next = next
+            self.end = end
+            self.isActive = isActive
+        }
+    }
+
+    public var phase: Phase
+    /// Bytes of the file written so far (including those a resumed download found already on disk).
+    public var bytesDone: Int64
+    /// The file's length; nil until the server said it, or when it never says (a close-delimited body).
+    public var total: Int64?
+    /// Bytes per second over the last few seconds.
+    public var bytesPerSecond: Double
+    /// Time left at the current rate; nil when the total or the rate is unknown.
+    public var estimatedTimeRemaining: Duration?
+    /// Connections transferring right now.
+    public var activeConnections: Int
+    /// Byte ranges already written, sorted and disjoint.
+    public var completedRanges: [Range<Int64>]
+    /// The segments still being worked on, by start offset.
+    public var segments: [Segment]
+    /// Time since the download (or its latest resumption) started.
+    public var elapsed: Duration
+    /// The path being written (the destination plus `.part` until complete). Empty while a directory
+    /// download waits for the server's suggested name.
+    public var partialPath: String
+    /// The latest failed checkpoint of the resume journal (say, no space left for it), if the journal is
+    /// behind: the download goes on, but after a crash more would be fetched again. Nil once one succeeds.
+    public var checkpointFailure: JournalError?
+
+    public init(phase: Phase, bytesDone: Int64, total: Int64?, bytesPerSecond: Double, estimatedTimeRemaining: Duration?,
+                activeConnections: Int, completedRanges: [Range<Int64>], segments: [Segment], elapsed: Duration,
+                partialPath: String, checkpointFailure: JournalError? = nil) {
+        self.phase = phase
+        self.bytesDone = bytesDone
+        self.total = total
+        self.bytesPerSecond = bytesPerSecond
+        self.estimatedTimeRemaining = estimatedTimeRemaining
+        self.activeConnections = activeConnections
+        self.completedRanges = completedRanges
+        self.segments = segments
+        self.elapsed = elapsed
+        self.partialPath = partialPath
+        self.checkpointFailure = checkpointFailure
+    }
+
+    /// `bytesDone / total`, or nil when the total is unknown.
+    public var fractionDone: Double? {
+        guard let total else { return nil }
+        return total == 0 ? 1 : Double(bytesDone) / Double(total)
+    }
+}
