@@ -72,7 +72,7 @@ struct HaulCommand: AsyncParsableCommand {
         if let checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
         let destination = output ?? Self.defaultName(for: url)
         do {
-            let downloader = try Downloader(options: options)
+            let downloader = try HaulClient(options: options)
             let result = try await downloader.download(url, to: destination, restart: restart)
             let seconds = Double(result.duration.components.seconds) + Double(result.duration.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(result.bytes) / seconds / 1e6 : 0

@@ -16,10 +16,11 @@ import HaulTestSupport
         return options
     }
 
-    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions) async throws -> (DownloadResult, [UInt8]) {
+    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions, onChange: ChangePolicy = .fail) async throws -> (DownloadResult, [UInt8]) {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try await Downloader(options: options).download(url, mirrors: mirrors, to: directory + "/f")
+        let request = DownloadRequest(url: url, mirrors: mirrors, destination: .file(directory + "/f"), onChange: onChange)
+        let result = try await HaulClient(options: options).download(request)
         return (result, Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/f"))))
     }
 
@@ -120,9 +121,7 @@ import HaulTestSupport
 
         let again = try MisbehavingServer(resource: resource, script: .changeResource(to: changed, fromRequest: 2))
         defer { again.stop() }
-        var restarting = options()
-        restarting.onChange = .restart
-        let (_, bytes) = try await download(again.url("/f"), options: restarting)
+        let (_, bytes) = try await download(again.url("/f"), options: options(), onChange: .restart)
         #expect(sameBytes(bytes, changed.bytes), "after a restart the file is the new version, never a mix")
     }
 
@@ -212,7 +211,7 @@ import HaulTestSupport
         defer { server.stop() }
         let started = ContinuousClock.now
         await #expect {
-            _ = try await Downloader(options: options()).download(server.url("/f"), to: mountPoint + "/f")
+            _ = try await HaulClient(options: options()).download(server.url("/f"), to: mountPoint + "/f")
         } throws: { error in
             guard case HaulError.insufficientSpace(_, let needed, let available) = error else { return false }
             return needed == Int64(FaultTests.size) && available < needed

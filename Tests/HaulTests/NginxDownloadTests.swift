@@ -51,7 +51,7 @@ func scratchDirectory() throws -> String {
     func downloadIsByteIdentical(connections: Int, tls: Bool) async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let downloader = try Downloader(options: options(connections: connections))
+        let downloader = try HaulClient(options: options(connections: connections))
         let result = try await downloader.download(fixture.nginx.url(fixture.bigFile, tls: tls), to: directory + "/big.bin")
         #expect(result.bytes == Int64(fixture.bigSize))
         #expect(try TestFiles.sha256(ofFile: directory + "/big.bin") == fixture.bigSHA256)
@@ -64,7 +64,7 @@ func scratchDirectory() throws -> String {
         #expect(opened <= connections + 1)
     }
 
-    func connectionsOpened(_ downloader: Downloader) async -> Int {
+    func connectionsOpened(_ downloader: HaulClient) async -> Int {
         await withCheckedContinuation { continuation in
             downloader.client.loop.execute { continuation.resume(returning: downloader.client.pool.connectionsOpened) }
         }
@@ -73,7 +73,7 @@ func scratchDirectory() throws -> String {
     @Test func keepAliveConnectionIsReusedAcrossDownloads() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let downloader = try Downloader(options: options(connections: 1))
+        let downloader = try HaulClient(options: options(connections: 1))
         let before = fixture.nginx.accessLog().count
         for index in 0..<5 {
             let result = try await downloader.download(fixture.nginx.url("/small-\(index).bin"), to: directory + "/s\(index)")
@@ -89,7 +89,7 @@ func scratchDirectory() throws -> String {
     @Test func followsRedirects() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let downloader = try Downloader(options: options())
+        let downloader = try HaulClient(options: options())
         let result = try await downloader.download(fixture.nginx.url("/hop-a"), to: directory + "/r.bin")
         #expect(result.redirects == 2)
         #expect(result.finalURL.path == "/small-0.bin")
@@ -99,7 +99,7 @@ func scratchDirectory() throws -> String {
     @Test func detectsRedirectLoops() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let downloader = try Downloader(options: options())
+        let downloader = try HaulClient(options: options())
         await #expect {
             _ = try await downloader.download(fixture.nginx.url("/loop-a"), to: directory + "/l.bin")
         } throws: { error in
@@ -111,7 +111,7 @@ func scratchDirectory() throws -> String {
     @Test func missingFileIsAnHTTPStatusError() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let downloader = try Downloader(options: options())
+        let downloader = try HaulClient(options: options())
         await #expect {
             _ = try await downloader.download(fixture.nginx.url("/nope.bin"), to: directory + "/n.bin")
         } throws: { error in
@@ -126,7 +126,7 @@ func scratchDirectory() throws -> String {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var untrusting = options()
         untrusting.tls.caFile = nil
-        let strict = try Downloader(options: untrusting)
+        let strict = try HaulClient(options: untrusting)
         await #expect {
             _ = try await strict.download(fixture.nginx.url("/small-1.bin", tls: true), to: directory + "/t.bin")
         } throws: { error in
@@ -134,7 +134,7 @@ func scratchDirectory() throws -> String {
             return String(describing: error).contains("certificate verify failed")
         }
         untrusting.tls.insecure = true
-        let lax = try Downloader(options: untrusting)
+        let lax = try HaulClient(options: untrusting)
         let result = try await lax.download(fixture.nginx.url("/small-1.bin", tls: true), to: directory + "/t.bin")
         #expect(result.bytes == 100_001)
     }
@@ -142,15 +142,14 @@ func scratchDirectory() throws -> String {
     @Test func checksumIsVerifiedBeforeTheRename() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var good = options()
-        good.checksum = Checksum(algorithm: .sha256, hex: fixture.bigSHA256)
-        _ = try await Downloader(options: good).download(fixture.nginx.url(fixture.bigFile), to: directory + "/ok.bin")
+        let client = try HaulClient(options: options())
+        _ = try await client.download(DownloadRequest(url: fixture.nginx.url(fixture.bigFile), destination: .file(directory + "/ok.bin"),
+                                                      checksum: Checksum(algorithm: .sha256, hex: fixture.bigSHA256)))
         #expect(FileManager.default.fileExists(atPath: directory + "/ok.bin"))
 
-        var bad = options()
-        bad.checksum = Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64))
         await #expect {
-            _ = try await Downloader(options: bad).download(fixture.nginx.url(fixture.bigFile), to: directory + "/bad.bin")
+            _ = try await client.download(DownloadRequest(url: fixture.nginx.url(fixture.bigFile), destination: .file(directory + "/bad.bin"),
+                                                          checksum: Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64))))
         } throws: { error in
             guard case HaulError.checksumMismatch = error else { return false }
             return true

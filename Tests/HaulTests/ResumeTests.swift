@@ -31,7 +31,7 @@ import HaulTestSupport
     func interruptedDownload(_ server: MisbehavingServer, to path: String) async {
         server.setScript(MisbehavingServer.Script { $0.index >= 2 ? .closeMidBody(afterBytes: 100_000) : .normal })
         await #expect(throws: HaulError.self) {
-            _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            _ = try await HaulClient(options: options()).download(server.url("/f"), to: path)
         }
         server.setScript(.normal)
     }
@@ -42,7 +42,7 @@ import HaulTestSupport
             #expect(state.durable.count > 0)
             let requestsBefore = server.requests.count
 
-            let result = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            let result = try await HaulClient(options: options()).download(server.url("/f"), to: path)
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
             #expect(result.bytesRequested == Int64(ResumeTests.size) - state.durable.count, "only the missing bytes")
             let resumed = server.requests.dropFirst(requestsBefore)
@@ -54,12 +54,12 @@ import HaulTestSupport
     @Test func journalForAnotherURLIsRefusedUnlessRestarted() async throws {
         try await withInterruptedDownload { server, path in
             await #expect {
-                _ = try await Downloader(options: options()).download(server.url("/other"), to: path)
+                _ = try await HaulClient(options: options()).download(server.url("/other"), to: path)
             } throws: { error in
                 guard case HaulError.partialDownloadMismatch = error else { return false }
                 return String(describing: error).contains("not \(server.url("/other"))") && String(describing: error).contains("--restart")
             }
-            _ = try await Downloader(options: options()).download(server.url("/other"), to: path, restart: true)
+            _ = try await HaulClient(options: options()).download(server.url("/other"), to: path, restart: true)
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
         }
     }
@@ -69,16 +69,15 @@ import HaulTestSupport
             let changed = MisbehavingServer.Resource.pattern(size: ResumeTests.size, seed: 77)
             server.setResource(changed)
             await #expect {
-                _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
+                _ = try await HaulClient(options: options()).download(server.url("/f"), to: path)
             } throws: { error in
                 guard case HaulError.changedOnServer = error else { return false }
                 return String(describing: error).contains("no longer matches the partial download started")
             }
             #expect(!FileManager.default.fileExists(atPath: path), "no mixed file appears")
 
-            var restarting = options()
-            restarting.onChange = .restart
-            _ = try await Downloader(options: restarting).download(server.url("/f"), to: path)
+            _ = try await HaulClient(options: options()).download(
+                DownloadRequest(url: server.url("/f"), destination: .file(path), onChange: .restart))
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), changed.bytes))
         }
     }
@@ -86,7 +85,7 @@ import HaulTestSupport
     @Test func deletedPartFileStartsOver() async throws {
         try await withInterruptedDownload { server, path in
             try FileManager.default.removeItem(atPath: path + ".part")
-            let result = try await Downloader(options: options()).download(server.url("/f"), to: path)
+            let result = try await HaulClient(options: options()).download(server.url("/f"), to: path)
             #expect(result.bytesRequested == Int64(ResumeTests.size))
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
         }
@@ -102,12 +101,12 @@ import HaulTestSupport
             for slot in [4096, 4096 + capacity] where slot + 20 < bytes.count { bytes[slot + 16] ^= 0xFF }
             try Data(bytes).write(to: URL(fileURLWithPath: journal))
             await #expect {
-                _ = try await Downloader(options: options()).download(server.url("/f"), to: path)
+                _ = try await HaulClient(options: options()).download(server.url("/f"), to: path)
             } throws: { error in
                 guard case HaulError.journal = error else { return false }
                 return String(describing: error).contains("cannot resume")
             }
-            _ = try await Downloader(options: options()).download(server.url("/f"), to: path, restart: true)
+            _ = try await HaulClient(options: options()).download(server.url("/f"), to: path, restart: true)
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
         }
     }

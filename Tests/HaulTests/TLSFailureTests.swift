@@ -36,7 +36,7 @@ import HaulTestSupport
         case .expired: "certificate has expired"
         }
         await #expect {
-            _ = try await Downloader(options: options).download(nginx.url("/f.bin", tls: true), to: directory + "/f")
+            _ = try await HaulClient(options: options).download(nginx.url("/f.bin", tls: true), to: directory + "/f")
         } throws: { error in
             let text = String(describing: error)
             guard case HaulError.tls = error else { return false }
@@ -45,7 +45,7 @@ import HaulTestSupport
         #expect(!FileManager.default.fileExists(atPath: directory + "/f"))
 
         options.tls.insecure = true
-        let result = try await Downloader(options: options).download(nginx.url("/f.bin", tls: true), to: directory + "/f")
+        let result = try await HaulClient(options: options).download(nginx.url("/f.bin", tls: true), to: directory + "/f")
         #expect(result.bytes == 1000)
     }
 }

@@ -1,4 +1,5 @@
-/// Settings for downloads: identity, limits, TLS and redirects.
+/// A ``HaulClient``'s settings, shared by all its downloads: identity, connections, limits, TLS, redirects
+/// and durability. Per-file choices (destination, checksum, what to do on a change) are in ``DownloadRequest``.
 public struct DownloadOptions: Sendable {
     /// Sent as `User-Agent`.
     public var userAgent: String
@@ -12,22 +13,18 @@ public struct DownloadOptions: Sendable {
     public var tls: TLSConfiguration
     /// Which redirects to follow.
     public var redirects: RedirectPolicy
-    /// Whether an existing destination file may be replaced.
-    public var replaceExisting: Bool
     /// Whether to `fdatasync` before the final rename (off: survives a process crash, not a power loss).
     public var synchronizesToDisk: Bool
     /// Most connections one download opens.
     public var connections: Int
+    /// Most connections all downloads of the client have open at once; downloads beyond it wait for a slot.
+    public var maximumConnections: Int
     /// Smallest piece of the file a connection is given (or steals).
     public var minimumSegment: Int64
     /// How failed requests are retried.
     public var retry: RetryPolicy
-    /// What to do when the file changes on the server mid-download.
-    public var onChange: ChangePolicy
     /// Bytes per second for the whole download, shared by its connections; nil for no limit.
     public var rateLimit: Int64?
-    /// A checksum the finished file must have; on mismatch the file stays `.part`.
-    public var checksum: Checksum?
     /// A connection slower than this fraction of the median connection rate for `slowWindow` has its
     /// remaining range split off for others.
     public var slowConnectionRatio: Double
@@ -37,6 +34,8 @@ public struct DownloadOptions: Sendable {
     public var checkpointInterval: Duration
     /// Most bytes written between two checkpoints: after a crash at most about this much is fetched again.
     public var checkpointBytes: Int64
+    /// How often a running download publishes a ``DownloadProgress`` snapshot.
+    public var progressInterval: Duration
 
     public init(
         userAgent: String = "haul/0.1",
@@ -45,18 +44,17 @@ public struct DownloadOptions: Sendable {
         totalTimeout: Duration? = nil,
         tls: TLSConfiguration = TLSConfiguration(),
         redirects: RedirectPolicy = RedirectPolicy(),
-        replaceExisting: Bool = true,
         synchronizesToDisk: Bool = true,
         connections: Int = 8,
+        maximumConnections: Int = 64,
         minimumSegment: Int64 = 1 << 20,
         retry: RetryPolicy = RetryPolicy(),
-        onChange: ChangePolicy = .fail,
         rateLimit: Int64? = nil,
-        checksum: Checksum? = nil,
         slowConnectionRatio: Double = 0.25,
         slowWindow: Duration = .seconds(5),
         checkpointInterval: Duration = .seconds(1),
-        checkpointBytes: Int64 = 32 << 20
+        checkpointBytes: Int64 = 32 << 20,
+        progressInterval: Duration = .milliseconds(200)
     ) {
         self.userAgent = userAgent
         self.headers = headers
@@ -64,18 +62,17 @@ public struct DownloadOptions: Sendable {
         self.totalTimeout = totalTimeout
         self.tls = tls
         self.redirects = redirects
-        self.replaceExisting = replaceExisting
         self.synchronizesToDisk = synchronizesToDisk
         self.connections = max(1, connections)
+        self.maximumConnections = max(1, maximumConnections)
         self.minimumSegment = max(1, minimumSegment)
         self.retry = retry
-        self.onChange = onChange
         self.rateLimit = rateLimit
-        self.checksum = checksum
         self.slowConnectionRatio = slowConnectionRatio
         self.slowWindow = slowWindow
         self.checkpointInterval = checkpointInterval
         self.checkpointBytes = max(1, checkpointBytes)
+        self.progressInterval = progressInterval
     }
 }
 
@@ -108,28 +105,4 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(algorithm.rawValue)=\(hex)" }
-}
-
-/// What a finished download produced.
-public struct DownloadResult: Sendable {
-    /// The completed file.
-    public var path: String
-    /// Bytes written.
-    public var bytes: Int64
-    /// Wall time from the first request to the rename.
-    public var duration: Duration
-    /// The URL that finally answered, after redirects.
-    public var finalURL: HTTPURL
-    /// The final response's strong or weak entity tag.
-    public var entityTag: EntityTag?
-    /// The final response's Last-Modified.
-    public var lastModified: HTTPDate?
-    /// Redirects followed.
-    public var redirects: Int
-    /// Connections used at the same time, at most.
-    public var connections: Int
-    /// Bytes requested from servers in all (equal to `bytes` when nothing was fetched twice).
-    public var bytesRequested: Int64
-    /// Retries made.
-    public var retries: Int
 }

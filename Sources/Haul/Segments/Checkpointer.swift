@@ -20,6 +20,7 @@ final class Checkpointer: @unchecked Sendable {
     private var runningState: JournalState?
     private var runningCompletions: [() -> Void] = []
     private var queued: (ByteRangeSet, [() -> Void])?
+    /// Why the latest checkpoint failed; nil once one succeeds again.
     private(set) var lastError: JournalError?
 
     init(loop: EventLoop, journalPath: String, file: OutputFile, syncsData: Bool, state: JournalState, journal: ResumeJournal? = nil) {
@@ -65,6 +66,7 @@ final class Checkpointer: @unchecked Sendable {
         switch outcome {
         case .success(let journal):
             self.journal = journal
+            lastError = nil
             if let runningState { state = runningState }
         case .failure(let error):
             lastError = error
@@ -75,6 +77,18 @@ final class Checkpointer: @unchecked Sendable {
         if let (written, waiting) = queued {
             queued = nil
             run(written, completions: waiting)
+        }
+    }
+
+    /// Calls `completion` on the loop once no checkpoint is running or queued (at once when idle).
+    func whenIdle(_ completion: @escaping () -> Void) {
+        precondition(loop.inEventLoop)
+        if !running { return completion() }
+        if var waiting = queued {
+            waiting.1.append(completion)
+            queued = waiting
+        } else {
+            runningCompletions.append(completion)
         }
     }
 

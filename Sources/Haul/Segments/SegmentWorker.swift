@@ -21,7 +21,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     static let writeBackStep: Int64 = 8 << 20
 
     let id: Int
-    unowned let download: SegmentedDownload
+    /// Strong on purpose: an exchange's completion can arrive after the download has ended and let go of its
+    /// workers, and must find the download still there (it then ignores the report).
+    let download: SegmentedDownload
     var mirror: Int
     var role: Role = .ranged
 
@@ -54,6 +56,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     enum Verdict {
         case none
         case redirect(ResponseHead)
+        /// The download dropped this exchange on purpose (it resumes from a journal instead).
+        case retired
     }
 
     init(id: Int, download: SegmentedDownload, mirror: Int) {
@@ -106,7 +110,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
             return .receiveBody
         }
         switch role {
-        case .probe: try download.acceptProbe(head, from: self)
+        case .probe: return try download.acceptProbe(head, from: self)
         case .ranged: try download.checkRangedResponse(head, from: self)
         }
         return .receiveBody

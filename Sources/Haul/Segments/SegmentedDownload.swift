@@ -27,6 +27,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// What the loop hands to the blocking finish (checksum, sync, rename).
     struct Finished: Sendable {
         var file: OutputFile
+        var partPath: String
         var journalPath: String
         var bytes: Int64
         var finalURL: HTTPURL
@@ -38,10 +39,37 @@ final class SegmentedDownload: @unchecked Sendable {
         var retries: Int
     }
 
+    /// How a download ended, for its ``DownloadTask``.
+    enum Outcome {
+        /// Every byte is written; the blocking finish remains.
+        case finished(Finished)
+        case failed(HaulError)
+        /// Stopped by a pause after a final checkpoint (which may have failed).
+        case paused(checkpointFailure: JournalError?)
+        /// Stopped by a cancel; any running checkpoint has landed, so the files can be removed.
+        case cancelled
+    }
+
+    /// Where a download into a directory goes, decided once the probe's head names the file.
+    enum NameResolution {
+        /// Start a new file at this destination path.
+        case fresh(destination: String)
+        /// A journal for this destination exists: continue it (the probe's response is dropped).
+        case resume(destination: String, journal: ResumeJournal, state: JournalState)
+    }
+
     let loop: EventLoop
     let client: HTTPClient
     let options: DownloadOptions
-    let partPath: String
+    let checksum: Checksum?
+    let onChange: ChangePolicy
+    let budget: ConnectionBudget
+    /// The final path, and the `.part` file written until the end; empty until a directory download's
+    /// probe names the file.
+    private(set) var destination: String
+    private(set) var partPath: String
+    /// Set for a download into a directory until the probe's head has named the file.
+    private var resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)?
     let requestTemplate: RequestHead
     var mirrors: [Mirror]
     let rateLimiter: RateLimiter?
@@ -61,23 +89,32 @@ final class SegmentedDownload: @unchecked Sendable {
     private var bytesDone: Int64 = 0
     private var peakConnections = 0
     private var monitor: TimerID?
-    private var completion: ((Result<Finished, HaulError>) -> Void)?
-    let journalPath: String
+    private var completion: ((Outcome) -> Void)?
+    private(set) var journalPath: String
     private var resumeState: JournalState?
     private var checkpointer: Checkpointer?
     private var checkpointTimer: TimerID?
     private var resumeJournal: ResumeJournal?
     private var bytesAtLastCheckpoint: Int64 = 0
 
-    init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, urls: [HTTPURL], partPath: String,
+    /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
+    init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, urls: [HTTPURL],
+         destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
+         checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
          requestTemplate: RequestHead, resume: (journal: ResumeJournal, state: JournalState)? = nil) {
-        self.journalPath = partPath + ".haul"
+        precondition(destination != nil || resolveName != nil, "a download needs a destination or a way to name it")
+        self.destination = destination ?? ""
+        self.partPath = destination.map { $0 + ".part" } ?? ""
+        self.journalPath = destination.map { $0 + ".part.haul" } ?? ""
+        self.resolveName = destination == nil ? resolveName : nil
+        self.checksum = checksum
+        self.onChange = onChange
+        self.budget = budget
         self.resumeState = resume?.state
         self.resumeJournal = resume?.journal
         self.loop = loop
         self.client = client
         self.options = options
-        self.partPath = partPath
         self.requestTemplate = requestTemplate
         self.mirrors = urls.map { Mirror(url: $0) }
         self.rateLimiter = options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
@@ -86,22 +123,63 @@ final class SegmentedDownload: @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    func startOnLoop(completion: @escaping (Result<Finished, HaulError>) -> Void) {
+    func startOnLoop(completion: @escaping (Outcome) -> Void) {
         precondition(loop.inEventLoop)
         self.completion = completion
-        if let resumeState {
-            resume(from: resumeState)
-        } else {
-            let probe = SegmentWorker(id: 0, download: self, mirror: 0)
-            workers = [probe]
-            probe.request(first: 0, end: nil, role: .probe)
-        }
-        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+        begin()
         if let limit = options.totalTimeout {
             _ = loop.scheduleTimer(after: limit) { [self] in
                 fail(.timedOut(after: limit, url: mirrors[0].url.description, bytesReceived: bytesDone))
             }
         }
+    }
+
+    /// Starts (once the client-wide budget has a connection free): from the journal, or with the probe.
+    private func begin() {
+        guard !isFinished else { return }
+        guard let first = addWorker(mirror: 0) else {
+            return budget.waitForSlot(owner: self) { [self] in begin() }
+        }
+        if let resumeState {
+            resume(from: resumeState, first: first)
+        } else {
+            first.request(first: 0, end: nil, role: .probe)
+        }
+        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+    }
+
+    /// A new connection's worker, when the client-wide budget has a slot for it.
+    private func addWorker(mirror: Int? = nil) -> SegmentWorker? {
+        guard budget.take(upTo: 1) == 1 else { return nil }
+        let id = (workers.map(\.id).max() ?? -1) + 1
+        let worker = SegmentWorker(id: id, download: self, mirror: mirror ?? liveMirror(for: id))
+        workers.append(worker)
+        return worker
+    }
+
+    /// Opens up to `wanted` more connections; those the budget cannot give now are waited for.
+    private func addWorkers(upTo wanted: Int) {
+        guard !isFinished else { return }
+        var added = 0
+        while added < wanted, let worker = addWorker() {
+            added += 1
+            assignWork(worker)
+        }
+        if added < wanted {
+            budget.waitForSlot(owner: self) { [self] in
+                guard let planner, !isFinished else { return }
+                // Only open what the remaining work can still use.
+                let useful = planner.usefulConnections(limit: options.connections) - workers.filter(\.isBusy).count
+                if useful > 0 { addWorkers(upTo: min(wanted - added, useful)) }
+            }
+        }
+    }
+
+    /// Gives every connection slot back to the client-wide budget (the download has stopped).
+    private func releaseConnections() {
+        budget.stopWaiting(owner: self)
+        budget.giveBack(workers.count)
+        workers.removeAll()
     }
 
     /// Stops every connection and reports `error` (once), after a last checkpoint so that running again
@@ -110,8 +188,9 @@ final class SegmentedDownload: @unchecked Sendable {
         guard !isFinished else { return }
         isFinished = true
         stopAll()
+        releaseConnections()
         let report = { [self] in
-            completion?(.failure(error))
+            completion?(.failed(error))
             completion = nil
         }
         if let checkpointer, let planner {
@@ -124,7 +203,7 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Continues an interrupted download: only the ranges the journal does not list as durable are fetched,
     /// each request carrying `If-Range` with the stored validator, so a changed file is noticed at once.
-    private func resume(from state: JournalState) {
+    private func resume(from state: JournalState, first: SegmentWorker) {
         let file: OutputFile
         do {
             file = try OutputFile.open(partPath, truncate: false)
@@ -151,8 +230,8 @@ final class SegmentedDownload: @unchecked Sendable {
         let connections = planner.usefulConnections(limit: options.connections)
         planner.splitForStart(connections: connections)
         self.planner = planner
-        workers = (0..<connections).map { SegmentWorker(id: $0, download: self, mirror: liveMirror(for: $0)) }
-        for worker in workers { assignWork(worker) }
+        assignWork(first)
+        addWorkers(upTo: connections - 1)
         finishIfDone()
     }
 
@@ -163,7 +242,7 @@ final class SegmentedDownload: @unchecked Sendable {
             url: primary.url.description, mirrors: mirrors.dropFirst().map(\.url.description),
             etag: primary.entityTag.map(\.fieldValue), lastModified: primary.lastModified?.secondsSinceEpoch,
             totalLength: total, minimumSegmentSize: options.minimumSegment,
-            checksum: options.checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
+            checksum: checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
             createdAt: Int64(time(nil)))
         checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
         checkpointer!.checkpoint(ByteRangeSet())
@@ -196,8 +275,39 @@ final class SegmentedDownload: @unchecked Sendable {
         checkpointer.checkpoint(planner.written)
     }
 
+    /// Stops every connection after a final checkpoint, so that the journal lists everything written.
+    func pauseOnLoop() {
+        guard !isFinished else { return }
+        isFinished = true
+        stopAll()
+        releaseConnections()
+        guard let checkpointer, let planner else {
+            completion?(.paused(checkpointFailure: nil))
+            completion = nil
+            return
+        }
+        checkpointer.checkpoint(planner.written) { [self] in
+            completion?(.paused(checkpointFailure: checkpointer.lastError))
+            completion = nil
+        }
+    }
+
+    /// Stops every connection; reports once no checkpoint is writing any more, so the caller can delete
+    /// the files without racing one.
     func cancelOnLoop() {
-        fail(.unexpected("cancelled"))
+        guard !isFinished else { return }
+        isFinished = true
+        stopAll()
+        releaseConnections()
+        guard let checkpointer else {
+            completion?(.cancelled)
+            completion = nil
+            return
+        }
+        checkpointer.whenIdle { [self] in
+            completion?(.cancelled)
+            completion = nil
+        }
     }
 
     private func stopAll() {
@@ -212,6 +322,7 @@ final class SegmentedDownload: @unchecked Sendable {
         guard !isFinished, let file else { return }
         isFinished = true
         stopAll()
+        releaseConnections()
         // A checkpoint may still be writing the journal; report only after it has landed, so that removing
         // the journal after the final rename cannot race with its creation.
         if let checkpointer, let planner {
@@ -223,7 +334,7 @@ final class SegmentedDownload: @unchecked Sendable {
 
     private func report(_ file: OutputFile) {
         let primary = mirrors[0]
-        completion?(.success(Finished(file: file, journalPath: journalPath, bytes: total ?? bytesDone, finalURL: primary.url,
+        completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath, bytes: total ?? bytesDone, finalURL: primary.url,
                                       entityTag: primary.entityTag, lastModified: primary.lastModified,
                                       redirects: redirects, connections: peakConnections,
                                       bytesRequested: bytesRequested, retries: retries)))
@@ -242,6 +353,8 @@ final class SegmentedDownload: @unchecked Sendable {
             mirrors[index].validator = nil
             mirrors[index].verified = false
         }
+        // Keep one connection slot for the new probe, so that another download cannot take it meanwhile.
+        budget.giveBack(workers.count - 1)
         let probe = SegmentWorker(id: 0, download: self, mirror: 0)
         workers = [probe]
         probe.request(first: 0, end: nil, role: .probe)
@@ -256,11 +369,53 @@ final class SegmentedDownload: @unchecked Sendable {
         bytesDone = 0
     }
 
+    // MARK: Progress
+
+    /// What the download's progress looks like now, for ``DownloadProgress``.
+    struct Snapshot {
+        var bytesDone: Int64
+        var total: Int64?
+        var activeConnections: Int
+        var completedRanges: [Range<Int64>]
+        var segments: [DownloadProgress.Segment]
+        var checkpointFailure: JournalError?
+        var partialPath: String
+    }
+
+    func snapshot() -> Snapshot {
+        let active = workers.filter(\.isBusy)
+        var segments: [DownloadProgress.Segment] = []
+        if let planner {
+            let owners = Set(active.compactMap(\.segment))
+            for segment in planner.segments.values where segment.remaining > 0 {
+                segments.append(.init(start: segment.start, next: segment.next, end: segment.end,
+                                      isActive: owners.contains(segment.id)))
+            }
+            segments.sort { $0.start < $1.start }
+        }
+        return Snapshot(bytesDone: bytesDone, total: total, activeConnections: active.count,
+                        completedRanges: planner?.written.ranges ?? (bytesDone > 0 ? [0..<bytesDone] : []),
+                        segments: segments, checkpointFailure: checkpointer?.lastError, partialPath: partPath)
+    }
+
     // MARK: Responses
 
     /// The probe's head decides the shape of the whole download.
-    func acceptProbe(_ head: ResponseHead, from worker: SegmentWorker) throws {
+    func acceptProbe(_ head: ResponseHead, from worker: SegmentWorker) throws -> HeadDecision {
         let url = mirrors[worker.mirror].url
+        if let resolveName, head.status == 206 || head.status == 200 || head.status == 416 {
+            self.resolveName = nil
+            switch try resolveName(head, url) {
+            case .fresh(let destination):
+                setDestination(destination)
+            case .resume(let destination, let journal, let state):
+                // An earlier run left this very file half done: continue it instead of this response.
+                setDestination(destination)
+                worker.verdict = .retired
+                loop.execute { [self] in switchToJournal(journal, state) }
+                return .abandon
+            }
+        }
         switch head.status {
         case 206:
             guard let text = head.fields.firstString("content-range"), let range = ContentRange(text),
@@ -285,11 +440,7 @@ final class SegmentedDownload: @unchecked Sendable {
             bytesRequested += planner.end(of: work.segment)
             startCheckpointing()
             // The probe keeps streaming from byte 0; the others open now.
-            for id in 1..<connections {
-                let helper = SegmentWorker(id: id, download: self, mirror: liveMirror(for: id))
-                workers.append(helper)
-                assignWork(helper)
-            }
+            addWorkers(upTo: connections - 1)
         case 200:
             // Ranges are not supported: this one connection carries the file.
             recordValidators(head, mirror: worker.mirror)
@@ -316,6 +467,25 @@ final class SegmentedDownload: @unchecked Sendable {
             throw HaulError.httpStatus(status: head.status, reason: head.reason, url: url.description)
         }
         peakConnections = max(peakConnections, workers.count)
+        return .receiveBody
+    }
+
+    private func setDestination(_ path: String) {
+        destination = path
+        partPath = path + ".part"
+        journalPath = path + ".part.haul"
+    }
+
+    /// Drops the probe and continues the interrupted download the journal describes.
+    private func switchToJournal(_ journal: ResumeJournal, _ state: JournalState) {
+        guard !isFinished else { return }
+        for worker in workers { worker.stop() }
+        budget.giveBack(workers.count - 1)
+        let first = SegmentWorker(id: 0, download: self, mirror: 0)
+        workers = [first]
+        resumeJournal = journal
+        resumeState = state
+        resume(from: state, first: first)
     }
 
     /// Every ranged response must be exactly what was asked for, of the same resource.
@@ -442,6 +612,7 @@ final class SegmentedDownload: @unchecked Sendable {
     func exchangeEnded(_ worker: SegmentWorker, _ result: Result<ExchangeSummary, HTTPClientError>) {
         // A worker retired by a restart may still report its cancelled exchange; it no longer counts.
         guard !isFinished, workers.contains(where: { $0 === worker }) else { return }
+        if case .retired = worker.verdict { return }
         switch (result, worker.verdict) {
         case (.success(let summary), .redirect(let head)):
             followRedirect(head, summary: summary, worker: worker)
@@ -488,7 +659,7 @@ final class SegmentedDownload: @unchecked Sendable {
         worker.segment = nil
         switch error {
         case .changedOnServer:
-            return options.onChange == .restart ? restart(because: error) : fail(error)
+            return onChange == .restart ? restart(because: error) : fail(error)
         case .mirrorMismatch, .wrongContentRange:
             return dropMirror(worker.mirror, worker: worker, error: error)
         default:

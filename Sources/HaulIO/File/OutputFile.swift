@@ -99,4 +99,22 @@ public final class OutputFile: Sendable {
         var info = stat()
         return stat(path, &info) == 0
     }
+
+    /// Whether `path` is a directory (following symbolic links).
+    public static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Creates `path` and any missing parents (like `mkdir -p`); an existing directory is not an error.
+    public static func createDirectories(_ path: String) throws(SystemError) {
+        if path.isEmpty || isDirectory(path) { return }
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try createDirectories(String(path[..<slash]))
+        }
+        do {
+            _ = try blockingSyscall("mkdir") { mkdir(path, 0o777) }
+        } catch where error.errno == EEXIST && isDirectory(path) {
+        }
+    }
 }

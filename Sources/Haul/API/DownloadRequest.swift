@@ -1,0 +1,45 @@
+/// One download: what to fetch, where to put it, and the per-file choices.
+///
+/// Connection counts, timeouts, TLS and the like belong to the ``HaulClient`` (its ``DownloadOptions``);
+/// what differs from file to file lives here.
+public struct DownloadRequest: Sendable {
+    /// Where the file goes.
+    public enum Destination: Sendable, Hashable {
+        /// This exact path.
+        case file(String)
+        /// This directory, under the name the server suggests (`Content-Disposition`), else the last segment
+        /// of the final URL's path, else `index.html`. Suggested names are sanitized: no path separators, no
+        /// `..`, no control characters, at most 255 bytes.
+        case directory(String)
+    }
+
+    /// The URL to fetch.
+    public var url: String
+    /// Other URLs of the same resource; connections are spread over all of them, and a failing one is dropped.
+    public var mirrors: [String]
+    public var destination: Destination
+    /// Whether missing directories on the way to the destination are created.
+    public var createsDirectories: Bool
+    /// Whether an existing file at the destination may be replaced; when false that is
+    /// ``HaulError/destinationExists(path:)``, before anything is fetched.
+    public var replacesExisting: Bool
+    /// A digest the finished file must have; on a mismatch the file stays `NAME.part`.
+    public var checksum: Checksum?
+    /// What to do when the resource changes on the server while (or between when) it is downloaded.
+    public var onChange: ChangePolicy
+    /// Discard a previous interrupted download of the same destination instead of resuming it.
+    public var discardsPartialDownload: Bool
+
+    public init(url: String, mirrors: [String] = [], destination: Destination, createsDirectories: Bool = false,
+                replacesExisting: Bool = false, checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
+                discardsPartialDownload: Bool = false) {
+        self.url = url
+        self.mirrors = mirrors
+        self.destination = destination
+        self.createsDirectories = createsDirectories
+        self.replacesExisting = replacesExisting
+        self.checksum = checksum
+        self.onChange = onChange
+        self.discardsPartialDownload = discardsPartialDownload
+    }
+}

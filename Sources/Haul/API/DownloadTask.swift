@@ -1,0 +1,512 @@
+import Glibc
+import Synchronization
+
+/// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.
+///
+/// - ``value`` waits for the end: the ``DownloadResult``, or the ``HaulError`` that stopped it.
+/// - ``progress`` delivers ``DownloadProgress`` snapshots until the end.
+/// - ``pause()`` stops every connection after making the journal durable; ``resume()`` continues, in this
+///   process or — by starting the same request again — in another one, even after a crash.
+/// - ``cancel()`` stops and deletes the partial file and its journal.
+///
+/// Every method is safe to call from any thread or task, in any state; calls that make no sense in the
+/// current state (pausing a finished download) do nothing.
+public final class DownloadTask: @unchecked Sendable {
+    // @unchecked Sendable: `Published` is behind a mutex; everything under "Loop-confined" is touched on
+    // the client's event loop only.
+
+    /// What the download was asked to do.
+    public let request: DownloadRequest
+    private let client: HaulClient
+    private let published = Mutex(Published())
+
+    private struct Published {
+        var latest = DownloadProgress(phase: .connecting, bytesDone: 0, total: nil, bytesPerSecond: 0,
+                                      estimatedTimeRemaining: nil, activeConnections: 0, completedRanges: [],
+                                      segments: [], elapsed: .zero, partialPath: "")
+        var outcome: Result<DownloadResult, HaulError>?
+        var waiters: [CheckedContinuation<Result<DownloadResult, HaulError>, Never>] = []
+        var subscribers: [Int: AsyncStream<DownloadProgress>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    // MARK: Loop-confined
+
+    private enum State {
+        /// Checking the destination and any journal, off the loop.
+        case preparing
+        case running(SegmentedDownload)
+        /// Checksum, sync and rename, off the loop.
+        case finishing
+        case paused
+        case ended
+    }
+
+    /// What a pause, cancel or stop asked for while the download could not act on it yet.
+    private enum Request {
+        case none
+        case pause
+        case stop
+        case cancel
+    }
+
+    private var state: State = .preparing
+    private var pending: Request = .none
+    private var pauseWaiters: [CheckedContinuation<Result<Void, HaulError>, Never>] = []
+    private var cancelWaiters: [CheckedContinuation<Void, Never>] = []
+    private var ticker: TimerID?
+    private var rate = RateEstimator()
+    private var runStarted = MonotonicInstant.now()
+    private var lastBytes: Int64 = 0
+    private var lastTotal: Int64?
+
+    init(request: DownloadRequest, client: HaulClient) {
+        self.request = request
+        self.client = client
+    }
+
+    // MARK: Public
+
+    /// The result, once the download has ended (a pause is not an end: this keeps waiting).
+    ///
+    /// Throws ``HaulError/cancelled`` after ``cancel()``.
+    public var value: DownloadResult {
+        get async throws(HaulError) { try await outcome().get() }
+    }
+
+    /// The latest snapshot.
+    public var currentProgress: DownloadProgress {
+        published.withLock { $0.latest }
+    }
+
+    /// Snapshots from now until the download ends (the last one has phase `.completed`, `.failed` or
+    /// `.cancelled`); a consumer that falls behind gets the newest one. Each call is its own subscription.
+    public var progress: AsyncStream<DownloadProgress> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id: Int? = published.withLock { published in
+                continuation.yield(published.latest)
+                guard published.outcome == nil else { return nil }
+                let id = published.nextSubscriber
+                published.nextSubscriber += 1
+                published.subscribers[id] = continuation
+                return id
+            }
+            guard let id else { return continuation.finish() }
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.published.withLock { $0.subscribers.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Stops every connection once the journal records every byte written, and returns then.
+    ///
+    /// The partial file and its journal stay; ``resume()`` continues in this process, and starting the same
+    /// request continues in another. Throws ``HaulError/checkpointFailed(_:)`` when that last checkpoint
+    /// could not be written (a later resume then re-fetches what the previous checkpoint did not list).
+    public func pause() async throws(HaulError) {
+        let result = await withCheckedContinuation { continuation in
+            client.loop.execute { [self] in pauseOnLoop(continuation) }
+        }
+        try result.get()
+    }
+
+    /// Continues a paused download from its journal: only the bytes it does not list are fetched, each
+    /// request carrying `If-Range` so that a change on the server is noticed. Does nothing unless paused.
+    public func resume() {
+        client.loop.execute { [self] in
+            switch state {
+            case .paused: begin()
+            case .preparing where pending == .pause: pending = .none
+            default: break
+            }
+        }
+    }
+
+    /// Stops the download and deletes its partial file and journal; ``value`` then throws
+    /// ``HaulError/cancelled``. Returns once the files are gone. Does nothing to a finished download.
+    public func cancel() async {
+        await withCheckedContinuation { continuation in
+            client.loop.execute { [self] in cancelOnLoop(continuation) }
+        }
+    }
+
+    // MARK: Driving the download
+
+    /// Waits for the end without throwing (for callers that map the error themselves).
+    func outcome() async -> Result<DownloadResult, HaulError> {
+        await withCheckedContinuation { continuation in
+            let done: Result<DownloadResult, HaulError>? = published.withLock { published in
+                if let outcome = published.outcome { return outcome }
+                published.waiters.append(continuation)
+                return nil
+            }
+            if let done { continuation.resume(returning: done) }
+        }
+    }
+
+    /// Checks the request off the loop (it touches the file system), then starts on the loop.
+    func begin() {
+        let options = client.options
+        let request = self.request
+        client.loop.execute { [self] in
+            state = .preparing
+            publish(phase: .connecting)
+            BlockingWork.start(name: "haul-prepare") { [self] in
+                let prepared = Result { () throws(HaulError) in try Self.prepare(request, options: options) }
+                client.loop.execute { [self] in launch(prepared) }
+            }
+        }
+    }
+
+    /// Stops like a pause (files kept for a later resume), then ends with ``HaulError/cancelled``.
+    func stop() {
+        client.loop.execute { [self] in
+            switch state {
+            case .preparing: pending = .stop
+            case .running(let download): pending = .stop; download.pauseOnLoop()
+            case .paused: end(.failure(.cancelled))
+            case .finishing, .ended: break
+            }
+        }
+    }
+
+    private func pauseOnLoop(_ continuation: CheckedContinuation<Result<Void, HaulError>, Never>) {
+        switch state {
+        case .preparing:
+            if pending == .none { pending = .pause }
+            pauseWaiters.append(continuation)
+        case .running(let download):
+            if pending == .none { pending = .pause }
+            pauseWaiters.append(continuation)
+            download.pauseOnLoop()
+        case .paused, .finishing, .ended:
+            continuation.resume(returning: .success(()))
+        }
+    }
+
+    private func cancelOnLoop(_ continuation: CheckedContinuation<Void, Never>) {
+        switch state {
+        case .preparing:
+            pending = .cancel
+            cancelWaiters.append(continuation)
+        case .running(let download):
+            pending = .cancel
+            cancelWaiters.append(continuation)
+            download.cancelOnLoop()
+        case .paused:
+            cancelWaiters.append(continuation)
+            removeFilesAndEnd()
+        case .finishing, .ended:
+            continuation.resume()
+        }
+    }
+
+    private func launch(_ outcome: Result<Prepared, HaulError>) {
+        let prepared: Prepared
+        switch (outcome, pending) {
+        case (.failure(let error), _):
+            return end(.failure(error))
+        case (.success, .cancel):
+            return removeFilesAndEnd()
+        case (.success, .stop):
+            return end(.failure(.cancelled))
+        case (.success, .pause):
+            pending = .none
+            state = .paused
+            publish(phase: .paused)
+            return resolvePauseWaiters(.success(()))
+        case (.success(let value), .none):
+            prepared = value
+        }
+        let request = self.request
+        let download = SegmentedDownload(
+            loop: client.loop, client: client.client, options: client.options, budget: client.budget,
+            urls: prepared.urls, destination: prepared.destination,
+            resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
+            checksum: request.checksum, onChange: request.onChange,
+            requestTemplate: prepared.template, resume: prepared.resume)
+        state = .running(download)
+        runStarted = .now()
+        rate = RateEstimator()
+        publish(phase: .connecting)
+        scheduleTick()
+        download.startOnLoop { [self] outcome in downloadEnded(outcome) }
+    }
+
+    private func downloadEnded(_ outcome: SegmentedDownload.Outcome) {
+        guard case .running(let download) = state else { return }
+        if let ticker { client.loop.cancelTimer(ticker) }
+        ticker = nil
+        let snapshot = download.snapshot()
+        switch outcome {
+        case .finished(let finished):
+            state = .finishing
+            publish(snapshot, phase: .finishing)
+            let request = self.request
+            let synchronizes = client.options.synchronizesToDisk
+            let destination = download.destination
+            let started = runStarted
+            BlockingWork.start(name: "haul-finish") { [self] in
+                let result = Result { () throws(HaulError) in
+                    try Self.finish(finished, destination: destination, checksum: request.checksum, synchronizes: synchronizes)
+                    return DownloadResult(
+                        path: destination, bytes: finished.bytes,
+                        duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: started))),
+                        finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
+                        redirects: finished.redirects, connections: finished.connections,
+                        bytesRequested: finished.bytesRequested, retries: finished.retries)
+                }
+                client.loop.execute { [self] in end(result) }
+            }
+        case .failed(let error):
+            publish(snapshot, phase: .failed)
+            end(.failure(error))
+        case .paused(let failure):
+            switch pending {
+            case .stop:
+                end(.failure(.cancelled))
+            case .cancel:
+                removeFilesAndEnd()
+            case .pause, .none:
+                pending = .none
+                state = .paused
+                var paused = snapshot
+                paused.checkpointFailure = failure
+                publish(paused, phase: .paused)
+                resolvePauseWaiters(failure.map { .failure(.checkpointFailed($0)) } ?? .success(()))
+            }
+        case .cancelled:
+            removeFilesAndEnd()
+        }
+    }
+
+    /// Deletes the partial file and its journal (off the loop), then ends with ``HaulError/cancelled``.
+    private func removeFilesAndEnd() {
+        let paths: [String]
+        if case .running(let download) = state, !download.partPath.isEmpty {
+            paths = [download.journalPath, download.partPath]
+        } else if case .file(let path) = request.destination {
+            paths = [path + ".part.haul", path + ".part"]
+        } else {
+            paths = lastPartialPath.map { [$0 + ".haul", $0] } ?? []
+        }
+        state = .finishing
+        BlockingWork.start(name: "haul-cancel") { [self] in
+            for path in paths { try? OutputFile.remove(path) }
+            client.loop.execute { [self] in end(.failure(.cancelled)) }
+        }
+    }
+
+    private var lastPartialPath: String? {
+        let path = published.withLock { $0.latest.partialPath }
+        return path.isEmpty ? nil : path
+    }
+
+    private func end(_ result: Result<DownloadResult, HaulError>) {
+        if let ticker { client.loop.cancelTimer(ticker) }
+        ticker = nil
+        state = .ended
+        pending = .none
+        let phase: DownloadProgress.Phase
+        switch result {
+        case .success: phase = .completed
+        case .failure(.cancelled): phase = .cancelled
+        case .failure: phase = .failed
+        }
+        var final = published.withLock { $0.latest }
+        final.phase = phase
+        final.activeConnections = 0
+        final.estimatedTimeRemaining = nil
+        if case .success(let value) = result {
+            final.bytesDone = value.bytes
+            final.total = value.bytes
+            final.completedRanges = value.bytes > 0 ? [0..<value.bytes] : []
+            final.segments = []
+            final.partialPath = value.path
+        }
+        let (waiters, subscribers) = published.withLock { published in
+            published.latest = final
+            published.outcome = result
+            defer { published.waiters = []; published.subscribers = [:] }
+            return (published.waiters, published.subscribers)
+        }
+        for subscriber in subscribers.values {
+            subscriber.yield(final)
+            subscriber.finish()
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
+        // A pause asked for while the download was ending has nothing left to pause.
+        resolvePauseWaiters(.success(()))
+        let cancelled = cancelWaiters
+        cancelWaiters = []
+        for waiter in cancelled { waiter.resume() }
+    }
+
+    private func resolvePauseWaiters(_ result: Result<Void, HaulError>) {
+        let waiters = pauseWaiters
+        pauseWaiters = []
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
+
+    // MARK: Progress
+
+    private func scheduleTick() {
+        ticker = client.loop.scheduleTimer(after: client.options.progressInterval) { [self] in
+            ticker = nil
+            guard case .running(let download) = state else { return }
+            let snapshot = download.snapshot()
+            publish(snapshot, phase: snapshot.total == nil && snapshot.bytesDone == 0 ? .connecting : .downloading)
+            scheduleTick()
+        }
+    }
+
+    private func publish(phase: DownloadProgress.Phase) {
+        var latest = published.withLock { $0.latest }
+        latest.phase = phase
+        if phase == .connecting || phase == .paused { latest.activeConnections = 0; latest.bytesPerSecond = 0; latest.estimatedTimeRemaining = nil }
+        send(latest)
+    }
+
+    private func publish(_ snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase) {
+        let now = MonotonicInstant.now()
+        rate.record(bytes: snapshot.bytesDone, at: now)
+        let perSecond = phase == .downloading ? rate.bytesPerSecond : 0
+        var remaining: Duration?
+        if let total = snapshot.total, perSecond > 0 {
+            remaining = .milliseconds(Int64(Double(total - snapshot.bytesDone) / perSecond * 1000))
+        }
+        send(DownloadProgress(
+            phase: phase, bytesDone: snapshot.bytesDone, total: snapshot.total, bytesPerSecond: perSecond,
+            estimatedTimeRemaining: remaining, activeConnections: phase == .downloading ? snapshot.activeConnections : 0,
+            completedRanges: snapshot.completedRanges, segments: snapshot.segments,
+            elapsed: .nanoseconds(Int64(now.nanoseconds(since: runStarted))), partialPath: snapshot.partialPath,
+            checkpointFailure: snapshot.checkpointFailure))
+    }
+
+    private func send(_ progress: DownloadProgress) {
+        let subscribers = published.withLock { published in
+            published.latest = progress
+            return Array(published.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.yield(progress) }
+    }
+}
+
+// MARK: - Blocking steps
+
+extension DownloadTask {
+    /// The request, checked, and the journal of an interrupted download of it, if any.
+    struct Prepared: @unchecked Sendable {
+        // @unchecked Sendable: `ResumeJournal` is safe to hand from the preparing thread to the loop.
+        var urls: [HTTPURL]
+        var template: RequestHead
+        /// The final path, or nil when a directory download still has to learn its name.
+        var destination: String?
+        var directory: String?
+        var resume: (journal: ResumeJournal, state: JournalState)?
+    }
+
+    static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
+        var urls: [HTTPURL] = []
+        for text in [request.url] + request.mirrors {
+            do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
+        }
+        let template = RequestHead(method: .get, url: urls[0], userAgent: options.userAgent, headers: HTTPFields(options.headers))
+        do { _ = try template.serialized() } catch { throw .invalidRequest(error) }
+        switch request.destination {
+        case .file(let path):
+            let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+            try prepareDirectory(parent, create: request.createsDirectories)
+            let resume = try interruptedDownload(at: path + ".part", url: urls[0], restart: request.discardsPartialDownload)
+            if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            return Prepared(urls: urls, template: template, destination: path, directory: nil, resume: resume)
+        case .directory(let directory):
+            try prepareDirectory(directory, create: request.createsDirectories)
+            return Prepared(urls: urls, template: template, destination: nil, directory: directory, resume: nil)
+        }
+    }
+
+    private static func prepareDirectory(_ directory: String, create: Bool) throws(HaulError) {
+        guard !directory.isEmpty, !OutputFile.isDirectory(directory) else { return }
+        guard create else {
+            throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
+        }
+        do { try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+    }
+
+    static func nameResolver(directory: String, request: DownloadRequest) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
+        { head, url in try resolveName(in: directory, head: head, url: url, request: request) }
+    }
+
+    /// Names a directory download once the probe's head is in: the suggested name, checked against an
+    /// existing file and an interrupted download of the same name. Runs on the loop; its file-system calls
+    /// are a `stat` and, rarely, reading a journal of a few KiB.
+    static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest) throws(HaulError) -> SegmentedDownload.NameResolution {
+        let name = SuggestedFileName.forResponse(head, url: url)
+        let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        let primary: HTTPURL
+        do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
+        if let resume = try interruptedDownload(at: path + ".part", url: primary, restart: request.discardsPartialDownload) {
+            return .resume(destination: path, journal: resume.journal, state: resume.state)
+        }
+        if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+        return .fresh(destination: path)
+    }
+
+    /// Checksum, sync, atomic rename, journal removal.
+    static func finish(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool) throws(HaulError) {
+        if let checksum {
+            let actual: String
+            do { actual = try FileDigest.hex(of: finished.partPath, algorithm: checksum.algorithm) } catch {
+                throw .disk(path: finished.partPath, error)
+            }
+            guard actual == checksum.hex else {
+                throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
+            }
+        }
+        do {
+            if synchronizes { try finished.file.synchronize() }
+            try OutputFile.rename(finished.partPath, to: destination)
+        } catch {
+            throw .disk(path: destination, error)
+        }
+        // The file is complete under its final name; the journal has nothing left to describe.
+        try? ResumeJournal.remove(path: finished.journalPath)
+    }
+
+    /// The journal of an interrupted download at `partPath`, if there is one to resume.
+    ///
+    /// A journal without its `.part` file (or with one of the wrong size) cannot be trusted and is
+    /// discarded; a journal for another URL, or one that cannot be read, is an error unless `restart`.
+    static func interruptedDownload(at partPath: String, url: HTTPURL, restart: Bool) throws(HaulError) -> (journal: ResumeJournal, state: JournalState)? {
+        let journalPath = partPath + ".haul"
+        guard OutputFile.exists(journalPath) else { return nil }
+        if restart {
+            try? ResumeJournal.remove(path: journalPath)
+            try? OutputFile.remove(partPath)
+            return nil
+        }
+        let opened: (ResumeJournal, JournalState)
+        do {
+            opened = try ResumeJournal.open(path: journalPath)
+        } catch {
+            throw .journal(error)
+        }
+        let state = opened.1
+        guard state.url == url.description else {
+            throw .partialDownloadMismatch(path: partPath, detail: "this partial download is of \(state.url), not \(url)")
+        }
+        let partSize: Int64?
+        do {
+            partSize = OutputFile.exists(partPath) ? try OutputFile.open(partPath, truncate: false).size() : nil
+        } catch {
+            throw .disk(path: partPath, error)
+        }
+        guard partSize == state.totalLength else {
+            // The data the journal describes is gone (or was replaced): start over rather than trust it.
+            try? ResumeJournal.remove(path: journalPath)
+            return nil
+        }
+        return opened
+    }
+}

@@ -1,0 +1,81 @@
+/// The name a download into a directory is saved under: the server's suggestion (`Content-Disposition`),
+/// else the last segment of the final URL's path, else `index.html` — always made safe to use as one path
+/// component.
+///
+/// A suggestion comes from the network, so it is hostile until proven otherwise: path separators would
+/// write outside the directory, `..` would climb out of it, control characters would garble terminals and
+/// logs, and a leading `.` would hide the file.
+enum SuggestedFileName {
+    /// Longest name, in UTF-8 bytes, that common Linux filesystems accept.
+    static let maximumBytes = 255
+    static let fallback = "index.html"
+
+    static func forResponse(_ head: ResponseHead, url: HTTPURL) -> String {
+        if let field = head.fields.first("content-disposition"), let disposition = ContentDisposition(field),
+           let suggested = disposition.filename, let name = sanitized(suggested) {
+            return name
+        }
+        return forURL(url)
+    }
+
+    static func forURL(_ url: HTTPURL) -> String {
+        let last = url.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        return sanitized(percentDecoded(last)) ?? fallback
+    }
+
+    /// `raw` as a single safe path component, or nil when nothing usable is left.
+    static func sanitized(_ raw: String) -> String? {
+        var scalars = String.UnicodeScalarView()
+        for scalar in raw.unicodeScalars {
+            switch scalar.value {
+            case 0x2F, 0x5C: scalars.append("_")                      // `/` and `\`: never a path
+            case 0..<0x20, 0x7F, 0x80..<0xA0: continue                 // C0 and C1 control characters
+            case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: continue  // bidi overrides that disguise a name
+            default: scalars.append(scalar)
+            }
+        }
+        var name = String(scalars)
+        // Leading dots would hide the file, or make `.` and `..`; surrounding spaces are invisible.
+        while let first = name.first, first == "." || first == " " { name.removeFirst() }
+        while let last = name.last, last == " " { name.removeLast() }
+        guard !name.isEmpty else { return nil }
+        return truncated(name)
+    }
+
+    /// Cuts `name` to ``maximumBytes`` on a character boundary, keeping a short extension.
+    private static func truncated(_ name: String) -> String {
+        guard name.utf8.count > maximumBytes else { return name }
+        var suffix = ""
+        if let dot = name.lastIndex(of: "."), name.utf8.distance(from: dot.samePosition(in: name.utf8) ?? name.utf8.endIndex, to: name.utf8.endIndex) <= 16 {
+            suffix = String(name[dot...])
+        }
+        var stem = String(name.dropLast(suffix.count))
+        while stem.utf8.count + suffix.utf8.count > maximumBytes { stem.removeLast() }
+        return stem + suffix
+    }
+
+    /// Decodes `%XX` escapes; invalid escapes stay as they are, invalid UTF-8 becomes U+FFFD.
+    static func percentDecoded(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "%"), utf8.count >= 2, let high = hexValue(utf8[utf8.startIndex]),
+               let low = hexValue(utf8[utf8.startIndex + 1]) {
+                bytes.append(high << 4 | low)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
