@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -58,3 +60,29 @@ const unsigned int haul_SPLICE_F_MORE = SPLICE_F_MORE;
 const unsigned int haul_SYNC_FILE_RANGE_WRITE = SYNC_FILE_RANGE_WRITE;
 const unsigned int haul_SYNC_FILE_RANGE_WAIT_BEFORE = SYNC_FILE_RANGE_WAIT_BEFORE;
 const unsigned int haul_SYNC_FILE_RANGE_WAIT_AFTER = SYNC_FILE_RANGE_WAIT_AFTER;
+
+static int haul_stop_fd = -1;
+static int haul_stop_exit_status = 130;
+static volatile sig_atomic_t haul_stop_count = 0;
+
+// Only async-signal-safe calls here: write(2) and _exit(2).
+static void haul_on_stop_signal(int signal_number) {
+    haul_stop_count += 1;
+    if (haul_stop_count > 1) _exit(haul_stop_exit_status);
+    unsigned char byte = (unsigned char)signal_number;
+    ssize_t ignored = write(haul_stop_fd, &byte, 1);
+    (void)ignored;
+}
+
+int haul_install_stop_signals(int fd, int exit_status) {
+    haul_stop_fd = fd;
+    haul_stop_exit_status = exit_status;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = haul_on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(SIGINT, &action, NULL) != 0) return -1;
+    if (sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    return 0;
+}

@@ -17,6 +17,9 @@ int haul_fallocate(int fd, int mode, int64_t offset, int64_t len);
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);
 /// `pthread_setname_np` is a GNU extension, invisible to Swift without _GNU_SOURCE.
 int haul_set_thread_name(unsigned long thread, const char *name);
+/// Routes SIGINT and SIGTERM to one byte (the signal number) written to `fd`, so that a thread can react
+/// outside the signal handler. A second stop signal ends the process at once with `_exit(exit_status)`.
+int haul_install_stop_signals(int fd, int exit_status);
 
 extern const int haul_EPOLL_CTL_ADD;
 extern const int haul_EPOLL_CTL_MOD;
