@@ -32,6 +32,7 @@ public struct DownloadProgress: Sendable, Equatable {
         /// Whether a connection is working on it right now.
         public var isActive: Bool
 
+        /// A segment from `start` to `end`, written up to `next`.
         public init(start: Int64, next: Int64, end: Int64, isActive: Bool) {
             self.start = start
             self.next = next
@@ -40,6 +41,7 @@ public struct DownloadProgress: Sendable, Equatable {
         }
     }
 
+    /// Where the download is in its life.
     public var phase: Phase
     /// Bytes of the file written so far (including those a resumed download found already on disk).
     public var bytesDone: Int64
@@ -64,6 +66,7 @@ public struct DownloadProgress: Sendable, Equatable {
     /// behind: the download goes on, but after a crash more would be fetched again. Nil once one succeeds.
     public var checkpointFailure: JournalError?
 
+    /// A snapshot with every field given (the engine makes these; tests and custom renderers may too).
     public init(phase: Phase, bytesDone: Int64, total: Int64?, bytesPerSecond: Double, estimatedTimeRemaining: Duration?,
                 activeConnections: Int, completedRanges: [Range<Int64>], segments: [Segment], elapsed: Duration,
                 partialPath: String, checkpointFailure: JournalError? = nil) {

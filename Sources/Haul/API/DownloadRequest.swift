@@ -17,6 +17,7 @@ public struct DownloadRequest: Sendable {
     public var url: String
     /// Other URLs of the same resource; connections are spread over all of them, and a failing one is dropped.
     public var mirrors: [String]
+    /// Where the file goes: a path, or a directory and the server's suggested name.
     public var destination: Destination
     /// Whether missing directories on the way to the destination are created.
     public var createsDirectories: Bool
@@ -30,6 +31,7 @@ public struct DownloadRequest: Sendable {
     /// Discard a previous interrupted download of the same destination instead of resuming it.
     public var discardsPartialDownload: Bool
 
+    /// A request with the safe defaults: no directories created, an existing file not replaced, fail on change.
     public init(url: String, mirrors: [String] = [], destination: Destination, createsDirectories: Bool = false,
                 replacesExisting: Bool = false, checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
                 discardsPartialDownload: Bool = false) {

@@ -20,6 +20,7 @@ public final class HaulClient: Sendable {
     let loop: EventLoop
     let budget: ConnectionBudget
 
+    /// Starts the client's event-loop thread; fails only when the system refuses a thread or an epoll instance.
     public init(options: DownloadOptions = DownloadOptions()) throws(HaulError) {
         self.options = options
         do {

@@ -37,6 +37,8 @@ public struct DownloadOptions: Sendable {
     /// How often a running download publishes a ``DownloadProgress`` snapshot.
     public var progressInterval: Duration
 
+    /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
+    /// writes, a checkpoint every second or 32 MiB.
     public init(
         userAgent: String = "haul/0.1",
         headers: [(name: String, value: String)] = [],
@@ -86,10 +88,12 @@ public enum ChangePolicy: String, Sendable, Hashable {
 
 /// An expected whole-file digest, e.g. `sha256=9f86d0...`.
 public struct Checksum: Sendable, Hashable, CustomStringConvertible {
+    /// The digest function.
     public var algorithm: DigestAlgorithm
     /// Lowercase hex.
     public var hex: String
 
+    /// A checksum from a digest in hex (any case).
     public init(algorithm: DigestAlgorithm, hex: String) {
         self.algorithm = algorithm
         self.hex = hex.lowercased()

@@ -15,6 +15,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Longest `Retry-After` honoured; a server asking for more fails the try instead.
     public var maxRetryAfter: Duration
 
+    /// The default: 5 tries per range, 100 retries per download, waits from 250 ms up to 10 s.
     public init(triesPerRange: Int = 5, totalRetries: Int = 100, baseDelay: Duration = .milliseconds(250),
                 maxDelay: Duration = .seconds(10), maxRetryAfter: Duration = .seconds(120)) {
         self.triesPerRange = triesPerRange

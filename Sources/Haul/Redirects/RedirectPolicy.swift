@@ -5,6 +5,7 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Whether an https URL may redirect to plain http (off: a downgrade exposes the download).
     public var allowsHTTPSDowngrade: Bool
 
+    /// Follows up to `maxRedirects` hops; https→http only when `allowsHTTPSDowngrade`.
     public init(maxRedirects: Int = 10, allowsHTTPSDowngrade: Bool = false) {
         self.maxRedirects = maxRedirects
         self.allowsHTTPSDowngrade = allowsHTTPSDowngrade
@@ -58,6 +59,7 @@ public struct RedirectPolicy: Sendable, Hashable {
 
 /// A redirect that could not be followed, with the URL that sent it.
 public struct RedirectError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
     public enum Reason: Sendable {
         case missingLocation(status: Int)
         case invalidLocation(String, URLParseError)
@@ -66,10 +68,12 @@ public struct RedirectError: Error, Sendable, CustomStringConvertible {
         case tooMany(limit: Int)
     }
 
+    /// What went wrong.
     public let reason: Reason
     /// The URL whose response redirected.
     public let url: HTTPURL
 
+    /// An error for `reason` at `url`.
     public init(_ reason: Reason, at url: HTTPURL) {
         self.reason = reason
         self.url = url

@@ -5,8 +5,10 @@ public struct ByteRangeSet: Sendable, Equatable, CustomStringConvertible {
     /// The ranges, sorted, disjoint and never touching.
     public private(set) var ranges: [Range<Int64>] = []
 
+    /// The empty set.
     public init() {}
 
+    /// The union of `ranges` (in any order, overlapping or not).
     public init(_ ranges: [Range<Int64>]) {
         for range in ranges { insert(range) }
     }
