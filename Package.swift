@@ -26,8 +26,11 @@ let package = Package(
 
         .executableTarget(
             name: "haul",
-            dependencies: ["Haul", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Haul", "HaulCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // The CLI's pure pieces (progress lines, JSON events, exit codes, input files, sizes), testable
+        // without a terminal or a network; no ArgumentParser and no Foundation.
+        .target(name: "HaulCommandLine", dependencies: ["Haul"]),
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",
@@ -42,6 +45,7 @@ let package = Package(
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
         .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
+        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
     ],
     swiftLanguageModes: [.v6]
 )

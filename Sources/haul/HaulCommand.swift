@@ -1,5 +1,6 @@
 import ArgumentParser
 import Haul
+import HaulCommandLine
 
 #if canImport(Glibc)
 import Glibc

@@ -1,0 +1,137 @@
+import Haul
+
+/// The `haul` command's exit status: one code per class of failure, so a script can tell "try again later"
+/// (network) from "the file is wrong" (checksum) from "fix the command line" (usage) without parsing
+/// messages. ``table`` lists them for the README and `--help`; ``init(_:)-(HaulError)`` classifies errors.
+///
+/// The codes are a public interface: never renumber one, only add new ones.
+public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
+    /// Every download finished.
+    case success = 0
+    /// A failure with no better class (a bug in Haul if it is ever seen).
+    case unexpected = 1
+    /// The command line or input file is wrong: bad option, invalid URL or header, unreadable input file.
+    case usage = 2
+    /// The network failed: DNS, connect, reset, stall or time limit, a body cut short, truncated TLS.
+    case network = 3
+    /// TLS failed: handshake, certificate, or setting TLS up locally (CA file).
+    case tls = 4
+    /// The server answered with an error status, or a redirect could not be followed.
+    case http = 5
+    /// The server broke HTTP: malformed response, wrong Content-Range, mirrors that disagree.
+    case protocolViolation = 6
+    /// The file changed on the server, or the partial download on disk belongs to something else.
+    case changedOnServer = 7
+    /// The finished file's checksum is not the expected one (it is left as `.part`).
+    case checksumMismatch = 8
+    /// Writing the output failed: disk error, no space, destination exists, resume journal unusable.
+    case output = 9
+    /// Interrupted (SIGINT/SIGTERM) or cancelled; the partial download is kept, run again to resume.
+    case interrupted = 130
+
+    /// The code passed to `exit`.
+    public var code: Int32 { rawValue }
+
+    /// A short machine-readable name, used as `"class"` in JSON error lines.
+    public var className: String {
+        switch self {
+        case .success: "success"
+        case .unexpected: "unexpected"
+        case .usage: "usage"
+        case .network: "network"
+        case .tls: "tls"
+        case .http: "http"
+        case .protocolViolation: "protocol"
+        case .changedOnServer: "changed"
+        case .checksumMismatch: "checksum"
+        case .output: "disk"
+        case .interrupted: "interrupted"
+        }
+    }
+
+    /// One line for a person: what the code means and, where it helps, what to do.
+    public var meaning: String {
+        switch self {
+        case .success: "every download finished"
+        case .unexpected: "unexpected failure (please report it)"
+        case .usage: "usage: bad option, invalid URL or header, bad input file"
+        case .network: "network: DNS, connect, reset, stall or timeout, incomplete body, truncated TLS"
+        case .tls: "TLS: handshake, certificate, or local TLS setup (CA file)"
+        case .http: "HTTP error status, or a redirect that could not be followed"
+        case .protocolViolation: "protocol: malformed response, wrong Content-Range, mirror mismatch"
+        case .changedOnServer: "the file changed on the server, or the partial download belongs to another file"
+        case .checksumMismatch: "checksum mismatch (the file is left as .part)"
+        case .output: "disk or output: write error, no space, destination exists, resume journal"
+        case .interrupted: "interrupted or cancelled; run the same command again to resume"
+        }
+    }
+
+    public var description: String { "\(code) (\(className))" }
+
+    /// Every exit status in code order, as `(code, class, meaning)` rows for documentation and `--help`.
+    public static let table: [(code: Int32, class: String, meaning: String)] =
+        allCases.map { ($0.code, $0.className, $0.meaning) }
+
+    /// ``table`` as aligned text, one status per line: `  3  network      network: DNS, ...`.
+    public static var tableText: String {
+        let classWidth = allCases.map(\.className.count).max() ?? 0
+        return allCases.map { status in
+            let code = String(status.code)
+            let name = status.className
+            return String(repeating: " ", count: 5 - code.count) + code + "  " + name
+                + String(repeating: " ", count: classWidth - name.count) + "  " + status.meaning
+        }.joined(separator: "\n")
+    }
+
+    /// The class of a download failure.
+    ///
+    /// A `malformedResponse` that is only a connection closing early (`connectionClosedBeforeResponse`,
+    /// `incompleteMessage`) counts as ``network``: nothing the server sent was wrong, the connection just
+    /// ended, and trying again may well succeed (``HaulError/isTransient`` agrees).
+    public init(_ error: HaulError) {
+        switch error {
+        case .invalidURL, .invalidRequest: self = .usage
+        case .network, .truncatedTLS, .timedOut, .incomplete: self = .network
+        case .tls, .tlsSetup: self = .tls
+        case .httpStatus, .redirect: self = .http
+        case .malformedResponse(let parseError, _):
+            switch parseError.kind {
+            case .connectionClosedBeforeResponse, .incompleteMessage: self = .network
+            default: self = .protocolViolation
+            }
+        case .wrongContentRange, .mirrorMismatch: self = .protocolViolation
+        case .changedOnServer, .partialDownloadMismatch: self = .changedOnServer
+        case .checksumMismatch: self = .checksumMismatch
+        case .disk, .insufficientSpace, .destinationExists, .journal, .checkpointFailed: self = .output
+        case .cancelled: self = .interrupted
+        case .unexpected: self = .unexpected
+        }
+    }
+
+    /// The class of any error the CLI may end with: engine errors by ``init(_:)-(HaulError)``, the
+    /// command-line pieces' own errors (``UsageError``, ``InputFileError``, ``ByteSizeError``, URL and header
+    /// errors) as ``usage``, Swift task cancellation as ``interrupted``, anything else as ``unexpected``.
+    public init(classifying error: any Error) {
+        switch error {
+        case let error as HaulError: self.init(error)
+        case is UsageError, is InputFileError, is ByteSizeError, is URLParseError, is RequestHeadError:
+            self = .usage
+        case let error as ConnectionError:
+            switch error.kind {
+            case .tlsHandshakeFailed, .tlsHandshakeTimedOut, .tlsFailure: self = .tls
+            default: self = .network
+            }
+        case is TLSSetupError: self = .tls
+        case is CancellationError: self = .interrupted
+        default: self = .unexpected
+        }
+    }
+}
+
+/// A mistake on the command line that the argument parser itself cannot see (say, `-o` with several URLs,
+/// or a header without a colon). Exits with ``ExitStatus/usage``.
+public struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

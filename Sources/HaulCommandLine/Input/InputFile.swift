@@ -1,0 +1,167 @@
+import Haul
+
+/// One download listed in an input file (`haul -i FILE`).
+public struct InputEntry: Sendable, Hashable {
+    /// The URL to download, as written (checked to be an http/https URL).
+    public var url: String
+    /// Further URLs of the same file, tried alongside ``url``.
+    public var mirrors: [String]
+    /// The output file name from `out=NAME`, or nil to derive it from the URL or the server.
+    public var outputName: String?
+    /// The 1-based line the entry's URL is on, for messages about it.
+    public var line: Int
+
+    public init(url: String, mirrors: [String] = [], outputName: String? = nil, line: Int) {
+        self.url = url
+        self.mirrors = mirrors
+        self.outputName = outputName
+        self.line = line
+    }
+}
+
+/// The input file format: one download per line, like aria2's `-i`, so existing lists keep working.
+///
+/// ```
+/// # comments and blank lines are skipped
+/// https://a.example/file.iso<TAB>https://b.example/file.iso<TAB>out=debian.iso
+/// https://c.example/other.tar
+///   out=renamed.tar
+/// ```
+///
+/// - The first TAB-separated field is the URL; later fields are mirror URLs or `out=NAME`, in any order.
+/// - A line starting with a space or TAB continues the previous entry; it holds one `out=NAME` (aria2's
+///   option lines). Other aria2 options are refused by name rather than silently ignored.
+/// - CRLF line ends and a leading UTF-8 byte order mark are accepted.
+/// - Two entries may not name the same output file: the second would overwrite the first.
+public enum InputFile {
+    /// Parses the text of an input file. Throws on the first problem, naming its line.
+    public static func parse(_ text: String) throws(InputFileError) -> [InputEntry] {
+        var entries: [InputEntry] = []
+        var outputLines: [String: Int] = [:]
+        var lineNumber = 0
+        var content = Substring(text)
+        if content.first == "\u{FEFF}" { content.removeFirst() }
+
+        // Split on "\n" only (a Character of "\r\n" is one grapheme; split on scalars to see both ends).
+        let lines = content.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
+        for scalars in lines {
+            lineNumber += 1
+            var line = String(String.UnicodeScalarView(scalars))
+            if line.hasSuffix("\r") { line.removeLast() }
+            let trimmed = trimmed(line[...])
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+
+            if line.first == " " || line.first == "\t" {
+                guard !entries.isEmpty else {
+                    throw InputFileError(line: lineNumber, reason: .continuationWithoutEntry(String(trimmed)))
+                }
+                for field in trimmed.split(separator: "\t") where !self.trimmed(field).isEmpty {
+                    let name = try outputName(in: self.trimmed(field), line: lineNumber, continuation: true)
+                    try setOutput(name, of: &entries[entries.count - 1], line: lineNumber, used: &outputLines)
+                }
+                continue
+            }
+
+            let fields = line.split(separator: "\t").map { self.trimmed($0) }.filter { !$0.isEmpty }
+            var entry = InputEntry(url: try checkedURL(fields[0], line: lineNumber), line: lineNumber)
+            for field in fields.dropFirst() {
+                if field.contains("=") && !field.contains("://") {
+                    let name = try outputName(in: field, line: lineNumber, continuation: false)
+                    try setOutput(name, of: &entry, line: lineNumber, used: &outputLines)
+                } else {
+                    entry.mirrors.append(try checkedURL(field, line: lineNumber))
+                }
+            }
+            entries.append(entry)
+        }
+        return entries
+    }
+
+    private static func trimmed(_ text: Substring) -> Substring {
+        var text = text
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return text
+    }
+
+    private static func checkedURL(_ text: Substring, line: Int) throws(InputFileError) -> String {
+        do {
+            _ = try HTTPURL(String(text))
+        } catch {
+            throw InputFileError(line: line, reason: .invalidURL(error))
+        }
+        return String(text)
+    }
+
+    /// The NAME of an `out=NAME` field; any other `key=value` is an error naming the key.
+    private static func outputName(in field: Substring, line: Int, continuation: Bool) throws(InputFileError) -> String {
+        guard let equals = field.firstIndex(of: "=") else {
+            throw InputFileError(line: line, reason: continuation ? .notAnOption(String(field)) : .invalidURL(
+                URLParseError(.missingScheme, input: String(field))))
+        }
+        let key = field[..<equals].lowercased()
+        let value = String(field[field.index(after: equals)...])
+        guard key == "out" else { throw InputFileError(line: line, reason: .unknownOption(key)) }
+        guard !value.isEmpty, value != ".", value != "..", !value.hasSuffix("/") else {
+            throw InputFileError(line: line, reason: .invalidOutputName(value))
+        }
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw InputFileError(line: line, reason: .invalidOutputName(value))
+        }
+        return value
+    }
+
+    private static func setOutput(_ name: String, of entry: inout InputEntry, line: Int,
+                                  used: inout [String: Int]) throws(InputFileError) {
+        if let previous = entry.outputName {
+            throw InputFileError(line: line, reason: .duplicateOutput(name, previous: previous))
+        }
+        if let firstLine = used[name] {
+            throw InputFileError(line: line, reason: .outputAlreadyUsed(name, firstLine: firstLine))
+        }
+        used[name] = line
+        entry.outputName = name
+    }
+}
+
+/// A problem in an input file, with the 1-based line it is on: `input file line 3: invalid URL ...`.
+public struct InputFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: Sendable, Hashable {
+        /// The URL or a mirror is not an http/https URL.
+        case invalidURL(URLParseError)
+        /// An option line (starting with whitespace) before any URL.
+        case continuationWithoutEntry(String)
+        /// An option line that is not `key=value`.
+        case notAnOption(String)
+        /// A `key=value` other than `out=`.
+        case unknownOption(String)
+        /// `out=` with an empty name, `.`, `..`, a trailing `/`, or control characters.
+        case invalidOutputName(String)
+        /// A second `out=` for the same entry.
+        case duplicateOutput(String, previous: String)
+        /// An `out=` name an earlier entry already writes to.
+        case outputAlreadyUsed(String, firstLine: Int)
+    }
+
+    /// The 1-based line number.
+    public let line: Int
+    public let reason: Reason
+
+    public init(line: Int, reason: Reason) {
+        self.line = line
+        self.reason = reason
+    }
+
+    public var description: String {
+        let problem = switch reason {
+        case .invalidURL(let error): "\(error)"
+        case .continuationWithoutEntry(let text): "option line \"\(text)\" comes before any URL"
+        case .notAnOption(let text): "\"\(text)\" is not an option (expected out=NAME after leading whitespace)"
+        case .unknownOption(let key): "unknown option \"\(key)=\" (only out=NAME is supported)"
+        case .invalidOutputName(let name): "out=\"\(name)\" is not a usable file name"
+        case .duplicateOutput(let name, let previous): "out=\(name) given, but this entry already has out=\(previous)"
+        case .outputAlreadyUsed(let name, let firstLine): "out=\(name) is already used by the entry on line \(firstLine)"
+        }
+        return "input file line \(line): \(problem)"
+    }
+}

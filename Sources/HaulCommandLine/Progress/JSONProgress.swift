@@ -1,0 +1,81 @@
+import Haul
+
+/// Machine-readable progress (`--json`): one JSON object per line, each with a `"type"`.
+///
+/// ```
+/// {"type":"progress","file":"a.iso","phase":"downloading","bytes":452145152,"total":1073741824,"rate":124151398,"eta":5,"connections":8,"elapsed":42.000}
+/// {"type":"done","file":"a.iso","path":"/data/a.iso","bytes":1073741824,"seconds":9.120,"rate":117734630}
+/// {"type":"error","file":"a.iso","code":3,"class":"network","message":"connect to 10.0.0.1:443: Connection refused","transient":true}
+/// ```
+///
+/// - `bytes`, `total` are byte counts; `total` is null while unknown.
+/// - `rate` is bytes per second, a whole number; `eta` whole seconds or null; `elapsed`, `seconds` decimals.
+/// - `code` and `class` are the ``ExitStatus`` the failure maps to.
+/// - Lines carry no trailing newline; the caller writes one after each.
+public enum JSONProgress {
+    /// A `"progress"` line for a snapshot.
+    public static func progressLine(file: String, progress: DownloadProgress) -> String {
+        var object = JSONObjectWriter()
+        object.add("type", "progress")
+        object.add("file", file)
+        object.add("phase", phaseName(progress.phase))
+        object.add("bytes", progress.bytesDone)
+        object.add("total", progress.total)
+        object.add("rate", wholeRate(progress.bytesPerSecond))
+        object.add("eta", progress.estimatedTimeRemaining.map(UnitFormatting.roundedSeconds))
+        object.add("connections", progress.activeConnections)
+        object.add("elapsed", UnitFormatting.seconds(progress.elapsed), fractionDigits: 3)
+        return object.json
+    }
+
+    /// A `"done"` line: the file finished at `path` with `bytes` bytes in `duration`.
+    public static func doneLine(file: String, path: String, bytes: Int64, duration: Duration) -> String {
+        let seconds = UnitFormatting.seconds(duration)
+        var object = JSONObjectWriter()
+        object.add("type", "done")
+        object.add("file", file)
+        object.add("path", path)
+        object.add("bytes", bytes)
+        object.add("seconds", seconds, fractionDigits: 3)
+        object.add("rate", seconds > 0 ? wholeRate(Double(bytes) / seconds) : nil)
+        return object.json
+    }
+
+    /// An `"error"` line for a failed download, classified by ``ExitStatus/init(classifying:)``.
+    public static func errorLine(file: String, error: any Error) -> String {
+        let transient = (error as? HaulError)?.isTransient ?? false
+        return errorLine(file: file, status: ExitStatus(classifying: error), message: String(describing: error),
+                         transient: transient)
+    }
+
+    /// An `"error"` line with an explicit status and message (for failures that are not Swift errors,
+    /// like an interruption by a signal).
+    public static func errorLine(file: String, status: ExitStatus, message: String, transient: Bool = false) -> String {
+        var object = JSONObjectWriter()
+        object.add("type", "error")
+        object.add("file", file)
+        object.add("code", Int(status.code))
+        object.add("class", status.className)
+        object.add("message", message)
+        object.add("transient", transient)
+        return object.json
+    }
+
+    /// The phase as it appears in `"phase"`.
+    public static func phaseName(_ phase: DownloadProgress.Phase) -> String {
+        switch phase {
+        case .connecting: "connecting"
+        case .downloading: "downloading"
+        case .finishing: "finishing"
+        case .paused: "paused"
+        case .completed: "completed"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    static func wholeRate(_ bytesPerSecond: Double) -> Int64 {
+        guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return 0 }
+        return bytesPerSecond >= 9.2e18 ? Int64.max : Int64(bytesPerSecond.rounded())
+    }
+}

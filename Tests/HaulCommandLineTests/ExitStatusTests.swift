@@ -1,0 +1,82 @@
+import Testing
+import Haul
+@testable import HaulIO  // TLSSetupError has no public initializer
+import HaulCommandLine
+
+@Suite struct ExitStatusTests {
+    static let url = try! HTTPURL("https://files.example/a.iso")
+    static let journalError = JournalError.io(call: "write", errno: 28, path: "/tmp/a.iso.haul")
+    static func connection(_ kind: ConnectionError.Kind) -> ConnectionError {
+        ConnectionError(kind: kind, host: "files.example", port: 443)
+    }
+
+    /// One representative error of every class, with the code it must exit with.
+    static let representatives: [(HaulError, Int32, String)] = [
+        (.unexpected("bug"), 1, "unexpected"),
+        (.invalidURL(URLParseError(.missingHost, input: "http://")), 2, "usage"),
+        (.invalidRequest(RequestHeadError(.invalidHeaderValue(name: "X"))), 2, "usage"),
+        (.network(connection(.resolutionFailed)), 3, "network"),
+        (.network(connection(.connectFailed)), 3, "network"),
+        (.network(connection(.ioFailure)), 3, "network"),
+        (.network(connection(.idleTimedOut)), 3, "network"),
+        (.timedOut(after: .seconds(60), url: "u", bytesReceived: 1), 3, "network"),
+        (.incomplete(url: "u", expected: 10, received: 5), 3, "network"),
+        (.truncatedTLS(server: "files.example:443", bytesReceived: 5), 3, "network"),
+        (.malformedResponse(HTTPParseError(.connectionClosedBeforeResponse, offset: 0), server: "s"), 3, "network"),
+        (.tls(connection(.tlsHandshakeFailed)), 4, "tls"),
+        (.tlsSetup(TLSSetupError(reason: "cannot read CA file")), 4, "tls"),
+        (.httpStatus(status: 404, reason: "Not Found", url: "u"), 5, "http"),
+        (.redirect(RedirectError(.tooMany(limit: 10), at: url)), 5, "http"),
+        (.malformedResponse(HTTPParseError(.bareLF, offset: 17), server: "s"), 6, "protocol"),
+        (.wrongContentRange(url: "u", requested: "0-9", received: "bytes 5-9/10"), 6, "protocol"),
+        (.mirrorMismatch(url: "u", detail: "length"), 6, "protocol"),
+        (.changedOnServer(url: "u", detail: "ETag"), 7, "changed"),
+        (.partialDownloadMismatch(path: "a.iso", detail: "other URL"), 7, "changed"),
+        (.checksumMismatch(path: "a.iso", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11"), 8, "checksum"),
+        (.disk(path: "a.iso", SystemError(call: "pwrite", errno: 5)), 9, "disk"),
+        (.insufficientSpace(path: "a.iso", needed: 10, available: 1), 9, "disk"),
+        (.destinationExists(path: "a.iso"), 9, "disk"),
+        (.journal(journalError), 9, "disk"),
+        (.checkpointFailed(journalError), 9, "disk"),
+        (.cancelled, 130, "interrupted"),
+    ]
+
+    @Test func everyHaulErrorClassMapsToItsCode() {
+        for (error, code, className) in Self.representatives {
+            let status = ExitStatus(error)
+            #expect(status.code == code, "\(error)")
+            #expect(status.className == className, "\(error)")
+            #expect(ExitStatus(classifying: error) == status)
+        }
+    }
+
+    @Test func theTableIsExactlyTheDocumentedCodes() {
+        #expect(ExitStatus.table.map(\.code) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 130])
+        #expect(ExitStatus.table.map(\.class) == [
+            "success", "unexpected", "usage", "network", "tls", "http", "protocol", "changed", "checksum", "disk",
+            "interrupted",
+        ])
+        #expect(Set(ExitStatus.table.map(\.class)).count == ExitStatus.table.count)
+        #expect(ExitStatus.table.allSatisfy { !$0.meaning.isEmpty })
+        #expect(ExitStatus.interrupted.meaning.contains("resume"))
+    }
+
+    @Test func tableTextAlignsOneStatusPerLine() {
+        let lines = ExitStatus.tableText.split(separator: "\n")
+        #expect(lines.count == ExitStatus.allCases.count)
+        #expect(lines[3].hasPrefix("    3  network      network: DNS"))
+        #expect(lines[10].hasPrefix("  130  interrupted  interrupted"))
+    }
+
+    @Test func commandLineErrorsAreUsageAndOthersAreClassified() {
+        #expect(ExitStatus(classifying: UsageError("-o needs one URL")) == .usage)
+        #expect(ExitStatus(classifying: InputFileError(line: 2, reason: .unknownOption("dir"))) == .usage)
+        #expect(ExitStatus(classifying: ByteSizeError(text: "x", reason: .notANumber)) == .usage)
+        #expect(ExitStatus(classifying: URLParseError(.empty, input: "")) == .usage)
+        #expect(ExitStatus(classifying: Self.connection(.connectTimedOut)) == .network)
+        #expect(ExitStatus(classifying: Self.connection(.tlsFailure)) == .tls)
+        #expect(ExitStatus(classifying: CancellationError()) == .interrupted)
+        struct Strange: Error {}
+        #expect(ExitStatus(classifying: Strange()) == .unexpected)
+    }
+}
