@@ -45,6 +45,8 @@ let package = Package(
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
         .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
+        // Runs the built `haul` binary as a user would.
+        .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,18 +6,48 @@ import HaulCommandLine
 import Glibc
 #endif
 
+/// `haul [options] URL [MIRROR-URL...]`: parses the command line into a ``CommandPlan`` and runs it.
+///
+/// Exit codes are ``ExitStatus``: one per class of failure, documented in `--help` and the README.
 @main
 struct HaulCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
-        abstract: "Download a URL over HTTP/1.1 into a file."
+        abstract: "Download files over HTTP/1.1 with parallel ranged connections; interrupted downloads resume when run again.",
+        discussion: """
+            Examples:
+              haul https://example.org/big.iso                  (saved under the server's suggested name)
+              haul -c 16 -o /data/big.iso https://a.example/big.iso https://b.example/big.iso
+              haul -i urls.txt -j 4 -d downloads               (one URL per line, TAB mirrors, out=NAME)
+
+            Progress goes to stderr: a live bar on a terminal, plain lines otherwise, or JSON lines with
+            --progress json. Ctrl-C saves progress (exit 130); run the same command again to resume.
+
+            Exit codes:
+            \(ExitStatus.tableText)
+            """
     )
 
-    @Argument(help: "The http:// or https:// URL to download.")
-    var url: String
+    @Argument(help: "The URL to download, then other URLs of the same file (mirrors).")
+    var urls: [String] = []
 
-    @Option(name: [.short, .long], help: "Where to write the file (default: the URL's last path segment).")
+    @Option(name: [.short, .long], help: "Write the file here (default: the server's suggested name in --dir).")
     var output: String?
+
+    @Option(name: [.short, .long], help: "Directory for downloaded files; created when missing (default: current).")
+    var dir: String?
+
+    @Option(name: [.short, .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME).")
+    var inputFile: String?
+
+    @Option(name: [.short, .long], help: "Downloads at the same time with --input-file.")
+    var jobs = 4
+
+    @Option(name: [.short, .long], help: "Connections per download.")
+    var connections = 8
+
+    @Option(name: .long, help: "Smallest piece one connection is given or steals (e.g. 1M).")
+    var minSegment: ByteSize?
 
     @Option(name: [.customShort("H"), .long], help: "Extra request header, 'Name: value' (repeatable).")
     var header: [String] = []
@@ -25,23 +55,50 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "User-Agent to send.")
     var userAgent = "haul/0.1"
 
-    @Option(name: .long, help: "CA certificate file to trust (PEM).")
+    @Option(name: .long, help: "CA certificates to trust, one PEM file.")
     var cacert: String?
+
+    @Option(name: .long, help: "CA certificates to trust, a hashed directory (c_rehash).")
+    var capath: String?
 
     @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
     var insecure = false
 
-    @Option(name: .long, help: "Seconds allowed to connect.")
+    @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha1, md5).")
+    var checksum: String?
+
+    @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M).")
+    var limitRate: RateLimit?
+
+    @Option(name: .long, help: "Retries per download for network failures and 408/429/5xx.")
+    var retries = 100
+
+    @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
     var connectTimeout: Double = 10
 
-    @Option(name: .long, help: "Seconds without receiving a byte before giving up.")
+    @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
     var stallTimeout: Double = 30
 
-    @Option(name: .long, help: "Seconds the whole download may take.")
+    @Option(name: .long, help: "Seconds one download may take in all.")
     var maxTime: Double?
 
-    @Option(name: [.short, .long], help: "Connections for this download.")
-    var connections = 8
+    @Option(name: .long, help: "When the file changed on the server since the download began: fail or restart.")
+    var onChange: ChangePolicyArgument = .fail
+
+    @Flag(name: .long, help: "Discard a previous partial download of the same output instead of resuming it.")
+    var restart = false
+
+    @Flag(name: .long, help: "Replace an existing file at the destination.")
+    var allowOverwrite = false
+
+    @Option(name: .long, help: "Progress on stderr: bar (plain lines when not a terminal), json, or none.")
+    var progress: ProgressStyleArgument?
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Skip fdatasync (faster; survives a crash of haul, not of the machine).")
+    var noSync = false
 
     @Option(name: .long, help: "Checkpoint the resume journal after this many bytes (e.g. 32M).")
     var checkpointBytes: ByteSize?
@@ -49,68 +106,28 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Checkpoint the resume journal at least this often, in seconds.")
     var checkpointInterval: Double?
 
-    @Flag(name: .long, help: "Discard a previous partial download of the same output instead of resuming it.")
-    var restart = false
-
-    @Flag(name: [.short, .long], help: "Print nothing but errors.")
-    var quiet = false
-
-    @Flag(name: .long, help: "Skip fdatasync before the final rename.")
-    var noSync = false
-
-    func run() async throws {
-        var options = DownloadOptions()
-        options.userAgent = userAgent
-        options.headers = try header.map(Self.parseHeader)
-        options.timeouts = ConnectionTimeouts(connect: .seconds(connectTimeout), tlsHandshake: .seconds(connectTimeout),
-                                              idle: .seconds(stallTimeout))
-        options.totalTimeout = maxTime.map { .seconds($0) }
-        options.tls.caFile = cacert
-        options.tls.insecure = insecure
-        options.synchronizesToDisk = !noSync
-        options.connections = connections
-        if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
-        if let checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
-        let destination = output ?? Self.defaultName(for: url)
+    /// Usage errors exit with ``ExitStatus/usage`` (ArgumentParser's own would be 64).
+    static func main() async {
+        let command: HaulCommand
         do {
-            let downloader = try HaulClient(options: options)
-            let result = try await downloader.download(url, to: destination, restart: restart)
-            let seconds = Double(result.duration.components.seconds) + Double(result.duration.components.attoseconds) / 1e18
-            let rate = seconds > 0 ? Double(result.bytes) / seconds / 1e6 : 0
-            if !quiet { print("\(result.path): \(result.bytes) bytes in \(Self.fixed(seconds, 2)) s (\(Self.fixed(rate, 1)) MB/s, \(result.bytesRequested) bytes requested)") }
+            command = try parseAsRoot() as! HaulCommand
         } catch {
-            FileHandleStderr.write("haul: \(error)\n")
-            throw ExitCode(1)
+            let code = exitCode(for: error)
+            if code == .success {
+                print(fullMessage(for: error))
+                Glibc.exit(0)
+            }
+            StandardError.write("haul: \(fullMessage(for: error))\n")
+            Glibc.exit(ExitStatus.usage.code)
         }
-    }
-
-    static func parseHeader(_ text: String) throws -> (name: String, value: String) {
-        guard let colon = text.firstIndex(of: ":") else {
-            throw ValidationError("header \"\(text)\" is not 'Name: value'")
+        let plan: CommandPlan
+        do {
+            plan = try command.plan()
+        } catch {
+            StandardError.write("haul: \(error)\n")
+            Glibc.exit(ExitStatus.usage.code)
         }
-        let name = String(text[..<colon])
-        let value = String(text[text.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
-        return (name, value)
-    }
-
-    static func fixed(_ value: Double, _ digits: Int) -> String {
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        let scaled = Int((value * scale).rounded())
-        let whole = scaled / Int(scale), fraction = scaled % Int(scale)
-        let fractionText = String(fraction)
-        return "\(whole)." + String(repeating: "0", count: digits - fractionText.count) + fractionText
-    }
-
-    static func defaultName(for url: String) -> String {
-        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        let last = path.split(separator: "/").last.map(String.init) ?? ""
-        return last.isEmpty || last.contains(":") ? "index.html" : last
-    }
-}
-
-enum FileHandleStderr {
-    static func write(_ text: String) {
-        _ = text.withCString { Glibc.write(2, $0, strlen($0)) }
+        let status = await CommandRun(plan: plan).run()
+        Glibc.exit(status.code)
     }
 }

@@ -1,0 +1,265 @@
+import Haul
+import HaulCommandLine
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a ``CommandPlan``: starts the downloads (at most `jobs` at once), reports progress, turns the first
+/// SIGINT/SIGTERM into a clean pause, and decides the exit status.
+final class CommandRun: Sendable {
+    let plan: CommandPlan
+    /// Downloads started and not yet ended, so that a stop signal can pause them.
+    private let running = Mutex<[Int: DownloadTask]>([:])
+    private let reporter: ProgressReporter
+
+    init(plan: CommandPlan) {
+        self.plan = plan
+        reporter = ProgressReporter(style: plan.progress, count: plan.requests.count)
+    }
+
+    func run() async -> ExitStatus {
+        let client: HaulClient
+        do {
+            client = try HaulClient(options: plan.options)
+        } catch {
+            reporter.failed(index: 0, name: "haul", error: error)
+            return ExitStatus(classifying: error)
+        }
+        do {
+            try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { [self] signal in
+                Task { await stop(signal: signal) }
+            }
+        } catch {
+            StandardError.write("haul: cannot handle SIGINT/SIGTERM (\(error)); Ctrl-C will not save progress\n")
+        }
+
+        let ticker = Task { [self] in
+            while !Task.isCancelled {
+                reporter.tick(running.withLock { $0 })
+                try? await Task.sleep(for: plan.progress == .bar ? .milliseconds(100) : .milliseconds(250))
+            }
+        }
+        var worst = ExitStatus.success
+        await withTaskGroup(of: ExitStatus.self) { group in
+            var next = 0
+            func startNext() {
+                let index = next
+                next += 1
+                let task = client.start(plan.requests[index])
+                running.withLock { $0[index] = task }
+                group.addTask { [self] in
+                    let status: ExitStatus
+                    do {
+                        let result = try await task.value
+                        reporter.finished(index: index, result: result)
+                        status = .success
+                    } catch {
+                        reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error)
+                        status = ExitStatus(classifying: error)
+                    }
+                    running.withLock { _ = $0.removeValue(forKey: index) }
+                    return status
+                }
+            }
+            while next < min(plan.jobs, plan.requests.count) { startNext() }
+            for await status in group {
+                // The first failure decides the exit status; later ones are reported but do not override it.
+                if worst == .success { worst = status }
+                if next < plan.requests.count { startNext() }
+            }
+        }
+        ticker.cancel()
+        reporter.close()
+        return worst
+    }
+
+    /// The first SIGINT or SIGTERM: pause every download (each writes its journal), say how to resume,
+    /// exit with ``ExitStatus/interrupted``. A second signal exits at once (handled in C).
+    private func stop(signal: Int32) async {
+        let tasks = running.withLock { $0 }
+        reporter.interrupting()
+        await withTaskGroup(of: Void.self) { group in
+            for (index, task) in tasks {
+                group.addTask { [self] in
+                    do {
+                        try await task.pause()
+                    } catch {
+                        reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error)
+                    }
+                }
+            }
+        }
+        reporter.interrupted(tasks.sorted { $0.key < $1.key }.map(\.value))
+        Glibc.exit(ExitStatus.interrupted.code)
+    }
+}
+
+/// Prints progress and outcomes on stderr in the chosen style; safe to call from any task.
+final class ProgressReporter: Sendable {
+    let style: CommandPlan.ProgressStyle
+    let count: Int
+    private let state = Mutex(State())
+
+    private struct State {
+        var throttles: [Int: PlainProgressThrottle] = [:]
+        var barShown = false
+        var completed = 0
+    }
+
+    init(style: CommandPlan.ProgressStyle, count: Int) {
+        self.style = style
+        self.count = count
+    }
+
+    /// The name a download is shown under: its file name once known, else the URL's last segment.
+    static func name(of task: DownloadTask) -> String {
+        var path = task.currentProgress.partialPath
+        if path.hasSuffix(".part") { path.removeLast(5) }
+        if path.isEmpty {
+            switch task.request.destination {
+            case .file(let file): path = file
+            case .directory: path = task.request.url
+            }
+        }
+        let last = path.split(separator: "/").last.map(String.init) ?? path
+        return TerminalText.sanitized(last)
+    }
+
+    static func fileName(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    func tick(_ tasks: [Int: DownloadTask]) {
+        guard !tasks.isEmpty else { return }
+        switch style {
+        case .none:
+            return
+        case .bar:
+            let columns = Terminal.columns()
+            let line: String
+            if count == 1, let task = tasks.values.first {
+                line = ProgressBar(name: Self.name(of: task)).line(for: task.currentProgress, columns: columns)
+            } else {
+                line = aggregateLine(tasks, columns: columns)
+            }
+            state.withLock { $0.barShown = true }
+            StandardError.write(ProgressBar.redraw(line: line))
+        case .plain:
+            for (index, task) in tasks.sorted(by: { $0.key < $1.key }) {
+                let progress = task.currentProgress
+                guard progress.phase == .downloading else { continue }
+                let due = state.withLock { state in
+                    var throttle = state.throttles[index] ?? PlainProgressThrottle()
+                    defer { state.throttles[index] = throttle }
+                    return throttle.shouldPrint(progress)
+                }
+                if due { StandardError.write(PlainProgressLine.line(name: Self.name(of: task), progress: progress) + "\n") }
+            }
+        case .json:
+            for task in tasks.values.sorted(by: { $0.request.url < $1.request.url }) {
+                let progress = task.currentProgress
+                guard progress.phase == .downloading || progress.phase == .connecting else { continue }
+                StandardError.write(JSONProgress.progressLine(file: Self.name(of: task), progress: progress) + "\n")
+            }
+        }
+    }
+
+    /// One line for many downloads: how many are done, and the bytes and rate of those running.
+    private func aggregateLine(_ tasks: [Int: DownloadTask], columns: Int) -> String {
+        let progresses = tasks.values.map(\.currentProgress)
+        let done = state.withLock { $0.completed }
+        let bytes = progresses.reduce(Int64(0)) { $0 + $1.bytesDone }
+        let rate = progresses.reduce(0.0) { $0 + $1.bytesPerSecond }
+        let connections = progresses.reduce(0) { $0 + $1.activeConnections }
+        let text = "[\(done)/\(count) done, \(tasks.count) running] \(UnitFormatting.bytes(bytes))  \(UnitFormatting.rate(rate))  \(connections) conn"
+        return TerminalText.prefix(text, columns: max(1, columns - 1))
+    }
+
+    func finished(index: Int, result: DownloadResult) {
+        state.withLock { $0.completed += 1 }
+        let seconds = UnitFormatting.seconds(result.duration)
+        let name = TerminalText.sanitized(result.path)
+        switch style {
+        case .none:
+            return
+        case .json:
+            StandardError.write(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
+        case .bar:
+            clearBar()
+            StandardError.write("haul: saved \(name) (\(UnitFormatting.bytes(result.bytes)) in \(UnitFormatting.fixedPoint(seconds, fractionDigits: 1)) s, \(UnitFormatting.rate(seconds > 0 ? Double(result.bytes) / seconds : 0)))\n")
+        case .plain:
+            StandardError.write("haul: saved \(name) (\(UnitFormatting.bytes(result.bytes)) in \(UnitFormatting.fixedPoint(seconds, fractionDigits: 1)) s, \(UnitFormatting.rate(seconds > 0 ? Double(result.bytes) / seconds : 0)))\n")
+        }
+    }
+
+    /// Errors are always printed, even with `--quiet`: one line, or one JSON object.
+    func failed(index: Int, name: String, error: any Error) {
+        state.withLock { $0.completed += 1 }
+        if style == .json {
+            StandardError.write(JSONProgress.errorLine(file: name, error: error) + "\n")
+            return
+        }
+        clearBar()
+        if case HaulError.cancelled = error { return }
+        StandardError.write("haul: \(TerminalText.sanitized(String(describing: error)))\n")
+    }
+
+    func interrupting() {
+        guard style != .none && style != .json else { return }
+        clearBar()
+        StandardError.write("haul: interrupted; saving progress (press Ctrl-C again to quit at once)\n")
+    }
+
+    func interrupted(_ tasks: [DownloadTask]) {
+        for task in tasks {
+            let progress = task.currentProgress
+            let name = Self.name(of: task)
+            if style == .json {
+                StandardError.write(JSONProgress.errorLine(file: name, status: .interrupted,
+                                                           message: "interrupted; run the same command again to resume", transient: true) + "\n")
+            } else {
+                let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
+                StandardError.write("haul: \(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); run the same command again to resume\n")
+            }
+        }
+    }
+
+    func close() {
+        clearBar()
+    }
+
+    private func clearBar() {
+        guard style == .bar else { return }
+        let shown = state.withLock { state in
+            defer { state.barShown = false }
+            return state.barShown
+        }
+        if shown { StandardError.write("\r\u{1B}[K") }
+    }
+}
+
+/// The terminal's width, for the progress bar.
+enum Terminal {
+    static func columns() -> Int {
+        var size = winsize()
+        if ioctl(2, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 80
+    }
+}
+
+/// Unbuffered writes to stderr (progress and errors must appear at once, in order).
+enum StandardError {
+    static func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 { if errno == EINTR { continue }; return }
+                offset += written
+            }
+        }
+    }
+}

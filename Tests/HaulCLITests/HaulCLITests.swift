@@ -1,0 +1,220 @@
+import Foundation
+import Glibc
+import Testing
+import HaulTestSupport
+
+/// The `haul` binary as a user runs it: names, directories, overwriting, resuming, progress formats, and an
+/// exit code for each class of failure.
+final class CLIFixture: Sendable {
+    static let shared: CLIFixture = try! CLIFixture()
+
+    let nginx: NginxServer
+    let data: String
+    let ca: TestCertificateAuthority
+    let bigSize = 16 << 20
+    let bigSHA256: String
+
+    init() throws {
+        data = NSTemporaryDirectory() + "haul-cli-data-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        var configuration = NginxConfiguration()
+        configuration.dataDirectory = data
+        // 8 connections × 1 MB/s: the 16 MiB file takes about two seconds, time enough to interrupt it.
+        configuration.rateLimitedLocation = .init(prefix: "/slow/", rate: "1m")
+        configuration.extraServerDirectives = """
+            location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="report 2026.bin"'; }
+            """
+        nginx = try NginxServer(configuration: configuration)
+        ca = try TestCertificateAuthority.shared()
+        try TestFiles.create(at: data + "/big.bin", size: bigSize, seed: 5)
+        bigSHA256 = try TestFiles.sha256(ofFile: data + "/big.bin")
+        for index in 0..<20 {
+            try TestFiles.create(at: data + "/f\(index).bin", size: 50_000 + 997 * index, seed: UInt64(200 + index))
+        }
+    }
+
+    func sha256(_ name: String) throws -> String { try TestFiles.sha256(ofFile: data + "/" + name) }
+}
+
+@Suite(.serialized) struct HaulCLITests {
+    let fixture = CLIFixture.shared
+
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("haul").path
+    }
+
+    func scratch() throws -> String {
+        let path = NSTemporaryDirectory() + "haul-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @discardableResult
+    func haul(_ arguments: [String], in directory: String? = nil, timeout: Double = 60) throws -> ProcessResult {
+        try ChildProcess.run(Self.binary, ["--no-sync"] + arguments, in: directory, timeout: timeout)
+    }
+
+    // MARK: Naming and destinations
+
+    @Test func withoutOutputTheFileIsNamedAfterTheURLInTheCurrentDirectory() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try haul([fixture.nginx.url("/f3.bin")], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/f3.bin") == fixture.sha256("f3.bin"))
+        #expect(run.errorText.contains("saved"), "a non-terminal gets a plain summary line: \(run.errorText)")
+    }
+
+    @Test func dirIsCreatedAndTheServersSuggestedNameIsUsed() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let target = directory + "/not/yet/there"
+        let run = try haul(["-d", target, fixture.nginx.url("/named/f1.bin")])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: target + "/report 2026.bin") == fixture.sha256("f1.bin"))
+
+        let named = try haul(["-d", target, "-o", "chosen.bin", fixture.nginx.url("/named/f2.bin")])
+        #expect(named.exitStatus == 0, "\(named.errorText)")
+        #expect(try TestFiles.sha256(ofFile: target + "/chosen.bin") == fixture.sha256("f2.bin"), "-o wins, inside -d")
+    }
+
+    @Test func anExistingFileIsNotOverwrittenUnlessAllowed() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/keep.bin"
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: path))
+        let refused = try haul(["-o", path, fixture.nginx.url("/f4.bin")])
+        #expect(refused.exitStatus == 9)
+        #expect(refused.errorText.contains("\(path) already exists"), "\(refused.errorText)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "mine")
+
+        let allowed = try haul(["--allow-overwrite", "-o", path, fixture.nginx.url("/f4.bin")])
+        #expect(allowed.exitStatus == 0)
+        #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256("f4.bin"))
+    }
+
+    // MARK: Interrupting and resuming
+
+    @Test func sigintPausesWithExit130AndARerunResumes() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/big.bin"
+        let arguments = ["--no-sync", "-c", "8", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        usleep(800_000)
+        #expect(process.isRunning, "still downloading when interrupted")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 130, "\(text)")
+        #expect(text.contains("run the same command again to resume"), "\(text)")
+        #expect(FileManager.default.fileExists(atPath: output + ".part.haul"), "the journal is written before exiting")
+        #expect(!FileManager.default.fileExists(atPath: output))
+
+        let again = try haul(Array(arguments.dropFirst()))
+        #expect(again.exitStatus == 0, "\(again.errorText)")
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+        #expect(!FileManager.default.fileExists(atPath: output + ".part.haul"))
+    }
+
+    // MARK: Progress formats
+
+    @Test func progressJSONIsOneObjectPerLine() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try haul(["--progress", "json", "-c", "4", "-o", directory + "/j.bin", fixture.nginx.url("/slow/big.bin")])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        let lines = run.errorText.split(separator: "\n")
+        var types: [String] = []
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+            types.append(try #require(object["type"] as? String))
+            if object["type"] as? String == "progress" {
+                #expect(object["bytes"] is NSNumber && object["connections"] is NSNumber && object["rate"] is NSNumber)
+            }
+        }
+        #expect(types.filter { $0 == "progress" }.count >= 2, "progress lines while it runs: \(types)")
+        #expect(types.last == "done")
+        let done = try JSONSerialization.jsonObject(with: Data(lines.last!.utf8)) as! [String: Any]
+        #expect((done["bytes"] as? NSNumber)?.int64Value == Int64(fixture.bigSize))
+    }
+
+    // MARK: Many downloads
+
+    @Test func inputFileWithTwentyURLsAndFourJobs() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var list = "# twenty files, some renamed\n"
+        for index in 0..<20 {
+            list += fixture.nginx.url("/f\(index).bin") + (index % 5 == 0 ? "\tout=renamed-\(index).bin" : "") + "\n"
+        }
+        try list.write(toFile: directory + "/list.txt", atomically: true, encoding: .utf8)
+        let run = try haul(["-i", directory + "/list.txt", "-j", "4", "-d", directory + "/out"])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        for index in 0..<20 {
+            let name = index % 5 == 0 ? "renamed-\(index).bin" : "f\(index).bin"
+            #expect(try TestFiles.sha256(ofFile: directory + "/out/" + name) == fixture.sha256("f\(index).bin"))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/out").count == 20, "no leftovers")
+    }
+
+    // MARK: Exit codes, one per class
+
+    @Test func usageErrorsExit2WithAClearMessage() throws {
+        let cases: [([String], String)] = [
+            (["ftp://example.org/x"], "is not a usable http(s) URL"),
+            (["-H", "NoColon", fixture.nginx.url("/f0.bin")], "is not 'Name: value'"),
+            (["-H", "X-Bad: a\u{01}b", fixture.nginx.url("/f0.bin")], "cannot be sent"),
+            (["--checksum", "sha256=abc", fixture.nginx.url("/f0.bin")], "--checksum"),
+            (["--limit-rate", "fast", fixture.nginx.url("/f0.bin")], "limit-rate"),
+            (["--no-such-option", fixture.nginx.url("/f0.bin")], "no-such-option"),
+            ([], "no URL given"),
+        ]
+        for (arguments, message) in cases {
+            let run = try haul(arguments)
+            #expect(run.exitStatus == 2, "\(arguments): \(run.exitStatus) \(run.errorText)")
+            #expect(run.errorText.hasPrefix("haul: ") && run.errorText.contains(message), "\(arguments): \(run.errorText)")
+        }
+    }
+
+    @Test func eachFailureClassHasItsExitCode() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let closedPort = try LoopbackPorts.freePort()
+        let garbage = try MisbehavingServer(resource: .pattern(size: 1000), script: .always(.garbageHead))
+        defer { garbage.stop() }
+        let cases: [(String, [String], Int32, String)] = [
+            ("network", ["--retries", "0", "http://127.0.0.1:\(closedPort)/x"], 3, "127.0.0.1"),
+            ("tls", [fixture.nginx.url("/f0.bin", tls: true)], 4, "certificate"),
+            ("http", [fixture.nginx.url("/missing.bin")], 5, "404"),
+            ("protocol", ["--retries", "0", garbage.url("/f")], 6, "malformed"),
+            ("checksum", ["--checksum", "sha256=" + String(repeating: "0", count: 64), fixture.nginx.url("/f0.bin")], 8, "sha256"),
+        ]
+        for (name, arguments, status, message) in cases {
+            let run = try haul(["-o", directory + "/\(name).bin"] + arguments)
+            #expect(run.exitStatus == status, "\(name): \(run.exitStatus) \(run.errorText)")
+            #expect(run.errorText.contains(message), "\(name): \(run.errorText)")
+            #expect(run.errorText.split(separator: "\n").count == 1, "\(name): one clear line: \(run.errorText)")
+        }
+        // TLS with the test CA trusted works.
+        let trusted = try haul(["--cacert", fixture.ca.caCertificatePath, "-o", directory + "/ok.bin", fixture.nginx.url("/f0.bin", tls: true)])
+        #expect(trusted.exitStatus == 0, "\(trusted.errorText)")
+    }
+
+    @Test func aFileChangedOnTheServerExits7() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 4 << 20, seed: 1),
+                                           script: .changeResource(to: .pattern(size: 4 << 20, seed: 2), fromRequest: 2))
+        defer { server.stop() }
+        let run = try haul(["-c", "4", "--min-segment", "256K", "-o", directory + "/c.bin", server.url("/f")])
+        #expect(run.exitStatus == 7, "\(run.errorText)")
+        #expect(run.errorText.contains("changed on the server"), "\(run.errorText)")
+    }
+}
