@@ -4,7 +4,8 @@
 # with a CA it generates), creates the test data, runs every scenario with tools interleaved, verifies each
 # output's SHA-256 and prints a markdown table. It stops only the processes it started.
 #
-# Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c] [--size-mib N]
+# Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c,d,e] [--size-mib N] [--small-files N] [--resume-signal KILL|INT]
+# (see Benchmarks/bench.py and docs/benchmarks.md; HAUL_SCRATCH=DIR builds Haul with --scratch-path DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,5 +26,6 @@ if [ ${#needed[@]} -gt 0 ]; then
 fi
 
 echo "building haul (release)..." >&2
-swift build -c release --product haul >&2
-exec python3 Benchmarks/bench.py --haul "$(swift build -c release --show-bin-path)/haul" "$@"
+scratch=(); [ -n "${HAUL_SCRATCH:-}" ] && scratch=(--scratch-path "$HAUL_SCRATCH")
+swift build -c release "${scratch[@]}" --product haul >&2
+exec python3 Benchmarks/bench.py --haul "$(swift build -c release "${scratch[@]}" --show-bin-path)/haul" "$@"
