@@ -140,7 +140,8 @@ final class ProgressReporter: Sendable {
             let columns = Terminal.columns()
             let line: String
             if count == 1, let task = tasks.values.first {
-                line = ProgressBar(name: Self.name(of: task)).line(for: task.currentProgress, columns: columns)
+                // One column short of the width, so the cursor never lands in the last column and wraps.
+                line = ProgressBar(name: Self.name(of: task)).line(for: task.currentProgress, columns: columns - 1)
             } else {
                 line = aggregateLine(tasks, columns: columns)
             }

@@ -16,12 +16,15 @@ struct HaulCommand: AsyncParsableCommand {
         abstract: "Download files over HTTP/1.1 with parallel ranged connections; interrupted downloads resume when run again.",
         discussion: """
             Examples:
-              haul https://example.org/big.iso                  (saved under the server's suggested name)
-              haul -c 16 -o /data/big.iso https://a.example/big.iso https://b.example/big.iso
-              haul -i urls.txt -j 4 -d downloads               (one URL per line, TAB mirrors, out=NAME)
+              haul https://example.org/big.iso
+              haul -c 16 -o big.iso https://a.example/big.iso https://b.example/big.iso
+              haul -i urls.txt -j 4 -d downloads
 
-            Progress goes to stderr: a live bar on a terminal, plain lines otherwise, or JSON lines with
-            --progress json. Ctrl-C saves progress (exit 130); run the same command again to resume.
+            Without -o the file is named by the server (Content-Disposition) or the
+            URL. An input file lists one URL per line, with TAB-separated mirrors and
+            out=NAME. Progress goes to stderr: a live bar on a terminal, plain lines
+            otherwise, JSON lines with --progress json. Ctrl-C saves progress and
+            exits 130; run the same command again to resume.
 
             Exit codes:
             \(ExitStatus.tableText)
@@ -110,7 +113,12 @@ struct HaulCommand: AsyncParsableCommand {
     static func main() async {
         let command: HaulCommand
         do {
-            command = try parseAsRoot() as! HaulCommand
+            guard let parsed = try parseAsRoot() as? HaulCommand else {
+                // `--help` and `help` parse as ArgumentParser's own help command.
+                print(helpMessage())
+                Glibc.exit(0)
+            }
+            command = parsed
         } catch {
             let code = exitCode(for: error)
             if code == .success {

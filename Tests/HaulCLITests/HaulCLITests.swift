@@ -145,6 +145,27 @@ final class CLIFixture: Sendable {
         #expect((done["bytes"] as? NSNumber)?.int64Value == Int64(fixture.bigSize))
     }
 
+    @Test func onATerminalTheBarIsRedrawnInPlace() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // `script` gives haul a pseudo-terminal as stderr; what haul draws comes out on script's stdout.
+        let command = [Self.binary, "--no-sync", "-c", "4", "-o", directory + "/tty.bin", fixture.nginx.url("/slow/big.bin")]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let run = try ChildProcess.run("/usr/bin/script", ["-q", "-e", "-c", "stty cols 100; exec " + command, "/dev/null"])
+        #expect(run.exitStatus == 0, "\(run.outputText)")
+        let screen = run.outputText
+        let redraws = screen.components(separatedBy: "\r").filter { $0.hasSuffix("\u{1B}[K") && $0.contains("%") }
+        #expect(redraws.count >= 3, "the bar is redrawn in place several times: \(screen.debugDescription.prefix(600))")
+        for frame in redraws {
+            let line = String(frame.dropLast(3))
+            #expect(line.count < 100, "a frame fits the 100-column terminal: \(line)")
+        }
+        #expect(redraws.contains { $0.contains("tty.bin") && $0.contains("MiB/s") && $0.contains("conn") && $0.contains("█") },
+                "name, rate, connections and the segment map appear: \(redraws.last ?? "")")
+        #expect(screen.contains("saved"), "the bar gives way to a summary line")
+        #expect(try TestFiles.sha256(ofFile: directory + "/tty.bin") == fixture.bigSHA256)
+    }
+
     // MARK: Many downloads
 
     @Test func inputFileWithTwentyURLsAndFourJobs() throws {
@@ -180,6 +201,14 @@ final class CLIFixture: Sendable {
             let run = try haul(arguments)
             #expect(run.exitStatus == 2, "\(arguments): \(run.exitStatus) \(run.errorText)")
             #expect(run.errorText.hasPrefix("haul: ") && run.errorText.contains(message), "\(arguments): \(run.errorText)")
+        }
+    }
+
+    @Test func helpListsTheOptionsAndExitCodes() throws {
+        let run = try haul(["--help"])
+        #expect(run.exitStatus == 0)
+        for text in ["--input-file", "--limit-rate", "--progress", "130", "interrupted", "checksum"] {
+            #expect(run.outputText.contains(text), "help mentions \(text)")
         }
     }
 
