@@ -106,6 +106,7 @@ final class ProgressReporter: Sendable {
         var throttles: [Int: PlainProgressThrottle] = [:]
         var barShown = false
         var completed = 0
+        var warned: Set<Int> = []
     }
 
     init(style: CommandPlan.ProgressStyle, count: Int) {
@@ -133,6 +134,7 @@ final class ProgressReporter: Sendable {
 
     func tick(_ tasks: [Int: DownloadTask]) {
         guard !tasks.isEmpty else { return }
+        warnAboutFailedCheckpoints(tasks)
         switch style {
         case .none:
             return
@@ -163,6 +165,23 @@ final class ProgressReporter: Sendable {
                 let progress = task.currentProgress
                 guard progress.phase == .downloading || progress.phase == .connecting else { continue }
                 StandardError.write(JSONProgress.progressLine(file: Self.name(of: task), progress: progress) + "\n")
+            }
+        }
+    }
+
+    /// A checkpoint that failed (say, no space for the journal) does not stop the download, but a crash
+    /// would then re-fetch more than usual: say so once per download, even with `--quiet`.
+    private func warnAboutFailedCheckpoints(_ tasks: [Int: DownloadTask]) {
+        for (index, task) in tasks {
+            guard let failure = task.currentProgress.checkpointFailure else { continue }
+            let first = state.withLock { $0.warned.insert(index).inserted }
+            guard first else { continue }
+            clearBar()
+            let message = "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again"
+            if style == .json {
+                StandardError.write(JSONProgress.errorLine(file: Self.name(of: task), status: .output, message: message, transient: true) + "\n")
+            } else {
+                StandardError.write("haul: warning: \(Self.name(of: task)): \(TerminalText.sanitized(message))\n")
             }
         }
     }
