@@ -191,7 +191,8 @@ import HaulTestSupport
         #expect(working.requests.count >= 2)
     }
 
-    @Test func outOfSpaceFailsAtOnce() async throws {
+    /// Runs `body` with a 1 MiB tmpfs mounted at a fresh directory.
+    func withTinyFilesystem(_ body: (String) async throws -> Void) async throws {
         let mountPoint = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: mountPoint) }
         let mount = Process()
@@ -207,6 +208,29 @@ import HaulTestSupport
             try? umount.run()
             umount.waitUntilExit()
         }
+        try await body(mountPoint)
+    }
+
+    @Test func aJournalThatCannotBeWrittenIsReportedAndTheDownloadGoesOn() async throws {
+        try await withTinyFilesystem { mountPoint in
+            // The data fits (preallocated first); the journal's pages then do not.
+            let tight = MisbehavingServer.Resource.pattern(size: (1 << 20) - 8192, seed: 3)
+            let server = try MisbehavingServer(resource: tight)
+            defer { server.stop() }
+            let task = try HaulClient(options: options()).start(DownloadRequest(url: server.url("/f"), destination: .file(mountPoint + "/f")))
+            _ = try await task.value
+            #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: mountPoint + "/f"))), tight.bytes))
+            let failure = try #require(task.currentProgress.checkpointFailure, "the failed checkpoint is reported")
+            guard case .io(_, let errno, _) = failure else { Issue.record("expected an I/O error, got \(failure)"); return }
+            #expect(errno == ENOSPC)
+        }
+    }
+
+    @Test func outOfSpaceFailsAtOnce() async throws {
+        try await withTinyFilesystem { mountPoint in try await outOfSpaceFailsAtOnce(mountPoint) }
+    }
+
+    func outOfSpaceFailsAtOnce(_ mountPoint: String) async throws {
         let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
         let started = ContinuousClock.now
