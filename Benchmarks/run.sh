@@ -25,7 +25,10 @@ if [ ${#needed[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi
 
-echo "building haul (release)..." >&2
+# --static-swift-stdlib: the Swift runtime linked into the binary, not loaded at start (-2.2 MiB peak RSS on
+# every run, see docs/benchmarks.md). Only OpenSSL, libc and the C++ runtime stay dynamic.
+echo "building haul (release, --static-swift-stdlib)..." >&2
 scratch=(); [ -n "${HAUL_SCRATCH:-}" ] && scratch=(--scratch-path "$HAUL_SCRATCH")
-swift build -c release "${scratch[@]}" --product haul >&2
-exec python3 Benchmarks/bench.py --haul "$(swift build -c release "${scratch[@]}" --show-bin-path)/haul" "$@"
+build=(swift build -c release --static-swift-stdlib "${scratch[@]}")
+"${build[@]}" --product haul >&2
+exec python3 Benchmarks/bench.py --haul "$("${build[@]}" --show-bin-path)/haul" "$@"
