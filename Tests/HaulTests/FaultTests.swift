@@ -217,7 +217,9 @@ import HaulTestSupport
             let tight = MisbehavingServer.Resource.pattern(size: (1 << 20) - 8192, seed: 3)
             let server = try MisbehavingServer(resource: tight)
             defer { server.stop() }
-            let task = try HaulClient(options: options()).start(DownloadRequest(url: server.url("/f"), destination: .file(mountPoint + "/f")))
+            var journaling = options()
+            journaling.checkpointBytes = 64 << 10   // well below the file, so that it is journaled at all
+            let task = try HaulClient(options: journaling).start(DownloadRequest(url: server.url("/f"), destination: .file(mountPoint + "/f")))
             _ = try await task.value
             #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: mountPoint + "/f"))), tight.bytes))
             let failure = try #require(task.currentProgress.checkpointFailure, "the failed checkpoint is reported")

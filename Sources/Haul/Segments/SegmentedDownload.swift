@@ -235,8 +235,11 @@ final class SegmentedDownload: @unchecked Sendable {
         finishIfDone()
     }
 
+    /// Starts the resume journal — for files larger than one checkpoint window only: a smaller file lost in
+    /// a crash costs no more than the window the journal would have saved, and skipping its create, sync and
+    /// removal is what makes many small downloads cheap.
     private func startCheckpointing() {
-        guard let file, let total, checkpointer == nil else { return }
+        guard let file, let total, checkpointer == nil, total > options.checkpointBytes else { return }
         let primary = mirrors[0]
         let state = JournalState(
             url: primary.url.description, mirrors: mirrors.dropFirst().map(\.url.description),
