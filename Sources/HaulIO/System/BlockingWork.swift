@@ -1,30 +1,108 @@
-/// Runs blocking work (hashing a large file, `fdatasync`) on a thread of its own, so that it stalls neither
-/// the event loop nor Swift concurrency's cooperative pool.
+import Glibc
+
+/// Runs blocking work (hashing a large file, `fdatasync`, opening and renaming files) on threads of its own,
+/// so that it stalls neither the event loop nor Swift concurrency's cooperative pool.
+///
+/// The threads are kept and reused: starting a thread costs tens of microseconds, which adds up when many
+/// small downloads each prepare and finish off the loop. A new thread starts only when every kept one is
+/// busy (up to ``BlockingThreadPool/maximumThreads``), so a slow `fdatasync` does not hold up other work.
 public enum BlockingWork {
-    /// Starts `body` on a new OS thread and returns at once (the caller hears back however `body` reports,
-    /// for example through ``EventLoop/execute(_:)``).
+    /// Runs `body` on a blocking-work thread and returns at once (the caller hears back however `body`
+    /// reports, for example through ``EventLoop/execute(_:)``). `name` says what the work is, for debugging.
     public static func start(name: String, _ body: @escaping @Sendable () -> Void) {
-        do {
-            try PosixThread.spawnDetached(name: name, body)
-        } catch {
-            body()
-        }
+        BlockingThreadPool.shared.submit(body)
     }
 
-    /// Runs `body` on a new OS thread and returns its result.
+    /// Runs `body` on a blocking-work thread and returns its result.
     public static func run<Value: Sendable, Failure: Error>(
         name: String, _ body: @escaping @Sendable () throws(Failure) -> Value
     ) async throws(Failure) -> Value {
         let result: Result<Value, Failure> = await withCheckedContinuation { continuation in
-            do {
-                try PosixThread.spawnDetached(name: name) {
-                    continuation.resume(returning: Result { () throws(Failure) in try body() })
-                }
-            } catch {
-                // No thread could be started: run here rather than fail the download over it.
+            BlockingThreadPool.shared.submit {
                 continuation.resume(returning: Result { () throws(Failure) in try body() })
             }
         }
         return try result.get()
+    }
+}
+
+/// The threads behind ``BlockingWork``: a FIFO of jobs, threads that wait for them, more threads when all
+/// are busy.
+final class BlockingThreadPool: @unchecked Sendable {
+    // @unchecked Sendable: every mutable field is guarded by `mutex`.
+
+    static let shared = BlockingThreadPool()
+    static let maximumThreads = 16
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let wakeUp = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var jobs: [@Sendable () -> Void] = []
+    private var nextJob = 0
+    private var threads = 0
+    private var idle = 0
+
+    private init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(wakeUp, nil)
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        pthread_mutex_lock(mutex)
+        jobs.append(job)
+        let needsThread = idle == 0 && threads < Self.maximumThreads
+        if needsThread { threads += 1 }
+        pthread_cond_signal(wakeUp)
+        pthread_mutex_unlock(mutex)
+        guard needsThread else { return }
+        do {
+            try PosixThread.spawnDetached(name: "haul-blocking") { [self] in work() }
+        } catch {
+            pthread_mutex_lock(mutex)
+            threads -= 1
+            let stranded = threads == 0
+            pthread_mutex_unlock(mutex)
+            // No thread at all could be started: run the work here rather than never.
+            if stranded { drain() }
+        }
+    }
+
+    private func work() {
+        pthread_mutex_lock(mutex)
+        while true {
+            while nextJob == jobs.count {
+                idle += 1
+                pthread_cond_wait(wakeUp, mutex)
+                idle -= 1
+            }
+            let job = takeJob()
+            pthread_mutex_unlock(mutex)
+            job()
+            pthread_mutex_lock(mutex)
+        }
+    }
+
+    /// Runs every queued job on the calling thread (only when no pool thread exists).
+    private func drain() {
+        while true {
+            pthread_mutex_lock(mutex)
+            guard nextJob < jobs.count else {
+                pthread_mutex_unlock(mutex)
+                return
+            }
+            let job = takeJob()
+            pthread_mutex_unlock(mutex)
+            job()
+        }
+    }
+
+    /// Must hold `mutex`. Compacts the queue now and then instead of shifting it on every job.
+    private func takeJob() -> @Sendable () -> Void {
+        let job = jobs[nextJob]
+        nextJob += 1
+        if nextJob >= 64 && nextJob * 2 >= jobs.count {
+            jobs.removeFirst(nextJob)
+            nextJob = 0
+        }
+        return job
     }
 }

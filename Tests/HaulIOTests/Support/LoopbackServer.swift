@@ -16,6 +16,7 @@ final class LoopbackServer: Sendable {
     let port: UInt16
     let host: String
     private let listener: Int32
+    private let acceptsConnections: Bool
     private let held = Mutex<[Int32]>([])
 
     init(host: String = "127.0.0.1", port: UInt16 = 0, behaviour: Behaviour, backlog: Int32 = 16) throws {
@@ -30,15 +31,18 @@ final class LoopbackServer: Sendable {
         self.listener = fd
         self.host = host
         self.port = try LoopbackServer.boundPort(fd)
-        if behaviour != .neverAccept {
+        acceptsConnections = behaviour != .neverAccept
+        if acceptsConnections {
             try PosixThread.spawnDetached(name: "test-server") { [self] in acceptLoop(behaviour) }
         }
     }
 
     /// Stops accepting and closes every connection the server holds.
     func stop() {
+        // The accept thread closes the listener itself once `accept` fails: closing it here could hand its
+        // number to a new socket while that thread is about to call `accept` on it again.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        if !acceptsConnections { close(listener) }
         for fd in held.withLock({ $0 }) { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
     }
 
@@ -47,6 +51,7 @@ final class LoopbackServer: Sendable {
             let client = accept(listener, nil, nil)
             if client < 0 {
                 if errno == EINTR { continue }
+                close(listener)
                 return
             }
             held.withLock { $0.append(client) }
