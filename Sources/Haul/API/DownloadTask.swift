@@ -144,17 +144,18 @@ public final class DownloadTask: @unchecked Sendable {
         }
     }
 
-    /// Checks the request off the loop (it touches the file system), then starts on the loop.
+    /// Checks the request and starts it on the loop.
+    ///
+    /// Preparing touches the file system, but only with metadata calls (`stat`, `mkdir`) and reading a
+    /// journal of a few KiB: each takes microseconds, less than handing the work to another thread and
+    /// back, which for many small downloads was a measurable share of the time.
     func begin() {
         let options = client.options
         let request = self.request
         client.loop.execute { [self] in
             state = .preparing
             publish(phase: .connecting)
-            BlockingWork.start(name: "haul-prepare") { [self] in
-                let prepared = Result { () throws(HaulError) in try Self.prepare(request, options: options) }
-                client.loop.execute { [self] in launch(prepared) }
-            }
+            launch(Result { () throws(HaulError) in try Self.prepare(request, options: options) })
         }
     }
 
@@ -246,7 +247,7 @@ public final class DownloadTask: @unchecked Sendable {
             let synchronizes = client.options.synchronizesToDisk
             let destination = download.destination
             let started = runStarted
-            BlockingWork.start(name: "haul-finish") { [self] in
+            let finish = { @Sendable [self] in
                 let result = Result { () throws(HaulError) in
                     try Self.finish(finished, destination: destination, checksum: request.checksum, synchronizes: synchronizes)
                     return DownloadResult(
@@ -257,6 +258,12 @@ public final class DownloadTask: @unchecked Sendable {
                         bytesRequested: finished.bytesRequested, retries: finished.retries)
                 }
                 client.loop.execute { [self] in end(result) }
+            }
+            // Hashing and fdatasync take long; without them the finish is one rename, quicker done here.
+            if request.checksum != nil || synchronizes {
+                BlockingWork.start(name: "haul-finish", finish)
+            } else {
+                finish()
             }
         case .failed(let error):
             publish(snapshot, phase: .failed)
@@ -471,7 +478,7 @@ extension DownloadTask {
             throw .disk(path: destination, error)
         }
         // The file is complete under its final name; the journal has nothing left to describe.
-        try? ResumeJournal.remove(path: finished.journalPath)
+        if finished.journaled { try? ResumeJournal.remove(path: finished.journalPath) }
     }
 
     /// The journal of an interrupted download at `partPath`, if there is one to resume.

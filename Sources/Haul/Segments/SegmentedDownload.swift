@@ -29,6 +29,8 @@ final class SegmentedDownload: @unchecked Sendable {
         var file: OutputFile
         var partPath: String
         var journalPath: String
+        /// Whether a journal was written (small files have none), so the finish knows to remove it.
+        var journaled: Bool
         var bytes: Int64
         var finalURL: HTTPURL
         var entityTag: EntityTag?
@@ -337,7 +339,7 @@ final class SegmentedDownload: @unchecked Sendable {
 
     private func report(_ file: OutputFile) {
         let primary = mirrors[0]
-        completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath, bytes: total ?? bytesDone, finalURL: primary.url,
+        completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath, journaled: checkpointer != nil || resumeJournal != nil, bytes: total ?? bytesDone, finalURL: primary.url,
                                       entityTag: primary.entityTag, lastModified: primary.lastModified,
                                       redirects: redirects, connections: peakConnections,
                                       bytesRequested: bytesRequested, retries: retries)))
@@ -546,6 +548,7 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func prepareFile(length: Int64) throws {
+        var justCreated = false
         if file == nil {
             let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
             do {
@@ -554,12 +557,16 @@ final class SegmentedDownload: @unchecked Sendable {
                     throw HaulError.insufficientSpace(path: partPath, needed: length, available: available)
                 }
                 file = try OutputFile.open(partPath, truncate: true)
+                justCreated = true
             } catch let error as SystemError {
                 throw HaulError.disk(path: partPath, error)
             }
         }
         do {
-            try file!.truncate(to: 0)
+            if !justCreated { try file!.truncate(to: 0) }
+            // A small file goes front to back over one connection with no journal: preallocating it buys
+            // nothing (free space was checked above) and costs syscalls and extent conversions per file.
+            if length < 2 * options.minimumSegment && length <= options.checkpointBytes { return }
             try file!.preallocate(length: length)
             if try file!.size() != length { try file!.truncate(to: length) }
         } catch {
