@@ -79,7 +79,8 @@ import HaulTestSupport
         }
         #expect(kills >= 30, "the download finished before thirty kills")
 
-        FileManager.default.createFile(atPath: data + "/unthrottle", contents: Data())
+        try #require(FileManager.default.createFile(atPath: data + "/unthrottle", contents: Data()),
+                     "the marker that lifts the rate limit could not be created")
         let finish = Process()
         finish.executableURL = Self.binary
         finish.arguments = arguments

@@ -10,7 +10,7 @@ final class JournalTestDirectory {
         var template = Array("/tmp/haul-journal-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        path = String(cString: template)
+        path = String(cString: made!)
     }
 
     deinit {

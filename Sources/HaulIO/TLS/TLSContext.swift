@@ -44,7 +44,7 @@ public final class TLSContext: Sendable {
         // read() fetches as many records as fit the buffer; the connection checks SSL_has_pending so bytes held
         // here, invisible to epoll, are never stranded.
         _ = haul_SSL_CTX_set_read_ahead(context, 1)
-        _ = SSL_CTX_set_default_read_buffer_len(context, TLSContext.readAheadBufferSize)
+        SSL_CTX_set_default_read_buffer_len(context, TLSContext.readAheadBufferSize)
 
         if !configuration.insecure {
             if configuration.usesSystemTrustStore {
