@@ -209,6 +209,39 @@ struct TCPConnectionTests {
         #expect(seen == "abcdef")
     }
 
+    /// Connections on one loop share its receive buffer: a handler that starts another connection's read must
+    /// still see its own bytes afterwards, and the other connection gets its own bytes on the next turn.
+    @Test func handlerStartingAnotherConnectionsReadKeepsItsBytes() async throws {
+        let server = try LoopbackServer(behaviour: .echo)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let first = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        let second = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        defer { first.close(); second.close() }
+        try await first.write(Array("first".utf8))
+        try await second.write(Array("second".utf8))
+        // Both echoes are waiting in their sockets before any read starts.
+        try await Task.sleep(for: .milliseconds(200))
+        let (own, other): (String, String) = try await withCheckedThrowingContinuation { continuation in
+            loop.execute {
+                var ownAfterStartingTheOther = ""
+                first.startReadingOnLoop { event in
+                    guard case .bytes(let bytes) = event else { return .stop }
+                    second.startReadingOnLoop { event in
+                        guard case .bytes(let otherBytes) = event else { return .stop }
+                        continuation.resume(returning: (ownAfterStartingTheOther, String(decoding: otherBytes, as: UTF8.self)))
+                        return .stop
+                    }
+                    ownAfterStartingTheOther = String(decoding: bytes, as: UTF8.self)
+                    return .stop
+                }
+            }
+        }
+        #expect(own == "first")
+        #expect(other == "second")
+    }
+
     @Test func idleTimeoutFailsAStalledRead() async throws {
         let server = try LoopbackServer(behaviour: .silent)
         defer { server.stop() }

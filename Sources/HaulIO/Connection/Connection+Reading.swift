@@ -11,7 +11,8 @@ extension Connection {
     // MARK: Loop-thread API
 
     /// Starts the hot read loop: `handler` runs on the loop thread with every chunk read, lent from the
-    /// connection's receive buffer (reused for every read, so nothing is allocated per read).
+    /// loop's receive buffer (shared by its connections and reused for every read, so nothing is allocated per
+    /// read). The bytes are valid only during the call.
     ///
     /// Reading continues until the handler returns ``ReadDecision/stop``, the stream ends, or the connection fails;
     /// the handler sees ``ConnectionReadEvent/endOfStream(_:)`` or ``ConnectionReadEvent/failed(_:)`` last.
@@ -103,19 +104,25 @@ extension Connection {
     // MARK: Machinery
 
     /// Tries the new reader at once, since data may already be waiting in the socket or inside OpenSSL where
-    /// epoll cannot see it; from inside a handler, defers that to a fresh loop task instead.
+    /// epoll cannot see it; from inside a handler (this connection's or another's, which holds the loop's
+    /// receive buffer), defers that to a fresh loop task instead.
     private func readSoon() {
-        if isPerformingReads {
-            let generation = readerGeneration
-            loop.execute { [self] in
-                guard readerGeneration == generation else { return }
-                performReads()
-                updateInterest()
-            }
+        if isPerformingReads || loop.isLendingReceiveBuffer {
+            performReadsOnNextTurn()
         } else {
             performReads()
         }
         updateInterest()
+    }
+
+    /// Reads from a fresh loop task, unless the reader has changed by then.
+    private func performReadsOnNextTurn() {
+        let generation = readerGeneration
+        loop.execute { [self] in
+            guard readerGeneration == generation else { return }
+            performReads()
+            updateInterest()
+        }
     }
 
     func setReader(_ newReader: Reader) {
@@ -153,21 +160,30 @@ extension Connection {
                     }
                     return
                 case .handler(let handler):
-                    switch try readOnce(into: receiveBuffer) {
-                    case .wouldBlock:
-                        return
-                    case .bytes(let count):
-                        noteProgress()
-                        let bytes = UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count])
-                        if handler(.bytes(bytes)) == .stop && readerGeneration == generation {
-                            setReader(.idle)
-                        }
-                    case .endOfStream(let end):
-                        peerFinished = true
-                        setReader(.idle)
-                        _ = handler(.endOfStream(end))
+                    guard !loop.isLendingReceiveBuffer else {
+                        performReadsOnNextTurn()
                         return
                     }
+                    let size = max(options.receiveBufferSize, 4096)
+                    let readMore = try loop.withReceiveBuffer(size: size) { buffer throws(ConnectionError) -> Bool in
+                        switch try readOnce(into: buffer) {
+                        case .wouldBlock:
+                            return false
+                        case .bytes(let count):
+                            noteProgress()
+                            let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+                            if handler(.bytes(bytes)) == .stop && readerGeneration == generation {
+                                setReader(.idle)
+                            }
+                            return true
+                        case .endOfStream(let end):
+                            peerFinished = true
+                            setReader(.idle)
+                            _ = handler(.endOfStream(end))
+                            return false
+                        }
+                    }
+                    guard readMore else { return }
                 }
             } catch {
                 fail(error)
@@ -177,11 +193,7 @@ extension Connection {
         // Budget spent. Plain sockets will be reported again (level-triggered), but bytes OpenSSL already holds
         // would be stranded, so schedule another round explicitly.
         if readerGeneration == generation, tls?.hasBufferedData == true {
-            loop.execute { [self] in
-                guard readerGeneration == generation else { return }
-                performReads()
-                updateInterest()
-            }
+            performReadsOnNextTurn()
         }
     }
 

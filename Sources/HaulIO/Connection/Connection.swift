@@ -5,7 +5,7 @@ import Glibc
 /// All state lives on one ``EventLoop`` thread. There are two ways to use it:
 ///
 /// - **Hot path, on the loop thread**: ``startReadingOnLoop(_:)`` installs a handler that the loop calls with each
-///   chunk read into a receive buffer the connection owns and reuses, so a read → parse → write-to-disk cycle
+///   chunk read into the loop's receive buffer (one for all its connections), so a read → parse → write-to-disk cycle
 ///   never leaves the loop thread and never allocates. ``writeOnLoop(_:completion:)`` and ``closeOnLoop()``
 ///   complete the set. Get onto the loop with ``EventLoop/execute(_:)``.
 /// - **Async conveniences**, callable from any task: ``write(_:)``, ``read(into:)``, ``readLoop(_:)`` and
@@ -49,7 +49,6 @@ public final class Connection: @unchecked Sendable {
 
     let socket: TCPSocket
     var tls: TLSConnection?
-    let receiveBuffer: UnsafeMutableRawBufferPointer
 
     var registration: FileDescriptorRegistration?
     var registeredInterest: IOEvents = []
@@ -59,8 +58,8 @@ public final class Connection: @unchecked Sendable {
     /// itself from inside its own callback.
     var readerGeneration: UInt64 = 0
     var readNeedsWritable = false
-    /// Set while `performReads` runs, so that a handler starting a new read does not read re-entrantly into the
-    /// receive buffer its caller is still looking at.
+    /// Set while `performReads` runs, so that a handler starting a new read on this connection does not read
+    /// re-entrantly while its caller is still looking at the bytes it was given.
     var isPerformingReads = false
     var writer: PendingWrite?
     var writeNeedsReadable = false
@@ -76,11 +75,6 @@ public final class Connection: @unchecked Sendable {
         self.port = port
         self.options = options
         self.socket = socket
-        self.receiveBuffer = .allocate(byteCount: max(options.receiveBufferSize, 4096), alignment: 64)
-    }
-
-    deinit {
-        receiveBuffer.deallocate()
     }
 
     // MARK: Connecting

@@ -21,7 +21,8 @@ public struct ConnectionOptions: Sendable, Hashable {
     public var timeouts: ConnectionTimeouts
     /// Socket-level options (`TCP_NODELAY`, `SO_RCVBUF`).
     public var socket: SocketOptions
-    /// Size of the receive buffer the connection owns and lends to ``Connection/startReadingOnLoop(_:)`` handlers.
+    /// The most bytes one read hands to a ``Connection/startReadingOnLoop(_:)`` handler. The buffer belongs to the
+    /// event loop and is shared by its connections, so this costs memory once per loop, not per connection.
     /// 256 KiB lets one `read` drain a well-filled socket buffer, keeping syscalls per megabyte low.
     public var receiveBufferSize: Int
     /// Delay between Happy Eyeballs attempts.
