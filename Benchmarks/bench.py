@@ -284,6 +284,8 @@ def main():
                 ("haul -c1 --no-sync", [haul, "-q", "-c", "1", "--no-sync", url, "-o", o], one(sums["big"])),
                 ("haul -c8 --no-sync", [haul, "-q", "-c", "8", "--no-sync", url, "-o", o], one(sums["big"])),
                 ("haul -c8 (durable)", [haul, "-q", "-c", "8", url, "-o", o], one(sums["big"])),
+                # The memory target is stated at 16 connections on this file.
+                ("haul -c16 --no-sync", [haul, "-q", "-c", "16", "--no-sync", url, "-o", o], one(sums["big"])),
                 ("curl -o FILE", ["curl", "-s", "-o", o, url], one(sums["big"])),
                 ("wget -O", ["wget", "-q", "-O", o, url], one(sums["big"])),
                 ("aria2c -x1", ["aria2c", "-q", "-x1", "-s1", "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["big"])),
