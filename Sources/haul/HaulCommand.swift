@@ -34,25 +34,25 @@ struct HaulCommand: AsyncParsableCommand {
     @Argument(help: "The URL to download, then other URLs of the same file (mirrors).")
     var urls: [String] = []
 
-    @Option(name: [.short, .long], help: "Write the file here (default: the server's suggested name in --dir).")
+    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here (default: the server's suggested name in --dir).")
     var output: String?
 
-    @Option(name: [.short, .long], help: "Directory for downloaded files; created when missing (default: current).")
+    @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for downloaded files; created when missing (default: current).")
     var dir: String?
 
-    @Option(name: [.short, .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME).")
+    @Option(name: [.customShort("i", allowingJoined: true), .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME).")
     var inputFile: String?
 
-    @Option(name: [.short, .long], help: "Downloads at the same time with --input-file.")
+    @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Downloads at the same time with --input-file.")
     var jobs = 4
 
-    @Option(name: [.short, .long], help: "Connections per download.")
+    @Option(name: [.customShort("c", allowingJoined: true), .long], help: "Connections per download.")
     var connections = 8
 
     @Option(name: .long, help: "Smallest piece one connection is given or steals (e.g. 1M).")
     var minSegment: ByteSize?
 
-    @Option(name: [.customShort("H"), .long], help: "Extra request header, 'Name: value' (repeatable).")
+    @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
     var header: [String] = []
 
     @Option(name: .long, help: "User-Agent to send.")

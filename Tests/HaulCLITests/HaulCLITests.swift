@@ -79,6 +79,19 @@ final class CLIFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: target + "/chosen.bin") == fixture.sha256("f2.bin"), "-o wins, inside -d")
     }
 
+    /// Short options take their value joined, as with curl (`-ofile`) and aria2c (`-x16`).
+    @Test func shortOptionsAcceptJoinedValues() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try haul(["-c4", "-d" + directory, "-ojoined.bin", "-HX-Haul-Test: 1", fixture.nginx.url("/f5.bin")])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/joined.bin") == fixture.sha256("f5.bin"))
+
+        let zero = try haul(["-c0", "-o", directory + "/never.bin", fixture.nginx.url("/f5.bin")])
+        #expect(zero.exitStatus == 2, "-c0 is read as zero connections: \(zero.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/never.bin"))
+    }
+
     @Test func anExistingFileIsNotOverwrittenUnlessAllowed() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
