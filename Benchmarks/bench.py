@@ -305,19 +305,18 @@ def main():
                 ("aria2c -x8", ["aria2c", "-q", "-x8", "-s8", "-k1M", "--ca-certificate", nginx.ca, "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["big"])),
             ])
         if "c" in scenarios:
+            # One scenario per connection count, so that Haul's ratio is to the peers using as many.
             url = nginx.url("/limited/limited.bin")
-            tools = []
             for n in (8, 16):
-                tools += [
+                name = f"(c) 128 MiB, limit_rate 20m/conn, {n} connections"
+                scenario(name, limited, [
                     (f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync", url, "-o", o], one(sums["limited"])),
                     (f"aria2c -x{n} -s{n} -k1M", ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["limited"])),
                     (f"axel -n {n}", ["axel", "-q", "-n", str(n), "-o", o, url], one(sums["limited"])),
-                ]
-            summary = scenario("(c) 128 MiB, limit_rate 20m/conn", limited, tools)
-            for row in rows:
-                if row["scenario"].startswith("(c)") and "failed" not in row:
-                    n = int(row["tool"].split("-c")[-1].split()[0]) if row["tool"].startswith("haul") else int(row["tool"].split()[1].lstrip("-x")) if row["tool"].startswith("aria2c") else int(row["tool"].split()[-1])
-                    row["extra"] = f" ({row['rate'] * 1e6 / (n * 20 * MiB) * 100:.0f}% of {n}x20 MiB/s)"
+                ])
+                for row in rows:
+                    if row["scenario"] == name and "failed" not in row:
+                        row["extra"] = f" ({row['rate'] * 1e6 / (n * 20 * MiB) * 100:.0f}% of {n}x20 MiB/s)"
         if "d" in scenarios:
             # 200 files of 256 KiB, at most 16 transfers at a time, into an empty directory. Every tool
             # reads the same list (one URL per line, output named after the URL's last segment); curl
