@@ -206,12 +206,22 @@ final class ProgressReporter: Sendable {
             return
         case .json:
             StandardError.write(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
-        case .bar:
-            clearBar()
-            StandardError.write("haul: saved \(name) (\(UnitFormatting.bytes(result.bytes)) in \(UnitFormatting.fixedPoint(seconds, fractionDigits: 1)) s, \(UnitFormatting.rate(seconds > 0 ? Double(result.bytes) / seconds : 0)))\n")
-        case .plain:
-            StandardError.write("haul: saved \(name) (\(UnitFormatting.bytes(result.bytes)) in \(UnitFormatting.fixedPoint(seconds, fractionDigits: 1)) s, \(UnitFormatting.rate(seconds > 0 ? Double(result.bytes) / seconds : 0)))\n")
+        case .bar, .plain:
+            if style == .bar { clearBar() }
+            StandardError.write("haul: saved \(name) (\(Self.transferSummary(result, seconds: seconds)))\n")
         }
+    }
+
+    /// "1.0 GiB in 2.5 s, 409.6 MiB/s"; after a resume, what this run fetched and its rate:
+    /// "1.0 GiB; 512.0 MiB fetched in 1.3 s, 393.8 MiB/s".
+    static func transferSummary(_ result: DownloadResult, seconds: Double) -> String {
+        let fetched = min(result.bytesRequested, result.bytes)
+        let rate = UnitFormatting.rate(seconds > 0 ? Double(fetched) / seconds : 0)
+        let time = UnitFormatting.fixedPoint(seconds, fractionDigits: 1)
+        if fetched < result.bytes {
+            return "\(UnitFormatting.bytes(result.bytes)); \(UnitFormatting.bytes(fetched)) fetched in \(time) s, \(rate)"
+        }
+        return "\(UnitFormatting.bytes(result.bytes)) in \(time) s, \(rate)"
     }
 
     /// Errors are always printed, even with `--quiet`: one line, or one JSON object.

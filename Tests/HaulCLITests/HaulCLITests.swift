@@ -132,6 +132,7 @@ final class CLIFixture: Sendable {
 
         let again = try haul(Array(arguments.dropFirst()))
         #expect(again.exitStatus == 0, "\(again.errorText)")
+        #expect(again.errorText.contains(" fetched in "), "the summary counts what this run fetched: \(again.errorText)")
         #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
         #expect(!FileManager.default.fileExists(atPath: output + ".part.haul"))
     }
