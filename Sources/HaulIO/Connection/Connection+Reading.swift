@@ -104,10 +104,10 @@ extension Connection {
     // MARK: Machinery
 
     /// Tries the new reader at once, since data may already be waiting in the socket or inside OpenSSL where
-    /// epoll cannot see it; from inside a handler (this connection's or another's, which holds the loop's
-    /// receive buffer), defers that to a fresh loop task instead.
+    /// epoll cannot see it; from inside this connection's handler, defers that to a fresh loop task instead
+    /// (`performReads` itself defers a read that would need the receive buffer another handler holds).
     private func readSoon() {
-        if isPerformingReads || loop.isLendingReceiveBuffer {
+        if isPerformingReads {
             performReadsOnNextTurn()
         } else {
             performReads()
