@@ -91,7 +91,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     public init(_ error: HaulError) {
         switch error {
         case .invalidURL, .invalidRequest: self = .usage
-        case .network, .truncatedTLS, .timedOut, .incomplete: self = .network
+        case .network, .truncatedTLS, .timedOut, .incomplete, .belowSpeedLimit: self = .network
         case .tls, .tlsSetup: self = .tls
         case .httpStatus, .redirect: self = .http
         case .malformedResponse(let parseError, _):
@@ -99,10 +99,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
             case .connectionClosedBeforeResponse, .incompleteMessage: self = .network
             default: self = .protocolViolation
             }
-        case .wrongContentRange, .mirrorMismatch: self = .protocolViolation
+        case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocolViolation
         case .changedOnServer, .partialDownloadMismatch: self = .changedOnServer
         case .checksumMismatch: self = .checksumMismatch
-        case .disk, .insufficientSpace, .destinationExists, .journal, .checkpointFailed: self = .output
+        case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed: self = .output
         case .cancelled: self = .interrupted
         case .unexpected: self = .unexpected
         }

@@ -6,8 +6,11 @@
 /// write outside the directory, `..` would climb out of it, control characters would garble terminals and
 /// logs, and a leading `.` would hide the file.
 enum SuggestedFileName {
-    /// Longest name, in UTF-8 bytes, that common Linux filesystems accept.
-    static let maximumBytes = 255
+    /// Longest working suffix the engine appends to a destination name (`NAME.part.haul.tmp`).
+    static let longestWorkingSuffix = ".part.haul.tmp"
+    /// Longest name, in UTF-8 bytes: what common Linux filesystems accept (255) less the longest working
+    /// suffix, so that every file the download creates beside the destination can be named too.
+    static let maximumBytes = 255 - longestWorkingSuffix.utf8.count
     static let fallback = "index.html"
 
     static func forResponse(_ head: ResponseHead, url: HTTPURL) -> String {

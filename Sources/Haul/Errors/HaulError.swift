@@ -31,6 +31,13 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     case changedOnServer(url: String, detail: String)
     /// A 206 response whose Content-Range is not the range that was asked for.
     case wrongContentRange(url: String, requested: String, received: String)
+    /// A response broke its own promises — a body longer or shorter than its range, a length that does not
+    /// match its `Content-Range` — while the resource itself looks unchanged; the range is fetched again.
+    case faultyResponse(url: String, detail: String)
+    /// A connection stayed below the low-speed limit (``DownloadOptions/lowSpeedLimit``).
+    case belowSpeedLimit(url: String, limit: LowSpeedLimit)
+    /// Another download (in this process or another) is writing the same destination.
+    case destinationBusy(path: String, holder: Int32?)
     /// Mirrors disagree about the resource (length).
     case mirrorMismatch(url: String, detail: String)
     /// The finished file's digest differs from the expected one; the file stays `.part`.
@@ -74,6 +81,11 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
         case .wrongContentRange(let url, let requested, let received):
             "\(url) answered a request for bytes \(requested) with Content-Range \"\(received)\""
         case .mirrorMismatch(let url, let detail): "mirror \(url) disagrees: \(detail)"
+        case .faultyResponse(let url, let detail): "faulty response from \(url): \(detail)"
+        case .belowSpeedLimit(let url, let limit):
+            "transfer from \(url) stayed below \(limit.bytesPerSecond) bytes/s for \(limit.seconds) s"
+        case .destinationBusy(let path, let holder):
+            "\(path) is being written by another download\(holder.map { " (process \($0))" } ?? ""); not touching it"
         case .checksumMismatch(let path, let expected, let actual):
             "\(path): \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)"
         case .insufficientSpace(let path, let needed, let available):
@@ -84,7 +96,7 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     /// Whether trying again (on a new connection, after a pause) may succeed.
     public var isTransient: Bool {
         switch self {
-        case .network, .truncatedTLS, .incomplete, .timedOut: true
+        case .network, .truncatedTLS, .incomplete, .timedOut, .faultyResponse, .wrongContentRange, .belowSpeedLimit: true
         case .malformedResponse(let error, _):
             switch error.kind {
             case .incompleteMessage, .connectionClosedBeforeResponse: true
