@@ -90,7 +90,9 @@ import HaulTestSupport
     }
 
     @Test func truncatedChunkedBodyIsRetried() async throws {
-        let server = try MisbehavingServer(resource: resource, script: .sequence([.truncatedChunked(afterBytes: 50_000)], then: .chunked))
+        // Request 0 is the probe: a chunked 206 has no length to hold it to, so the engine drops its body and
+        // asks again for a bounded range (request 1), which is the one cut short here.
+        let server = try MisbehavingServer(resource: resource, script: .sequence([.chunked, .truncatedChunked(afterBytes: 50_000)], then: .chunked))
         defer { server.stop() }
         let (result, bytes) = try await download(server.url("/f"), options: options(connections: 1))
         #expect(sameBytes(bytes, resource.bytes))

@@ -51,17 +51,37 @@ import HaulTestSupport
         }
     }
 
-    @Test func journalForAnotherURLIsRefusedUnlessRestarted() async throws {
+    @Test func journalForAnotherURLResumesWhenTheStrongETagProvesTheSameFile() async throws {
         try await withInterruptedDownload { server, path in
-            await #expect {
-                _ = try await HaulClient(options: options()).download(server.url("/other"), to: path)
-            } throws: { error in
-                guard case HaulError.partialDownloadMismatch = error else { return false }
-                return String(describing: error).contains("not \(server.url("/other"))") && String(describing: error).contains("--restart")
-            }
-            _ = try await HaulClient(options: options()).download(server.url("/other"), to: path, restart: true)
+            let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
+            let requestsBefore = server.requests.count
+            let client = try HaulClient(options: options())
+            let task = client.start(DownloadRequest(url: server.url("/other"), destination: .file(path)))
+            let result = try await task.value
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
+            #expect(result.bytesRequested == Int64(ResumeTests.size) - state.durable.count, "only the missing bytes")
+            #expect(server.requests.dropFirst(requestsBefore).allSatisfy { $0.target == "/other" && $0.header("If-Range") == resource.etag })
+            #expect(task.currentProgress.notices.contains { $0.contains("resuming the partial download of \(server.url("/f"))") })
         }
+    }
+
+    @Test func journalForAnotherURLWithoutAStrongETagIsRefusedUnlessRestarted() async throws {
+        let untagged = MisbehavingServer.Resource(bytes: resource.bytes, etag: nil)
+        let server = try MisbehavingServer(resource: untagged)
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        await interruptedDownload(server, to: path)
+        await #expect {
+            _ = try await HaulClient(options: options()).download(server.url("/other"), to: path)
+        } throws: { error in
+            guard case HaulError.partialDownloadMismatch = error else { return false }
+            let text = String(describing: error)
+            return text.contains("not \(server.url("/other"))") && text.contains("no strong ETag") && text.contains("--restart")
+        }
+        _ = try await HaulClient(options: options()).download(server.url("/other"), to: path, restart: true)
+        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
     }
 
     @Test func fileChangedOnTheServerBetweenRunsIsNoticed() async throws {

@@ -65,6 +65,12 @@ public struct DownloadProgress: Sendable, Equatable {
     /// The latest failed checkpoint of the resume journal (say, no space left for it), if the journal is
     /// behind: the download goes on, but after a crash more would be fetched again. Nil once one succeeds.
     public var checkpointFailure: JournalError?
+    /// Things the user should know about this download, oldest first (for example that it resumed a
+    /// partial download started from another URL).
+    public var notices: [String] = []
+    /// Whether a paused download can continue where it stopped: false when the server does not support
+    /// ranges, so the next run starts over.
+    public var canResume: Bool = true
 
     /// A snapshot with every field given (the engine makes these; tests and custom renderers may too).
     public init(phase: Phase, bytesDone: Int64, total: Int64?, bytesPerSecond: Double, estimatedTimeRemaining: Duration?,

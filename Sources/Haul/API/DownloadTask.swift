@@ -222,10 +222,10 @@ public final class DownloadTask: @unchecked Sendable {
         let request = self.request
         let download = SegmentedDownload(
             loop: client.loop, client: client.client, options: client.options, budget: client.budget,
-            urls: prepared.urls, destination: prepared.destination,
+            mirrors: prepared.mirrors, destination: prepared.destination,
             resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
-            checksum: request.checksum, onChange: request.onChange,
-            requestTemplate: prepared.template, resume: prepared.resume)
+            checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
+            notices: prepared.notices)
         state = .running(download)
         runStarted = .now()
         rate = RateEstimator()
@@ -268,7 +268,7 @@ public final class DownloadTask: @unchecked Sendable {
         case .failed(let error):
             publish(snapshot, phase: .failed)
             end(.failure(error))
-        case .paused(let failure):
+        case .paused(let failure, let resumable):
             switch pending {
             case .stop:
                 end(.failure(.cancelled))
@@ -279,7 +279,7 @@ public final class DownloadTask: @unchecked Sendable {
                 state = .paused
                 var paused = snapshot
                 paused.checkpointFailure = failure
-                publish(paused, phase: .paused)
+                publish(paused, phase: .paused, canResume: resumable)
                 resolvePauseWaiters(failure.map { .failure(.checkpointFailed($0)) } ?? .success(()))
             }
         case .cancelled:
@@ -374,7 +374,7 @@ public final class DownloadTask: @unchecked Sendable {
         send(latest)
     }
 
-    private func publish(_ snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase) {
+    private func publish(_ snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase, canResume: Bool = true) {
         let now = MonotonicInstant.now()
         rate.record(bytes: snapshot.bytesDone, at: now)
         let perSecond = phase == .downloading ? rate.bytesPerSecond : 0
@@ -382,12 +382,15 @@ public final class DownloadTask: @unchecked Sendable {
         if let total = snapshot.total, perSecond > 0 {
             remaining = .milliseconds(Int64(Double(total - snapshot.bytesDone) / perSecond * 1000))
         }
-        send(DownloadProgress(
+        var progress = DownloadProgress(
             phase: phase, bytesDone: snapshot.bytesDone, total: snapshot.total, bytesPerSecond: perSecond,
             estimatedTimeRemaining: remaining, activeConnections: phase == .downloading ? snapshot.activeConnections : 0,
             completedRanges: snapshot.completedRanges, segments: snapshot.segments,
             elapsed: .nanoseconds(Int64(now.nanoseconds(since: runStarted))), partialPath: snapshot.partialPath,
-            checkpointFailure: snapshot.checkpointFailure))
+            checkpointFailure: snapshot.checkpointFailure)
+        progress.notices = snapshot.notices
+        progress.canResume = canResume
+        send(progress)
     }
 
     private func send(_ progress: DownloadProgress) {
@@ -405,12 +408,12 @@ extension DownloadTask {
     /// The request, checked, and the journal of an interrupted download of it, if any.
     struct Prepared: @unchecked Sendable {
         // @unchecked Sendable: `ResumeJournal` is safe to hand from the preparing thread to the loop.
-        var urls: [HTTPURL]
-        var template: RequestHead
+        var mirrors: MirrorSet
         /// The final path, or nil when a directory download still has to learn its name.
         var destination: String?
         var directory: String?
         var resume: (journal: ResumeJournal, state: JournalState)?
+        var notices: [String] = []
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -418,18 +421,19 @@ extension DownloadTask {
         for text in [request.url] + request.mirrors {
             do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
         }
-        let template = RequestHead(method: .get, url: urls[0], userAgent: options.userAgent, headers: HTTPFields(options.headers))
-        do { _ = try template.serialized() } catch { throw .invalidRequest(error) }
+        let mirrors = MirrorSet(urls: urls, headers: HTTPFields(options.headers), userAgent: options.userAgent)
+        do { _ = try mirrors.request(to: urls[0], range: .from(0), ifRange: nil).serialized() } catch { throw .invalidRequest(error) }
         switch request.destination {
         case .file(let path):
             let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
             try prepareDirectory(parent, create: request.createsDirectories)
             let resume = try interruptedDownload(at: path + ".part", url: urls[0], restart: request.discardsPartialDownload)
             if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
-            return Prepared(urls: urls, template: template, destination: path, directory: nil, resume: resume)
+            return Prepared(mirrors: mirrors, destination: path, directory: nil,
+                            resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [])
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
-            return Prepared(urls: urls, template: template, destination: nil, directory: directory, resume: nil)
+            return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
         }
     }
 
@@ -485,7 +489,7 @@ extension DownloadTask {
     ///
     /// A journal without its `.part` file (or with one of the wrong size) cannot be trusted and is
     /// discarded; a journal for another URL, or one that cannot be read, is an error unless `restart`.
-    static func interruptedDownload(at partPath: String, url: HTTPURL, restart: Bool) throws(HaulError) -> (journal: ResumeJournal, state: JournalState)? {
+    static func interruptedDownload(at partPath: String, url: HTTPURL, restart: Bool) throws(HaulError) -> (journal: ResumeJournal, state: JournalState, note: String?)? {
         let journalPath = partPath + ".haul"
         guard OutputFile.exists(journalPath) else { return nil }
         if restart {
@@ -500,8 +504,11 @@ extension DownloadTask {
             throw .journal(error)
         }
         let state = opened.1
-        guard state.url == url.description else {
-            throw .partialDownloadMismatch(path: partPath, detail: "this partial download is of \(state.url), not \(url)")
+        var note: String?
+        switch DownloadIdentity.decide(journalURL: state.url, journalResolvedURL: nil, journalETag: state.etag, requested: url) {
+        case .same: break
+        case .sameValidator(let text): note = text
+        case .different(let detail): throw .partialDownloadMismatch(path: partPath, detail: detail)
         }
         let partSize: Int64?
         do {
@@ -514,6 +521,6 @@ extension DownloadTask {
             try? ResumeJournal.remove(path: journalPath)
             return nil
         }
-        return opened
+        return (opened.0, opened.1, note)
     }
 }

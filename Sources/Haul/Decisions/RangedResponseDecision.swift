@@ -29,6 +29,8 @@ enum RangedResponseDecision {
         var verified: Bool
         /// Whether the request carried `If-Range`.
         var sentIfRange: Bool
+        /// When the partial download being resumed was started (from its journal), for the message.
+        var partialSince: HTTPDate? = nil
     }
 
     static func decide(_ response: ResponseFacts, requested: Range<Int64>, known: Known, url: String) -> RangedResponseDecision {
@@ -65,7 +67,9 @@ enum RangedResponseDecision {
             }
             if known.sentIfRange {
                 // If-Range failed: the server's current version is not the one the written bytes are from.
-                return .changed(.changedOnServer(url: url, detail: "a request for bytes \(asked) with If-Range got the whole file (200): the file is no longer the one being downloaded"))
+                let detail = known.partialSince.map { "it no longer matches the partial download started \($0) (a request for bytes \(asked) with If-Range got the whole file)" }
+                    ?? "a request for bytes \(asked) with If-Range got the whole file (200): the file is no longer the one being downloaded"
+                return .changed(.changedOnServer(url: url, detail: detail))
             }
             return .faulty(.faultyResponse(url: url, detail: "answered the request for bytes \(asked) with the whole file (200)"))
         case 416:

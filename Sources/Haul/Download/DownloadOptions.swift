@@ -30,6 +30,9 @@ public struct DownloadOptions: Sendable {
     public var slowConnectionRatio: Double
     /// How long a connection must stay slow before its range is split.
     public var slowWindow: Duration
+    /// A connection below this rate for this long is closed and its range retried (curl's
+    /// `--speed-limit`/`--speed-time`); nil for none. Stalls are caught by ``ConnectionTimeouts`` anyway.
+    public var lowSpeedLimit: LowSpeedLimit?
     /// Most time between two checkpoints of the resume journal.
     public var checkpointInterval: Duration
     /// Most bytes written between two checkpoints: after a crash at most about this much is fetched again.
@@ -54,6 +57,7 @@ public struct DownloadOptions: Sendable {
         rateLimit: Int64? = nil,
         slowConnectionRatio: Double = 0.25,
         slowWindow: Duration = .seconds(5),
+        lowSpeedLimit: LowSpeedLimit? = nil,
         checkpointInterval: Duration = .seconds(1),
         checkpointBytes: Int64 = 32 << 20,
         progressInterval: Duration = .milliseconds(200)
@@ -72,6 +76,7 @@ public struct DownloadOptions: Sendable {
         self.rateLimit = rateLimit
         self.slowConnectionRatio = slowConnectionRatio
         self.slowWindow = slowWindow
+        self.lowSpeedLimit = lowSpeedLimit
         self.checkpointInterval = checkpointInterval
         self.checkpointBytes = max(1, checkpointBytes)
         self.progressInterval = progressInterval

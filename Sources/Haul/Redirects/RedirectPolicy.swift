@@ -14,42 +14,42 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Statuses that redirect a GET or HEAD (RFC 9110 §15.4).
     public static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    /// Headers that carry credentials and must not follow a redirect to another origin.
-    static let credentialHeaders = ["authorization", "proxy-authorization", "cookie"]
-
-    /// The request to send after `head` redirected `request`, or nil when `head` is not a redirect.
-    /// `visited` holds every URL requested so far in this chain (it detects loops).
-    public func follow(_ head: ResponseHead, from request: RequestHead, visited: inout [HTTPURL]) throws(RedirectError) -> RequestHead? {
-        guard Self.redirectStatuses.contains(head.status) else { return nil }
-        guard let location = head.fields.firstString("location") else {
-            throw RedirectError(.missingLocation(status: head.status), at: request.url)
-        }
+    /// Where a redirect (`status` with `location`) from `url` leads. `visited` is the chain so far — the
+    /// URLs one request has been sent to, starting with the first — and gains the target; each request
+    /// follows its own chain, so several connections redirected to the same place is not a loop.
+    public func target(status: Int, location: String?, from url: HTTPURL, visited: inout [HTTPURL]) throws(RedirectError) -> HTTPURL {
+        guard let location else { throw RedirectError(.missingLocation(status: status), at: url) }
         let target: HTTPURL
         do {
-            target = try request.url.resolve(location)
+            target = try url.resolve(location)
         } catch {
-            throw RedirectError(.invalidLocation(location, error), at: request.url)
+            throw RedirectError(.invalidLocation(location, error), at: url)
         }
-        if request.url.scheme == .https && target.scheme == .http && !allowsHTTPSDowngrade {
-            throw RedirectError(.insecureDowngrade(to: target), at: request.url)
+        if url.scheme == .https && target.scheme == .http && !allowsHTTPSDowngrade {
+            throw RedirectError(.insecureDowngrade(to: target), at: url)
         }
         if visited.contains(target) {
-            throw RedirectError(.loop(chain: visited + [target]), at: request.url)
+            throw RedirectError(.loop(chain: visited + [target]), at: url)
         }
         guard visited.count <= maxRedirects else {
-            throw RedirectError(.tooMany(limit: maxRedirects), at: request.url)
+            throw RedirectError(.tooMany(limit: maxRedirects), at: url)
         }
         visited.append(target)
+        return target
+    }
 
+    /// The request to send after `head` redirected `request`, or nil when `head` is not a redirect; see
+    /// ``target(status:location:from:visited:)``. Credential headers are dropped when the target is on
+    /// another origin (the download engine applies the same rule to every request it builds).
+    public func follow(_ head: ResponseHead, from request: RequestHead, visited: inout [HTTPURL]) throws(RedirectError) -> RequestHead? {
+        guard Self.redirectStatuses.contains(head.status) else { return nil }
+        let target = try target(status: head.status, location: head.fields.firstString("location"), from: request.url, visited: &visited)
         var next = request
         next.url = target
         if target.origin != request.url.origin {
             var kept = HTTPFields()
-            for index in 0..<request.headers.count {
-                let name = latin1String(request.headers.name(at: index)).lowercased()
-                if !Self.credentialHeaders.contains(name) {
-                    kept.append(name: request.headers.name(at: index), value: request.headers.value(at: index))
-                }
+            for index in 0..<request.headers.count where !CredentialScope.isCredential(request.headers.name(at: index)) {
+                kept.append(name: request.headers.name(at: index), value: request.headers.value(at: index))
             }
             next.headers = kept
         }

@@ -1,7 +1,8 @@
 import Glibc
 
-/// One connection's worth of a segmented download: it requests a range, checks the response, writes the
-/// body with `pwrite` at the right offset straight from the receive buffer, and asks for more work.
+/// One connection's worth of a segmented download: it sends a request, hands the response head to the
+/// download's decisions, writes the body with `pwrite` straight from the receive buffer — only the bytes
+/// its ``BodyWindow`` allows — and reports the end of the exchange.
 ///
 /// Loop-confined; the ``SegmentedDownload`` that owns it makes every decision that concerns more than
 /// one connection.
@@ -32,30 +33,39 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// Bytes requested in the current exchange: `requestFirst..<requestEnd` (nil end: to the end of file).
     var requestFirst: Int64 = 0
     var requestEnd: Int64?
-    /// File offset of the next body byte of the current response.
-    var position: Int64 = 0
-    /// Past the (shrunk) segment end: remaining bytes of this response are read and dropped.
-    var draining = false
-    var drained: Int64 = 0
+    /// Where the current request went, and every URL its redirect chain has visited.
+    private(set) var url: HTTPURL?
+    private(set) var chain: [HTTPURL] = []
+    /// The bytes of the current response that may be written; nil while the body is not file content
+    /// (a redirect, an error, a response given up) and is only drained.
+    var window: BodyWindow?
+    /// Whether the window's bytes are recorded only once the body has ended exactly at the range's end.
+    var provisional: Bool { window.map { !$0.bounded && $0.end != nil } ?? false }
+    /// Bytes read and dropped from the current response.
+    private var drained: Int64 = 0
+    /// The segment is done but its response goes on: its remaining bytes are drained.
+    private var draining = false
     /// What the response handler decided that the exchange's completion must act on.
     var verdict: Verdict = .none
     var failuresInRow = 0
     /// The server's `Retry-After` on the current response, if any.
     var retryAfter: Duration?
+    /// Whether the current request carried `If-Range`.
+    private(set) var sentIfRange = false
+    /// Why the download stopped the current exchange itself (too slow), reported instead of the close.
+    var interruption: HaulError?
     var cancellation: ExchangeCancellation?
     var isBusy = false
     var timer: TimerID?
 
-    /// Rate bookkeeping for the slow-connection check: bytes written, sampled once a second.
+    /// Bytes written, for the speed watch.
     var bytesWritten: Int64 = 0
-    var samples: [Int64] = []
-    var slowSince: MonotonicInstant?
     private var bytesSinceRateCheck = 0
     private var writeBackFrom: Int64 = 0
 
     enum Verdict {
         case none
-        case redirect(ResponseHead)
+        case redirect(ResponseFacts)
         /// The download dropped this exchange on purpose (it resumes from a journal instead).
         case retired
     }
@@ -66,29 +76,42 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         self.mirror = mirror
     }
 
-    /// Starts an exchange for `first..<end` (open-ended when `end` is nil).
-    func request(first: Int64, end: Int64?, role: Role) {
+    /// File offset of the next body byte of the current response.
+    var position: Int64 { window?.position ?? requestFirst }
+
+    /// Starts an exchange for `first..<end` (open-ended when `end` is nil) on a new redirect chain from the
+    /// mirror's resolved URL, or — `hop` — continues the current chain at `hop`.
+    func request(first: Int64, end: Int64?, role: Role, hop: HTTPURL? = nil) {
+        let target = hop ?? download.mirrors[mirror].resolved
+        if hop == nil { chain = [target] }
+        url = target
         self.role = role
         requestFirst = first
         requestEnd = end
-        position = first
         writeBackFrom = first
+        window = nil
         draining = false
         drained = 0
         verdict = .none
         retryAfter = nil
+        interruption = nil
         isBusy = true
-        let url = download.mirrors[mirror].url
-        var head = download.requestTemplate
-        head.url = url
-        head.range = end.map { .bytes(first...($0 - 1)) } ?? .from(first)
-        head.ifRange = role == .probe ? nil : download.mirrors[mirror].validator
+        let ifRange = role == .probe ? nil : download.mirrors[mirror].validators.ifRange
+        sentIfRange = ifRange != nil
+        let head = download.mirrors.request(to: target, range: end.map { .bytes(first...($0 - 1)) } ?? .from(first),
+                                            ifRange: ifRange)
         if let end { download.bytesRequested += end - first }
         cancellation = download.client.executeOnLoop(head, handler: self) { [self] result in
             cancellation = nil
             isBusy = false
             download.exchangeEnded(self, result)
         }
+    }
+
+    /// Records `target` as the next hop of the current chain; false when it was visited already or the
+    /// chain is longer than the policy allows.
+    func extendChain(_ head: ResponseFacts, policy: RedirectPolicy) throws(RedirectError) -> HTTPURL {
+        try policy.target(status: head.status, location: head.location, from: url!, visited: &chain)
     }
 
     /// Stops the current exchange (closing its connection) and any pending retry.
@@ -105,13 +128,14 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         guard !download.isFinished else { return .abandon }
         retryAfter = head.fields.first("retry-after").flatMap { RetryAfter($0) }
             .map { .seconds($0.delay(now: Int64(time(nil)))) }
-        if RedirectPolicy.redirectStatuses.contains(head.status) {
-            verdict = .redirect(head)
+        let facts = ResponseFacts(head)
+        if facts.isRedirect {
+            verdict = .redirect(facts)
             return .receiveBody
         }
         switch role {
-        case .probe: return try download.acceptProbe(head, from: self)
-        case .ranged: try download.checkRangedResponse(head, from: self)
+        case .probe: return try download.acceptProbe(head, facts, from: self)
+        case .ranged: try download.acceptRanged(facts, from: self)
         }
         return .receiveBody
     }
@@ -119,39 +143,39 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) throws -> BodyDecision {
         guard !download.isFinished else { return .stop }
         bytesSinceRateCheck += bytes.count
-        if case .redirect = verdict {
+        guard var window, !draining else {
             drained += Int64(bytes.count)
             return drained > Self.maxDrainBytes ? .stop : .continue
         }
-        if draining {
-            drained += Int64(bytes.count)
-            return drained > Self.maxDrainBytes ? .stop : .continue
-        }
-        let end = segment.map { download.planner!.end(of: $0) } ?? Int64.max
-        let writable = Int(min(Int64(bytes.count), end - position))
+        let at = window.position
+        let step = window.take(bytes.count)
+        self.window = window
+        // The segment's end may lie below the window's: the probe asked for everything, and others took
+        // the rest of the file meanwhile.
+        let segmentEnd = segment.map { download.planner!.end(of: $0) } ?? Int64.max
+        let writable = Int(min(Int64(step.writable), max(0, segmentEnd - at)))
         if writable > 0 {
-            try download.write(UnsafeRawBufferPointer(rebasing: bytes[0..<writable]), at: position)
-            position += Int64(writable)
+            try download.write(UnsafeRawBufferPointer(rebasing: bytes[0..<writable]), at: at)
             bytesWritten += Int64(writable)
-            download.recordWritten(Int64(writable), in: segment)
-            if download.options.synchronizesToDisk && position - writeBackFrom >= Self.writeBackStep {
-                download.startWriteBack(from: writeBackFrom, to: position)
-                writeBackFrom = position
+            if !provisional { download.recordWritten(Int64(writable), in: segment) }
+            let written = at + Int64(writable)
+            if download.options.synchronizesToDisk && written - writeBackFrom >= Self.writeBackStep {
+                download.startWriteBack(from: writeBackFrom, to: written)
+                writeBackFrom = written
             }
         }
-        guard position >= end else { return .continue }
-        // The segment is done. Its end may have moved below what this response carries (another
-        // connection took the rest): drain a small remainder to keep the connection, else close it.
-        segment = nil
-        let responseEnd = requestEnd ?? download.total ?? position
-        let inFlight = responseEnd - position - Int64(bytes.count - writable)
-        if inFlight <= 0 { return .continue }
-        if inFlight <= Self.maxDrainBytes {
-            draining = true
-            drained = Int64(bytes.count - writable)
-            return .continue
+        if step.overrun > 0 {
+            throw HaulError.faultyResponse(url: url!.description, detail: "the body ran past the \(window.end! - window.start) bytes of range \(window.start)-\(window.end! - 1)")
         }
-        return .stop
+        guard at + Int64(writable) >= segmentEnd, !provisional else { return .continue }
+        // The segment is done. The response may still carry bytes that now belong to another connection:
+        // drain a small remainder to keep the connection, else close it.
+        segment = nil
+        let inFlight = (window.end ?? window.position) - window.position
+        if inFlight <= 0 { return .continue }
+        draining = true
+        drained = Int64(bytes.count - writable)
+        return inFlight <= Self.maxDrainBytes ? .continue : .stop
     }
 
     func pauseBeforeNextRead() -> Duration? {

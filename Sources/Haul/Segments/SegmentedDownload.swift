@@ -1,28 +1,18 @@
 import Glibc
 
-/// One download over up to N connections, all on one event loop.
+/// One download over up to N connections, all on one event loop: the driver that carries events from the
+/// connections to the engine's decisions and carries out what they decide.
 ///
-/// The first request (`Range: bytes=0-`) doubles as the probe: a 206 with a total length means ranges work,
-/// so this connection keeps streaming from byte 0 while the others open; a 200 means the server ignores
-/// ranges and the same connection carries the whole file. Every later response is checked against the
-/// range asked for and the validator (`If-Range`), so bytes of two versions of the file are never mixed.
-/// Failed connections retry only their unwritten bytes; a mirror that keeps failing is dropped and its work
-/// moves to the others.
+/// The decisions live in `Decisions/`, each a pure function with its own tests: what the first response
+/// means (``ProbeResponseDecision``), whether a ranged response may be written (``RangedResponseDecision``),
+/// which body bytes belong in the file (``BodyWindow``), which headers go where (``MirrorSet``,
+/// ``CredentialScope``), what a failure leads to (``FailurePolicy``), which connections are too slow
+/// (``ConnectionSpeedWatch``). The planner (``SegmentPlanner``) decides which bytes each connection asks
+/// for. What remains here is bookkeeping: connections, timers, the file, the checkpoints.
 ///
 /// Loop-confined. It ends by calling `completion` once with the state the final (blocking) steps need.
 final class SegmentedDownload: @unchecked Sendable {
     // @unchecked Sendable: everything is touched on `loop` only (entry points hop onto it).
-
-    struct Mirror {
-        var url: HTTPURL
-        var validator: IfRangeValidator?
-        var entityTag: EntityTag?
-        var lastModified: HTTPDate?
-        var failures = 0
-        var dropped = false
-        /// Whether this mirror's length was checked against the download's.
-        var verified = false
-    }
 
     /// What the loop hands to the blocking finish (checksum, sync, rename).
     struct Finished: Sendable {
@@ -46,8 +36,9 @@ final class SegmentedDownload: @unchecked Sendable {
         /// Every byte is written; the blocking finish remains.
         case finished(Finished)
         case failed(HaulError)
-        /// Stopped by a pause after a final checkpoint (which may have failed).
-        case paused(checkpointFailure: JournalError?)
+        /// Stopped by a pause after a final checkpoint (which may have failed). `resumable` is false when
+        /// bytes were fetched from a server without range support: the next run starts over.
+        case paused(checkpointFailure: JournalError?, resumable: Bool)
         /// Stopped by a cancel; any running checkpoint has landed, so the files can be removed.
         case cancelled
     }
@@ -72,8 +63,7 @@ final class SegmentedDownload: @unchecked Sendable {
     private(set) var partPath: String
     /// Set for a download into a directory until the probe's head has named the file.
     private var resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)?
-    let requestTemplate: RequestHead
-    var mirrors: [Mirror]
+    private(set) var mirrors: MirrorSet
     let rateLimiter: RateLimiter?
 
     private(set) var planner: SegmentPlanner?
@@ -87,10 +77,10 @@ final class SegmentedDownload: @unchecked Sendable {
     private var retries = 0
     private var restarts = 0
     private var redirects = 0
-    private var visited: [HTTPURL] = []
     private var bytesDone: Int64 = 0
     private var peakConnections = 0
     private var monitor: TimerID?
+    private var speedWatch: ConnectionSpeedWatch
     private var completion: ((Outcome) -> Void)?
     private(set) var journalPath: String
     private var resumeState: JournalState?
@@ -98,12 +88,14 @@ final class SegmentedDownload: @unchecked Sendable {
     private var checkpointTimer: TimerID?
     private var resumeJournal: ResumeJournal?
     private var bytesAtLastCheckpoint: Int64 = 0
+    /// What the user should be told about this download (a resume from another URL, say).
+    private(set) var notices: [String] = []
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
-    init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, urls: [HTTPURL],
+    init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
          checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
-         requestTemplate: RequestHead, resume: (journal: ResumeJournal, state: JournalState)? = nil) {
+         resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = []) {
         precondition(destination != nil || resolveName != nil, "a download needs a destination or a way to name it")
         self.destination = destination ?? ""
         self.partPath = destination.map { $0 + ".part" } ?? ""
@@ -117,10 +109,11 @@ final class SegmentedDownload: @unchecked Sendable {
         self.loop = loop
         self.client = client
         self.options = options
-        self.requestTemplate = requestTemplate
-        self.mirrors = urls.map { Mirror(url: $0) }
+        self.mirrors = mirrors
         self.rateLimiter = options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
-        self.visited = [urls[0]]
+        self.speedWatch = ConnectionSpeedWatch(window: Int(options.slowWindow.components.seconds),
+                                               slowRatio: options.slowConnectionRatio, lowSpeed: options.lowSpeedLimit)
+        self.notices = notices
     }
 
     // MARK: Lifecycle
@@ -131,7 +124,7 @@ final class SegmentedDownload: @unchecked Sendable {
         begin()
         if let limit = options.totalTimeout {
             _ = loop.scheduleTimer(after: limit) { [self] in
-                fail(.timedOut(after: limit, url: mirrors[0].url.description, bytesReceived: bytesDone))
+                fail(.timedOut(after: limit, url: mirrors.primary.given.description, bytesReceived: bytesDone))
             }
         }
     }
@@ -147,14 +140,14 @@ final class SegmentedDownload: @unchecked Sendable {
         } else {
             first.request(first: 0, end: nil, role: .probe)
         }
-        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+        scheduleSpeedChecks()
     }
 
     /// A new connection's worker, when the client-wide budget has a slot for it.
     private func addWorker(mirror: Int? = nil) -> SegmentWorker? {
         guard budget.take(upTo: 1) == 1 else { return nil }
         let id = (workers.map(\.id).max() ?? -1) + 1
-        let worker = SegmentWorker(id: id, download: self, mirror: mirror ?? liveMirror(for: id))
+        let worker = SegmentWorker(id: id, download: self, mirror: mirror ?? mirrors.mirror(forConnection: id))
         workers.append(worker)
         return worker
     }
@@ -196,7 +189,7 @@ final class SegmentedDownload: @unchecked Sendable {
             completion = nil
         }
         if let checkpointer, let planner {
-            if case .changedOnServer = error { return report() }
+            if case .changedOnServer = error { return checkpointer.whenIdle(report) }
             checkpointer.checkpoint(planner.written, completion: report)
         } else {
             report()
@@ -215,14 +208,8 @@ final class SegmentedDownload: @unchecked Sendable {
         self.file = file
         total = state.totalLength
         rangesSupported = true
-        mirrors[0].entityTag = state.etag.flatMap { EntityTag($0[...]) }
-        mirrors[0].lastModified = state.lastModified.map { HTTPDate(secondsSinceEpoch: $0) }
-        if let tag = mirrors[0].entityTag, !tag.isWeak {
-            mirrors[0].validator = .entityTag(tag)
-        } else if let modified = mirrors[0].lastModified {
-            mirrors[0].validator = .lastModified(modified)
-        }
-        mirrors[0].verified = true
+        mirrors.record(Validators(entityTag: state.etag.flatMap { EntityTag($0[...]) },
+                                  lastModified: state.lastModified.map { HTTPDate(secondsSinceEpoch: $0) }), for: 0)
         var planner = SegmentPlanner(total: state.totalLength, minimumSegment: options.minimumSegment, alreadyDone: state.durable)
         bytesDone = state.durable.count
         bytesAtLastCheckpoint = bytesDone
@@ -237,21 +224,21 @@ final class SegmentedDownload: @unchecked Sendable {
         finishIfDone()
     }
 
-    /// Starts the resume journal — for files larger than one checkpoint window only: a smaller file lost in
-    /// a crash costs no more than the window the journal would have saved, and skipping its create, sync and
-    /// removal is what makes many small downloads cheap.
-    private func startCheckpointing() {
-        guard let file, let total, checkpointer == nil, total > options.checkpointBytes else { return }
-        let primary = mirrors[0]
+    /// Starts the resume journal — for files larger than one checkpoint window only (or `always`, for a
+    /// pause): a smaller file lost in a crash costs no more than the window the journal would have saved,
+    /// and skipping its create, sync and removal is what makes many small downloads cheap.
+    private func startCheckpointing(always: Bool = false) {
+        guard let file, let total, checkpointer == nil, rangesSupported, always || total > options.checkpointBytes else { return }
+        let primary = mirrors.primary
         let state = JournalState(
-            url: primary.url.description, mirrors: mirrors.dropFirst().map(\.url.description),
-            etag: primary.entityTag.map(\.fieldValue), lastModified: primary.lastModified?.secondsSinceEpoch,
+            url: primary.given.description, mirrors: mirrors.mirrors.dropFirst().map(\.given.description),
+            etag: primary.validators.entityTag.map(\.fieldValue), lastModified: primary.validators.lastModified?.secondsSinceEpoch,
             totalLength: total, minimumSegmentSize: options.minimumSegment,
             checksum: checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
             createdAt: Int64(time(nil)))
         checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
         checkpointer!.checkpoint(ByteRangeSet())
-        scheduleCheckpoints()
+        if !always { scheduleCheckpoints() }
     }
 
     private func scheduleCheckpoints() {
@@ -280,19 +267,22 @@ final class SegmentedDownload: @unchecked Sendable {
         checkpointer.checkpoint(planner.written)
     }
 
-    /// Stops every connection after a final checkpoint, so that the journal lists everything written.
+    /// Stops every connection after a final checkpoint, so that the journal lists everything written —
+    /// whatever the file's size: a pause promises a resume.
     func pauseOnLoop() {
         guard !isFinished else { return }
         isFinished = true
         stopAll()
         releaseConnections()
+        let resumable = rangesSupported || bytesDone == 0
+        startCheckpointing(always: true)
         guard let checkpointer, let planner else {
-            completion?(.paused(checkpointFailure: nil))
+            completion?(.paused(checkpointFailure: nil, resumable: resumable))
             completion = nil
             return
         }
         checkpointer.checkpoint(planner.written) { [self] in
-            completion?(.paused(checkpointFailure: checkpointer.lastError))
+            completion?(.paused(checkpointFailure: checkpointer.lastError, resumable: resumable))
             completion = nil
         }
     }
@@ -323,14 +313,20 @@ final class SegmentedDownload: @unchecked Sendable {
         checkpointTimer = nil
     }
 
+    /// Every byte is written: check that the file is exactly the resource's length, then report.
     private func succeed() {
-        guard !isFinished, let file else { return }
+        guard !isFinished, let file, let total, let planner else { return }
+        let size: Int64
+        do { size = try file.size() } catch { return fail(.disk(path: partPath, error)) }
+        guard size == total, planner.written.count == total, planner.written.gaps(in: 0..<total).isEmpty else {
+            return fail(.unexpected("\(partPath) has \(size) bytes and \(planner.written.count) written, expected \(total)"))
+        }
         isFinished = true
         stopAll()
         releaseConnections()
         // A checkpoint may still be writing the journal; report only after it has landed, so that removing
         // the journal after the final rename cannot race with its creation.
-        if let checkpointer, let planner {
+        if let checkpointer {
             checkpointer.checkpoint(planner.written) { [self] in report(file) }
         } else {
             report(file)
@@ -338,32 +334,37 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func report(_ file: OutputFile) {
-        let primary = mirrors[0]
-        completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath, journaled: checkpointer != nil || resumeJournal != nil, bytes: total ?? bytesDone, finalURL: primary.url,
-                                      entityTag: primary.entityTag, lastModified: primary.lastModified,
-                                      redirects: redirects, connections: peakConnections,
-                                      bytesRequested: bytesRequested, retries: retries)))
+        let primary = mirrors.primary
+        completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath,
+                                       journaled: checkpointer != nil || resumeJournal != nil, bytes: total ?? bytesDone,
+                                       finalURL: primary.resolved, entityTag: primary.validators.entityTag,
+                                       lastModified: primary.validators.lastModified, redirects: redirects,
+                                       connections: peakConnections, bytesRequested: bytesRequested, retries: retries)))
         completion = nil
     }
 
-    /// Throws away everything and starts over from the probe (the resource changed and the caller allowed it).
-    private func restart(because error: HaulError) {
+    /// Throws away everything and starts over from the probe (the resource changed and the caller allowed
+    /// it) — once any checkpoint in flight has landed, so that it cannot re-create the discarded journal.
+    private func restart() {
         restarts += 1
-        guard restarts <= 3 else { return fail(error) }
         stopAll()
         resetToProbe()
-        checkpointer = nil
-        Checkpointer.discard(path: journalPath)
-        for index in mirrors.indices {
-            mirrors[index].validator = nil
-            mirrors[index].verified = false
-        }
+        mirrors.forgetValidators()
         // Keep one connection slot for the new probe, so that another download cannot take it meanwhile.
         budget.giveBack(workers.count - 1)
         let probe = SegmentWorker(id: 0, download: self, mirror: 0)
         workers = [probe]
-        probe.request(first: 0, end: nil, role: .probe)
-        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
+        let previous = checkpointer
+        checkpointer = nil
+        resumeState = nil
+        resumeJournal = nil
+        let startOver = { [self] in
+            Checkpointer.discard(path: journalPath)
+            guard !isFinished else { return }
+            probe.request(first: 0, end: nil, role: .probe)
+            scheduleSpeedChecks()
+        }
+        if let previous { previous.whenIdle(startOver) } else { startOver() }
     }
 
     /// Forgets the plan so the next probe starts the file over (the file itself is truncated by the probe).
@@ -372,6 +373,7 @@ final class SegmentedDownload: @unchecked Sendable {
         total = nil
         rangesSupported = false
         bytesDone = 0
+        bytesAtLastCheckpoint = 0
     }
 
     // MARK: Progress
@@ -385,6 +387,7 @@ final class SegmentedDownload: @unchecked Sendable {
         var segments: [DownloadProgress.Segment]
         var checkpointFailure: JournalError?
         var partialPath: String
+        var notices: [String]
     }
 
     func snapshot() -> Snapshot {
@@ -400,15 +403,25 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         return Snapshot(bytesDone: bytesDone, total: total, activeConnections: active.count,
                         completedRanges: planner?.written.ranges ?? (bytesDone > 0 ? [0..<bytesDone] : []),
-                        segments: segments, checkpointFailure: checkpointer?.lastError, partialPath: partPath)
+                        segments: segments, checkpointFailure: checkpointer?.lastError, partialPath: partPath,
+                        notices: notices)
     }
 
     // MARK: Responses
 
-    /// The probe's head decides the shape of the whole download.
-    func acceptProbe(_ head: ResponseHead, from worker: SegmentWorker) throws -> HeadDecision {
-        let url = mirrors[worker.mirror].url
-        if let resolveName, head.status == 206 || head.status == 200 || head.status == 416 {
+    /// The probe's head decides the shape of the whole download (``ProbeResponseDecision``).
+    func acceptProbe(_ head: ResponseHead, _ facts: ResponseFacts, from worker: SegmentWorker) throws -> HeadDecision {
+        let url = worker.url!
+        let decision = ProbeResponseDecision.decide(facts, url: url.description)
+        switch decision {
+        case .redirect:
+            preconditionFailure("redirects are followed before the probe's decision")
+        case .faulty(let error), .failed(let error):
+            throw error
+        case .ranged, .whole, .empty:
+            break
+        }
+        if let resolveName {
             self.resolveName = nil
             switch try resolveName(head, url) {
             case .fresh(let destination):
@@ -421,37 +434,40 @@ final class SegmentedDownload: @unchecked Sendable {
                 return .abandon
             }
         }
-        switch head.status {
-        case 206:
-            guard let text = head.fields.firstString("content-range"), let range = ContentRange(text),
-                  let bytes = range.range, bytes.lowerBound == 0, let length = range.completeLength else {
-                throw HaulError.wrongContentRange(url: url.description, requested: "0-",
-                                                  received: head.fields.firstString("content-range") ?? "(none)")
-            }
-            recordValidators(head, mirror: worker.mirror)
+        switch decision {
+        case .ranged(let length, let served, let validators, let streamBody):
+            mirrors.record(validators, for: worker.mirror)
             try prepareFile(length: length)
             total = length
+            rangesSupported = true
             var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
             let connections = planner.usefulConnections(limit: options.connections)
             planner.splitForStart(connections: connections)
             let work = planner.nextRequest(for: worker.id)!
             precondition(work.range.lowerBound == 0, "the probe's segment starts at byte 0")
-            // The probe asked for everything: its whole segment is in flight and nobody may take part of it.
-            planner.markRequestedToEnd(work.segment)
+            if streamBody {
+                // The probe asked for everything: its whole segment is in flight and nobody may take part of it.
+                planner.markRequestedToEnd(work.segment)
+                worker.segment = work.segment
+                worker.requestEnd = served.upperBound
+                worker.window = BodyWindow(start: 0, end: served.upperBound, bounded: true)
+                bytesRequested += planner.end(of: work.segment)
+            } else {
+                // A body without a length to hold it to: fetch the same bytes again in bounded ranges.
+                planner.release(work.segment)
+            }
             self.planner = planner
-            rangesSupported = true
-            worker.segment = work.segment
-            worker.requestEnd = bytes.upperBound + 1
-            bytesRequested += planner.end(of: work.segment)
             startCheckpointing()
-            // The probe keeps streaming from byte 0; the others open now.
+            // The probe keeps streaming from byte 0 (or starts over with a bounded range); the others open now.
             addWorkers(upTo: connections - 1)
-        case 200:
+            peakConnections = max(peakConnections, workers.count)
+            return streamBody ? .receiveBody : .abandon
+        case .whole(let length, let validators):
             // Ranges are not supported: this one connection carries the file.
-            recordValidators(head, mirror: worker.mirror)
-            if case .contentLength(let length) = head.framing {
-                try prepareFile(length: length)
-                total = length
+            mirrors.record(validators, for: worker.mirror)
+            try prepareFile(length: length ?? 0)
+            total = length
+            if let length {
                 var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
                 worker.segment = planner.nextRequest(for: worker.id)?.segment
                 if let segment = worker.segment { planner.markRequestedToEnd(segment) }
@@ -459,20 +475,38 @@ final class SegmentedDownload: @unchecked Sendable {
                 self.planner = planner
                 bytesRequested += length
             } else {
-                try prepareFile(length: 0)
-                total = nil
                 worker.segment = nil
             }
-        case 416 where ContentRange(head.fields.firstString("content-range") ?? "")?.completeLength == 0:
-            recordValidators(head, mirror: worker.mirror)
+            worker.window = BodyWindow(start: 0, end: length, bounded: length != nil)
+        case .empty(let validators):
+            // Whatever body came with it (a 416's error text) is not the file.
+            mirrors.record(validators, for: worker.mirror)
             try prepareFile(length: 0)
             total = 0
             planner = SegmentPlanner(total: 0, minimumSegment: options.minimumSegment)
-        default:
-            throw HaulError.httpStatus(status: head.status, reason: head.reason, url: url.description)
+        case .redirect, .faulty, .failed:
+            break
         }
         peakConnections = max(peakConnections, workers.count)
         return .receiveBody
+    }
+
+    /// Whether a ranged response may be written (``RangedResponseDecision``); throws what it is otherwise.
+    func acceptRanged(_ facts: ResponseFacts, from worker: SegmentWorker) throws {
+        let mirror = mirrors[worker.mirror]
+        let end = worker.requestEnd ?? total!
+        let known = RangedResponseDecision.Known(total: total!, validators: mirror.validators, verified: mirror.verified,
+                                                 sentIfRange: worker.sentIfRange,
+                                                 partialSince: resumeState.map { HTTPDate(secondsSinceEpoch: $0.createdAt) })
+        switch RangedResponseDecision.decide(facts, requested: worker.requestFirst..<end, known: known, url: worker.url!.description) {
+        case .accept(let validators, let bounded):
+            if !mirror.verified { mirrors.record(validators, for: worker.mirror) }
+            worker.window = BodyWindow(start: worker.requestFirst, end: end, bounded: bounded)
+        case .redirect:
+            preconditionFailure("redirects are followed before the ranged decision")
+        case .faulty(let error), .changed(let error), .mirrorDisagrees(let error), .failed(let error):
+            throw error
+        }
     }
 
     private func setDestination(_ path: String) {
@@ -491,60 +525,6 @@ final class SegmentedDownload: @unchecked Sendable {
         resumeJournal = journal
         resumeState = state
         resume(from: state, first: first)
-    }
-
-    /// Every ranged response must be exactly what was asked for, of the same resource.
-    func checkRangedResponse(_ head: ResponseHead, from worker: SegmentWorker) throws {
-        let mirror = mirrors[worker.mirror]
-        let url = mirror.url.description
-        let requested = "\(worker.requestFirst)-\((worker.requestEnd ?? total ?? 0) - 1)"
-        switch head.status {
-        case 206:
-            let text = head.fields.firstString("content-range") ?? ""
-            guard let range = ContentRange(text), let bytes = range.range,
-                  bytes.lowerBound == worker.requestFirst, bytes.upperBound + 1 == worker.requestEnd else {
-                throw HaulError.wrongContentRange(url: url, requested: requested, received: text.isEmpty ? "(none)" : text)
-            }
-            guard range.completeLength == total else {
-                if !mirror.verified {
-                    throw HaulError.mirrorMismatch(url: url, detail: "length \(range.completeLength.map(String.init) ?? "unknown"), expected \(total ?? 0)")
-                }
-                throw HaulError.changedOnServer(url: url, detail: "length is now \(range.completeLength.map(String.init) ?? "unknown"), was \(total ?? 0)")
-            }
-            if !mirror.verified {
-                recordValidators(head, mirror: worker.mirror)
-                mirrors[worker.mirror].verified = true
-            } else if let tag = head.fields.first("etag").flatMap({ EntityTag($0) }), let known = mirror.entityTag,
-                      !tag.strongMatches(known) && !known.isWeak {
-                throw HaulError.changedOnServer(url: url, detail: "ETag changed from \(known) to \(tag)")
-            }
-        case 200:
-            if mirror.validator == nil && worker.mirror != 0 && !mirror.verified {
-                throw HaulError.mirrorMismatch(url: url, detail: "ignores Range requests")
-            }
-            if let state = checkpointer?.state {
-                let since = state.lastModified.map { " (last modified \(HTTPDate(secondsSinceEpoch: $0)))" } ?? ""
-                throw HaulError.changedOnServer(url: url, detail: "it no longer matches the partial download started \(HTTPDate(secondsSinceEpoch: state.createdAt))\(since)")
-            }
-            throw HaulError.changedOnServer(url: url, detail: "a ranged request with If-Range got the whole file (200)")
-        case 416:
-            throw HaulError.changedOnServer(url: url, detail: "range \(requested) is no longer satisfiable (416)")
-        default:
-            throw HaulError.httpStatus(status: head.status, reason: head.reason, url: url)
-        }
-    }
-
-    private func recordValidators(_ head: ResponseHead, mirror index: Int) {
-        let tag = head.fields.first("etag").flatMap { EntityTag($0) }
-        let modified = head.fields.first("last-modified").flatMap { HTTPDate($0) }
-        mirrors[index].entityTag = tag
-        mirrors[index].lastModified = modified
-        if let tag, !tag.isWeak {
-            mirrors[index].validator = .entityTag(tag)
-        } else if let modified {
-            mirrors[index].validator = .lastModified(modified)
-        }
-        mirrors[index].verified = true
     }
 
     private func prepareFile(length: Int64) throws {
@@ -575,6 +555,7 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        precondition(offset >= 0 && offset + Int64(bytes.count) <= (total ?? Int64.max), "a write outside the file")
         do {
             try file!.write(bytes, at: offset)
         } catch {
@@ -623,68 +604,78 @@ final class SegmentedDownload: @unchecked Sendable {
         // A worker retired by a restart may still report its cancelled exchange; it no longer counts.
         guard !isFinished, workers.contains(where: { $0 === worker }) else { return }
         if case .retired = worker.verdict { return }
-        switch (result, worker.verdict) {
-        case (.success(let summary), .redirect(let head)):
-            followRedirect(head, summary: summary, worker: worker)
-        case (.success(let summary), _):
-            if planner == nil {
+        if let interruption = worker.interruption { return handleFailure(interruption, worker: worker) }
+        let summary: ExchangeSummary
+        switch result {
+        case .failure(let error): return handleFailure(HaulError(error), worker: worker)
+        case .success(let value): summary = value
+        }
+        if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
+        let url = worker.url!.description
+        if let window = worker.window {
+            if window.end == nil {
                 // Unknown length, single stream: the end of the body is the end of the file.
-                guard summary.complete else { return handleFailure(.unexpected("stream ended early"), worker: worker) }
-                total = worker.position
-                planner = SegmentPlanner(total: worker.position, minimumSegment: 1, alreadyDone: ByteRangeSet([0..<worker.position]))
+                guard summary.complete else { return handleFailure(.incomplete(url: url, expected: -1, received: window.position), worker: worker) }
+                total = window.position
+                planner = SegmentPlanner(total: window.position, minimumSegment: 1, alreadyDone: ByteRangeSet([0..<window.position]))
                 return finishIfDone()
             }
-            if worker.segment != nil && summary.complete && worker.position < (worker.requestEnd ?? Int64.max) {
-                // The response ended before the range it was asked for: the server sent less than it promised.
-                return handleFailure(.incomplete(url: mirrors[worker.mirror].url.description,
-                                                 expected: worker.requestEnd ?? 0, received: worker.position), worker: worker)
+            if worker.provisional {
+                // Only a body that ended at exactly the range's end proves its bytes are that range.
+                guard summary.complete, window.endedExactly else {
+                    return handleFailure(.faultyResponse(url: url, detail: "the body of range \(window.start)-\(window.end! - 1) ended after \(window.received) of \(window.end! - window.start) bytes"), worker: worker)
+                }
+                recordWritten(window.received, in: worker.segment)
+            } else if worker.segment != nil, summary.complete, !window.isFilled {
+                return handleFailure(.incomplete(url: url, expected: window.end!, received: window.position), worker: worker)
             }
-            worker.failuresInRow = 0
-            assignWork(worker)
-            finishIfDone()
-        case (.failure(let error), _):
-            handleFailure(HaulError(error), worker: worker)
         }
+        worker.failuresInRow = 0
+        assignWork(worker)
+        finishIfDone()
     }
 
-    private func followRedirect(_ head: ResponseHead, summary: ExchangeSummary, worker: SegmentWorker) {
-        var request = requestTemplate
-        request.url = mirrors[worker.mirror].url
+    /// Sends the same request on along its own redirect chain; the mirror remembers where it led.
+    private func followRedirect(_ facts: ResponseFacts, worker: SegmentWorker) {
+        let target: HTTPURL
         do {
-            guard let next = try options.redirects.follow(head, from: request, visited: &visited) else { return }
-            mirrors[worker.mirror].url = next.url
-            redirects += 1
+            target = try worker.extendChain(facts, policy: options.redirects)
         } catch {
-            return fail(.redirect(error))
+            return handleFailure(.redirect(error), worker: worker)
         }
-        if worker.role == .probe {
-            worker.request(first: 0, end: nil, role: .probe)
-        } else if let segment = worker.segment, let planner {
-            worker.request(first: planner.next(of: segment), end: planner.end(of: segment), role: .ranged)
-        }
+        mirrors.noteRedirect(worker.mirror, to: target)
+        redirects += 1
+        if let end = worker.requestEnd, worker.role == .ranged { bytesRequested -= end - worker.requestFirst }
+        worker.request(first: worker.requestFirst, end: worker.role == .probe ? nil : worker.requestEnd,
+                       role: worker.role, hop: target)
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
         if let segment = worker.segment { planner?.release(segment) }
         worker.segment = nil
-        switch error {
-        case .changedOnServer:
-            return onChange == .restart ? restart(because: error) : fail(error)
-        case .mirrorMismatch, .wrongContentRange:
-            return dropMirror(worker.mirror, worker: worker, error: error)
-        default:
-            break
-        }
-        guard options.retry.isRetriable(error), retries < options.retry.totalRetries else { return fail(error) }
-        retries += 1
-        worker.failuresInRow += 1
-        if worker.failuresInRow >= options.retry.triesPerRange {
-            return dropMirror(worker.mirror, worker: worker, error: error)
-        }
-        let delay = options.retry.delay(attempt: worker.failuresInRow, retryAfter: worker.retryAfter)
-        worker.timer = loop.scheduleTimer(after: delay) { [self] in
-            worker.timer = nil
-            resume(worker)
+        worker.window = nil
+        speedWatch.forget(worker.id)
+        let mirror = worker.mirror
+        let context = FailurePolicy.Context(
+            error: error, failuresInRow: worker.failuresInRow + 1, retriesSoFar: retries, restartsSoFar: restarts,
+            canReResolve: worker.url != mirrors[mirror].given && mirrors.canReResolve(mirror),
+            otherMirrorLive: mirrors.hasOtherLiveMirror(than: mirror))
+        switch FailurePolicy.decide(context, retry: options.retry, onChange: onChange) {
+        case .restart:
+            restart()
+        case .fail:
+            fail(error)
+        case .dropMirror:
+            dropMirror(mirror, worker: worker, error: error)
+        case .retry(let attempt, let reResolve):
+            retries += 1
+            worker.failuresInRow += 1
+            if reResolve { _ = mirrors.reResolve(mirror) }
+            let delay = options.retry.delay(attempt: attempt, retryAfter: worker.retryAfter)
+            worker.timer = loop.scheduleTimer(after: delay) { [self] in
+                worker.timer = nil
+                resume(worker)
+            }
         }
     }
 
@@ -701,16 +692,9 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
-    /// Spreads connections over the mirrors that have not been dropped.
-    private func liveMirror(for worker: Int) -> Int {
-        let live = mirrors.indices.filter { !mirrors[$0].dropped }
-        return live.isEmpty ? 0 : live[worker % live.count]
-    }
-
     /// "Retry A, A, then B": after its tries, a mirror is dropped and its connections move to the others.
     private func dropMirror(_ index: Int, worker: SegmentWorker, error: HaulError) {
-        mirrors[index].dropped = true
-        guard let next = mirrors.indices.first(where: { !mirrors[$0].dropped }) else { return fail(error) }
+        guard let next = mirrors.drop(index) else { return fail(error) }
         for other in workers where other.mirror == index && other !== worker {
             other.mirror = next
             // Their exchanges end with a "closed" failure and retry on the new mirror.
@@ -723,29 +707,30 @@ final class SegmentedDownload: @unchecked Sendable {
 
     // MARK: Slow connections
 
-    /// Once a second: a connection far slower than the median for the slow window gives up the rest of
-    /// its range, so that the tail of the download does not wait on it.
-    private func checkSlowConnections() {
-        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSlowConnections() }
-        let window = Int(options.slowWindow.components.seconds)
-        let active = workers.filter { $0.isBusy && $0.segment != nil }
-        for worker in workers {
-            worker.samples.append(worker.bytesWritten)
-            if worker.samples.count > window + 1 { worker.samples.removeFirst() }
+    private func scheduleSpeedChecks() {
+        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in checkSpeeds() }
+    }
+
+    /// Once a second (``ConnectionSpeedWatch``): a connection far slower than the median gives up the rest
+    /// of its range, so that the tail does not wait on it; one under the low-speed limit is closed and its
+    /// range retried.
+    private func checkSpeeds() {
+        scheduleSpeedChecks()
+        var written: [Int: Int64] = [:]
+        for worker in workers where worker.isBusy && worker.segment != nil { written[worker.id] = worker.bytesWritten }
+        let verdict = speedWatch.tick(written: written)
+        for id in verdict.belowLimit {
+            guard let worker = workers.first(where: { $0.id == id }), let limit = options.lowSpeedLimit, let url = worker.url else { continue }
+            worker.interruption = .belowSpeedLimit(url: url.description, limit: limit)
+            worker.stop()
         }
-        guard active.count >= 2, window > 0, var planner else { return }
-        let rates = active.filter { $0.samples.count > window }.map { $0.samples.last! - $0.samples.first! }
-        guard rates.count >= 2 else { return }
-        let median = rates.sorted()[rates.count / 2]
+        guard var planner, !verdict.split.isEmpty else { return }
         var released = false
-        for worker in active where worker.samples.count > window {
-            let rate = worker.samples.last! - worker.samples.first!
-            guard Double(rate) < Double(median) * options.slowConnectionRatio, let segment = worker.segment else { continue }
-            // Keep what is likely in flight (about a second's worth); the rest goes to faster connections.
-            let keep = max(64 * 1024, rate / Int64(window))
+        for (id, keep) in verdict.split {
+            guard let worker = workers.first(where: { $0.id == id }), let segment = worker.segment else { continue }
             if planner.shrink(segment, keeping: keep) > 0 {
                 released = true
-                worker.samples.removeAll()
+                speedWatch.forget(id)
             }
         }
         self.planner = planner
