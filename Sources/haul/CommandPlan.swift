@@ -30,6 +30,9 @@ extension HaulCommand {
         options.timeouts = ConnectionTimeouts(connect: .seconds(connectTimeout), tlsHandshake: .seconds(connectTimeout),
                                               idle: .seconds(stallTimeout))
         options.totalTimeout = maxTime.map { .seconds($0) }
+        if speedLimit != nil || speedTime != nil {
+            options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speedLimit?.bytes ?? 1, seconds: speedTime ?? 30)
+        }
         options.tls.caFile = cacert
         options.tls.caDirectory = capath
         options.tls.insecure = insecure

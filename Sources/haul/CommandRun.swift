@@ -12,6 +12,12 @@ final class CommandRun: Sendable {
     let plan: CommandPlan
     /// Downloads started and not yet ended, so that a stop signal can pause them.
     private let running = Mutex<[Int: DownloadTask]>([:])
+    /// Set by the first stop signal: no further download starts.
+    private let stopping = Mutex(false)
+    /// How many of the plan's downloads have been started.
+    private let started = Mutex(0)
+    /// The client, once made, so that a stop can shut its loop down before exiting.
+    private let clientBox = Mutex<HaulClient?>(nil)
     private let reporter: ProgressReporter
 
     init(plan: CommandPlan) {
@@ -27,6 +33,7 @@ final class CommandRun: Sendable {
             reporter.failed(index: 0, name: "haul", error: error)
             return ExitStatus(classifying: error)
         }
+        clientBox.withLock { $0 = client }
         do {
             try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { [self] signal in
                 Task { await stop(signal: signal) }
@@ -45,8 +52,10 @@ final class CommandRun: Sendable {
         await withTaskGroup(of: ExitStatus.self) { group in
             var next = 0
             func startNext() {
+                guard !stopping.withLock({ $0 }) else { return }
                 let index = next
                 next += 1
+                started.withLock { $0 = next }
                 let task = client.start(plan.requests[index])
                 running.withLock { $0[index] = task }
                 group.addTask { [self] in
@@ -72,12 +81,16 @@ final class CommandRun: Sendable {
         }
         ticker.cancel()
         reporter.close()
+        await client.shutdown()
         return worst
     }
 
-    /// The first SIGINT or SIGTERM: pause every download (each writes its journal), say how to resume,
-    /// exit with ``ExitStatus/interrupted``. A second signal exits at once (handled in C).
+    /// The first SIGINT or SIGTERM: pause every download (each writes its journal), say how to resume, stop
+    /// the event loop, exit with ``ExitStatus/interrupted``. A download that had already finished when the
+    /// signal came is reported as finished, and when nothing was left to interrupt the run ends as usual.
+    /// A second signal exits at once (handled in C).
     private func stop(signal: Int32) async {
+        stopping.withLock { $0 = true }
         let tasks = running.withLock { $0 }
         reporter.interrupting()
         await withTaskGroup(of: Void.self) { group in
@@ -91,7 +104,13 @@ final class CommandRun: Sendable {
                 }
             }
         }
-        reporter.interrupted(tasks.sorted { $0.key < $1.key }.map(\.value))
+        let paused = tasks.sorted { $0.key < $1.key }.map(\.value).filter { $0.currentProgress.phase == .paused }
+        let notStarted = plan.requests.count - started.withLock { $0 }
+        // Everything had finished (or failed) before the pause could take hold: the normal ending reports it.
+        guard !paused.isEmpty || notStarted > 0 else { return }
+        reporter.interrupted(paused, notStarted: notStarted)
+        // exit() runs OpenSSL's cleanup: the loop thread must not be inside OpenSSL then.
+        if let client = clientBox.withLock({ $0 }) { await client.shutdown() }
         Glibc.exit(ExitStatus.interrupted.code)
     }
 }
@@ -107,6 +126,8 @@ final class ProgressReporter: Sendable {
         var barShown = false
         var completed = 0
         var warned: Set<Int> = []
+        /// How many of each download's notices were printed.
+        var noticesShown: [Int: Int] = [:]
     }
 
     init(style: CommandPlan.ProgressStyle, count: Int) {
@@ -135,6 +156,7 @@ final class ProgressReporter: Sendable {
     func tick(_ tasks: [Int: DownloadTask]) {
         guard !tasks.isEmpty else { return }
         warnAboutFailedCheckpoints(tasks)
+        showNotices(tasks)
         switch style {
         case .none:
             return
@@ -182,6 +204,24 @@ final class ProgressReporter: Sendable {
                 StandardError.write(JSONProgress.errorLine(file: Self.name(of: task), status: .output, message: message, transient: true) + "\n")
             } else {
                 StandardError.write("haul: warning: \(Self.name(of: task)): \(TerminalText.sanitized(message))\n")
+            }
+        }
+    }
+
+    /// What the engine says the user should know (a resume from another URL): each once, even with
+    /// `--quiet`, since it explains what happens to their file.
+    private func showNotices(_ tasks: [Int: DownloadTask]) {
+        for (index, task) in tasks.sorted(by: { $0.key < $1.key }) {
+            let notices = task.currentProgress.notices
+            let fresh = state.withLock { state -> ArraySlice<String> in
+                let shown = state.noticesShown[index] ?? 0
+                state.noticesShown[index] = notices.count
+                return notices.dropFirst(shown)
+            }
+            guard !fresh.isEmpty else { continue }
+            clearBar()
+            for notice in fresh where style != .json {
+                StandardError.write("haul: note: \(Self.name(of: task)): \(TerminalText.sanitized(notice))\n")
             }
         }
     }
@@ -242,17 +282,23 @@ final class ProgressReporter: Sendable {
         StandardError.write("haul: interrupted; saving progress (press Ctrl-C again to quit at once)\n")
     }
 
-    func interrupted(_ tasks: [DownloadTask]) {
+    func interrupted(_ tasks: [DownloadTask], notStarted: Int) {
         for task in tasks {
             let progress = task.currentProgress
             let name = Self.name(of: task)
+            let advice = progress.canResume
+                ? "run the same command again to resume"
+                : "the server does not support resuming, so running the same command again starts over"
             if style == .json {
                 StandardError.write(JSONProgress.errorLine(file: name, status: .interrupted,
-                                                           message: "interrupted; run the same command again to resume", transient: true) + "\n")
+                                                           message: "interrupted; " + advice, transient: true) + "\n")
             } else {
                 let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
-                StandardError.write("haul: \(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); run the same command again to resume\n")
+                StandardError.write("haul: \(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)\n")
             }
+        }
+        if notStarted > 0, style != .json {
+            StandardError.write("haul: \(notStarted) download\(notStarted == 1 ? "" : "s") not started\n")
         }
     }
 

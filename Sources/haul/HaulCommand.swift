@@ -82,6 +82,12 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
     var stallTimeout: Double = 30
 
+    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: "With --speed-time: bytes per second below which a connection is given up and its range retried (e.g. 10K).")
+    var speedLimit: ByteSize?
+
+    @Option(name: [.customShort("y", allowingJoined: true), .long], help: "Seconds a connection may stay below --speed-limit (default 30 when --speed-limit is given).")
+    var speedTime: Int?
+
     @Option(name: .long, help: "Seconds one download may take in all.")
     var maxTime: Double?
 

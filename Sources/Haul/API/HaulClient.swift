@@ -45,6 +45,21 @@ public final class HaulClient: Sendable {
         }
     }
 
+    /// Stops the client's event-loop thread and returns once it has exited, so that no thread of Haul's is
+    /// inside OpenSSL or a system call any more — call it before `exit()` (whose handlers tear OpenSSL
+    /// down). Downloads still running are abandoned where they stand: pause them first. The client cannot
+    /// be used afterwards.
+    public func shutdown() async {
+        let loop = self.loop
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // Joining a thread blocks: never on the cooperative pool.
+            BlockingWork.start(name: "haul-shutdown") {
+                loop.shutdown()
+                continuation.resume()
+            }
+        }
+    }
+
     /// Starts a download and returns its handle at once; progress, pause, resume, cancel and the result
     /// are on the handle. Invalid URLs and headers are reported through the handle's result.
     ///
