@@ -51,3 +51,28 @@ import Testing
         #expect(throws: RedirectError.self) { _ = try RedirectPolicy().follow(head(302, location: nil), from: request("http://h/"), visited: &visited) }
     }
 }
+
+@Suite struct RedirectChainTests {
+    @Test func eachRequestFollowsItsOwnChainSoTheSameLocationTwiceIsNoLoop() throws {
+        let policy = RedirectPolicy(maxRedirects: 2)
+        let start = try HTTPURL("https://a.test/latest")
+        var first = [start]
+        var second = [start]
+        let target1 = try policy.target(status: 302, location: "https://cdn.test/v1", from: start, visited: &first)
+        let target2 = try policy.target(status: 302, location: "https://cdn.test/v1", from: start, visited: &second)
+        #expect(target1 == target2 && first == second)
+        #expect(throws: RedirectError.self) {
+            _ = try policy.target(status: 302, location: "https://a.test/latest", from: target1, visited: &first)
+        }
+    }
+
+    @Test func theHopLimitIsPerChain() throws {
+        let policy = RedirectPolicy(maxRedirects: 2)
+        var chain = [try HTTPURL("http://a.test/0")]
+        var url = chain[0]
+        for hop in 1...2 { url = try policy.target(status: 307, location: "/\(hop)", from: url, visited: &chain) }
+        #expect(throws: RedirectError.self) { _ = try policy.target(status: 307, location: "/3", from: url, visited: &chain) }
+        var fresh = [url]
+        #expect(try policy.target(status: 307, location: "/3", from: url, visited: &fresh).path == "/3")
+    }
+}

@@ -555,7 +555,10 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        precondition(offset >= 0 && offset + Int64(bytes.count) <= (total ?? Int64.max), "a write outside the file")
+        // The body windows make this impossible; if it ever happens, it must not become a wrong file.
+        guard offset >= 0, offset + Int64(bytes.count) <= total ?? Int64.max else {
+            throw HaulError.unexpected("refusing to write \(bytes.count) bytes at \(offset) of a \(total ?? -1)-byte file")
+        }
         do {
             try file!.write(bytes, at: offset)
         } catch {

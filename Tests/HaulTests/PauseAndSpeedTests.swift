@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import HaulTestSupport
+@testable import Haul
+
+/// What a pause promises, whatever the file's size or the server's range support, and the low-speed limit.
+@Suite(.serialized) struct PauseAndSpeedTests {
+    func options(connections: Int = 2) -> DownloadOptions {
+        var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 64 << 10)
+        options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
+        options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: .seconds(5))
+        return options
+    }
+
+    func started(_ task: DownloadTask, atLeast bytes: Int64) async -> DownloadProgress? {
+        for await progress in task.progress where progress.bytesDone >= bytes && progress.phase == .downloading {
+            return progress
+        }
+        return nil
+    }
+
+    @Test func aPauseLeavesAJournalEvenForAFileWithinOneCheckpointWindow() async throws {
+        let resource = MisbehavingServer.Resource.pattern(size: 512 << 10, seed: 5)
+        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 8192, everyMilliseconds: 10)))
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/small"
+        var options = options()
+        options.checkpointBytes = 32 << 20   // far larger than the file: no journal while it runs
+        let task = try HaulClient(options: options).start(DownloadRequest(url: server.url("/f"), destination: .file(path)))
+        _ = try #require(await started(task, atLeast: 64 << 10))
+        try await task.pause()
+        #expect(task.currentProgress.canResume)
+        let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
+        #expect(state.durable.count == task.currentProgress.bytesDone, "the journal lists every byte written")
+
+        server.setScript(.normal)
+        let requestsBefore = server.exchanges.count
+        let result = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .file(path)))
+        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
+        let fetched = server.exchanges.dropFirst(requestsBefore).map(\.bodyBytesSent).reduce(0, +)
+        #expect(Int64(fetched) == Int64(resource.bytes.count) - state.durable.count, "only the missing bytes are fetched again")
+        #expect(result.bytesRequested == Int64(resource.bytes.count) - state.durable.count)
+    }
+
+    @Test func aPauseOnAServerWithoutRangesSaysTheNextRunStartsOver() async throws {
+        let resource = MisbehavingServer.Resource.pattern(size: 512 << 10, seed: 6)
+        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 8192, everyMilliseconds: 10).with { $0.rangeHandling = .ignore }))
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let task = try HaulClient(options: options()).start(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
+        _ = try #require(await started(task, atLeast: 16 << 10))
+        try await task.pause()
+        #expect(task.currentProgress.phase == .paused)
+        #expect(!task.currentProgress.canResume, "without ranges nothing can be resumed")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/f.part.haul"))
+    }
+
+    @Test func aConnectionBelowTheLowSpeedLimitIsGivenUp() async throws {
+        let resource = MisbehavingServer.Resource.pattern(size: 1 << 20, seed: 8)
+        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 100, everyMilliseconds: 50)))
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = options(connections: 1)
+        options.retry = .none
+        options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: 100_000, seconds: 2)
+        await #expect {
+            _ = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
+        } throws: { error in
+            guard case HaulError.belowSpeedLimit(let url, let limit) = error else { return false }
+            return url == server.url("/f") && limit.bytesPerSecond == 100_000 && String(describing: error).contains("below 100000 bytes/s for 2 s")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/f"))
+    }
+}
