@@ -25,6 +25,7 @@ extension MisbehavingServer.Core {
             }
             indexOnConnection += 1
             let chosen = behavior.decide(request)
+            if let fault = chosen.chaosFault { state.withLock { $0.exchanges[request.index].chaosFault = fault } }
             let keepOpen = respond(to: request, with: chosen, resource: chosen.resource ?? resource, over: transport)
             if !keepOpen { return }
         }
@@ -35,9 +36,11 @@ extension MisbehavingServer.Core {
     private func respond(to request: MisbehavingServer.ReceivedRequest, with behavior: Behavior, resource: Resource,
                          over transport: ServerTransport) -> Bool {
         if let stall = behavior.stallBeforeHead, !pause(stall) { return false }
+        if let interims = behavior.interims, !sendInterims(interims, for: request, over: transport) { return false }
         let clientWantsClose = request.header("Connection")?.lowercased().contains("close") == true
             || (request.version == "HTTP/1.0" && request.header("Connection")?.lowercased().contains("keep-alive") != true)
-        let closesAfter = clientWantsClose || behavior.ending != .keepAlive
+        let closeDelimited = behavior.framing == .closeDelimited && behavior.substitute == nil
+        let closesAfter = clientWantsClose || behavior.ending != .keepAlive || closeDelimited
         var fields: [(String, String)] = closesAfter ? [("Connection", "close")] : []
 
         if let substitute = behavior.substitute {
@@ -73,35 +76,86 @@ extension MisbehavingServer.Core {
             let specifier = MisbehavingServer.ByteRangeSpecifier(fieldValue: rangeHeader),
             ifRangeMatches(request.header("If-Range"), resource)
         {
-            guard let selected = specifier.resolved(length: length) else {
+            if let selected = specifier.resolved(length: length) {
+                status = 206
+                bodyRange = selected.lowerBound..<(selected.upperBound + 1)
+                switch behavior.rangeHandling {
+                case .shiftContentRange(let offset):
+                    fields.append(("Content-Range", "bytes \(selected.lowerBound + offset)-\(selected.upperBound + offset)/\(length)"))
+                case .omitContentRange:
+                    break
+                case .honor, .ignore:
+                    fields.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(length)"))
+                }
+            } else if length == 0 && behavior.emptyRangeAnswer == .partialContentMinusOne {
+                // webfs: "the bytes from 0 to -1 of 0", a 206 with an empty body.
+                status = 206
+                bodyRange = 0..<0
+                fields.append(("Content-Range", "bytes 0--1/0"))
+            } else {
+                // Real servers (nginx, caddy, h2o) send a short text body with their 416.
                 fields.append(("Content-Range", "bytes */\(length)"))
-                return sendSimple(status: 416, fields: fields, body: "", request: request, behavior: behavior,
-                                  closesAfter: closesAfter, over: transport)
-            }
-            status = 206
-            bodyRange = selected.lowerBound..<(selected.upperBound + 1)
-            switch behavior.rangeHandling {
-            case .shiftContentRange(let offset):
-                fields.append(("Content-Range", "bytes \(selected.lowerBound + offset)-\(selected.upperBound + offset)/\(length)"))
-            case .omitContentRange:
-                break
-            case .honor, .ignore:
-                fields.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(length)"))
+                return sendSimple(status: 416, fields: fields, body: "416 Range Not Satisfiable\n", request: request,
+                                  behavior: behavior, closesAfter: closesAfter, over: transport)
             }
         }
         fields.append(("Accept-Ranges", "bytes"))
         if let etag = resource.etag { fields.append(("ETag", etag)) }
         if let lastModified = resource.lastModified { fields.append(("Last-Modified", lastModified)) }
         fields.append(("Content-Type", resource.contentType))
+        if let disposition = behavior.contentDisposition { fields.append(("Content-Disposition", disposition)) }
+        let body = Self.body(of: resource, range: bodyRange, overrun: behavior.overrunBytes ?? 0)
         switch behavior.framing {
-        case .contentLength: fields.append(("Content-Length", "\(bodyRange.count)"))
+        case .contentLength: fields.append(("Content-Length", "\(body.count)"))
         case .chunked: fields.append(("Transfer-Encoding", "chunked"))
+        case .closeDelimited: break
         }
         record(request, status: status, bodyOffset: bodyRange.lowerBound)
-        guard transport.write(Self.head(status: status, fields: fields)) else { return false }
+        guard writeHead(Self.head(status: status, fields: fields), behavior: behavior, over: transport) else { return false }
         guard request.method != "HEAD" else { return finish(behavior: behavior, closesAfter: closesAfter, over: transport) }
-        guard sendBody(resource.bytes[bodyRange], of: request, behavior: behavior, over: transport) else { return false }
+        guard sendBody(body, of: request, behavior: behavior, over: transport) else { return false }
         return finish(behavior: behavior, closesAfter: closesAfter, over: transport)
+    }
+
+    /// The bytes of `range`, then `overrun` more: the resource's following bytes, filler past its end.
+    private static func body(of resource: Resource, range: Range<Int>, overrun: Int) -> ArraySlice<UInt8> {
+        guard overrun > 0 else { return resource.bytes[range] }
+        let followingEnd = min(resource.bytes.count, range.upperBound + overrun)
+        var bytes = Array(resource.bytes[range.lowerBound..<followingEnd])
+        let filler = Array("<overrun past the range>".utf8)
+        var fillerIndex = 0
+        while bytes.count < range.count + overrun {
+            bytes.append(filler[fillerIndex % filler.count])
+            fillerIndex += 1
+        }
+        return bytes[...]
+    }
+
+    /// `100 Continue` responses, as many as `interims` says (forever when it gives no count); false if the
+    /// connection ended or the server stopped.
+    private func sendInterims(_ interims: MisbehavingServer.Interims, for request: MisbehavingServer.ReceivedRequest,
+                              over transport: ServerTransport) -> Bool {
+        var sent = 0
+        while interims.count.map({ sent < $0 }) ?? true {
+            guard transport.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return false }
+            sent += 1
+            state.withLock { $0.exchanges[request.index].interimResponsesSent = sent }
+            guard pause(.seconds(Double(interims.intervalMilliseconds) / 1000)) else { return false }
+        }
+        return true
+    }
+
+    /// Writes a response head, in pieces when the behavior drips it; false if the connection ended.
+    private func writeHead(_ head: [UInt8], behavior: Behavior, over transport: ServerTransport) -> Bool {
+        guard let drip = behavior.headDrip else { return transport.write(head) }
+        var sent = 0
+        while sent < head.count {
+            let end = min(head.count, sent + max(1, drip.bytes))
+            guard transport.write(Array(head[sent..<end])) else { return false }
+            sent = end
+            if sent < head.count, !pause(.seconds(Double(drip.intervalMilliseconds) / 1000)) { return false }
+        }
+        return true
     }
 
     /// Sends the body piece by piece, applying drip, mid-body stall and cut; false if the connection ended.
@@ -146,7 +200,7 @@ extension MisbehavingServer.Core {
         record(request, status: status, bodyOffset: nil)
         let bodyBytes = Array(body.utf8)
         let fields = fields + [("Content-Type", "text/plain"), ("Content-Length", "\(bodyBytes.count)")]
-        guard transport.write(Self.head(status: status, fields: fields)) else { return false }
+        guard writeHead(Self.head(status: status, fields: fields), behavior: behavior, over: transport) else { return false }
         if request.method != "HEAD" && !bodyBytes.isEmpty { guard transport.write(bodyBytes) else { return false } }
         return finish(behavior: behavior, closesAfter: closesAfter, over: transport)
     }

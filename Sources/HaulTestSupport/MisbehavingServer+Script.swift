@@ -67,6 +67,28 @@ extension MisbehavingServer {
         case contentLength
         /// `Transfer-Encoding: chunked`, one chunk per write.
         case chunked
+        /// Neither `Content-Length` nor `Transfer-Encoding`: the body ends when the server closes the
+        /// connection (RFC 9112 §6.3 rule 8). Sends `Connection: close`; over TLS with close_notify unless the
+        /// ending is ``Ending/closeWithoutCloseNotify``.
+        case closeDelimited
+    }
+
+    /// What a ranged request of an empty resource (which no byte range can satisfy) gets.
+    public enum EmptyRangeAnswer: Sendable, Hashable {
+        /// `416 Range Not Satisfiable` with `Content-Range: bytes */0` and a short text body, as caddy, h2o
+        /// and nginx answer (the correct answer, RFC 9110 §15.5.17).
+        case unsatisfiable
+        /// `206 Partial Content` with `Content-Range: bytes 0--1/0` and `Content-Length: 0`, as webfs answers.
+        case partialContentMinusOne
+    }
+
+    /// Interim `100 Continue` responses sent before the final response.
+    public struct Interims: Sendable, Hashable {
+        /// Pause after each interim response, in milliseconds.
+        public var intervalMilliseconds: Int
+        /// How many to send before the final response; `nil` for no end (until the client goes or the
+        /// server stops: no final response is ever sent).
+        public var count: Int?
     }
 
     /// What happens to the connection after a complete response.
@@ -118,6 +140,22 @@ extension MisbehavingServer {
         public var closeAfterBodyBytes: Int?
         /// What happens after a complete response.
         public var ending: Ending = .keepAlive
+        /// Send this many body bytes past the selected range (the resource's following bytes, then filler
+        /// past its end), framed by ``framing``: `Content-Length` counts them, chunked framing carries them, a
+        /// close-delimited body ends after them. The head (`Content-Range` included) stays correct.
+        public var overrunBytes: Int?
+        /// Send interim `100 Continue` responses before the final one (or forever).
+        public var interims: Interims?
+        /// Send the response head in small pieces with a pause between them (the body then goes normally).
+        public var headDrip: Drip?
+        /// The answer to a ranged request of an empty resource (with ``RangeHandling/honor``).
+        public var emptyRangeAnswer: EmptyRangeAnswer = .unsatisfiable
+        /// A `Content-Disposition` field value for resource responses (200, 206, HEAD), e.g.
+        /// `attachment; filename="x.tar.gz"`.
+        public var contentDisposition: String?
+        /// The chaos fault this behavior stands for, recorded in ``MisbehavingServer/Exchange/chaosFault``
+        /// (``Script/chaos(seed:faultRate:faults:)`` sets it; it changes nothing on the wire).
+        public var chaosFault: ChaosFault?
 
         /// A correct response.
         public init() {}
@@ -201,6 +239,37 @@ extension MisbehavingServer {
 
         /// A complete response with `Connection: close`, then a clean close.
         public static let closeAfterResponse = Behavior().with { $0.ending = .close }
+
+        /// A correct response whose body is delimited by closing the connection (no `Content-Length`).
+        public static let closeDelimited = Behavior().with { $0.framing = .closeDelimited }
+
+        /// A correct head (status, `Content-Range`) whose body runs `extra` bytes past the range, framed as
+        /// `framing` says: `.contentLength` announces range + `extra`, `.chunked` carries range + `extra`,
+        /// `.closeDelimited` sends range + `extra` and closes.
+        public static func bodyOverrun(extra: Int, framing: Framing = .contentLength) -> Behavior {
+            Behavior().with {
+                $0.overrunBytes = extra
+                $0.framing = framing
+            }
+        }
+
+        /// `100 Continue` every `everyMilliseconds`, `count` times then the real response, or forever (`nil`).
+        public static func interimFlood(everyMilliseconds: Int, count: Int? = nil) -> Behavior {
+            Behavior().with { $0.interims = Interims(intervalMilliseconds: everyMilliseconds, count: count) }
+        }
+
+        /// The response head `bytes` at a time with `everyMilliseconds` between pieces, then the body normally.
+        public static func dripHead(bytes: Int = 1, everyMilliseconds: Int) -> Behavior {
+            Behavior().with { $0.headDrip = Drip(bytes: bytes, intervalMilliseconds: everyMilliseconds) }
+        }
+
+        /// A ranged request of an empty resource gets webfs's `206` with `Content-Range: bytes 0--1/0`.
+        public static let webfsEmptyRange = Behavior().with { $0.emptyRangeAnswer = .partialContentMinusOne }
+
+        /// A correct response carrying `Content-Disposition: attachment; filename="<filename>"` (sent verbatim).
+        public static func attachment(filename: String) -> Behavior {
+            Behavior().with { $0.contentDisposition = "attachment; filename=\"\(filename)\"" }
+        }
     }
 
     /// Decides, per request, how the server misbehaves.

@@ -25,8 +25,14 @@ public final class MisbehavingServer: Sendable {
         public internal(set) var status: Int?
         /// The offset in the resource of the first body byte sent (0 for a 200), `nil` without a resource body.
         public internal(set) var bodyOffset: Int?
-        /// Resource bytes actually sent for this request (short if the script cut the body).
+        /// Body bytes actually sent for this request (short if the script cut the body; with an overrun
+        /// the bytes past the range count too).
         public internal(set) var bodyBytesSent: Int = 0
+        /// Interim (`100 Continue`) responses sent before the final one.
+        public internal(set) var interimResponsesSent: Int = 0
+        /// The fault ``Script/chaos(seed:faultRate:faults:)`` chose for this request; `nil` for a correct
+        /// response (and for every request of other scripts).
+        public internal(set) var chaosFault: ChaosFault?
 
         /// The resource byte offsets this response delivered, `nil` if none.
         public var deliveredRange: Range<Int>? {
