@@ -33,3 +33,18 @@ struct SuggestedFileNameTests {
         #expect(SuggestedFileName.percentDecoded("100%") == "100%")
     }
 }
+
+@Suite struct SuggestedNameLengthTests {
+    @Test func aLongNameKeepsItsCompoundExtensionAndLeavesRoomForTheWorkingSuffixes() {
+        let long = String(repeating: "n", count: 300) + ".tar.gz"
+        let name = SuggestedFileName.sanitized(long)!
+        #expect(name.hasSuffix(".tar.gz"))
+        #expect(name.utf8.count + SuggestedFileName.longestWorkingSuffix.utf8.count <= 255)
+    }
+
+    @Test(arguments: [("a.iso", ".iso"), ("x.tar.gz", ".tar.gz"), ("report.final.pdf", ".final.pdf"), ("a.b c", ""), ("noext", ""),
+                      ("v1.2.3-linux.tar.xz", ".tar.xz"), ("a.verylongextension", "")])
+    func extensions(name: String, kept: String) {
+        #expect(SuggestedFileName.extensionToKeep(name) == kept)
+    }
+}

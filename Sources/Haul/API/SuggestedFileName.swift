@@ -45,16 +45,30 @@ enum SuggestedFileName {
         return truncated(name)
     }
 
-    /// Cuts `name` to ``maximumBytes`` on a character boundary, keeping a short extension.
+    /// Cuts `name` to ``maximumBytes`` on a character boundary, keeping its extension — a compound one
+    /// like `.tar.gz` too — when it is short enough to be one.
     private static func truncated(_ name: String) -> String {
         guard name.utf8.count > maximumBytes else { return name }
-        var suffix = ""
-        if let dot = name.lastIndex(of: "."), name.utf8.distance(from: dot.samePosition(in: name.utf8) ?? name.utf8.endIndex, to: name.utf8.endIndex) <= 16 {
-            suffix = String(name[dot...])
-        }
+        let suffix = extensionToKeep(name)
         var stem = String(name.dropLast(suffix.count))
         while stem.utf8.count + suffix.utf8.count > maximumBytes { stem.removeLast() }
         return stem + suffix
+    }
+
+    /// The last one or two dot-separated parts of `name` that look like an extension (`.gz`, `.tar.gz`,
+    /// `.iso`): each at most 8 bytes of letters and digits, 16 bytes in all.
+    static func extensionToKeep(_ name: String) -> String {
+        var kept = ""
+        var rest = Substring(name)
+        for _ in 0..<2 {
+            guard let dot = rest.lastIndex(of: ".") else { break }
+            let part = rest[rest.index(after: dot)...]
+            guard !part.isEmpty, part.utf8.count <= 8, part.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
+                  part.utf8.count + 1 + kept.utf8.count <= 16 else { break }
+            kept = "." + part + kept
+            rest = rest[..<dot]
+        }
+        return kept
     }
 
     /// Decodes `%XX` escapes; invalid escapes stay as they are, invalid UTF-8 becomes U+FFFD.
