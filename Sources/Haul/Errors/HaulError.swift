@@ -97,11 +97,9 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     public var isTransient: Bool {
         switch self {
         case .network, .truncatedTLS, .incomplete, .timedOut, .faultyResponse, .wrongContentRange, .belowSpeedLimit: true
-        case .malformedResponse(let error, _):
-            switch error.kind {
-            case .incompleteMessage, .connectionClosedBeforeResponse: true
-            default: false
-            }
+        // One broken response says little about the next: like a faulty range it is tried again, and only a
+        // server that keeps breaking HTTP fails the download (after the retry policy's tries).
+        case .malformedResponse: true
         case .httpStatus(let status, _, _): status == 408 || status == 429 || status >= 500
         default: false
         }
