@@ -5,7 +5,9 @@ import Synchronization
 /// A scripted HTTP/1.1 server on loopback for fault-injection tests, plain or TLS.
 ///
 /// It serves one in-memory ``Resource`` at every target, correctly (ranges, 416, `If-Range`, keep-alive,
-/// HEAD), unless its ``Script`` tells it to misbehave for a request. It records every request and how many body
+/// HEAD), unless its ``Script`` tells it to misbehave for a request: cut, stalled, dripped or overrunning bodies,
+/// wrong or missing `Content-Range`, bad statuses, broken heads, endless interim responses, or a seeded mix of
+/// all of these (``Script/chaos(seed:faultRate:faults:)``). It records every request and how many body
 /// bytes it sent for it, so tests can check what a client fetched and re-fetched. One thread per connection;
 /// ``stop()`` (also run by deinit) closes everything, ends every stall and joins the threads.
 ///
@@ -34,7 +36,8 @@ public final class MisbehavingServer: Sendable {
         /// response (and for every request of other scripts).
         public internal(set) var chaosFault: ChaosFault?
 
-        /// The resource byte offsets this response delivered, `nil` if none.
+        /// The resource byte offsets this response delivered, `nil` if none (with an overrun it runs past the
+        /// requested range, and past the resource's end where filler was sent).
         public var deliveredRange: Range<Int>? {
             guard let bodyOffset, bodyBytesSent > 0 else { return nil }
             return bodyOffset..<(bodyOffset + bodyBytesSent)
