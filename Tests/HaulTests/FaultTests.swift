@@ -206,7 +206,9 @@ import HaulTestSupport
         defer {
             let umount = Process()
             umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = [mountPoint]
+            // Lazy: the client may still hold the file open for a moment; a plain umount would then fail
+            // with "target is busy" and leave the mount (and its directory) behind in /tmp.
+            umount.arguments = ["--lazy", mountPoint]
             try? umount.run()
             umount.waitUntilExit()
         }
