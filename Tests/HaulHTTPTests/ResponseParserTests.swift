@@ -13,6 +13,8 @@ struct ValidCase: CustomTestStringConvertible, Sendable {
     var keepAlive: Bool
     var trailers: [String] = []
     var interim: [Int] = []
+    /// The fields of each interim response, when the case checks them.
+    var interimFields: [[String]]? = nil
     /// Bytes left unconsumed after the response (the start of the next response).
     var leftover = 0
     var testDescription: String { name }
@@ -52,8 +54,26 @@ let validCases: [ValidCase] = [
               status: 200, fields: ["Connection: Keep-Alive", "Content-Length: 1"], body: "x", framing: "content-length", keepAlive: true),
     ValidCase(name: "identical duplicate Content-Length", input: "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\nabc",
               status: 200, fields: ["Content-Length: 3, 3", "Content-Length: 3"], body: "abc", framing: "content-length", keepAlive: true),
+    // RFC 9112 §5.2: the whole fold, OWS CRLF RWS, becomes spaces (one per byte), tabs included.
     ValidCase(name: "obs-fold becomes spaces", input: "HTTP/1.1 200 OK\r\nX-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 0\r\n\r\n",
-              status: 200, fields: ["X-Long: one    two  \tthree", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+              status: 200, fields: ["X-Long: one    two   three", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold with whitespace on both sides", input: "HTTP/1.1 200 OK\r\nX-F: a \t\r\n\t b\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-F: a      b", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold keeps tabs inside the value", input: "HTTP/1.1 200 OK\r\nX-T: a\tb\r\n\tc\td\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-T: a\tb   c\td", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold onto an empty value", input: "HTTP/1.1 200 OK\r\nX-E:\r\n \tb\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-E: b", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold through a blank continuation line",
+              input: "HTTP/1.1 200 OK\r\nX-W: a\r\n \t\r\n\tb \r\n\t\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-W: a       b", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold in the last field", input: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-L: a\t\r\n\tb\t\r\n\r\n",
+              status: 200, fields: ["Content-Length: 0", "X-L: a    b"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold in a trailer",
+              input: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\t\r\n\tb\r\n\r\n",
+              status: 200, fields: ["Transfer-Encoding: chunked"], framing: "chunked", keepAlive: true, trailers: ["X-T: a    b"]),
+    ValidCase(name: "obs-fold in an interim response",
+              input: "HTTP/1.1 103 Early Hints\r\nLink: </a>,\r\n\t</b>\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+              status: 204, framing: "none", keepAlive: true, interim: [103], interimFields: [["Link: </a>,   </b>"]]),
     ValidCase(name: "empty value and OWS", input: "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-Pad: \t v \t\r\nContent-Length: 0\r\n\r\n",
               status: 200, fields: ["X-Empty: ", "X-Pad: v", "Content-Length: 0"], framing: "content-length", keepAlive: true),
     ValidCase(name: "no reason phrase", input: "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
@@ -172,6 +192,7 @@ func describe(_ head: ResponseHead) -> [String] {
         #expect(head.keepAlive == c.keepAlive)
         #expect(whole.trailers.pairs.map { "\($0.name): \($0.value)" } == c.trailers)
         #expect(whole.interim.map(\.status) == c.interim)
+        if let interimFields = c.interimFields { #expect(whole.interim.map(describe) == interimFields) }
         #expect(whole.isComplete)
         #expect(whole.consumed == input.count - c.leftover)
 
