@@ -30,7 +30,7 @@ func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         case .contentLength(let length): precondition(Int64(whole.body.count) == length)
         case .chunked, .untilClose: break
         }
-        precondition(head.status >= 200 && head.status <= 599)
+        precondition(head.status >= 200 && head.status <= 999)
     }
     return 0
 }

@@ -257,7 +257,9 @@ struct FieldSectionParser {
             code = code * 10 + Int(p[i] - 0x30)
             i += 1
         }
-        guard (100...599).contains(code) else { throw fail(.invalidStatusCode(String(code)), i - 3) }
+        // RFC 9110 §15: any three digits from 100 are a status code; one without a known class is the
+        // caller's to judge (see `ResponseHead.status`).
+        guard code >= 100 else { throw fail(.invalidStatusCode(String(code)), i - 3) }
         guard i < n else { return nil }
         var reasonStart = i
         if p[i] == asciiSP {
