@@ -46,6 +46,9 @@ let validCases: [ValidCase] = [
     ValidCase(name: "interim responses first",
               input: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
               status: 200, fields: ["Content-Length: 1"], body: "x", framing: "content-length", keepAlive: true, interim: [100, 103]),
+    ValidCase(name: "as many interim responses as allowed",
+              input: String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 5) + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["Content-Length: 0"], framing: "content-length", keepAlive: true, interim: [100, 100, 100, 100, 100]),
     ValidCase(name: "Connection: close", input: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx",
               status: 200, fields: ["Connection: close", "Content-Length: 1"], body: "x", framing: "content-length", keepAlive: false),
     ValidCase(name: "HTTP/1.0 default close", input: "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
@@ -167,6 +170,15 @@ let hostileCases: [HostileCase] = [
     HostileCase("chunked cut in trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\r\n", .incompleteMessage("trailer section cut short after 6 bytes"), at: 56),
     HostileCase("head cut short", "HTTP/1.1 200 OK\r\nContent-Len", .incompleteMessage("response head cut short after 28 bytes"), at: 28),
     HostileCase("nothing at all", "", .connectionClosedBeforeResponse, at: 0),
+    HostileCase("sixth interim response", String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 6) + "HTTP/1.1 200 OK\r\n\r\n",
+                .tooManyInterimResponses(limit: 5), at: 125),
+    HostileCase("endless 100 Continue", String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 40),
+                .tooManyInterimResponses(limit: 5), at: 125),
+    HostileCase("mixed interim responses over the limit",
+                "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n",
+                .tooManyInterimResponses(limit: 2), at: 65, limits: ParserLimits(maxInterimResponses: 2)),
+    HostileCase("no interim response allowed", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+                .tooManyInterimResponses(limit: 0), at: 0, limits: ParserLimits(maxInterimResponses: 0)),
     HostileCase("closed after interim", "HTTP/1.1 100 Continue\r\n\r\n", .incompleteMessage("connection closed after an interim response"), at: 25),
 ]
 
@@ -275,10 +287,49 @@ func describe(_ head: ResponseHead) -> [String] {
         }
     }
 
-    @Test func manyInterimResponsesAreAllReported() {
+    @Test func manyInterimResponsesAreAllReportedWithinTheLimit() {
         let interim = String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 50)
-        let r = CollectedResponse.parse(pieces: [latin1Bytes(interim + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")])
+        let r = CollectedResponse.parse(pieces: [latin1Bytes(interim + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")],
+                                        limits: ParserLimits(maxInterimResponses: 50))
         #expect(r.interim.count == 50)
         #expect(r.head?.status == 200)
+    }
+
+    @Test func tooManyInterimResponsesNamesTheLimitAndOffset() {
+        #expect(ParserLimits().maxInterimResponses == 5)
+        let r = CollectedResponse.parse(pieces: [latin1Bytes(String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 6))])
+        #expect(r.interim.count == 5)
+        #expect(r.error?.description == "more than 5 interim (1xx) responses before the final response at byte offset 125")
+    }
+
+    /// The limit is per request: each response on a reused connection may have its own interim responses.
+    @Test func interimCountStartsAfreshForTheNextResponse() throws {
+        let one = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+        let input = latin1Bytes(one + one + one)
+        for pieces in splits(of: input) {
+            var parser = ResponseParser(limits: ParserLimits(maxInterimResponses: 1))
+            var finals = 0
+            var interims = 0
+            for piece in pieces {
+                let bytes = Array(piece)
+                try bytes.withUnsafeBytes { raw in
+                    var offset = 0
+                    while true {
+                        let (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                        offset += consumed
+                        switch event {
+                        case .needMoreInput: return
+                        case .interim: interims += 1
+                        case .head, .body: break
+                        case .end:
+                            finals += 1
+                            parser.prepareForNextResponse()
+                        }
+                    }
+                }
+            }
+            #expect(finals == 3, "split into \(pieces.map(\.count))")
+            #expect(interims == 3, "split into \(pieces.map(\.count))")
+        }
     }
 }
