@@ -305,10 +305,18 @@ public final class Connection: @unchecked Sendable {
         guard hasPendingOperation else { return }
         let deadline = lastProgress.advanced(by: limit)
         if MonotonicInstant.now() >= deadline {
-            fail(ConnectionError(kind: .idleTimedOut, host: host, port: port, detail: limit.compactDescription))
+            failStalled(limit)
         } else {
             idleTimer = loop.scheduleTimer(at: deadline) { [self] in idleTimerFired(limit) }
         }
+    }
+
+    /// Fails the connection as stalled (nothing moved for `limit`) and returns the error pending operations saw.
+    @discardableResult
+    func failStalled(_ limit: Duration) -> ConnectionError {
+        let error = ConnectionError(kind: .idleTimedOut, host: host, port: port, detail: limit.compactDescription)
+        fail(error)
+        return error
     }
 
     var hasPendingOperation: Bool {
