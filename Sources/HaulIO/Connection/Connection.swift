@@ -241,6 +241,9 @@ public final class Connection: @unchecked Sendable {
         registration = nil
         registeredInterest = []
         socket.close()
+        // OpenSSL's state goes now, on the loop thread, rather than wherever and whenever the last reference to
+        // this connection is dropped (perhaps on a thread that is running the process's exit handlers).
+        tls = nil
     }
 
     // MARK: Readiness

@@ -39,6 +39,9 @@ public final class EventLoop: @unchecked Sendable {
     private let pending = Mutex(PendingWork())
     private let loopThreadID = Atomic<UInt>(0)
     private var thread: pthread_t?
+    /// Whether the loop thread has been joined. Held while joining, so that every caller of `shutdown`, not
+    /// just the first, returns only once the thread is gone.
+    private let joined = Mutex(false)
 
     private var handlers: [UInt64: (IOEvents) -> Void] = [:]
     private var nextToken: UInt64 = 1
@@ -103,18 +106,21 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Stops the loop after the tasks already submitted have run, and waits for its thread to finish.
     /// Must not be called on the loop thread. Registered descriptors are not closed; their owners close them.
+    ///
+    /// When this returns, from any number of callers, the loop thread has exited: nothing of this loop runs
+    /// any more (say, inside OpenSSL while the process is calling its exit handlers).
     public func shutdown() {
         precondition(!inEventLoop, "EventLoop.shutdown() would wait for its own thread")
-        let alreadyStopping = pending.withLock { work -> Bool in
-            defer { work.shuttingDown = true }
-            return work.shuttingDown
-        }
-        guard !alreadyStopping, let thread else { return }
+        pending.withLock { $0.shuttingDown = true }
         wake()
-        do {
-            try checkErrorNumber("pthread_join", pthread_join(thread, nil))
-        } catch {
-            preconditionFailure("cannot join the event loop thread: \(error)")
+        joined.withLock { joined in
+            guard !joined, let thread else { return }
+            do {
+                try checkErrorNumber("pthread_join", pthread_join(thread, nil))
+            } catch {
+                preconditionFailure("cannot join the event loop thread: \(error)")
+            }
+            joined = true
         }
     }
 

@@ -44,6 +44,7 @@ final class TLSConnection {
             throw ConnectionError(kind: .tlsHandshakeFailed, host: host, port: port,
                                   detail: "SSL_new failed: \(TLSErrorQueue.drain().joined(separator: ": "))")
         }
+        context.connectionsMade.wrappingAdd(1, ordering: .relaxed)
         self.ssl = ssl
         self.context = context
         self.host = host
