@@ -52,25 +52,27 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts a loop on a new thread named `name`.
     public init(name: String = "haul-loop") throws(SystemError) {
-        epollFD = try blockingSyscall("epoll_create1") { haul_epoll_create() }
+        let epoll = try blockingSyscall("epoll_create1") { haul_epoll_create() }
+        let wake: Int32
         do {
-            wakeFD = try blockingSyscall("eventfd") { haul_eventfd(0) }
+            wake = try blockingSyscall("eventfd") { haul_eventfd(0) }
         } catch {
-            try? closeDescriptor(epollFD)
+            // `self` is not initialized yet, so no deinit will run: the epoll descriptor is ours to close.
+            try? closeDescriptor(epoll)
             throw error
         }
-        do {
-            _ = try blockingSyscall("epoll_ctl") {
-                haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, wakeFD, haul_EPOLLIN, EventLoop.wakeToken)
-            }
-            thread = try PosixThread.spawn(name: name) { [self] in run() }
-        } catch {
-            try? closeDescriptor(wakeFD)
-            try? closeDescriptor(epollFD)
-            throw error
+        epollFD = epoll
+        wakeFD = wake
+        // From here on `self` is fully initialized, so a throw runs deinit, which closes both descriptors. Closing
+        // them here as well would close them twice, the second time perhaps closing another thread's new file.
+        _ = try blockingSyscall("epoll_ctl") {
+            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, wakeFD, haul_EPOLLIN, EventLoop.wakeToken)
         }
+        thread = try PosixThread.spawn(name: name) { [self] in run() }
     }
 
+    /// Releases the descriptors, whether `init` completed or threw after initializing `self` (the only owner
+    /// that closes them).
     deinit {
         try? closeDescriptor(wakeFD)
         try? closeDescriptor(epollFD)
