@@ -54,6 +54,13 @@ import Testing
         #expect(json["offset"] as? Int == 52)
     }
 
+    @Test(arguments: [nil, "7"])
+    func reportsAFoldedValueWithSpacesOnly(seed: String?) throws {
+        let json = try run("HTTP/1.1 200 OK\r\nX-F: a \t\r\n\t b\r\nContent-Length: 0\r\n\r\n", seed.map { ["--split-seed", $0] } ?? [])
+        #expect(json["ok"] as? Bool == true)
+        #expect(json["headers"] as? [[String]] == [["X-F", "a      b"], ["Content-Length", "0"]])
+    }
+
     @Test func headFlagMeansNoBody() throws {
         let json = try run("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", ["--head"])
         #expect(json["ok"] as? Bool == true)

@@ -13,6 +13,8 @@ struct ValidCase: CustomTestStringConvertible, Sendable {
     var keepAlive: Bool
     var trailers: [String] = []
     var interim: [Int] = []
+    /// The fields of each interim response, when the case checks them.
+    var interimFields: [[String]]? = nil
     /// Bytes left unconsumed after the response (the start of the next response).
     var leftover = 0
     var testDescription: String { name }
@@ -44,6 +46,9 @@ let validCases: [ValidCase] = [
     ValidCase(name: "interim responses first",
               input: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
               status: 200, fields: ["Content-Length: 1"], body: "x", framing: "content-length", keepAlive: true, interim: [100, 103]),
+    ValidCase(name: "as many interim responses as allowed",
+              input: String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 5) + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["Content-Length: 0"], framing: "content-length", keepAlive: true, interim: [100, 100, 100, 100, 100]),
     ValidCase(name: "Connection: close", input: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx",
               status: 200, fields: ["Connection: close", "Content-Length: 1"], body: "x", framing: "content-length", keepAlive: false),
     ValidCase(name: "HTTP/1.0 default close", input: "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
@@ -52,8 +57,33 @@ let validCases: [ValidCase] = [
               status: 200, fields: ["Connection: Keep-Alive", "Content-Length: 1"], body: "x", framing: "content-length", keepAlive: true),
     ValidCase(name: "identical duplicate Content-Length", input: "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\nabc",
               status: 200, fields: ["Content-Length: 3, 3", "Content-Length: 3"], body: "abc", framing: "content-length", keepAlive: true),
+    // RFC 9112 §5.2: the whole fold, OWS CRLF RWS, becomes spaces (one per byte), tabs included.
     ValidCase(name: "obs-fold becomes spaces", input: "HTTP/1.1 200 OK\r\nX-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 0\r\n\r\n",
-              status: 200, fields: ["X-Long: one    two  \tthree", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+              status: 200, fields: ["X-Long: one    two   three", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold with whitespace on both sides", input: "HTTP/1.1 200 OK\r\nX-F: a \t\r\n\t b\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-F: a      b", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold keeps tabs inside the value", input: "HTTP/1.1 200 OK\r\nX-T: a\tb\r\n\tc\td\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-T: a\tb   c\td", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold onto an empty value", input: "HTTP/1.1 200 OK\r\nX-E:\r\n \tb\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-E: b", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold through a blank continuation line",
+              input: "HTTP/1.1 200 OK\r\nX-W: a\r\n \t\r\n\tb \r\n\t\r\nContent-Length: 0\r\n\r\n",
+              status: 200, fields: ["X-W: a       b", "Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold in the last field", input: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-L: a\t\r\n\tb\t\r\n\r\n",
+              status: 200, fields: ["Content-Length: 0", "X-L: a    b"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "obs-fold in a trailer",
+              input: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\t\r\n\tb\r\n\r\n",
+              status: 200, fields: ["Transfer-Encoding: chunked"], framing: "chunked", keepAlive: true, trailers: ["X-T: a    b"]),
+    ValidCase(name: "obs-fold in an interim response",
+              input: "HTTP/1.1 103 Early Hints\r\nLink: </a>,\r\n\t</b>\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+              status: 204, framing: "none", keepAlive: true, interim: [103], interimFields: [["Link: </a>,   </b>"]]),
+    // RFC 9110 §15: an unknown code is kept as sent; 6xx and up are the caller's to treat as 5xx.
+    ValidCase(name: "status 600 is a final response", input: "HTTP/1.1 600 Unknown\r\nContent-Length: 2\r\n\r\nno",
+              status: 600, fields: ["Content-Length: 2"], body: "no", framing: "content-length", keepAlive: true),
+    ValidCase(name: "status 999 is a final response", input: "HTTP/1.1 999\r\nContent-Length: 0\r\n\r\n",
+              status: 999, fields: ["Content-Length: 0"], framing: "content-length", keepAlive: true),
+    ValidCase(name: "unknown 1xx is interim", input: "HTTP/1.1 199 Odd\r\n\r\nHTTP/1.1 799 Odder\r\n\r\nclosed",
+              status: 799, body: "closed", framing: "close", keepAlive: false, interim: [199]),
     ValidCase(name: "empty value and OWS", input: "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-Pad: \t v \t\r\nContent-Length: 0\r\n\r\n",
               status: 200, fields: ["X-Empty: ", "X-Pad: v", "Content-Length: 0"], framing: "content-length", keepAlive: true),
     ValidCase(name: "no reason phrase", input: "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
@@ -92,6 +122,8 @@ let hostileCases: [HostileCase] = [
     HostileCase("two spaces after version", "HTTP/1.1  200 OK\r\n\r\n", .invalidStatusCode(" "), at: 9),
     HostileCase("two-digit status", "HTTP/1.1 20 OK\r\n\r\n", .invalidStatusCode("20 "), at: 11),
     HostileCase("status out of range", "HTTP/1.1 099 Low\r\n\r\n", .invalidStatusCode("99"), at: 9),
+    HostileCase("status 000", "HTTP/1.1 000 Zero\r\n\r\n", .invalidStatusCode("0"), at: 9),
+    HostileCase("four-digit status", "HTTP/1.1 1000 X\r\n\r\n", .invalidStatusLine("expected a space after the status code"), at: 12),
     HostileCase("status glued to reason", "HTTP/1.1 200OK\r\n\r\n", .invalidStatusLine("expected a space after the status code"), at: 12),
     HostileCase("NUL in reason", "HTTP/1.1 200 O\u{0}K\r\n\r\n", .invalidReasonPhrase(byte: 0), at: 14),
     HostileCase("101 not requested", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", .unexpectedSwitchingProtocols, at: 0),
@@ -138,6 +170,15 @@ let hostileCases: [HostileCase] = [
     HostileCase("chunked cut in trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\r\n", .incompleteMessage("trailer section cut short after 6 bytes"), at: 56),
     HostileCase("head cut short", "HTTP/1.1 200 OK\r\nContent-Len", .incompleteMessage("response head cut short after 28 bytes"), at: 28),
     HostileCase("nothing at all", "", .connectionClosedBeforeResponse, at: 0),
+    HostileCase("sixth interim response", String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 6) + "HTTP/1.1 200 OK\r\n\r\n",
+                .tooManyInterimResponses(limit: 5), at: 125),
+    HostileCase("endless 100 Continue", String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 40),
+                .tooManyInterimResponses(limit: 5), at: 125),
+    HostileCase("mixed interim responses over the limit",
+                "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n",
+                .tooManyInterimResponses(limit: 2), at: 65, limits: ParserLimits(maxInterimResponses: 2)),
+    HostileCase("no interim response allowed", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+                .tooManyInterimResponses(limit: 0), at: 0, limits: ParserLimits(maxInterimResponses: 0)),
     HostileCase("closed after interim", "HTTP/1.1 100 Continue\r\n\r\n", .incompleteMessage("connection closed after an interim response"), at: 25),
 ]
 
@@ -172,6 +213,7 @@ func describe(_ head: ResponseHead) -> [String] {
         #expect(head.keepAlive == c.keepAlive)
         #expect(whole.trailers.pairs.map { "\($0.name): \($0.value)" } == c.trailers)
         #expect(whole.interim.map(\.status) == c.interim)
+        if let interimFields = c.interimFields { #expect(whole.interim.map(describe) == interimFields) }
         #expect(whole.isComplete)
         #expect(whole.consumed == input.count - c.leftover)
 
@@ -245,10 +287,49 @@ func describe(_ head: ResponseHead) -> [String] {
         }
     }
 
-    @Test func manyInterimResponsesAreAllReported() {
+    @Test func manyInterimResponsesAreAllReportedWithinTheLimit() {
         let interim = String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 50)
-        let r = CollectedResponse.parse(pieces: [latin1Bytes(interim + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")])
+        let r = CollectedResponse.parse(pieces: [latin1Bytes(interim + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")],
+                                        limits: ParserLimits(maxInterimResponses: 50))
         #expect(r.interim.count == 50)
         #expect(r.head?.status == 200)
+    }
+
+    @Test func tooManyInterimResponsesNamesTheLimitAndOffset() {
+        #expect(ParserLimits().maxInterimResponses == 5)
+        let r = CollectedResponse.parse(pieces: [latin1Bytes(String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 6))])
+        #expect(r.interim.count == 5)
+        #expect(r.error?.description == "more than 5 interim (1xx) responses before the final response at byte offset 125")
+    }
+
+    /// The limit is per request: each response on a reused connection may have its own interim responses.
+    @Test func interimCountStartsAfreshForTheNextResponse() throws {
+        let one = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+        let input = latin1Bytes(one + one + one)
+        for pieces in splits(of: input) {
+            var parser = ResponseParser(limits: ParserLimits(maxInterimResponses: 1))
+            var finals = 0
+            var interims = 0
+            for piece in pieces {
+                let bytes = Array(piece)
+                try bytes.withUnsafeBytes { raw in
+                    var offset = 0
+                    while true {
+                        let (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                        offset += consumed
+                        switch event {
+                        case .needMoreInput: return
+                        case .interim: interims += 1
+                        case .head, .body: break
+                        case .end:
+                            finals += 1
+                            parser.prepareForNextResponse()
+                        }
+                    }
+                }
+            }
+            #expect(finals == 3, "split into \(pieces.map(\.count))")
+            #expect(interims == 3, "split into \(pieces.map(\.count))")
+        }
     }
 }

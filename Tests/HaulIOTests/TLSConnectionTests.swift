@@ -171,6 +171,27 @@ struct TLSConnectionTests {
         #expect(end == .endOfStream(.withoutCloseNotify))
     }
 
+    /// A session that cannot be set up (SNI longer than the 255 bytes TLS allows) is released exactly once: the
+    /// failure used to free the SSL object and then the deinitializer freed it again.
+    @Test func sessionSetupFailureFreesTheSessionOnce() throws {
+        let context = try TLSContext(configuration: .insecure)
+        let socket = try TCPSocket(family: .ipv4, options: SocketOptions())
+        defer { socket.close() }
+        let host = String(repeating: "a", count: 300) + ".test"
+        // Repeated, so that a double free corrupts the heap badly enough to be caught (glibc aborts).
+        for _ in 0..<200 {
+            do {
+                _ = try TLSConnection(context: context, fileDescriptor: socket.fileDescriptor, host: host, port: 443)
+                Issue.record("accepted a 305-byte SNI host name")
+                return
+            } catch {
+                #expect(error.kind == .tlsHandshakeFailed)
+                #expect(error.description.hasPrefix("TLS handshake with \(host):443 failed: cannot set SNI to \(host)"))
+            }
+        }
+        #expect(context.connectionsMade.load(ordering: .relaxed) == 200)
+    }
+
     @Test func handshakeTimesOutWhenTheServerNeverAnswers() async throws {
         let server = try LoopbackServer(behaviour: .silent)
         defer { server.stop() }

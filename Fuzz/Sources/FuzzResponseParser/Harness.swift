@@ -10,7 +10,7 @@ func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let requestWasHead = control & 1 != 0
     let limits = control & 2 != 0
-        ? ParserLimits(maxHeadBytes: 128, maxFields: 4, maxChunkLineBytes: 16, maxTrailerBytes: 32)
+        ? ParserLimits(maxHeadBytes: 128, maxFields: 4, maxChunkLineBytes: 16, maxTrailerBytes: 32, maxInterimResponses: 1)
         : ParserLimits()
 
     let whole = CollectedResponse.parse(pieces: [input[...]], requestWasHead: requestWasHead, limits: limits)
@@ -24,13 +24,26 @@ func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 
     precondition(whole.consumed <= input.count, "consumed more than the input")
     precondition(whole.isComplete != (whole.error != nil), "a response must end or fail, not both or neither")
+    precondition(whole.interim.count <= limits.maxInterimResponses, "more interim responses than the limit")
+    for head in whole.interim { precondition(head.isInterim && head.status != 101) }
+    // A value never keeps any of an obs-fold's line break (the fold as a whole becomes spaces), nor starts or
+    // ends with whitespace.
+    for fields in whole.interim.map(\.fields) + [whole.head?.fields ?? HTTPFields(), whole.trailers] {
+        for index in 0..<fields.count {
+            let value = fields.value(at: index)
+            precondition(!value.contains(0x0D) && !value.contains(0x0A), "CR or LF left in a field value")
+            for edge in [value.first, value.last].compactMap({ $0 }) {
+                precondition(edge != 0x20 && edge != 0x09, "whitespace at the edge of a field value")
+            }
+        }
+    }
     if let head = whole.head, whole.isComplete {
         switch head.framing {
         case .none: precondition(whole.body.isEmpty)
         case .contentLength(let length): precondition(Int64(whole.body.count) == length)
         case .chunked, .untilClose: break
         }
-        precondition(head.status >= 200 && head.status <= 599)
+        precondition(head.status >= 200 && head.status <= 999)
     }
     return 0
 }

@@ -31,8 +31,10 @@ struct FieldSectionParser {
     private var statusLineDone: Bool
     /// Start of the first line not yet validated.
     private var lineStart = 0
-    /// Positions of obs-fold CR LF pairs, turned into spaces once the section is stored.
-    private var foldPositions: [Int] = []
+    /// Byte ranges of obs-folds (the whitespace before the CR LF, the CR LF and the whitespace after it),
+    /// each turned into as many spaces once the section is stored: the stored bytes are rewritten rather than
+    /// copied, so a folded value stays one slice of the section.
+    private var folds: [Range<Int>] = []
 
     init(mode: Mode, headLimit: Int, trailerLimit: Int, maxFields: Int, sectionOffset: Int) {
         self.mode = mode
@@ -51,7 +53,7 @@ struct FieldSectionParser {
         self.sectionOffset = sectionOffset
         storage.removeAll(keepingCapacity: true)
         entries.removeAll(keepingCapacity: true)
-        foldPositions.removeAll(keepingCapacity: true)
+        folds.removeAll(keepingCapacity: true)
         statusLine = StatusLine()
         statusLineDone = mode == .trailers
         lineStart = 0
@@ -109,9 +111,11 @@ struct FieldSectionParser {
     }
 
     private mutating func applyFolds() {
-        for position in foldPositions {
-            storage[position] = asciiSP
-            storage[position + 1] = asciiSP
+        guard !folds.isEmpty else { return }
+        storage.withUnsafeMutableBufferPointer { bytes in
+            for fold in folds {
+                for position in fold { bytes[position] = asciiSP }
+            }
         }
     }
 
@@ -188,9 +192,13 @@ struct FieldSectionParser {
             while valueEnd > valueStart && (p[valueEnd - 1] == asciiSP || p[valueEnd - 1] == asciiHT) { valueEnd &-= 1 }
 
             if isFold {
-                // RFC 9112 §5.2: the fold becomes spaces; the value now runs through this line.
+                // RFC 9112 §5.2: the whole fold, `OWS CRLF RWS`, becomes spaces, so no tab of it survives in
+                // the value; the value now runs through this line. The whitespace before the CR belongs to the
+                // line above (already validated), and stops at its colon or its last non-blank byte.
                 let last = entries.count - 1
-                foldPositions.append(i - 2)
+                var foldStart = i - 2
+                while p[foldStart - 1] == asciiSP || p[foldStart - 1] == asciiHT { foldStart &-= 1 }
+                folds.append(foldStart..<valueStart)
                 if valueEnd > valueStart {
                     if entries[last].valueStart == entries[last].valueEnd { entries[last].valueStart = Int32(valueStart) }
                     entries[last].valueEnd = Int32(valueEnd)
@@ -249,7 +257,9 @@ struct FieldSectionParser {
             code = code * 10 + Int(p[i] - 0x30)
             i += 1
         }
-        guard (100...599).contains(code) else { throw fail(.invalidStatusCode(String(code)), i - 3) }
+        // RFC 9110 §15: any three digits from 100 are a status code; one without a known class is the
+        // caller's to judge (see `ResponseHead.status`).
+        guard code >= 100 else { throw fail(.invalidStatusCode(String(code)), i - 3) }
         guard i < n else { return nil }
         var reasonStart = i
         if p[i] == asciiSP {

@@ -19,6 +19,8 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case obsFoldWithoutField
         case headTooLarge(limit: Int)
         case tooManyFields(limit: Int)
+        /// The response would be interim response number `limit + 1` for one request; the offset is its first byte.
+        case tooManyInterimResponses(limit: Int)
         case contentLengthWithTransferEncoding
         case invalidContentLength(String)
         case conflictingContentLengths(String, String)
@@ -62,6 +64,7 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case .obsFoldWithoutField: "line folding (obs-fold) before any field"
         case .headTooLarge(let limit): "response head larger than \(limit) bytes"
         case .tooManyFields(let limit): "more than \(limit) header fields"
+        case .tooManyInterimResponses(let limit): "more than \(limit) interim (1xx) responses before the final response"
         case .contentLengthWithTransferEncoding: "both Transfer-Encoding and Content-Length present"
         case .invalidContentLength(let value): "invalid Content-Length \"\(value)\""
         case .conflictingContentLengths(let a, let b): "conflicting Content-Length values \"\(a)\" and \"\(b)\""

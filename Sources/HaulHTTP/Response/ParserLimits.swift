@@ -8,12 +8,17 @@ public struct ParserLimits: Sendable, Equatable {
     public var maxChunkLineBytes: Int
     /// Largest trailer section, in bytes.
     public var maxTrailerBytes: Int
+    /// Most interim (1xx) responses before one final response: a server repeating `100 Continue` must not
+    /// hold a request forever. A real exchange sees one or two (100, 103).
+    public var maxInterimResponses: Int
 
     public init(maxHeadBytes: Int = 64 * 1024, maxFields: Int = 256,
-                maxChunkLineBytes: Int = 4 * 1024, maxTrailerBytes: Int = 16 * 1024) {
+                maxChunkLineBytes: Int = 4 * 1024, maxTrailerBytes: Int = 16 * 1024,
+                maxInterimResponses: Int = 5) {
         self.maxHeadBytes = maxHeadBytes
         self.maxFields = maxFields
         self.maxChunkLineBytes = maxChunkLineBytes
         self.maxTrailerBytes = maxTrailerBytes
+        self.maxInterimResponses = maxInterimResponses
     }
 }

@@ -26,7 +26,11 @@ public struct ResponseHead: Sendable, Equatable {
     public var major: Int
     /// HTTP minor version.
     public var minor: Int
-    /// The status code, 100–599.
+    /// The status code exactly as the server sent it, 100–999.
+    ///
+    /// RFC 9110 §15 defines classes only up to 5xx and has a client treat an unrecognised code as the x00 of
+    /// its class. Codes 600 and above have no class: callers are to treat them as server errors (5xx).
+    /// Codes 100–199 are interim (``isInterim``).
     public var status: Int
     /// Header fields in the order received.
     public var fields: HTTPFields

@@ -42,6 +42,8 @@ public struct ResponseParser {
     private var pendingTrailers = HTTPFields()
     private var streamOffset = 0
     private var responseStartOffset = 0
+    /// Interim (1xx) responses seen for the current request.
+    private var interimResponses = 0
     private var bodyBytes: Int64 = 0
     private var keepAlive = false
 
@@ -62,6 +64,7 @@ public struct ResponseParser {
         self.requestWasHead = requestWasHead
         state = .head
         responseStartOffset = streamOffset
+        interimResponses = 0
         section.reset(mode: .responseHead, sectionOffset: streamOffset)
         pendingTrailers = HTTPFields()
     }
@@ -207,7 +210,15 @@ public struct ResponseParser {
 
         let head = ResponseHead(major: line.major, minor: line.minor, status: status, fields: fields,
                                 framing: framing, keepAlive: keepAlive, reasonRange: line.reasonStart..<line.reasonEnd)
-        guard !head.isInterim else { return head }
+        if head.isInterim {
+            // Judged once the head is complete, like every other head-level check, so the verdict cannot
+            // depend on how the input was split.
+            guard interimResponses < limits.maxInterimResponses else {
+                throw HTTPParseError(.tooManyInterimResponses(limit: limits.maxInterimResponses), offset: headOffset)
+            }
+            interimResponses += 1
+            return head
+        }
         bodyBytes = 0
         switch framing {
         case .none: state = .endPending

@@ -9,6 +9,8 @@ public final class ConnectAttempt: @unchecked Sendable {
     private var connector: HappyEyeballsConnector?
     private var connection: Connection?
     private var cancelled = false
+    /// Whether the attempt has completed (or been cancelled).
+    private(set) var isFinished = false
 
     init(host: String, port: UInt16) {
         self.host = host
@@ -23,6 +25,7 @@ public final class ConnectAttempt: @unchecked Sendable {
     ) {
         // A task cancelled before it got here has already run `cancel`.
         guard !cancelled else {
+            isFinished = true
             completion(.failure(cancellationError))
             return
         }
@@ -52,12 +55,15 @@ public final class ConnectAttempt: @unchecked Sendable {
         newConnector.start()
     }
 
-    /// Abandons the attempt: closes whatever socket is open and completes with a ``ConnectionError/Kind/closed``
-    /// error. Does nothing once the attempt has completed. Loop thread only.
+    /// Abandons the attempt at once: closes the sockets of every connect attempt still racing, or the connected
+    /// socket and its TLS state if the handshake is under way, and completes with a
+    /// ``ConnectionError/Kind/closed`` error. Nothing of the attempt runs afterwards (no further connect, no
+    /// handshake). Does nothing once the attempt has completed. Loop thread only.
     public func cancel() {
         cancelled = true
         guard let completion else { return }
         self.completion = nil
+        isFinished = true
         connector?.cancel()
         connector = nil
         connection?.fail(cancellationError)
@@ -75,6 +81,7 @@ public final class ConnectAttempt: @unchecked Sendable {
             return
         }
         self.completion = nil
+        isFinished = true
         completion(result)
     }
 }

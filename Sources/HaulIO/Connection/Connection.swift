@@ -241,6 +241,9 @@ public final class Connection: @unchecked Sendable {
         registration = nil
         registeredInterest = []
         socket.close()
+        // OpenSSL's state goes now, on the loop thread, rather than wherever and whenever the last reference to
+        // this connection is dropped (perhaps on a thread that is running the process's exit handlers).
+        tls = nil
     }
 
     // MARK: Readiness
@@ -305,10 +308,18 @@ public final class Connection: @unchecked Sendable {
         guard hasPendingOperation else { return }
         let deadline = lastProgress.advanced(by: limit)
         if MonotonicInstant.now() >= deadline {
-            fail(ConnectionError(kind: .idleTimedOut, host: host, port: port, detail: limit.compactDescription))
+            failStalled(limit)
         } else {
             idleTimer = loop.scheduleTimer(at: deadline) { [self] in idleTimerFired(limit) }
         }
+    }
+
+    /// Fails the connection as stalled (nothing moved for `limit`) and returns the error pending operations saw.
+    @discardableResult
+    func failStalled(_ limit: Duration) -> ConnectionError {
+        let error = ConnectionError(kind: .idleTimedOut, host: host, port: port, detail: limit.compactDescription)
+        fail(error)
+        return error
     }
 
     var hasPendingOperation: Bool {

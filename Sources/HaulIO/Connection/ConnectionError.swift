@@ -14,6 +14,9 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
         case tlsHandshakeTimedOut
         /// No bytes arrived (or could be sent) for the idle timeout while an operation was waiting.
         case idleTimedOut
+        /// An HTTP exchange got no complete final response head within the head timeout
+        /// (``ConnectionTimeouts/head``), although bytes may have kept arriving.
+        case headTimedOut
         /// A TLS error after the handshake.
         case tlsFailure
         /// A socket call failed after connecting, e.g. `ECONNRESET`.
@@ -56,6 +59,7 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
         case .tlsHandshakeFailed: return "TLS handshake with \(endpoint) failed: \(cause)"
         case .tlsHandshakeTimedOut: return "TLS handshake with \(endpoint) timed out after \(detail)"
         case .idleTimedOut: return "connection to \(endpoint) stalled: no data for \(detail)"
+        case .headTimedOut: return "no complete response head from \(endpoint) within \(detail)"
         case .tlsFailure: return "TLS error on connection to \(endpoint): \(cause)"
         case .ioFailure: return "connection to \(endpoint) failed: \(systemError.map(String.init(describing:)) ?? detail)"
         case .closed: return "connection to \(endpoint) closed" + (detail.isEmpty ? "" : ": \(detail)")

@@ -6,12 +6,22 @@ public struct ConnectionTimeouts: Sendable, Hashable {
     public var tlsHandshake: Duration
     /// The longest a pending read or write may go without any byte moving (a stalled server); `nil` for no limit.
     public var idle: Duration?
+    /// The longest an HTTP exchange may take, from its start, to receive the complete final (non-1xx) response
+    /// head, however its bytes trickle in: a server dripping one byte at a time, or repeating `100 Continue`,
+    /// keeps the idle timeout from ever firing. `nil` (the default) uses the ``idle`` value, and sets no limit
+    /// when that is `nil` too.
+    public var head: Duration?
 
-    /// 10 s to connect, 10 s to handshake, 30 s without progress.
-    public init(connect: Duration = .seconds(10), tlsHandshake: Duration = .seconds(10), idle: Duration? = .seconds(30)) {
+    /// The head limit in force: ``head``, or else ``idle``.
+    public var effectiveHead: Duration? { head ?? idle }
+
+    /// 10 s to connect, 10 s to handshake, 30 s without progress, and as long as that for a response head.
+    public init(connect: Duration = .seconds(10), tlsHandshake: Duration = .seconds(10), idle: Duration? = .seconds(30),
+                head: Duration? = nil) {
         self.connect = connect
         self.tlsHandshake = tlsHandshake
         self.idle = idle
+        self.head = head
     }
 }
 

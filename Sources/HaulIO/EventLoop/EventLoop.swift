@@ -39,6 +39,9 @@ public final class EventLoop: @unchecked Sendable {
     private let pending = Mutex(PendingWork())
     private let loopThreadID = Atomic<UInt>(0)
     private var thread: pthread_t?
+    /// Whether the loop thread has been joined. Held while joining, so that every caller of `shutdown`, not
+    /// just the first, returns only once the thread is gone.
+    private let joined = Mutex(false)
 
     private var handlers: [UInt64: (IOEvents) -> Void] = [:]
     private var nextToken: UInt64 = 1
@@ -49,25 +52,27 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts a loop on a new thread named `name`.
     public init(name: String = "haul-loop") throws(SystemError) {
-        epollFD = try blockingSyscall("epoll_create1") { haul_epoll_create() }
+        let epoll = try blockingSyscall("epoll_create1") { haul_epoll_create() }
+        let wake: Int32
         do {
-            wakeFD = try blockingSyscall("eventfd") { haul_eventfd(0) }
+            wake = try blockingSyscall("eventfd") { haul_eventfd(0) }
         } catch {
-            try? closeDescriptor(epollFD)
+            // `self` is not initialized yet, so no deinit will run: the epoll descriptor is ours to close.
+            try? closeDescriptor(epoll)
             throw error
         }
-        do {
-            _ = try blockingSyscall("epoll_ctl") {
-                haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, wakeFD, haul_EPOLLIN, EventLoop.wakeToken)
-            }
-            thread = try PosixThread.spawn(name: name) { [self] in run() }
-        } catch {
-            try? closeDescriptor(wakeFD)
-            try? closeDescriptor(epollFD)
-            throw error
+        epollFD = epoll
+        wakeFD = wake
+        // From here on `self` is fully initialized, so a throw runs deinit, which closes both descriptors. Closing
+        // them here as well would close them twice, the second time perhaps closing another thread's new file.
+        _ = try blockingSyscall("epoll_ctl") {
+            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, wakeFD, haul_EPOLLIN, EventLoop.wakeToken)
         }
+        thread = try PosixThread.spawn(name: name) { [self] in run() }
     }
 
+    /// Releases the descriptors, whether `init` completed or threw after initializing `self` (the only owner
+    /// that closes them).
     deinit {
         try? closeDescriptor(wakeFD)
         try? closeDescriptor(epollFD)
@@ -103,18 +108,21 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Stops the loop after the tasks already submitted have run, and waits for its thread to finish.
     /// Must not be called on the loop thread. Registered descriptors are not closed; their owners close them.
+    ///
+    /// When this returns, from any number of callers, the loop thread has exited: nothing of this loop runs
+    /// any more (say, inside OpenSSL while the process is calling its exit handlers).
     public func shutdown() {
         precondition(!inEventLoop, "EventLoop.shutdown() would wait for its own thread")
-        let alreadyStopping = pending.withLock { work -> Bool in
-            defer { work.shuttingDown = true }
-            return work.shuttingDown
-        }
-        guard !alreadyStopping, let thread else { return }
+        pending.withLock { $0.shuttingDown = true }
         wake()
-        do {
-            try checkErrorNumber("pthread_join", pthread_join(thread, nil))
-        } catch {
-            preconditionFailure("cannot join the event loop thread: \(error)")
+        joined.withLock { joined in
+            guard !joined, let thread else { return }
+            do {
+                try checkErrorNumber("pthread_join", pthread_join(thread, nil))
+            } catch {
+                preconditionFailure("cannot join the event loop thread: \(error)")
+            }
+            joined = true
         }
     }
 

@@ -14,7 +14,7 @@ public final class HTTPClient: Sendable {
     /// The TLS settings; the context itself is built on the first https request, because loading the
     /// system CA store costs tens of milliseconds that a plain-HTTP download should not pay.
     public let tlsConfiguration: TLSConfiguration
-    private let tls = LoopConfinedTLSContext()
+    let tls = LoopConfinedTLSContext()
 
     public init(loop: EventLoop, tls: TLSConfiguration = TLSConfiguration(),
                 connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16) {
@@ -51,33 +51,37 @@ public final class HTTPClient: Sendable {
             }
             cancellation.connection = connection
             connection.exchangeOnLoop(request: bytes, requestWasHead: requestWasHead, handler: handler) { [self] result in
+                cancellation.connection = nil
                 switch result {
                 case .success(let summary):
-                    cancellation.connection = nil
                     if summary.connectionReused { pool.returnOnLoop(connection) }
                     completion(result)
-                case .failure(let error) where reused && !connection.latestExchangeSawHead && Self.isStaleConnection(error):
-                    connect(origin) { fresh in
-                        switch fresh {
-                        case .success(let newConnection): run(on: newConnection, reused: false)
-                        case .failure(let error): completion(.failure(error))
-                        }
-                    }
+                // A cancelled exchange closed its connection itself: that is no stale connection to retry.
+                case .failure(let error) where reused && !connection.latestExchangeSawHead && !cancellation.isCancelled
+                                               && Self.isStaleConnection(error):
+                    connectThenRun()
                 case .failure:
-                    cancellation.connection = nil
                     completion(result)
+                }
+            }
+        }
+        func connectThenRun() {
+            cancellation.attempt = connect(origin) { [loop] result in
+                cancellation.attempt = nil
+                switch result {
+                case .success(let connection): run(on: connection, reused: false)
+                // Reported from inside `cancelOnLoop`: complete on the loop's next turn, after the canceller has
+                // returned, as a cancelled exchange does.
+                case .failure(let error) where cancellation.isCancelled:
+                    loop.scheduleTimer(after: .zero) { completion(.failure(error)) }
+                case .failure(let error): completion(.failure(error))
                 }
             }
         }
         if let connection = pool.takeIdleOnLoop(origin) {
             run(on: connection, reused: true)
         } else {
-            connect(origin) { result in
-                switch result {
-                case .success(let connection): run(on: connection, reused: false)
-                case .failure(let error): completion(.failure(error))
-                }
-            }
+            connectThenRun()
         }
         return cancellation
     }
@@ -100,17 +104,18 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    private func connect(_ origin: HTTPOrigin, completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) {
+    /// Starts connecting to `origin`; returns the attempt while it is in flight (nil if it already completed).
+    private func connect(_ origin: HTTPOrigin, completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) -> ConnectAttempt? {
         var tlsContext: TLSContext? = nil
         if origin.scheme == .https {
             do {
                 tlsContext = try tls.context(for: tlsConfiguration)
             } catch {
                 completion(.failure(.tlsSetup(error)))
-                return
+                return nil
             }
         }
-        Connection.connectOnLoop(to: origin.host.name, port: origin.port, tls: tlsContext,
+        let attempt = Connection.connectOnLoop(to: origin.host.name, port: origin.port, tls: tlsContext,
                                  options: connectionOptions, on: loop) { [pool] result in
             switch result {
             case .success(let connection):
@@ -120,6 +125,7 @@ public final class HTTPClient: Sendable {
                 completion(.failure(.connection(error)))
             }
         }
+        return attempt.isFinished ? nil : attempt
     }
 
     /// A server closing an idle keep-alive connection shows up as EOF or a reset before any response byte.
@@ -139,23 +145,32 @@ public final class HTTPClient: Sendable {
 public final class ExchangeCancellation: @unchecked Sendable {
     // @unchecked Sendable: touched only on the client's loop thread.
     fileprivate var connection: HTTPConnection?
+    /// The exchange's connection while it is still being established (resolution, TCP, TLS handshake).
+    fileprivate var attempt: ConnectAttempt?
     fileprivate private(set) var isCancelled = false
 
     init() {}
 
-    /// Closes the exchange's connection (its completion then reports the close), or prevents it from
-    /// starting if it is still connecting.
+    /// Stops the exchange at once; its completion then reports a ``ConnectionError/Kind/closed`` error (unless
+    /// it had already completed). An exchange still connecting has its connect attempts and any TLS handshake
+    /// abandoned on the spot (sockets closed, TLS state freed), so no handshake starts after this returns; one
+    /// under way has its connection closed.
     public func cancelOnLoop() {
         isCancelled = true
+        if let attempt {
+            self.attempt = nil
+            attempt.cancel()
+        }
         connection?.transport.closeOnLoop()
         connection = nil
     }
 }
 
 /// The client's TLS context, built on first use on the loop thread and kept.
-private final class LoopConfinedTLSContext: @unchecked Sendable {
+final class LoopConfinedTLSContext: @unchecked Sendable {
     // @unchecked Sendable: read and written only on the client's loop thread.
-    private var context: TLSContext?
+    /// The context, once built.
+    private(set) var context: TLSContext?
 
     func context(for configuration: TLSConfiguration) throws(TLSSetupError) -> TLSContext {
         if let context { return context }

@@ -21,6 +21,12 @@ public final class HTTPConnection: @unchecked Sendable {
 
     private var parser = ResponseParser()
     private var active: Exchange?
+    /// Bounds the wait for the final response head (``ConnectionTimeouts/head``), which the transport's idle
+    /// timeout cannot: it is reset by every byte, however slowly they come.
+    private var headTimer: TimerID?
+    /// `parser.bytesConsumed` when the current exchange started: until the head is complete the parser takes
+    /// every byte it is given, so a larger count means the server has sent something.
+    private var exchangeStartOffset = 0
 
     private struct Exchange {
         let handler: any ResponseHandler
@@ -51,6 +57,10 @@ public final class HTTPConnection: @unchecked Sendable {
         active = Exchange(handler: handler, completion: completion)
         latestExchangeSawHead = false
         parser.prepareForNextResponse(requestWasHead: requestWasHead)
+        exchangeStartOffset = parser.bytesConsumed
+        if let limit = transport.options.timeouts.effectiveHead {
+            headTimer = transport.loop.scheduleTimer(after: limit) { [self] in headTimerFired(limit: limit) }
+        }
         transport.writeOnLoop(request) { [self] error in
             if let error { finish(.failure(.connection(error))) }
         }
@@ -95,6 +105,7 @@ public final class HTTPConnection: @unchecked Sendable {
                 case .interim:
                     continue
                 case .head(let head):
+                    cancelHeadTimer()
                     exchange.head = head
                     active = exchange
                     latestExchangeSawHead = true
@@ -143,9 +154,35 @@ public final class HTTPConnection: @unchecked Sendable {
                         trailers: trailers, connectionReused: reusable)
     }
 
+    private func headTimerFired(limit: Duration) {
+        headTimer = nil
+        guard let exchange = active, exchange.head == nil else { return }
+        // A server silent since the request is a stall, which the transport's idle timeout names as one; when
+        // that limit is no longer than this one, its verdict stands. Its deadline counts from the request's
+        // last byte sent, so it may still be moments away.
+        if parser.bytesConsumed == exchangeStartOffset, let idle = transport.options.timeouts.idle, idle <= limit {
+            let stallDeadline = transport.lastProgress.advanced(by: idle)
+            if MonotonicInstant.now() < stallDeadline {
+                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [self] in headTimerFired(limit: limit) }
+            } else {
+                // The reader normally reports the failure; this covers one that is not installed right now.
+                finish(.failure(.connection(transport.failStalled(idle))))
+            }
+            return
+        }
+        finish(.failure(.connection(ConnectionError(
+            kind: .headTimedOut, host: transport.host, port: transport.port, detail: limit.compactDescription))))
+    }
+
+    private func cancelHeadTimer() {
+        if let timer = headTimer { transport.loop.cancelTimer(timer) }
+        headTimer = nil
+    }
+
     private func finish(_ result: Result<ExchangeSummary, HTTPClientError>) {
         guard let exchange = active else { return }
         active = nil
+        cancelHeadTimer()
         if case .success(let summary) = result, summary.connectionReused {
             requestsServed += 1
         } else {

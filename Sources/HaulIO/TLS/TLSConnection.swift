@@ -44,11 +44,14 @@ final class TLSConnection {
             throw ConnectionError(kind: .tlsHandshakeFailed, host: host, port: port,
                                   detail: "SSL_new failed: \(TLSErrorQueue.drain().joined(separator: ": "))")
         }
+        context.connectionsMade.wrappingAdd(1, ordering: .relaxed)
         self.ssl = ssl
         self.context = context
         self.host = host
         self.port = port
         self.sessionKey = TLSConnection.sessionKey(host: host, port: port)
+        // From here on `self` is fully initialized, so a throw below runs deinit, which frees `ssl` (with the
+        // socket BIO that SSL_set_fd gives it): the failure path must not free it as well.
         // Unretained: the SSL is freed in our deinit, so the new-session callback can never outlive us.
         _ = SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
 
@@ -81,7 +84,6 @@ final class TLSConnection {
         }
         if let failure {
             let reasons = TLSErrorQueue.drain()
-            SSL_free(ssl)
             throw ConnectionError(kind: .tlsHandshakeFailed, host: host, port: port,
                                   detail: ([failure] + reasons).joined(separator: ": "))
         }

@@ -25,6 +25,9 @@ public final class TLSContext: Sendable {
 
     /// The last session per "host:port", each holding one OpenSSL reference.
     private let sessions = Mutex<[String: CachedSession]>([:])
+    /// TLS connections (SSL objects) made from this context, each of which starts a handshake: for tests and
+    /// statistics.
+    let connectionsMade = Atomic<Int>(0)
 
     /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
     public init(configuration: TLSConfiguration = TLSConfiguration()) throws(TLSSetupError) {

@@ -11,13 +11,22 @@ final class LoopbackServer: Sendable {
         case silent
         /// Never accept: the backlog fills and further connection attempts hang.
         case neverAccept
+        /// Run `script` with each accepted connection, on a thread of its own, then close the connection.
+        /// ``stop()`` shuts the connection down under a running script, whose next read or send then fails.
+        case scripted(@Sendable (Int32) -> Void)
     }
 
     let port: UInt16
     let host: String
     private let listener: Int32
     private let acceptsConnections: Bool
-    private let held = Mutex<[Int32]>([])
+    /// Connections held open until ``stop()``; scripted ones are closed by their own thread instead, so that a
+    /// script never touches a descriptor number that `stop` released (and a new socket may have reused).
+    private struct Held {
+        var connections: [Int32] = []
+        var scripted: Set<Int32> = []
+    }
+    private let held = Mutex(Held())
 
     init(host: String = "127.0.0.1", port: UInt16 = 0, behaviour: Behaviour, backlog: Int32 = 16) throws {
         guard let address = SocketAddress(ipAddress: host, port: port) else { throw SystemError(call: "inet_pton", errno: EINVAL) }
@@ -31,7 +40,7 @@ final class LoopbackServer: Sendable {
         self.listener = fd
         self.host = host
         self.port = try LoopbackServer.boundPort(fd)
-        acceptsConnections = behaviour != .neverAccept
+        if case .neverAccept = behaviour { acceptsConnections = false } else { acceptsConnections = true }
         if acceptsConnections {
             try PosixThread.spawnDetached(name: "test-server") { [self] in acceptLoop(behaviour) }
         }
@@ -43,7 +52,11 @@ final class LoopbackServer: Sendable {
         // number to a new socket while that thread is about to call `accept` on it again.
         shutdown(listener, Int32(SHUT_RDWR))
         if !acceptsConnections { close(listener) }
-        for fd in held.withLock({ $0 }) { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+        held.withLock { held in
+            for fd in held.connections { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+            for fd in held.scripted { shutdown(fd, Int32(SHUT_RDWR)) }
+            held.connections = []
+        }
     }
 
     private func acceptLoop(_ behaviour: Behaviour) {
@@ -54,10 +67,60 @@ final class LoopbackServer: Sendable {
                 close(listener)
                 return
             }
-            held.withLock { $0.append(client) }
-            if behaviour == .echo {
+            switch behaviour {
+            case .echo:
+                held.withLock { $0.connections.append(client) }
                 try? PosixThread.spawnDetached(name: "test-echo") { LoopbackServer.echo(client) }
+            case .scripted(let script):
+                held.withLock { _ = $0.scripted.insert(client) }
+                try? PosixThread.spawnDetached(name: "test-script") { [self] in
+                    script(client)
+                    held.withLock { held in
+                        held.scripted.remove(client)
+                        close(client)
+                    }
+                }
+            case .silent, .neverAccept:
+                held.withLock { $0.connections.append(client) }
             }
+        }
+    }
+
+    // MARK: For scripts
+
+    /// Reads until the end of a request head (an empty line); false if the client closed first.
+    static func readRequestHead(_ fd: Int32) -> Bool {
+        var received: [UInt8] = []
+        var byte: UInt8 = 0
+        while !received.suffix(4).elementsEqual("\r\n\r\n".utf8) {
+            guard read(fd, &byte, 1) == 1 else { return false }
+            received.append(byte)
+        }
+        return true
+    }
+
+    /// Sends all of `text`; false once the client has gone.
+    @discardableResult
+    static func sendText(_ fd: Int32, _ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// Reads until the client closes (or resets) its side, for scripts that must see the client leave; returns
+    /// the bytes read.
+    static func drainUntilClosed(_ fd: Int32) -> Int {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var total = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { return total }
+            total += count
         }
     }
 

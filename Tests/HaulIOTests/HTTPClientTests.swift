@@ -1,0 +1,201 @@
+import Glibc
+import HaulHTTP
+import Synchronization
+import Testing
+@testable import HaulIO
+
+/// Collects a response body; used only on the loop thread.
+final class CollectingHandler: ResponseHandler, @unchecked Sendable {
+    // @unchecked Sendable: touched only on the loop thread, as ResponseHandler requires.
+    private(set) var body: [UInt8] = []
+
+    func didReceiveHead(_ head: ResponseHead) throws -> HeadDecision { .receiveBody }
+
+    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) throws -> BodyDecision {
+        body.append(contentsOf: bytes)
+        return .continue
+    }
+}
+
+/// An HTTP server script's own pacing (it stands for a slow server, not for test ordering).
+func pause(milliseconds: Int) { usleep(UInt32(milliseconds * 1000)) }
+
+@Suite("HTTP client head timeout")
+struct HTTPClientHeadTimeoutTests {
+    static func request(port: UInt16, scheme: String = "http") throws -> RequestHead {
+        RequestHead(url: try HTTPURL("\(scheme)://127.0.0.1:\(port)/file"))
+    }
+
+    /// Runs one GET; the client error if it failed.
+    static func failure(of request: RequestHead, on client: HTTPClient) async -> HTTPClientError? {
+        do {
+            _ = try await client.execute(request, handler: CollectingHandler())
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// One byte of the head every 100 ms keeps the idle timeout from firing; the head timeout (given, or the
+    /// idle value when nil) must end the exchange anyway.
+    @Test(arguments: [(Duration.seconds(2), Duration?.some(.milliseconds(500))), (.milliseconds(500), nil)])
+    func headDrippingInOneByteAtATimeTimesOut(idle: Duration, head: Duration?) async throws {
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            guard LoopbackServer.readRequestHead(fd) else { return }
+            for byte in "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" {
+                guard LoopbackServer.sendText(fd, String(byte)) else { return }
+                pause(milliseconds: 100)
+            }
+            _ = LoopbackServer.drainUntilClosed(fd)
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = idle
+        options.timeouts.head = head
+        let client = HTTPClient(loop: loop, connectionOptions: options)
+        let started = MonotonicInstant.now()
+        let error = await Self.failure(of: try Self.request(port: server.port), on: client)
+        let elapsed = MonotonicInstant.now().nanoseconds(since: started)
+        await client.shutdown()
+
+        guard case .connection(let connectionError)? = error else {
+            Issue.record("expected a head timeout, got \(String(describing: error))")
+            return
+        }
+        #expect(connectionError.kind == .headTimedOut)
+        #expect(connectionError.description == "no complete response head from 127.0.0.1:\(server.port) within 500ms")
+        #expect(error?.isTransient == true)
+        #expect(elapsed >= 490_000_000)
+    }
+
+    @Test func interimResponsesEveryFewHundredMillisecondsTimeOut() async throws {
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            guard LoopbackServer.readRequestHead(fd) else { return }
+            while LoopbackServer.sendText(fd, "HTTP/1.1 100 Continue\r\n\r\n") { pause(milliseconds: 300) }
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.head = .milliseconds(500)
+        let client = HTTPClient(loop: loop, connectionOptions: options)
+        let error = await Self.failure(of: try Self.request(port: server.port), on: client)
+        await client.shutdown()
+        guard case .connection(let connectionError)? = error else {
+            Issue.record("expected a head timeout, got \(String(describing: error))")
+            return
+        }
+        #expect(connectionError.kind == .headTimedOut)
+    }
+
+    @Test func aBurstOfInterimResponsesHitsTheParserLimit() async throws {
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            guard LoopbackServer.readRequestHead(fd) else { return }
+            LoopbackServer.sendText(fd, String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 20))
+            _ = LoopbackServer.drainUntilClosed(fd)
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop)
+        let error = await Self.failure(of: try Self.request(port: server.port), on: client)
+        await client.shutdown()
+        guard case .malformedResponse(let parseError, _)? = error else {
+            Issue.record("expected the interim limit, got \(String(describing: error))")
+            return
+        }
+        #expect(parseError == HTTPParseError(.tooManyInterimResponses(limit: 5), offset: 125))
+    }
+
+    /// The head timer stops at the head: a body slower than the head limit is fine, and the connection is
+    /// reused for a second exchange that is no different.
+    @Test func aPromptHeadWithASlowBodyIsUnaffected() async throws {
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            while LoopbackServer.readRequestHead(fd) {
+                guard LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe") else { return }
+                pause(milliseconds: 600)
+                guard LoopbackServer.sendText(fd, "llo") else { return }
+            }
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.head = .milliseconds(300)
+        let client = HTTPClient(loop: loop, connectionOptions: options)
+        for _ in 0..<2 {
+            let handler = CollectingHandler()
+            let summary = try await client.execute(try Self.request(port: server.port), handler: handler)
+            #expect(summary.head.status == 200)
+            #expect(summary.complete)
+            #expect(summary.connectionReused)
+            #expect(try await loop.submit { handler.body } == Array("hello".utf8))
+        }
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 1)
+        await client.shutdown()
+    }
+
+    @Test func headTimeoutDefaultsToNilAndExistingInitializersStillCompile() {
+        let timeouts = ConnectionTimeouts(connect: .seconds(1), tlsHandshake: .seconds(2), idle: .seconds(3))
+        #expect(timeouts.head == nil)
+        #expect(timeouts.effectiveHead == .seconds(3))
+        #expect(ConnectionTimeouts(idle: nil).effectiveHead == nil)
+        #expect(ConnectionTimeouts(idle: nil, head: .seconds(4)).effectiveHead == .seconds(4))
+    }
+}
+
+@Suite("HTTP client silent server")
+struct HTTPClientSilentServerTests {
+    /// A server that reads the request and never answers.
+    static func silentServer() throws -> LoopbackServer {
+        try LoopbackServer(behaviour: .scripted { fd in
+            guard LoopbackServer.readRequestHead(fd) else { return }
+            _ = LoopbackServer.drainUntilClosed(fd)
+        })
+    }
+
+    /// With the head limit taken from the idle one, a server that sends nothing at all is a stall, reported as
+    /// the transport always reported it, not as a slow head.
+    @Test func silenceIsAStallWhenTheHeadLimitIsTheIdleOne() async throws {
+        let server = try Self.silentServer()
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = .milliseconds(300)
+        let client = HTTPClient(loop: loop, connectionOptions: options)
+        let error = await HTTPClientHeadTimeoutTests.failure(of: try HTTPClientHeadTimeoutTests.request(port: server.port), on: client)
+        await client.shutdown()
+        guard case .connection(let connectionError)? = error else {
+            Issue.record("expected a stall, got \(String(describing: error))")
+            return
+        }
+        #expect(connectionError.kind == .idleTimedOut)
+        #expect(connectionError.description == "connection to 127.0.0.1:\(server.port) stalled: no data for 300ms")
+    }
+
+    /// A head limit shorter than the idle one applies to silence too.
+    @Test func silenceHitsAShorterHeadLimit() async throws {
+        let server = try Self.silentServer()
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = .seconds(20)
+        options.timeouts.head = .milliseconds(300)
+        let client = HTTPClient(loop: loop, connectionOptions: options)
+        let started = MonotonicInstant.now()
+        let error = await HTTPClientHeadTimeoutTests.failure(of: try HTTPClientHeadTimeoutTests.request(port: server.port), on: client)
+        await client.shutdown()
+        guard case .connection(let connectionError)? = error else {
+            Issue.record("expected a head timeout, got \(String(describing: error))")
+            return
+        }
+        #expect(connectionError.kind == .headTimedOut)
+        #expect(connectionError.description == "no complete response head from 127.0.0.1:\(server.port) within 300ms")
+        // Far below the 20 s idle limit.
+        #expect(MonotonicInstant.now().nanoseconds(since: started) < 15_000_000_000)
+    }
+}
