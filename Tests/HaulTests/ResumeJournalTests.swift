@@ -251,6 +251,133 @@ func overwrite(_ path: String, at offset: Int, with bytes: [UInt8]) {
     }
 }
 
+extension ResumeJournalTests {
+    /// Symbolic links planted at the journal's paths must never redirect a read or a write.
+    @Suite struct SymbolicLinkTests {
+        private func write(_ path: String, _ bytes: [UInt8]) {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            precondition(fd >= 0)
+            defer { close(fd) }
+            precondition(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) } == bytes.count)
+        }
+
+        /// Whether the file at `path` holds exactly `text` (a Bool, so a failure does not print the file).
+        private func holds(_ path: String, _ text: String) -> Bool { fileBytes(path) == Array(text.utf8) }
+
+        /// Whether anything, a dangling link included, is at `path`.
+        private func entryExists(_ path: String) -> Bool {
+            var info = stat()
+            return lstat(path, &info) == 0
+        }
+
+        private func isSymlink(_ path: String) -> Bool {
+            var info = stat()
+            return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+        }
+
+        @Test func openRefusesALinkAtTheJournalPath() throws {
+            let directory = JournalTestDirectory()
+            let path = directory.file("f.part.haul")
+            // The target is a valid journal, so following the link would "work".
+            let target = directory.file("elsewhere.haul")
+            _ = try ResumeJournal.create(path: target, state: JournalFixtures.state())
+            let before = CRC32C.checksum(fileBytes(target))
+            #expect(symlink(target, path) == 0)
+            let error = #expect(throws: JournalError.self) { try ResumeJournal.open(path: path) }
+            #expect(error == .io(call: "open", errno: ELOOP, path: path))
+            #expect(error?.description == "open(\(path)) failed: refusing to follow the symbolic link at \(path) (errno \(ELOOP))")
+            #expect(CRC32C.checksum(fileBytes(target)) == before)
+        }
+
+        @Test func createNeverWritesThroughALinkAtTheTempPath() throws {
+            let directory = JournalTestDirectory()
+            let path = directory.file("f.part.haul")
+            let victim = directory.file("victim")
+            write(victim, Array("precious".utf8))
+            #expect(symlink(victim, ResumeJournal.temporaryPath(path)) == 0)
+            let state = JournalFixtures.state()
+            let journal = try ResumeJournal.create(path: path, state: state)
+            #expect(holds(victim, "precious"))
+            #expect(!isSymlink(path) && !entryExists(ResumeJournal.temporaryPath(path)))
+            #expect(try ResumeJournal.open(path: path).1 == state)
+
+            // The same when a checkpoint outgrows the slot and rewrites the file through the temp path;
+            // a dangling link must not make the rewrite create its target either.
+            let missing = directory.file("would-be-created")
+            #expect(symlink(missing, ResumeJournal.temporaryPath(path)) == 0)
+            let big = JournalFixtures.state(ranges: JournalFixtures.manyRanges(3000, total: 1 << 40), total: 1 << 40)
+            try journal.checkpoint(big)
+            #expect(journal.slotCapacity > 4096)
+            #expect(!entryExists(missing) && !entryExists(ResumeJournal.temporaryPath(path)))
+            #expect(holds(victim, "precious"))
+            #expect(try ResumeJournal.open(path: path).1 == big)
+        }
+
+        @Test func createReplacesALinkAtTheJournalPathNotItsTarget() throws {
+            let directory = JournalTestDirectory()
+            let path = directory.file("f.part.haul")
+            let victim = directory.file("victim")
+            write(victim, Array("precious".utf8))
+            #expect(symlink(victim, path) == 0)
+            let state = JournalFixtures.state()
+            _ = try ResumeJournal.create(path: path, state: state)
+            #expect(holds(victim, "precious"))
+            #expect(!isSymlink(path))
+            #expect(try ResumeJournal.open(path: path).1 == state)
+        }
+
+        @Test func aLeftoverTempFileIsReplacedByANewOne() throws {
+            let directory = JournalTestDirectory()
+            let path = directory.file("f.part.haul")
+            let temporary = ResumeJournal.temporaryPath(path)
+            write(temporary, [UInt8](repeating: 0xEE, count: 100_000))
+            // A second name for the leftover: if create reused its inode, this would change.
+            #expect(link(temporary, directory.file("leftover")) == 0)
+            let state = JournalFixtures.state()
+            _ = try ResumeJournal.create(path: path, state: state)
+            let leftover = fileBytes(directory.file("leftover"))
+            #expect(leftover.count == 100_000 && leftover.allSatisfy { $0 == 0xEE })
+            #expect(try ResumeJournal.open(path: path).1 == state)
+        }
+    }
+
+    /// Journals written by a version 1 build.
+    @Suite struct Version1FileTests {
+        @Test func aVersion1JournalOpensAndItsFirstCheckpointUpgradesTheFile() throws {
+            let directory = JournalTestDirectory()
+            let path = directory.file("f.part.haul")
+            let old = JournalCodecTests.Version2Tests.version1State
+            let image = JournalCodec.fileImage(
+                slotCapacity: 4096, slot0: JournalCodec.seal(payload: JournalCodec.encodePayload(old, version: 1), sequence: 7),
+                slot1: nil, version: 1)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            #expect(image.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) } == image.count)
+            close(fd)
+
+            let (journal, state) = try ResumeJournal.open(path: path)
+            #expect(state == old && state.resolvedURL == nil && state.bootID == nil)
+            #expect(journal.sequence == 7 && journal.latestSlot == 0)
+
+            var next = state
+            next.durable.insert(500_000..<600_000)
+            next.resolvedURL = "https://cdn.example.net/a.iso"
+            next.bootID = Array("69d3a8a1-4d3c-45f2-b7a6-5a4487b55e57".utf8)
+            try journal.checkpoint(next)
+            // Rewritten with a version 2 header, the new record in slot 0, the sequence continuing.
+            #expect(journal.sequence == 8 && journal.latestSlot == 0)
+            let bytes = fileBytes(path)
+            #expect(Array(bytes[8..<10]) == [2, 0])
+            let inspection = try JournalCodec.inspectFile(bytes)
+            #expect(inspection.formatVersion == 2 && inspection.latest == JournalRecord(sequence: 8, state: next))
+            // Later checkpoints alternate slots in place as usual.
+            next.durable.insert(0..<5000)
+            try journal.checkpoint(next)
+            #expect(journal.sequence == 9 && journal.latestSlot == 1)
+            #expect(try ResumeJournal.open(path: path).1 == next)
+        }
+    }
+}
+
 private func OutputFileExists(_ path: String) -> Bool {
     var info = stat()
     return stat(path, &info) == 0

@@ -3,7 +3,10 @@ import Glibc
 import Haul
 
 /// Feeds arbitrary bytes to the resume-journal decoder. Whatever decodes must be a state the encoder can
-/// write again (it validates), and must re-encode and decode to the same state, alone and in a file image.
+/// write again (it validates), and must re-encode and decode to the same state, alone and in a file image;
+/// and its trusted ranges must follow its boot id (all of them in its own boot, none in another).
+/// Format versions 1 and 2 are both reached: the version is in the bytes (seeds of both are written), and
+/// version 2's optional fields (resolved URL, boot id) are in the seeds and in the fixed state.
 ///
 /// Input layout: bytes starting with the file magic `HAULJRNL` are a whole journal file image. Otherwise
 /// the first byte picks a mode and the rest is the body (so that slots are reachable within libFuzzer's
@@ -53,7 +56,9 @@ let fixedState = JournalState(
     url: "https://example.com/a.iso", mirrors: ["https://m.example.net/a.iso"], etag: Array("\"e\"".utf8),
     lastModified: 1_700_000_000, totalLength: 1 << 30, minimumSegmentSize: 1 << 20,
     checksum: JournalChecksum(algorithm: "sha256", hex: "00"), createdAt: 1_763_000_000,
-    durable: ByteRangeSet([0..<4096, 1 << 20..<(1 << 21)])
+    durable: ByteRangeSet([0..<4096, 1 << 20..<(1 << 21)]),
+    resolvedURL: "https://cdn.example.net/x/a.iso?sig=1",
+    bootID: Array("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0".utf8)
 )
 
 func checkFile(_ image: [UInt8]) {
@@ -74,6 +79,33 @@ func check(_ state: JournalState) {
     } catch {
         preconditionFailure("decoded state does not re-encode: \(error)")
     }
+    precondition(state.trustedDurable(currentBootID: state.bootID) == state.durable, "own boot must trust the ranges")
+    if let bootID = state.bootID {
+        precondition(state.trustedDurable(currentBootID: bootID + [0]) == ByteRangeSet(), "another boot trusted the ranges")
+        precondition(state.trustedDurable(currentBootID: nil) == ByteRangeSet(), "an unknown boot trusted the ranges")
+    } else {
+        precondition(state.trustedDurable(currentBootID: nil) == state.durable, "synced ranges must always be trusted")
+    }
+}
+
+/// `payload` (version 2, without the version 2 fields) relabelled as version 1: the two layouts are then
+/// the same bytes but for the version.
+func version1Payload(_ state: JournalState) -> [UInt8] {
+    var plain = state
+    plain.resolvedURL = nil
+    plain.bootID = nil
+    var payload = JournalCodec.encodePayload(plain)
+    payload[0] = 1
+    return payload
+}
+
+/// A whole file image with a version 1 header (its CRC recomputed) and one version 1 record.
+func version1File(_ state: JournalState) -> [UInt8] {
+    var image = JournalCodec.fileImage(slotCapacity: 4096, slot0: JournalCodec.seal(payload: version1Payload(state), sequence: 1))
+    image[8] = 1
+    let crc = CRC32C.checksum(image[0..<16])
+    for index in 0..<4 { image[16 + index] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(index))) }
+    return image
 }
 
 /// `HAUL_FUZZ_JOURNAL_SEEDS=DIR FuzzJournal` writes the seed corpus (valid journals) to DIR and exits.
@@ -84,6 +116,10 @@ func writeSeeds(to directory: String) {
     big.durable = many
     let plain = JournalState(url: "http://h/f", totalLength: 100, minimumSegmentSize: 10, createdAt: 0,
                              durable: ByteRangeSet([0..<10, 50..<60]))
+    var resolvedOnly = plain
+    resolvedOnly.resolvedURL = "http://h2/f"
+    var bootOnly = plain
+    bootOnly.bootID = Array("69d3a8a1-4d3c-45f2-b7a6-5a4487b55e57".utf8)
     let seeds: [(String, [UInt8])] = [
         ("file-one-slot", JournalCodec.fileImage(slotCapacity: 4096, slot0: JournalCodec.encode(fixedState))),
         ("file-two-slots", JournalCodec.fileImage(slotCapacity: 4096, slot0: JournalCodec.encode(plain, sequence: 3),
@@ -91,8 +127,21 @@ func writeSeeds(to directory: String) {
         ("record", [0] + JournalCodec.encode(big)),
         ("payload-full", [1] + JournalCodec.encodePayload(fixedState)),
         ("payload-plain", [1] + JournalCodec.encodePayload(plain)),
+        ("payload-resolved-url", [1] + JournalCodec.encodePayload(resolvedOnly)),
+        ("payload-boot-id", [1] + JournalCodec.encodePayload(bootOnly)),
+        ("v1-payload-full", [1] + version1Payload(fixedState)),
+        ("v1-file-one-slot", version1File(fixedState)),
     ]
     for (name, bytes) in seeds {
+        // Every seed must be valid, so that the fuzzer starts from journals that decode.
+        let decodes: Bool = if name.hasPrefix("payload") || name.hasPrefix("v1-payload") {
+            (try? JournalCodec.decodeRecord(JournalCodec.seal(payload: Array(bytes.dropFirst()), sequence: 1))) != nil
+        } else if name == "record" {
+            (try? JournalCodec.decodeRecord(Array(bytes.dropFirst()))) != nil
+        } else {
+            (try? JournalCodec.decodeFile(bytes)) != nil
+        }
+        precondition(decodes, "seed \(name) does not decode")
         let path = directory + "/" + name
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         precondition(fd >= 0, "cannot create \(path)")

@@ -41,15 +41,26 @@ public enum JournalCodec {
         seal(payload: encodePayload(state), sequence: sequence)
     }
 
-    /// The record payload for `state` (no framing).
+    /// The record payload for `state` (no framing), in the current format version.
     public static func encodePayload(_ state: JournalState) -> [UInt8] {
+        encodePayload(state, version: JournalState.formatVersion)
+    }
+
+    /// The record payload for `state` in format `version` (1 or 2). Version 1 has no place for
+    /// `resolvedURL` and `bootID` and leaves them out; only tests write it, to check that old records
+    /// still read.
+    static func encodePayload(_ state: JournalState, version: UInt16) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64 + state.url.utf8.count + state.durable.ranges.count * 6)
+        out.reserveCapacity(64 + state.url.utf8.count + (state.resolvedURL?.utf8.count ?? 0)
+            + state.durable.ranges.count * 6)
+        let hasVersion2Fields = version >= 2
         var flags: UInt16 = 0
         if state.etag != nil { flags |= Flag.etag }
         if state.lastModified != nil { flags |= Flag.lastModified }
         if state.checksum != nil { flags |= Flag.checksum }
-        out.appendLittleEndian(JournalState.formatVersion)
+        if hasVersion2Fields && state.resolvedURL != nil { flags |= Flag.resolvedURL }
+        if hasVersion2Fields && state.bootID != nil { flags |= Flag.bootID }
+        out.appendLittleEndian(version)
         out.appendLittleEndian(flags)
         out.appendLittleEndian(state.totalLength)
         out.appendLittleEndian(state.minimumSegmentSize)
@@ -64,6 +75,13 @@ public enum JournalCodec {
             out.append(UInt8(truncatingIfNeeded: algorithm.count))
             out += algorithm
             out.appendField16(Array(checksum.hex.utf8))
+        }
+        if hasVersion2Fields {
+            if let resolvedURL = state.resolvedURL { out.appendField16(Array(resolvedURL.utf8)) }
+            if let bootID = state.bootID {
+                out.append(UInt8(truncatingIfNeeded: bootID.count))
+                out += bootID
+            }
         }
         let ranges = state.durable.ranges
         out.appendLittleEndian(UInt32(truncatingIfNeeded: ranges.count))
@@ -90,8 +108,13 @@ public enum JournalCodec {
 
     /// The 20-byte file header for slots of `slotCapacity` bytes.
     public static func encodeHeader(slotCapacity: Int) -> [UInt8] {
+        encodeHeader(slotCapacity: slotCapacity, version: JournalState.formatVersion)
+    }
+
+    /// The file header in format `version` (tests write version 1 to check that old files still read).
+    static func encodeHeader(slotCapacity: Int, version: UInt16) -> [UInt8] {
         var out = fileMagic
-        out.appendLittleEndian(JournalState.formatVersion)
+        out.appendLittleEndian(version)
         out.appendLittleEndian(UInt16(0))
         out.appendLittleEndian(UInt32(truncatingIfNeeded: slotCapacity))
         out.appendLittleEndian(CRC32C.checksum(out))
@@ -101,7 +124,12 @@ public enum JournalCodec {
     /// A whole journal file image: header, then `slot0` and `slot1` (records, or nil for an unwritten slot)
     /// at their offsets. Ends after the last record given.
     public static func fileImage(slotCapacity: Int, slot0: [UInt8]?, slot1: [UInt8]? = nil) -> [UInt8] {
-        var out = encodeHeader(slotCapacity: slotCapacity)
+        fileImage(slotCapacity: slotCapacity, slot0: slot0, slot1: slot1, version: JournalState.formatVersion)
+    }
+
+    /// ``fileImage(slotCapacity:slot0:slot1:)`` with a header of format `version`.
+    static func fileImage(slotCapacity: Int, slot0: [UInt8]?, slot1: [UInt8]?, version: UInt16) -> [UInt8] {
+        var out = encodeHeader(slotCapacity: slotCapacity, version: version)
         for (index, record) in [slot0, slot1].enumerated() {
             guard let record else { continue }
             let offset = slotOffset(index, slotCapacity: slotCapacity)
@@ -154,6 +182,8 @@ public enum JournalCodec {
 
     /// What ``decodeFile(_:)`` found: the chosen record, its slot, and why the other slot was unusable.
     public struct FileInspection: Sendable, Equatable {
+        /// The format version in the file header (1 or 2). Records of either version may be in either.
+        public var formatVersion: UInt16
         /// Slots of this file hold this many bytes.
         public var slotCapacity: Int
         /// The latest valid record.
@@ -167,7 +197,7 @@ public enum JournalCodec {
 
     /// Like ``decodeFile(_:)``, with details about the slots.
     public static func inspectFile(_ bytes: [UInt8]) throws(JournalError) -> FileInspection {
-        let capacity = try decodeHeader(bytes)
+        let (version, capacity) = try decodeHeaderFields(bytes)
         var results: [Result<JournalRecord, JournalError>] = []
         for index in 0..<2 {
             let offset = slotOffset(index, slotCapacity: capacity)
@@ -179,15 +209,15 @@ public enum JournalCodec {
         case (.success(let first), .success(let second)):
             if first.sequence == second.sequence { throw .ambiguousSlots(sequence: first.sequence) }
             let slot = first.sequence > second.sequence ? 0 : 1
-            return FileInspection(slotCapacity: capacity, latest: slot == 0 ? first : second, latestSlot: slot,
+            return FileInspection(formatVersion: version, slotCapacity: capacity, latest: slot == 0 ? first : second, latestSlot: slot,
                                   otherSlotError: nil)
         case (.success(let record), .failure(let error)):
             // A file that ends before slot 1 has simply never had a second checkpoint.
             let neverWritten = bytes.count <= slotOffset(1, slotCapacity: capacity)
-            return FileInspection(slotCapacity: capacity, latest: record, latestSlot: 0,
+            return FileInspection(formatVersion: version, slotCapacity: capacity, latest: record, latestSlot: 0,
                                   otherSlotError: neverWritten ? nil : .slot(1, error))
         case (.failure(let error), .success(let record)):
-            return FileInspection(slotCapacity: capacity, latest: record, latestSlot: 1,
+            return FileInspection(formatVersion: version, slotCapacity: capacity, latest: record, latestSlot: 1,
                                   otherSlotError: .slot(0, error))
         case (.failure(let first), .failure(let second)):
             throw .noValidRecord(slot0: first, slot1: second)
@@ -196,13 +226,18 @@ public enum JournalCodec {
 
     /// Validates the file header at the start of `bytes`; returns the slot capacity.
     public static func decodeHeader(_ bytes: [UInt8]) throws(JournalError) -> Int {
+        try decodeHeaderFields(bytes).slotCapacity
+    }
+
+    /// Validates the file header at the start of `bytes`; returns its format version and slot capacity.
+    static func decodeHeaderFields(_ bytes: [UInt8]) throws(JournalError) -> (version: UInt16, slotCapacity: Int) {
         var reader = JournalByteReader(bytes: bytes, position: 0, end: bytes.count, region: .file)
         let magic = try reader.bytes(fileMagic.count, field: "file magic")
         guard magic == fileMagic else {
             throw .badMagic(region: "file header", found: magic, expected: fileMagic)
         }
         let version = try reader.u16("format version")
-        guard version == JournalState.formatVersion else {
+        guard JournalState.readableVersions.contains(version) else {
             throw .unsupportedVersion(version, region: "file header")
         }
         let reserved = try reader.u16("reserved")
@@ -214,7 +249,7 @@ public enum JournalCodec {
         guard capacity >= JournalLimits.minSlotCapacity, capacity <= JournalLimits.maxSlotCapacity,
               capacity % UInt32(JournalLimits.minSlotCapacity) == 0
         else { throw .badSlotCapacity(capacity) }
-        return Int(capacity)
+        return (version, Int(capacity))
     }
 
     /// Decodes one record standing alone (offsets in errors count from its first byte).
@@ -247,10 +282,13 @@ public enum JournalCodec {
 
     private static func decodePayload(_ reader: inout JournalByteReader) throws(JournalError) -> JournalState {
         let version = try reader.u16("record format version")
-        guard version == JournalState.formatVersion else { throw .unsupportedVersion(version, region: "record") }
+        guard JournalState.readableVersions.contains(version) else {
+            throw .unsupportedVersion(version, region: "record")
+        }
         let flagsOffset = reader.position
         let flags = try reader.u16("flags")
-        guard flags & ~Flag.all == 0 else { throw .unknownFlags(flags & ~Flag.all, offset: flagsOffset) }
+        let known = version == 1 ? Flag.allVersion1 : Flag.all
+        guard flags & ~known == 0 else { throw .unknownFlags(flags & ~known, offset: flagsOffset) }
         let totalLength = try reader.nonNegativeI64("total length")
         let minimumSegmentSize = try reader.nonNegativeI64("minimum segment size")
         let createdAt = try reader.i64("creation time")
@@ -292,6 +330,21 @@ public enum JournalCodec {
             let hex = try reader.string16("checksum hex", limit: JournalLimits.maxChecksumHexBytes)
             checksum = JournalChecksum(algorithm: algorithm, hex: hex)
         }
+        // Version 2 fields; their flags are refused in version 1 above.
+        var resolvedURL: String?
+        if flags & Flag.resolvedURL != 0 {
+            resolvedURL = try reader.string16("resolved url", limit: JournalLimits.maxURLBytes)
+        }
+        var bootID: [UInt8]?
+        if flags & Flag.bootID != 0 {
+            let bootIDOffset = reader.position
+            let length = Int(try reader.u8("boot id length"))
+            guard length <= JournalLimits.maxBootIDBytes else {
+                throw .fieldTooLong(field: "boot id", length: length, limit: JournalLimits.maxBootIDBytes,
+                                    offset: bootIDOffset)
+            }
+            bootID = try reader.bytes(length, field: "boot id")
+        }
         let rangeCountOffset = reader.position
         let rangeCount = Int(try reader.u32("range count"))
         // Each range takes at least two bytes (two one-byte varints).
@@ -323,7 +376,7 @@ public enum JournalCodec {
             url: url, mirrors: mirrors, etag: etag,
             lastModified: flags & Flag.lastModified != 0 ? lastModifiedValue : nil,
             totalLength: totalLength, minimumSegmentSize: minimumSegmentSize, checksum: checksum,
-            createdAt: createdAt, durable: ByteRangeSet(ranges)
+            createdAt: createdAt, durable: ByteRangeSet(ranges), resolvedURL: resolvedURL, bootID: bootID
         )
     }
 
@@ -331,7 +384,10 @@ public enum JournalCodec {
         static let etag: UInt16 = 1 << 0
         static let lastModified: UInt16 = 1 << 1
         static let checksum: UInt16 = 1 << 2
-        static let all: UInt16 = etag | lastModified | checksum
+        static let resolvedURL: UInt16 = 1 << 3
+        static let bootID: UInt16 = 1 << 4
+        static let allVersion1: UInt16 = etag | lastModified | checksum
+        static let all: UInt16 = allVersion1 | resolvedURL | bootID
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import HaulIO
 
 /// Why a resume journal could not be read or written. Every case says what is wrong and where (byte
 /// offsets are offsets in the journal file, or in the record when a record is decoded on its own).
@@ -61,14 +62,18 @@ public enum JournalError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .io(let call, let code, let path):
-            return "\(call)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code))"
+            if code == ELOOP && call == "open" {
+                return "open(\(path)) failed: refusing to follow the symbolic link at \(path) (errno \(code))"
+            }
+            // SystemError's text comes from strerror_r; strerror is not thread-safe.
+            return "\(call)(\(path)) failed: \(SystemError.describe(errno: code)) (errno \(code))"
         case .truncated(let field, let need, let offset, let end, let region):
             let limit = region == .file ? "file has \(end)" : "record ends at \(end)"
             return "truncated: need \(need) bytes (\(field)) at offset \(offset), \(limit)"
         case .badMagic(let region, let found, let expected):
             return "bad magic in \(region): found \(hex(found)), expected \(hex(expected)) (\"\(String(decoding: expected, as: UTF8.self))\")"
         case .unsupportedVersion(let version, let region):
-            return "unsupported version \(version) in \(region) (this build reads version \(JournalState.formatVersion))"
+            return "unsupported version \(version) in \(region) (this build reads versions \(JournalState.readableVersions.lowerBound) to \(JournalState.readableVersions.upperBound))"
         case .headerChecksumMismatch(let stored, let computed):
             return "file header checksum mismatch (stored \(hex32(stored)), computed \(hex32(computed)))"
         case .checksumMismatch(let stored, let computed, let offset):

@@ -1,11 +1,15 @@
+import Glibc
+
 /// Everything a resume needs, as one journal record holds it (see `docs/journal-format.md`).
 ///
 /// **Durability contract**: `durable` may only contain bytes of the `.part` file that were written *and*
 /// `fdatasync`ed before the record holding this state is written. The journal is only as true as that
 /// ordering; the engine keeps it (data sync first, then ``ResumeJournal/checkpoint(_:)``).
 public struct JournalState: Sendable, Equatable, CustomStringConvertible {
-    /// The record format version this build writes (and the only one it reads).
-    public static let formatVersion: UInt16 = 1
+    /// The format version this build writes (file header and records).
+    public static let formatVersion: UInt16 = 2
+    /// The format versions this build reads. Version 1 records have no ``resolvedURL`` or ``bootID``.
+    public static let readableVersions: ClosedRange<UInt16> = 1...2
 
     /// The primary URL, as given (UTF-8, at most ``JournalLimits/maxURLBytes`` bytes).
     public var url: String
@@ -24,7 +28,19 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
     /// When the download was first started, in seconds since the Unix epoch.
     public var createdAt: Int64
     /// Byte ranges of the `.part` file that are durably on disk (half-open, inside `0..<totalLength`).
+    ///
+    /// When ``bootID`` is set, only as durable as the page cache of that boot: read it through
+    /// ``trustedDurable(currentBootID:)``.
     public var durable: ByteRangeSet
+    /// The URL the primary ``url`` finally resolved to after redirects (UTF-8, at most
+    /// ``JournalLimits/maxURLBytes`` bytes); nil if not known, or in a version 1 record.
+    public var resolvedURL: String?
+    /// Set when the data file was not `fdatasync`ed before the record was written (`--no-sync`): the kernel
+    /// boot id (`/proc/sys/kernel/random/boot_id`, 36 ASCII characters without the newline) of the boot
+    /// that wrote the record. The data then lived in that boot's page cache; after a reboot it may be gone,
+    /// so ``durable`` must not be trusted. Nil when the data was synced (and in version 1 records). At most
+    /// ``JournalLimits/maxBootIDBytes`` bytes.
+    public var bootID: [UInt8]?
 
     public init(
         url: String,
@@ -35,7 +51,9 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
         minimumSegmentSize: Int64,
         checksum: JournalChecksum? = nil,
         createdAt: Int64,
-        durable: ByteRangeSet = ByteRangeSet()
+        durable: ByteRangeSet = ByteRangeSet(),
+        resolvedURL: String? = nil,
+        bootID: [UInt8]? = nil
     ) {
         self.url = url
         self.mirrors = mirrors
@@ -46,6 +64,41 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
         self.checksum = checksum
         self.createdAt = createdAt
         self.durable = durable
+        self.resolvedURL = resolvedURL
+        self.bootID = bootID
+    }
+
+    /// The ranges a resume may skip: ``durable``, unless the record was written without syncing the data
+    /// (``bootID`` set) during a boot other than `currentBootID` — then nothing, since the page cache that
+    /// held the data is gone. A record with a boot id is distrusted when the current one is unknown (nil).
+    public func trustedDurable(currentBootID: [UInt8]?) -> ByteRangeSet {
+        guard let bootID else { return durable }
+        return bootID == currentBootID ? durable : ByteRangeSet()
+    }
+
+    /// This boot's id: `/proc/sys/kernel/random/boot_id` without its newline (36 ASCII characters), or nil
+    /// if it cannot be read. Read once per process (it cannot change while the process runs).
+    public static func currentBootID() -> [UInt8]? { cachedBootID }
+
+    private static let cachedBootID: [UInt8]? = readBootID()
+
+    private static func readBootID() -> [UInt8]? {
+        let fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: JournalLimits.maxBootIDBytes + 1)
+        var count = 0
+        while count < buffer.count {
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { return nil }
+            if got == 0 { break }
+            count += got
+        }
+        var id = Array(buffer[0..<count])
+        while let last = id.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: " ") { id.removeLast() }
+        guard !id.isEmpty, id.count <= JournalLimits.maxBootIDBytes else { return nil }
+        return id
     }
 
     public var description: String {
@@ -54,6 +107,8 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
         if let etag { parts.append("etag: \(String(decoding: etag, as: UTF8.self))") }
         if let lastModified { parts.append("last-modified: \(lastModified)") }
         if let checksum { parts.append("checksum: \(checksum.algorithm):\(checksum.hex)") }
+        if let resolvedURL { parts.append("resolved: \(resolvedURL)") }
+        if let bootID { parts.append("unsynced, boot: \(String(decoding: bootID, as: UTF8.self))") }
         return "JournalState(" + parts.joined(separator: ", ") + ")"
     }
 }
@@ -83,6 +138,8 @@ public enum JournalLimits {
     public static let maxChecksumAlgorithmBytes = 32
     /// Longest checksum hex digest, in bytes.
     public static let maxChecksumHexBytes = 256
+    /// Longest boot id, in bytes (Linux writes 36).
+    public static let maxBootIDBytes = 64
     /// Most durable ranges.
     public static let maxRanges = 1_000_000
     /// Smallest slot (also the alignment of slots and of the header block).

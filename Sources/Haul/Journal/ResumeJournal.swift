@@ -1,4 +1,5 @@
 import Glibc
+import HaulIO
 import Synchronization
 
 /// The crash-safe resume journal beside a `.part` file (`NAME.part.haul`): which byte ranges are durable.
@@ -11,6 +12,10 @@ import Synchronization
 /// Callers must keep the durability contract of ``JournalState``: `durable` only holds bytes that were
 /// `fdatasync`ed in the data file before the checkpoint is written. Safe to use from several threads (calls
 /// are serialised); each call blocks on disk I/O.
+///
+/// Symbolic links are never followed at the journal's paths: ``open(path:)`` refuses one at `path`
+/// (`ELOOP`), and the temp file (`path.tmp`) is always a new file (an existing entry is removed first, then
+/// it is created with `O_EXCL`), so a link planted there cannot redirect a write.
 public final class ResumeJournal: Sendable {
     /// Where the journal lives.
     public let path: String
@@ -19,6 +24,9 @@ public final class ResumeJournal: Sendable {
 
     private struct Storage {
         var fileDescriptor: Int32
+        /// The format version in the file's header; a file older than this build's is rewritten by the next
+        /// checkpoint, so that a record this build writes never sits behind an older header.
+        var formatVersion: UInt16
         var slotCapacity: Int
         var latestSlot: Int
         var sequence: UInt64
@@ -51,8 +59,8 @@ public final class ResumeJournal: Sendable {
         do throws(JournalError) {
             let record = try JournalCodec.validatedRecord(state, sequence: 1)
             let (fd, capacity) = try writeFresh(path: path, record: record)
-            return ResumeJournal(path: path, storage: Storage(fileDescriptor: fd, slotCapacity: capacity,
-                                                              latestSlot: 0, sequence: 1),
+            return ResumeJournal(path: path, storage: Storage(fileDescriptor: fd, formatVersion: JournalState.formatVersion,
+                                                              slotCapacity: capacity, latestSlot: 0, sequence: 1),
                                  recoveredFrom: nil)
         } catch {
             throw wrap(error, path: path)
@@ -66,7 +74,7 @@ public final class ResumeJournal: Sendable {
     public static func open(path: String) throws(JournalError) -> (ResumeJournal, JournalState) {
         let fd: Int32
         do throws(JournalError) {
-            fd = try call("open", path) { Glibc.open(path, O_RDWR | O_CLOEXEC) }
+            fd = try call("open", path) { Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
         } catch {
             throw wrap(error, path: path)
         }
@@ -81,7 +89,8 @@ public final class ResumeJournal: Sendable {
             let inspection = try JournalCodec.inspectFile(image)
             let journal = ResumeJournal(
                 path: path,
-                storage: Storage(fileDescriptor: fd, slotCapacity: inspection.slotCapacity,
+                storage: Storage(fileDescriptor: fd, formatVersion: inspection.formatVersion,
+                                 slotCapacity: inspection.slotCapacity,
                                  latestSlot: inspection.latestSlot, sequence: inspection.latest.sequence),
                 recoveredFrom: inspection.otherSlotError
             )
@@ -95,7 +104,9 @@ public final class ResumeJournal: Sendable {
     /// Records `state` durably: writes it with the next sequence number into the slot that does not hold
     /// the latest record, then `fdatasync`s. When this returns, ``open(path:)`` yields `state` (or a later
     /// one). If it throws, the previous checkpoint is still the durable one and the next call rewrites the
-    /// same slot. A state larger than the slot rewrites the journal with larger slots (temp file + rename).
+    /// same slot. A state larger than the slot rewrites the journal with larger slots (temp file + rename),
+    /// and so does the first checkpoint into a file of an older format version (whose header would not
+    /// announce this build's records).
     public func checkpoint(_ state: JournalState) throws(JournalError) {
         let path = self.path
         do throws(JournalError) {
@@ -107,7 +118,7 @@ public final class ResumeJournal: Sendable {
                 }
                 let sequence = storage.sequence + 1
                 let record = try JournalCodec.validatedRecord(state, sequence: sequence)
-                if record.count > storage.slotCapacity {
+                if record.count > storage.slotCapacity || storage.formatVersion != JournalState.formatVersion {
                     try replaceFile(&storage, path: path, record: record)
                     return
                 }
@@ -126,14 +137,7 @@ public final class ResumeJournal: Sendable {
 
     /// Deletes the journal at `path` (and a leftover temp file); a missing file is not an error.
     public static func remove(path: String) throws(JournalError) {
-        for victim in [path, temporaryPath(path)] {
-            do throws(JournalError) {
-                _ = try call("unlink", victim) { unlink(victim) }
-            } catch {
-                if case .io(_, let code, _) = error, code == ENOENT { continue }
-                throw error
-            }
-        }
+        for victim in [path, temporaryPath(path)] { try unlinkIfPresent(victim) }
     }
 
     /// The temp file a create or rewrite goes through.
@@ -153,6 +157,7 @@ public final class ResumeJournal: Sendable {
         let (fd, capacity) = try Self.writeFresh(path: path, record: record)
         _ = Glibc.close(storage.fileDescriptor)
         storage.fileDescriptor = fd
+        storage.formatVersion = JournalState.formatVersion
         storage.slotCapacity = capacity
         storage.latestSlot = 0
         storage.sequence = UInt64(littleEndianBytes: record[8..<16])
@@ -160,13 +165,19 @@ public final class ResumeJournal: Sendable {
 
     /// Writes header + `record` in slot 0 to the temp file, syncs it, renames it over `path`, syncs the
     /// directory. Returns the open descriptor (now `path`) and the slot capacity.
+    ///
+    /// The temp file is always a new inode: whatever is at `path.tmp` (a leftover, or a symbolic link
+    /// someone planted) is unlinked, then the file is created with `O_CREAT | O_EXCL | O_NOFOLLOW`, so the
+    /// write can never land in another file. If something reappears at `path.tmp` in between, the create
+    /// fails (`EEXIST`) rather than use it. `rename` replaces a link at `path` itself, not its target.
     private static func writeFresh(path: String, record: [UInt8]) throws(JournalError) -> (Int32, Int) {
         guard let capacity = JournalCodec.slotCapacity(forRecordOf: record.count) else {
             throw .stateTooLarge(bytes: record.count, limit: JournalLimits.maxSlotCapacity)
         }
         let temporary = temporaryPath(path)
+        try unlinkIfPresent(temporary)
         let fd = try call("open", temporary) {
-            Glibc.open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         }
         do throws(JournalError) {
             let image = JournalCodec.fileImage(slotCapacity: capacity, slot0: record)
@@ -187,16 +198,23 @@ public final class ResumeJournal: Sendable {
         return (fd, capacity)
     }
 
+    /// `fsync`s the directory holding `path`, so that a `rename` into it survives a power loss.
     private static func syncDirectory(of path: String) throws(JournalError) {
-        let directory: String
-        if let slash = path.lastIndex(of: "/") {
-            directory = slash == path.startIndex ? "/" : String(path[..<slash])
-        } else {
-            directory = "."
+        do {
+            try OutputFile.synchronizeDirectory(containing: path)
+        } catch {
+            throw .io(call: error.call, errno: error.errno, path: OutputFile.directory(containing: path))
         }
-        let fd = try call("open", directory) { Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { _ = Glibc.close(fd) }
-        _ = try call("fsync", directory) { fsync(fd) }
+    }
+
+    /// Removes `path` (never following a link there); a missing entry is not an error.
+    private static func unlinkIfPresent(_ path: String) throws(JournalError) {
+        do throws(JournalError) {
+            _ = try call("unlink", path) { unlink(path) }
+        } catch {
+            if case .io(_, let code, _) = error, code == ENOENT { return }
+            throw error
+        }
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String) throws(JournalError) {

@@ -6,6 +6,11 @@ import Glibc
 /// data, then records that set in the journal (which syncs itself). So the journal never names a byte
 /// that was not on disk first. The blocking steps run on a thread of their own, one checkpoint at a time;
 /// a checkpoint asked for while one runs is merged into the next. Loop-confined apart from that thread.
+///
+/// A failed `fdatasync` of the data file ends the journal for good (``dataSyncFailure``): Linux may drop
+/// the dirty pages whose write-back failed and report success on a later sync, so nothing written before
+/// the failure can be vouched for again. Without data syncs (`syncsData` false) each record carries this
+/// boot's id (``JournalState/bootID``), so that a resume after a reboot does not trust page-cache data.
 final class Checkpointer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is touched on `loop` only; the worker thread gets value copies
     // and reports back through `loop.execute`.
@@ -20,63 +25,100 @@ final class Checkpointer: @unchecked Sendable {
     private var runningState: JournalState?
     private var runningCompletions: [() -> Void] = []
     private var queued: (ByteRangeSet, [() -> Void])?
-    /// Why the latest checkpoint failed; nil once one succeeds again.
+    /// Why the latest checkpoint failed; nil once one succeeds again. After a ``dataSyncFailure`` it stays
+    /// that failure (as `.io(call: "fdatasync", ...)` naming the data file), since no checkpoint runs again.
     private(set) var lastError: JournalError?
+    /// The first failed `fdatasync` of the data file, never cleared. From then on checkpoints write nothing
+    /// (they only run their completions): pages written before the failure may have been dropped by the
+    /// kernel, and a later successful sync does not bring them back. The download must fail with a disk
+    /// error; the journal keeps the last ranges recorded before the failure, which were synced.
+    private(set) var dataSyncFailure: SystemError?
+    /// Set by ``discardWhenIdle(completion:)``: the journal is (being) removed and must not be written again.
+    private(set) var isDiscarded = false
+    /// How the data file is synced; a test seam (the default is `fdatasync` through the file).
+    let synchronizeData: @Sendable (OutputFile) throws(SystemError) -> Void
+    /// The boot id stamped into records when `syncsData` is false.
+    private let bootID: [UInt8]?
 
-    init(loop: EventLoop, journalPath: String, file: OutputFile, syncsData: Bool, state: JournalState, journal: ResumeJournal? = nil) {
+    init(loop: EventLoop, journalPath: String, file: OutputFile, syncsData: Bool, state: JournalState, journal: ResumeJournal? = nil,
+         synchronizeData: @escaping @Sendable (OutputFile) throws(SystemError) -> Void = { file throws(SystemError) in try file.synchronize() }) {
         self.loop = loop
         self.journalPath = journalPath
         self.file = file
         self.syncsData = syncsData
         self.state = state
         self.journal = journal
+        self.synchronizeData = synchronizeData
+        self.bootID = syncsData ? nil : JournalState.currentBootID()
     }
 
     /// Bytes recorded as durable by the last finished checkpoint.
     var durableBytes: Int64 { state.durable.count }
 
     /// Records `written` (every byte in it must already be written to the data file); `completion` runs on
-    /// the loop once it (or a later checkpoint) is durable.
+    /// the loop once it (or a later checkpoint) is durable — or, after a ``dataSyncFailure`` or a discard,
+    /// at once, without anything written (check ``dataSyncFailure`` and ``lastError`` in it).
     func checkpoint(_ written: ByteRangeSet, completion: (() -> Void)? = nil) {
         precondition(loop.inEventLoop)
+        if isDiscarded || dataSyncFailure != nil {
+            completion?()
+            return
+        }
         if running {
             var waiting = queued?.1 ?? []
             if let completion { waiting.append(completion) }
             queued = (written, waiting)
             return
         }
-        run(written, completions: completion.map { [$0] } ?? [])
+        // Not running but queued: called from a completion of the checkpoint that just finished, before
+        // the queued one started. This newer set supersedes it; its completions wait for this one.
+        var completions = queued?.1 ?? []
+        queued = nil
+        if let completion { completions.append(completion) }
+        run(written, completions: completions)
     }
 
     private func run(_ written: ByteRangeSet, completions: [() -> Void]) {
         running = true
         var next = state
         next.durable = written
+        // Synced data is durable whatever happens to this boot; unsynced data only as long as it lasts.
+        next.bootID = syncsData ? nil : bootID
         runningState = next
         runningCompletions = completions
-        let job = Job(journal: journal, path: journalPath, file: file, syncsData: syncsData, state: next)
+        let job = Job(journal: journal, path: journalPath, file: file, syncsData: syncsData, state: next,
+                      synchronizeData: synchronizeData)
         BlockingWork.start(name: "haul-checkpoint") { [self] in
             let outcome = job.perform()
             loop.execute { [self] in finished(outcome) }
         }
     }
 
-    private func finished(_ outcome: Result<ResumeJournal, JournalError>) {
+    private func finished(_ outcome: Outcome) {
         running = false
         switch outcome {
-        case .success(let journal):
+        case .recorded(let journal):
             self.journal = journal
             lastError = nil
             if let runningState { state = runningState }
-        case .failure(let error):
+        case .journalFailed(let error):
             lastError = error
+        case .dataSyncFailed(let error):
+            if dataSyncFailure == nil { dataSyncFailure = error }
+            lastError = .io(call: error.call, errno: error.errno, path: file.path)
         }
+        runningState = nil
         let completions = runningCompletions
         runningCompletions = []
         for completion in completions { completion() }
-        if let (written, waiting) = queued {
+        // A completion may have started the next checkpoint already (then `queued` waits for that one).
+        if !running, let (written, waiting) = queued {
             queued = nil
-            run(written, completions: waiting)
+            if isDiscarded || dataSyncFailure != nil {
+                for completion in waiting { completion() }
+            } else {
+                run(written, completions: waiting)
+            }
         }
     }
 
@@ -92,9 +134,35 @@ final class Checkpointer: @unchecked Sendable {
         }
     }
 
+    /// Removes the journal once no checkpoint is running or queued, then calls `completion` on the loop;
+    /// no later checkpoint of this checkpointer writes it again (they only run their completions). For a
+    /// restart, which must not race a checkpoint still writing (or about to create) the journal.
+    ///
+    /// A checkpoint queued behind a running one is dropped (its completions run), since its record would
+    /// be deleted anyway; the running one finishes first. Removal errors are ignored, like ``discard(path:)``.
+    func discardWhenIdle(completion: @escaping () -> Void) {
+        precondition(loop.inEventLoop)
+        isDiscarded = true
+        whenIdle { [self] in
+            journal = nil  // closes its descriptor
+            Checkpointer.discard(path: journalPath)
+            completion()
+        }
+    }
+
     /// Deletes the journal (the download finished, or is starting over).
     static func discard(path: String) {
         try? ResumeJournal.remove(path: path)
+    }
+
+    /// How a checkpoint's blocking part ended.
+    private enum Outcome: Sendable {
+        /// The state is recorded in this journal.
+        case recorded(ResumeJournal)
+        /// Syncing the data worked but the journal could not be written; the next checkpoint tries again.
+        case journalFailed(JournalError)
+        /// `fdatasync` of the data file failed; nothing was written, and nothing will be.
+        case dataSyncFailed(SystemError)
     }
 
     /// The blocking part of a checkpoint, handed to the checkpoint thread by value.
@@ -105,21 +173,22 @@ final class Checkpointer: @unchecked Sendable {
         let file: OutputFile
         let syncsData: Bool
         let state: JournalState
+        let synchronizeData: @Sendable (OutputFile) throws(SystemError) -> Void
 
-        func perform() -> Result<ResumeJournal, JournalError> {
+        func perform() -> Outcome {
             if syncsData {
-                do { try file.synchronize() } catch {
-                    return .failure(.io(call: "fdatasync", errno: error.errno, path: file.path))
+                do { try synchronizeData(file) } catch {
+                    return .dataSyncFailed(error)
                 }
             }
             do {
                 if let journal {
                     try journal.checkpoint(state)
-                    return .success(journal)
+                    return .recorded(journal)
                 }
-                return .success(try ResumeJournal.create(path: path, state: state))
+                return .recorded(try ResumeJournal.create(path: path, state: state))
             } catch {
-                return .failure(error)
+                return .journalFailed(error)
             }
         }
     }

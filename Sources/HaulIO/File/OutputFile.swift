@@ -21,10 +21,125 @@ public final class OutputFile: Sendable {
     }
 
     /// Opens (creating if needed) `path` for writing. With `truncate`, existing content is discarded.
+    ///
+    /// Never follows a symbolic link at `path` itself (`O_NOFOLLOW`): one planted there fails with `ELOOP`
+    /// (see ``SystemError/reason``) and its target is left untouched. Takes no lock; a download opens its
+    /// file with ``openForDownload(_:)``.
     public static func open(_ path: String, truncate: Bool) throws(SystemError) -> OutputFile {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0)
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : 0)
         let fd = try blockingSyscall("open") { Glibc.open(path, flags, 0o644) }
         return OutputFile(path: path, fileDescriptor: fd)
+    }
+
+    /// Opens (creating if needed) the file a download writes, read-write and without truncating it, and
+    /// takes an exclusive lock on it that lasts as long as the returned ``OutputFile``: one writer per file,
+    /// across processes and within one.
+    ///
+    /// The lock is `flock(LOCK_EX | LOCK_NB)` on the new descriptor. `flock` locks belong to the open file
+    /// description, so a second `openForDownload` of the same file, in this process or another, fails while
+    /// the first ``OutputFile`` is alive; the lock goes when its descriptor is closed (``OutputFile`` deinit),
+    /// or when the process dies, however it dies. It is advisory: it stops other Haul downloads, not other
+    /// programs.
+    ///
+    /// `created` says whether this call created the file (`O_CREAT | O_EXCL` is tried first), so a caller
+    /// knows whether the content can be from an earlier run. A symbolic link at `path` is never followed
+    /// (`ELOOP`).
+    ///
+    /// - Throws: ``SystemError`` with call `"flock"` and errno `EWOULDBLOCK` when another open file holds
+    ///   the lock (``lockHolder(of:)`` tells who); the descriptor is closed first. Otherwise the failing
+    ///   call (`"open"`, ...).
+    public static func openForDownload(_ path: String) throws(SystemError) -> (file: OutputFile, created: Bool) {
+        let (fd, created) = try openOrCreate(path)
+        do throws(SystemError) {
+            switch try syscall("flock", .nonBlocking, { flock(fd, LOCK_EX | LOCK_NB) }) {
+            case .processed: break
+            case .wouldBlock: throw SystemError(call: "flock", errno: EWOULDBLOCK)
+            }
+        } catch {
+            try? closeDescriptor(fd)
+            // Left in place even when this call created it: a lock held on a file this call just created
+            // means another download opened it since and writes into it; unlinking it would cut that
+            // download's `.part` from its name.
+            throw error
+        }
+        return (OutputFile(path: path, fileDescriptor: fd), created)
+    }
+
+    /// `open` read-write with `O_NOFOLLOW`: creates `path` exclusively if it is absent, opens it otherwise.
+    private static func openOrCreate(_ path: String) throws(SystemError) -> (fd: Int32, created: Bool) {
+        // A file removed between the two opens (or created between them) makes one of them fail with
+        // ENOENT (or EEXIST); try again a few times rather than report a race as an error.
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                let fd = try blockingSyscall("open") {
+                    Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                }
+                return (fd, true)
+            } catch where error.errno == EEXIST {
+                // Also what a symbolic link at `path` gives (O_EXCL never follows one); the open below
+                // reports it as ELOOP.
+            }
+            do {
+                let fd = try blockingSyscall("open") { Glibc.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
+                return (fd, false)
+            } catch where error.errno == ENOENT && attempts < 8 {
+            }
+        }
+    }
+
+    /// The pid of the process holding a `flock` lock on the file at `path`, read from `/proc/locks`; nil if
+    /// no such lock is listed, `/proc` is not mounted, or the holder is outside this pid namespace.
+    ///
+    /// `/proc/locks` names a file by `MAJOR:MINOR:INODE` of its filesystem; that is matched against
+    /// `stat(path)`. Some filesystems (btrfs subvolumes, overlayfs) report a different device to `stat`
+    /// than the one `/proc/locks` lists; then a lock on the same inode number is taken if it is the only
+    /// `flock` lock with that number. The answer is for messages ("held by pid N"); it can be stale as
+    /// soon as it is returned.
+    public static func lockHolder(of path: String) -> Int32? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        guard let table = readSmallFile("/proc/locks") else { return nil }
+        let device = UInt64(info.st_dev)
+        // glibc's major()/minor() (sys/sysmacros.h), which Swift does not import.
+        let major = ((device & 0x0000_0000_000F_FF00) >> 8) | ((device & 0xFFFF_F000_0000_0000) >> 32)
+        let minor = (device & 0x0000_0000_0000_00FF) | ((device & 0x0000_0FFF_FFF0_0000) >> 12)
+        let inode = UInt64(info.st_ino)
+        var sameInode: [Int32] = []
+        for line in table.split(separator: "\n") {
+            // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; waiters have "->" after the number.
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK" else { continue }
+            guard let pid = Int32(fields[4]), pid > 0 else { continue }
+            let location = fields[5].split(separator: ":")
+            guard location.count == 3, let lockMajor = UInt64(location[0], radix: 16),
+                  let lockMinor = UInt64(location[1], radix: 16), let lockInode = UInt64(location[2]),
+                  lockInode == inode
+            else { continue }
+            if lockMajor == major && lockMinor == minor { return pid }
+            sameInode.append(pid)
+        }
+        return sameInode.count == 1 ? sameInode[0] : nil
+    }
+
+    /// The whole content of a small file (a `/proc` file), or nil if it cannot be read.
+    private static func readSmallFile(_ path: String) -> String? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { _ = try? closeDescriptor(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { buffer in
+                try? blockingSyscall("read") { read(fd, buffer.baseAddress!, buffer.count) }
+            }
+            guard let count else { return nil }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            if bytes.count > 64 << 20 { return nil }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Writes all of `bytes` at `offset`, looping over short writes.
@@ -72,6 +187,24 @@ public final class OutputFile: Sendable {
     /// Makes the written data durable (`fdatasync`).
     public func synchronize() throws(SystemError) {
         _ = try blockingSyscall("fdatasync") { fdatasync(fileDescriptor) }
+    }
+
+    /// Makes the directory entries in the directory holding `path` durable (`fsync` of the directory):
+    /// after a `rename` or a create, the new name survives a power loss only once this returns.
+    ///
+    /// The directory is the part of `path` before its last `/` (`/` for `/name`, `.` for a bare name).
+    /// Errors name the call (`"open"` or `"fsync"`); the path is the caller's to add.
+    public static func synchronizeDirectory(containing path: String) throws(SystemError) {
+        let directory = directory(containing: path)
+        let fd = try blockingSyscall("open") { Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { try? closeDescriptor(fd) }
+        _ = try blockingSyscall("fsync") { fsync(fd) }
+    }
+
+    /// The directory holding `path`: everything before its last `/` (`/` for `/name`, `.` for a bare name).
+    public static func directory(containing path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// Renames `from` to `to` atomically (replacing `to`).

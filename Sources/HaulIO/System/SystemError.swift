@@ -16,7 +16,19 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The human-readable text for `errno` from `strerror`, e.g. `Connection refused`.
-    public var reason: String { SystemError.describe(errno: errno) }
+    ///
+    /// One exception: `ELOOP` from `open`, which HaulIO's files report when `O_NOFOLLOW` met a symbolic
+    /// link at the path, reads ``symbolicLinkRefused`` rather than the cryptic "Too many levels of
+    /// symbolic links".
+    public var reason: String {
+        if errno == ELOOP && (call == "open" || call == "openat") { return SystemError.symbolicLinkRefused }
+        return SystemError.describe(errno: errno)
+    }
+
+    /// The reason given for `ELOOP` from `open`: the path ends in a symbolic link, which is not followed
+    /// (or resolving it met too many of them).
+    public static let symbolicLinkRefused =
+        "refusing to follow the symbolic link at this path (ELOOP: Too many levels of symbolic links)"
 
     /// `call: reason (errno N)`, e.g. `connect: Connection refused (errno 111)`.
     public var description: String { "\(call): \(reason) (errno \(errno))" }

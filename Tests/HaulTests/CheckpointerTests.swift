@@ -1,0 +1,278 @@
+import Glibc
+import Synchronization
+import Testing
+@testable import Haul
+
+/// A stand-in for `fdatasync` of the data file: counts calls, can hold a call until released (to line
+/// checkpoints up behind it), fails the calls it is told to, and notes if two ever overlap.
+private final class FakeDataSync: Sendable {
+    private struct State {
+        var calls = 0
+        var inFlight = 0
+        var maxInFlight = 0
+        var failing: Set<Int> = []
+        var holding: Set<Int> = []
+        var held = false
+    }
+    private let state = Mutex(State())
+
+    /// Fails call number `call` (1-based) with `EIO`.
+    func fail(call: Int) { state.withLock { _ = $0.failing.insert(call) } }
+    /// Holds call number `call` until ``release()``.
+    func hold(call: Int) { state.withLock { _ = $0.holding.insert(call) } }
+    func release() { state.withLock { $0.holding = [] } }
+
+    var calls: Int { state.withLock { $0.calls } }
+    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+    /// Whether a call is being held right now.
+    var isHolding: Bool { state.withLock { $0.held } }
+
+    func synchronize(_ file: OutputFile) throws(SystemError) {
+        let call = state.withLock { state in
+            state.calls += 1
+            state.inFlight += 1
+            state.maxInFlight = max(state.maxInFlight, state.inFlight)
+            return state.calls
+        }
+        defer { state.withLock { $0.inFlight -= 1 } }
+        // Held with a deadline, so that a broken test fails instead of hanging.
+        let deadline = MonotonicDeadline(seconds: 20)
+        while state.withLock({ state in
+            state.held = state.holding.contains(call)
+            return state.held
+        }), !deadline.passed {
+            usleep(1000)
+        }
+        state.withLock { $0.held = false }
+        if state.withLock({ $0.failing.contains(call) }) { throw SystemError(call: "fdatasync", errno: EIO) }
+        try file.synchronize()
+    }
+}
+
+private struct MonotonicDeadline {
+    let end: timespec
+    init(seconds: Int) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        end = timespec(tv_sec: now.tv_sec + seconds, tv_nsec: now.tv_nsec)
+    }
+    var passed: Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)
+    }
+}
+
+/// What happened, in order, as the completions saw it.
+private final class Events: Sendable {
+    private let list = Mutex<[String]>([])
+    func add(_ event: String) { list.withLock { $0.append(event) } }
+    var all: [String] { list.withLock { $0 } }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+private func eventually(within seconds: Int = 20, _ condition: () -> Bool) async -> Bool {
+    let deadline = MonotonicDeadline(seconds: seconds)
+    while !deadline.passed {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
+
+/// One checkpointer over a real data file and journal in a temp directory, on its own loop.
+private final class CheckpointerFixture: @unchecked Sendable {
+    // @unchecked Sendable: `checkpointer` is only touched on `loop` (through `onLoop`).
+    let directory = JournalTestDirectory()
+    let loop: EventLoop
+    let file: OutputFile
+    let sync = FakeDataSync()
+    let events = Events()
+    let checkpointer: Checkpointer
+    var journalPath: String { directory.file("f.part.haul") }
+
+    init(syncsData: Bool = true, state: JournalState = JournalFixtures.state(ranges: [], total: 1 << 20)) throws {
+        loop = try EventLoop(name: "checkpointer-test")
+        file = try OutputFile.openForDownload(directory.file("f.part")).file
+        let sync = self.sync
+        checkpointer = Checkpointer(loop: loop, journalPath: directory.file("f.part.haul"), file: file,
+                                    syncsData: syncsData, state: state,
+                                    synchronizeData: { file throws(SystemError) in try sync.synchronize(file) })
+    }
+
+    deinit { loop.shutdown() }
+
+    func onLoop<T: Sendable>(_ body: @escaping @Sendable (Checkpointer) -> T) async throws -> T {
+        let checkpointer = self.checkpointer
+        return try await loop.submit { body(checkpointer) }
+    }
+
+    /// Asks for a checkpoint of `ranges`; its completion adds `name` to the events.
+    func checkpoint(_ ranges: [Range<Int64>], _ name: String) async throws {
+        let events = self.events
+        try await onLoop { $0.checkpoint(ByteRangeSet(ranges)) { events.add(name) } }
+    }
+
+    /// The state on disk, or nil if there is no journal.
+    func recorded() -> JournalState? {
+        try? ResumeJournal.open(path: journalPath).1
+    }
+}
+
+@Suite struct CheckpointerTests {
+    @Test func recordsWrittenRangesAfterSyncingTheData() async throws {
+        let fixture = try CheckpointerFixture()
+        try await fixture.checkpoint([0..<100], "first")
+        #expect(await eventually { fixture.events.all == ["first"] })
+        #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100]))
+        #expect(fixture.recorded()?.bootID == nil)
+        try await fixture.checkpoint([0..<100, 200..<300], "second")
+        #expect(await eventually { fixture.events.all == ["first", "second"] })
+        #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100, 200..<300]))
+        #expect(fixture.sync.calls == 2)
+        #expect(try await fixture.onLoop { $0.lastError == nil && $0.dataSyncFailure == nil && $0.durableBytes == 200 })
+    }
+
+    @Test func aFailedDataSyncEndsRecordingForGood() async throws {
+        let fixture = try CheckpointerFixture()
+        fixture.sync.fail(call: 2)
+        try await fixture.checkpoint([0..<100], "synced")
+        #expect(await eventually { fixture.events.all == ["synced"] })
+        try await fixture.checkpoint([0..<200], "sync fails")
+        #expect(await eventually { fixture.events.all.count == 2 })
+        let failure = try await fixture.onLoop { ($0.dataSyncFailure, $0.lastError) }
+        #expect(failure.0 == SystemError(call: "fdatasync", errno: EIO))
+        #expect(failure.1 == .io(call: "fdatasync", errno: EIO, path: fixture.file.path))
+        #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100]))
+
+        // Syncs would succeed again, but nothing more is recorded: those pages may have been dropped.
+        try await fixture.checkpoint([0..<300], "after")
+        #expect(fixture.events.all == ["synced", "sync fails", "after"])  // completed at once
+        #expect(fixture.sync.calls == 2)
+        #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100]))
+        let after = try await fixture.onLoop { ($0.dataSyncFailure, $0.lastError, $0.durableBytes) }
+        #expect(after.0 == SystemError(call: "fdatasync", errno: EIO))
+        #expect(after.1 == .io(call: "fdatasync", errno: EIO, path: fixture.file.path))
+        #expect(after.2 == 100)
+    }
+
+    @Test func checkpointsQueuedBehindAFailedSyncAreNotRecorded() async throws {
+        let fixture = try CheckpointerFixture()
+        fixture.sync.fail(call: 1)
+        fixture.sync.hold(call: 1)
+        try await fixture.checkpoint([0..<100], "failing")
+        #expect(await eventually { fixture.sync.isHolding })
+        try await fixture.checkpoint([0..<200], "queued 1")
+        try await fixture.checkpoint([0..<300], "queued 2")
+        fixture.sync.release()
+        #expect(await eventually { fixture.events.all.count == 3 })
+        #expect(fixture.events.all == ["failing", "queued 1", "queued 2"])
+        #expect(fixture.sync.calls == 1)
+        // The failed sync was the first checkpoint's: no journal was ever created.
+        #expect(fixture.recorded() == nil)
+        #expect(try await fixture.onLoop { $0.dataSyncFailure } == SystemError(call: "fdatasync", errno: EIO))
+    }
+
+    @Test func aJournalWriteFailureIsRetriedByTheNextCheckpoint() async throws {
+        let fixture = try CheckpointerFixture()
+        // A range past the total length cannot be written: the journal refuses it, the data sync worked.
+        try await fixture.checkpoint([0..<(2 << 20)], "refused")
+        #expect(await eventually { fixture.events.all == ["refused"] })
+        let refused = try await fixture.onLoop { ($0.dataSyncFailure, $0.lastError) }
+        #expect(refused.0 == nil)
+        guard case .inJournal(_, .unwritableState) = refused.1 else {
+            Issue.record("got \(String(describing: refused.1))"); return
+        }
+        try await fixture.checkpoint([0..<100], "fine")
+        #expect(await eventually { fixture.events.all == ["refused", "fine"] })
+        #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100]))
+        #expect(try await fixture.onLoop { $0.lastError == nil })
+    }
+
+    @Test func unsyncedCheckpointsCarryThisBootsID() async throws {
+        let fixture = try CheckpointerFixture(syncsData: false)
+        try await fixture.checkpoint([0..<100], "unsynced")
+        #expect(await eventually { fixture.events.all == ["unsynced"] })
+        #expect(fixture.sync.calls == 0)
+        let recorded = try #require(fixture.recorded())
+        #expect(recorded.bootID == JournalState.currentBootID())
+        if access("/proc/sys/kernel/random/boot_id", R_OK) == 0 { #expect(recorded.bootID?.count == 36) }
+        #expect(recorded.trustedDurable(currentBootID: JournalState.currentBootID()) == ByteRangeSet([0..<100]))
+        #expect(recorded.trustedDurable(currentBootID: Array("another boot".utf8)) == ByteRangeSet())
+    }
+
+    @Test func syncedCheckpointsClearABootIDFromAnUnsyncedRun() async throws {
+        // Resuming with syncs a journal an unsynced run wrote in this boot: the first data sync flushes
+        // those pages too, so the record no longer depends on the boot.
+        var resumed = JournalFixtures.state(ranges: [0..<10], total: 1 << 20)
+        resumed.bootID = JournalState.currentBootID() ?? Array("some boot".utf8)
+        let fixture = try CheckpointerFixture(syncsData: true, state: resumed)
+        try await fixture.checkpoint([0..<100], "synced")
+        #expect(await eventually { fixture.events.all == ["synced"] })
+        let recorded = try #require(fixture.recorded())
+        #expect(recorded.bootID == nil && recorded.durable == ByteRangeSet([0..<100]))
+        #expect(try await fixture.onLoop { $0.state.bootID == nil })
+    }
+
+    @Test func discardWhenIdleWaitsForTheRunningCheckpointAndStopsLaterOnes() async throws {
+        let fixture = try CheckpointerFixture()
+        // The first checkpoint creates the journal; hold it mid-flight, as a restart would find it.
+        fixture.sync.hold(call: 1)
+        try await fixture.checkpoint([0..<100], "creating")
+        #expect(await eventually { fixture.sync.isHolding })
+        try await fixture.checkpoint([0..<200], "queued")
+        let events = fixture.events
+        try await fixture.onLoop { $0.discardWhenIdle { events.add("discarded") } }
+        try await fixture.checkpoint([0..<300], "after discard")  // asked for while the first still runs
+        #expect(fixture.events.all == ["after discard"])
+        fixture.sync.release()
+        #expect(await eventually { fixture.events.all.count == 4 })
+        #expect(fixture.events.all == ["after discard", "creating", "queued", "discarded"])
+        #expect(!OutputFileExistsAtAll(fixture.journalPath))
+        #expect(!OutputFileExistsAtAll(ResumeJournal.temporaryPath(fixture.journalPath)))
+
+        // Later checkpoints complete without writing anything.
+        try await fixture.checkpoint([0..<400], "later")
+        #expect(fixture.events.all.last == "later")
+        #expect(fixture.sync.calls == 1)
+        #expect(!OutputFileExistsAtAll(fixture.journalPath))
+        #expect(try await fixture.onLoop { $0.isDiscarded })
+    }
+
+    @Test func discardWhenIdleRemovesAnExistingJournalAtOnceWhenIdle() async throws {
+        let fixture = try CheckpointerFixture()
+        try await fixture.checkpoint([0..<100], "recorded")
+        #expect(await eventually { fixture.events.all == ["recorded"] })
+        #expect(OutputFileExistsAtAll(fixture.journalPath))
+        let events = fixture.events
+        try await fixture.onLoop { $0.discardWhenIdle { events.add("discarded") } }
+        #expect(fixture.events.all == ["recorded", "discarded"])
+        #expect(!OutputFileExistsAtAll(fixture.journalPath))
+    }
+
+    /// A completion that asks for the next checkpoint must not start a second job beside the queued one.
+    @Test func aCheckpointAskedForFromACompletionNeverRunsBesideAnother() async throws {
+        let fixture = try CheckpointerFixture()
+        fixture.sync.hold(call: 1)
+        let events = fixture.events
+        try await fixture.onLoop { checkpointer in
+            checkpointer.checkpoint(ByteRangeSet([0..<100])) {
+                events.add("first")
+                checkpointer.checkpoint(ByteRangeSet([0..<300])) { events.add("from completion") }
+            }
+        }
+        #expect(await eventually { fixture.sync.isHolding })
+        try await fixture.checkpoint([0..<200], "queued")
+        fixture.sync.release()
+        #expect(await eventually { fixture.events.all.count == 3 })
+        #expect(fixture.events.all == ["first", "queued", "from completion"])
+        #expect(fixture.sync.maxInFlight == 1)
+        #expect(fixture.sync.calls == 2)  // the queued set was superseded by the newer one
+        #expect(fixture.recorded()?.durable == ByteRangeSet([0..<300]))
+    }
+}
+
+private func OutputFileExistsAtAll(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0
+}
