@@ -225,7 +225,7 @@ public final class DownloadTask: @unchecked Sendable {
             mirrors: prepared.mirrors, destination: prepared.destination,
             resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
             checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
-            notices: prepared.notices)
+            notices: prepared.notices, file: prepared.file)
         state = .running(download)
         runStarted = .now()
         rate = RateEstimator()
@@ -414,6 +414,8 @@ extension DownloadTask {
         var directory: String?
         var resume: (journal: ResumeJournal, state: JournalState)?
         var notices: [String] = []
+        /// The `.part` file, opened and locked for this download (nil until a directory download is named).
+        var file: OutputFile?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -427,13 +429,34 @@ extension DownloadTask {
         case .file(let path):
             let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
             try prepareDirectory(parent, create: request.createsDirectories)
-            let resume = try interruptedDownload(at: path + ".part", url: urls[0], restart: request.discardsPartialDownload)
-            if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
-            return Prepared(mirrors: mirrors, destination: path, directory: nil,
-                            resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [])
+            let (file, created) = try lockedPartialFile(path + ".part")
+            do throws(HaulError) {
+                let resume = try interruptedDownload(at: path + ".part", file: file, url: urls[0], restart: request.discardsPartialDownload)
+                if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+                return Prepared(mirrors: mirrors, destination: path, directory: nil,
+                                resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file)
+            } catch {
+                // Nothing of this download may stay behind: not even the empty `.part` it just made.
+                if created { try? OutputFile.remove(path + ".part") }
+                throw error
+            }
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
+        }
+    }
+
+    /// Opens (creating if needed) and locks the `.part` file, so that no other download — in this process
+    /// or another — writes the same destination. A symbolic link there is refused, never followed.
+    static func lockedPartialFile(_ partPath: String) throws(HaulError) -> (OutputFile, created: Bool) {
+        do {
+            let opened = try OutputFile.openForDownload(partPath)
+            return (opened.file, opened.created)
+        } catch where error.call == "flock" && error.errno == EWOULDBLOCK {
+            let destination = partPath.hasSuffix(".part") ? String(partPath.dropLast(5)) : partPath
+            throw .destinationBusy(path: destination, holder: OutputFile.lockHolder(of: partPath))
+        } catch {
+            throw .disk(path: partPath, error)
         }
     }
 
@@ -457,11 +480,17 @@ extension DownloadTask {
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         let primary: HTTPURL
         do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
-        if let resume = try interruptedDownload(at: path + ".part", url: primary, restart: request.discardsPartialDownload) {
-            return .resume(destination: path, journal: resume.journal, state: resume.state)
+        let (file, created) = try lockedPartialFile(path + ".part")
+        do throws(HaulError) {
+            if let resume = try interruptedDownload(at: path + ".part", file: file, url: primary, restart: request.discardsPartialDownload) {
+                return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
+            }
+            if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            return .fresh(destination: path, file: file)
+        } catch {
+            if created { try? OutputFile.remove(path + ".part") }
+            throw error
         }
-        if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
-        return .fresh(destination: path)
     }
 
     /// Checksum, sync, atomic rename, journal removal.
@@ -478,6 +507,9 @@ extension DownloadTask {
         do {
             if synchronizes { try finished.file.synchronize() }
             try OutputFile.rename(finished.partPath, to: destination)
+            // The rename is durable only once the directory is: without this a power cut could bring back
+            // `.part` (or nothing) after haul said the file was there.
+            if synchronizes { try OutputFile.synchronizeDirectory(containing: destination) }
         } catch {
             throw .disk(path: destination, error)
         }
@@ -489,12 +521,14 @@ extension DownloadTask {
     ///
     /// A journal without its `.part` file (or with one of the wrong size) cannot be trusted and is
     /// discarded; a journal for another URL, or one that cannot be read, is an error unless `restart`.
-    static func interruptedDownload(at partPath: String, url: HTTPURL, restart: Bool) throws(HaulError) -> (journal: ResumeJournal, state: JournalState, note: String?)? {
+    /// `file` is the `.part` file, opened and locked by the caller: nothing is read or removed without the lock.
+    static func interruptedDownload(at partPath: String, file: OutputFile, url: HTTPURL, restart: Bool) throws(HaulError) -> (journal: ResumeJournal, state: JournalState, note: String?)? {
         let journalPath = partPath + ".haul"
         guard OutputFile.exists(journalPath) else { return nil }
         if restart {
+            // The `.part` file stays (this download holds it open and locked); its content is truncated
+            // when the new download learns the length.
             try? ResumeJournal.remove(path: journalPath)
-            try? OutputFile.remove(partPath)
             return nil
         }
         let opened: (ResumeJournal, JournalState)
@@ -505,14 +539,14 @@ extension DownloadTask {
         }
         let state = opened.1
         var note: String?
-        switch DownloadIdentity.decide(journalURL: state.url, journalResolvedURL: nil, journalETag: state.etag, requested: url) {
+        switch DownloadIdentity.decide(journalURL: state.url, journalResolvedURL: state.resolvedURL, journalETag: state.etag, requested: url) {
         case .same: break
         case .sameValidator(let text): note = text
         case .different(let detail): throw .partialDownloadMismatch(path: partPath, detail: detail)
         }
-        let partSize: Int64?
+        let partSize: Int64
         do {
-            partSize = OutputFile.exists(partPath) ? try OutputFile.open(partPath, truncate: false).size() : nil
+            partSize = try file.size()
         } catch {
             throw .disk(path: partPath, error)
         }

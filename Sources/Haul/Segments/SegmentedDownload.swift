@@ -45,10 +45,10 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Where a download into a directory goes, decided once the probe's head names the file.
     enum NameResolution {
-        /// Start a new file at this destination path.
-        case fresh(destination: String)
+        /// Start a new file at this destination path, in `file` (its `.part`, opened and locked).
+        case fresh(destination: String, file: OutputFile)
         /// A journal for this destination exists: continue it (the probe's response is dropped).
-        case resume(destination: String, journal: ResumeJournal, state: JournalState)
+        case resume(destination: String, journal: ResumeJournal, state: JournalState, file: OutputFile)
     }
 
     let loop: EventLoop
@@ -95,7 +95,7 @@ final class SegmentedDownload: @unchecked Sendable {
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
          checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
-         resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = []) {
+         resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil) {
         precondition(destination != nil || resolveName != nil, "a download needs a destination or a way to name it")
         self.destination = destination ?? ""
         self.partPath = destination.map { $0 + ".part" } ?? ""
@@ -114,6 +114,7 @@ final class SegmentedDownload: @unchecked Sendable {
         self.speedWatch = ConnectionSpeedWatch(window: Int(options.slowWindow.components.seconds),
                                                slowRatio: options.slowConnectionRatio, lowSpeed: options.lowSpeedLimit)
         self.notices = notices
+        self.file = file
     }
 
     // MARK: Lifecycle
@@ -185,6 +186,7 @@ final class SegmentedDownload: @unchecked Sendable {
         stopAll()
         releaseConnections()
         let report = { [self] in
+            file?.unlock()
             completion?(.failed(error))
             completion = nil
         }
@@ -200,18 +202,31 @@ final class SegmentedDownload: @unchecked Sendable {
     /// each request carrying `If-Range` with the stored validator, so a changed file is noticed at once.
     private func resume(from state: JournalState, first: SegmentWorker) {
         let file: OutputFile
-        do {
-            file = try OutputFile.open(partPath, truncate: false)
-        } catch {
-            return fail(.disk(path: partPath, error))
+        if let opened = self.file {
+            file = opened
+        } else {
+            do {
+                file = try OutputFile.open(partPath, truncate: false)
+            } catch {
+                return fail(.disk(path: partPath, error))
+            }
+            self.file = file
         }
-        self.file = file
         total = state.totalLength
         rangesSupported = true
         mirrors.record(Validators(entityTag: state.etag.flatMap { EntityTag($0[...]) },
                                   lastModified: state.lastModified.map { HTTPDate(secondsSinceEpoch: $0) }), for: 0)
-        var planner = SegmentPlanner(total: state.totalLength, minimumSegment: options.minimumSegment, alreadyDone: state.durable)
-        bytesDone = state.durable.count
+        // Straight to where the URL led last time; back to the given URL if that has expired.
+        if state.url == mirrors.primary.given.description, let text = state.resolvedURL, let resolved = try? HTTPURL(text) {
+            mirrors.noteRedirect(0, to: resolved)
+        }
+        // Unsynced data (--no-sync) survives a crash of haul, not of the machine: after a reboot, none of it.
+        let durable = state.trustedDurable(currentBootID: JournalState.currentBootID())
+        if durable.count < state.durable.count {
+            notices.append("the partial download was not synced to disk and the machine has restarted since: starting over")
+        }
+        var planner = SegmentPlanner(total: state.totalLength, minimumSegment: options.minimumSegment, alreadyDone: durable)
+        bytesDone = durable.count
         bytesAtLastCheckpoint = bytesDone
         checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk,
                                     state: state, journal: resumeJournal)
@@ -235,7 +250,7 @@ final class SegmentedDownload: @unchecked Sendable {
             etag: primary.validators.entityTag.map(\.fieldValue), lastModified: primary.validators.lastModified?.secondsSinceEpoch,
             totalLength: total, minimumSegmentSize: options.minimumSegment,
             checksum: checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
-            createdAt: Int64(time(nil)))
+            createdAt: Int64(time(nil)), resolvedURL: primary.isRedirected ? primary.resolved.description : nil)
         checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
         checkpointer!.checkpoint(ByteRangeSet())
         if !always { scheduleCheckpoints() }
@@ -264,7 +279,11 @@ final class SegmentedDownload: @unchecked Sendable {
     private func checkpointNow() {
         guard let checkpointer, let planner, bytesDone != bytesAtLastCheckpoint else { return }
         bytesAtLastCheckpoint = bytesDone
-        checkpointer.checkpoint(planner.written)
+        checkpointer.checkpoint(planner.written) { [self] in
+            // Pages that failed to sync may be gone while the file still reads as written: nothing written
+            // so far can be trusted to be on disk, so the download cannot honestly go on.
+            if let failure = checkpointer.dataSyncFailure { fail(.disk(path: partPath, failure)) }
+        }
     }
 
     /// Stops every connection after a final checkpoint, so that the journal lists everything written —
@@ -277,11 +296,13 @@ final class SegmentedDownload: @unchecked Sendable {
         let resumable = rangesSupported || bytesDone == 0
         startCheckpointing(always: true)
         guard let checkpointer, let planner else {
+            file?.unlock()
             completion?(.paused(checkpointFailure: nil, resumable: resumable))
             completion = nil
             return
         }
         checkpointer.checkpoint(planner.written) { [self] in
+            file?.unlock()
             completion?(.paused(checkpointFailure: checkpointer.lastError, resumable: resumable))
             completion = nil
         }
@@ -424,11 +445,13 @@ final class SegmentedDownload: @unchecked Sendable {
         if let resolveName {
             self.resolveName = nil
             switch try resolveName(head, url) {
-            case .fresh(let destination):
+            case .fresh(let destination, let file):
                 setDestination(destination)
-            case .resume(let destination, let journal, let state):
+                self.file = file
+            case .resume(let destination, let journal, let state, let file):
                 // An earlier run left this very file half done: continue it instead of this response.
                 setDestination(destination)
+                self.file = file
                 worker.verdict = .retired
                 loop.execute { [self] in switchToJournal(journal, state) }
                 return .abandon
@@ -527,29 +550,24 @@ final class SegmentedDownload: @unchecked Sendable {
         resume(from: state, first: first)
     }
 
+    /// Makes the `.part` file empty and, for a large file, reserves `length` bytes — after checking that
+    /// the filesystem has room for them (counting what the file already holds, since it is truncated).
     private func prepareFile(length: Int64) throws {
-        var justCreated = false
-        if file == nil {
-            let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
-            do {
-                let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory)
-                if length > available {
-                    throw HaulError.insufficientSpace(path: partPath, needed: length, available: available)
-                }
-                file = try OutputFile.open(partPath, truncate: true)
-                justCreated = true
-            } catch let error as SystemError {
-                throw HaulError.disk(path: partPath, error)
-            }
-        }
+        let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
         do {
-            if !justCreated { try file!.truncate(to: 0) }
+            if file == nil { file = try OutputFile.open(partPath, truncate: true) }
+            let held = try file!.size()
+            let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory)
+            if length > available + held {
+                throw HaulError.insufficientSpace(path: partPath, needed: length, available: available + held)
+            }
+            if held > 0 { try file!.truncate(to: 0) }
             // A small file goes front to back over one connection with no journal: preallocating it buys
             // nothing (free space was checked above) and costs syscalls and extent conversions per file.
             if length < 2 * options.minimumSegment && length <= options.checkpointBytes { return }
             try file!.preallocate(length: length)
             if try file!.size() != length { try file!.truncate(to: length) }
-        } catch {
+        } catch let error as SystemError {
             throw HaulError.disk(path: partPath, error)
         }
     }

@@ -89,6 +89,13 @@ public final class OutputFile: Sendable {
         }
     }
 
+    /// Gives up the ``openForDownload(_:)`` lock before the descriptor closes: a download that has stopped
+    /// (paused, failed) may still be referenced for a moment by work finishing on its loop, and another
+    /// download of the same destination — say, its own resume — must not find it busy meanwhile.
+    public func unlock() {
+        _ = flock(fileDescriptor, LOCK_UN)
+    }
+
     /// The pid of the process holding a `flock` lock on the file at `path`, read from `/proc/locks`; nil if
     /// no such lock is listed, `/proc` is not mounted, or the holder is outside this pid namespace.
     ///
