@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 @testable import HaulIO
 
 /// Certificates generated with the `openssl` CLI into a temporary directory, once per test run.
@@ -24,6 +25,7 @@ struct TLSFixtures: Sendable {
         var template = Array("/tmp/haul-tls-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw SystemError(call: "mkdtemp", errno: errno) }
         directory = String(cString: made)
+        TLSFixtures.removeAtExit(directory)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try run(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Haul Test CA",
                  "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
@@ -34,6 +36,18 @@ struct TLSFixtures: Sendable {
         let big = Data((0..<TLSFixtures.bigFileSize).map(TLSFixtures.bigFileByte(at:)))
         try big.write(to: URL(fileURLWithPath: directory + "/big.bin"))
     }
+
+    /// The fixture directory lives for the whole test run, and Swift Testing has no run-wide teardown: it is
+    /// removed when the test process exits.
+    private static func removeAtExit(_ directory: String) {
+        directoryToRemove.withLock { $0 = directory }
+        atexit {
+            guard let directory = TLSFixtures.directoryToRemove.withLock({ $0 }) else { return }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    private static let directoryToRemove = Mutex<String?>(nil)
 
     private func issue(name: String, subject: String, sans: String) throws {
         try run(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
