@@ -55,13 +55,13 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .success: "every download finished"
         case .unexpected: "unexpected failure (please report it)"
         case .usage: "usage: bad option, invalid URL or header, bad input file"
-        case .network: "network: DNS, connect, reset, stall or timeout, incomplete body, truncated TLS"
+        case .network: "network: DNS, connect, reset, stall, timeout or low speed, incomplete body, truncated TLS"
         case .tls: "TLS: handshake, certificate, or local TLS setup (CA file)"
         case .http: "HTTP error status, or a redirect that could not be followed"
-        case .protocolViolation: "protocol: malformed response, wrong Content-Range, mirror mismatch"
+        case .protocolViolation: "protocol: malformed or faulty responses that persist, wrong Content-Range, mirror mismatch"
         case .changedOnServer: "the file changed on the server, or the partial download belongs to another file"
         case .checksumMismatch: "checksum mismatch (the file is left as .part)"
-        case .output: "disk or output: write error, no space, destination exists, resume journal"
+        case .output: "disk or output: write error, no space, destination exists or busy, resume journal"
         case .interrupted: "interrupted or cancelled; run the same command again to resume"
         }
     }

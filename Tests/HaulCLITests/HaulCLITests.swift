@@ -137,6 +137,30 @@ final class CLIFixture: Sendable {
         #expect(!FileManager.default.fileExists(atPath: output + ".part.haul"))
     }
 
+    @Test func aSecondHaulOnTheSameOutputIsRefusedAndTouchesNothing() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/big.bin"
+        let first = Process()
+        first.executableURL = URL(fileURLWithPath: Self.binary)
+        first.arguments = ["--no-sync", "-c", "4", "-q", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        try first.run()
+        defer { if first.isRunning { kill(first.processIdentifier, SIGKILL); first.waitUntilExit() } }
+        // Wait for the first to hold its `.part` (a deadline, not a guess).
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: output + ".part") && Date() < deadline && first.isRunning { usleep(10_000) }
+        #expect(FileManager.default.fileExists(atPath: output + ".part"), "the first download started")
+
+        for extra in [[String](), ["--restart"]] {
+            let second = try haul(extra + ["-o", output, fixture.nginx.url("/slow/big.bin")])
+            #expect(second.exitStatus == 9, "\(second.errorText)")
+            #expect(second.errorText.contains("\(output) is being written by another download (process \(first.processIdentifier))"), "\(second.errorText)")
+        }
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 0, "the first download is unharmed")
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+    }
+
     // MARK: Progress formats
 
     @Test func progressJSONIsOneObjectPerLine() throws {
