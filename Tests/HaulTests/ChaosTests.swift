@@ -71,21 +71,6 @@ import HaulTestSupport
         return lstat(path, &info) == 0 ? Int(info.st_size) : nil
     }
 
-    /// The task's outcome, or nil when it had not ended within `limit` (the task is then cancelled).
-    static func outcome(of task: DownloadTask, within limit: Duration) async -> Result<DownloadResult, HaulError>? {
-        await withTaskGroup(of: Result<DownloadResult, HaulError>?.self) { group in
-            group.addTask { await task.outcome() }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            if first == nil { await task.cancel() }
-            group.cancelAll()
-            return first
-        }
-    }
-
     func runOne(_ index: Int, seed: UInt64) async -> Outcome {
         let serverSeed = Self.serverSeed(seed, download: index)
         let tag = "HAUL_CHAOS_SEED=\(seed) HAUL_CHAOS_DOWNLOAD=\(index) (server seed \(serverSeed))"
@@ -97,7 +82,7 @@ import HaulTestSupport
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let path = directory + "/f"
             let task = try HaulClient(options: options()).start(DownloadRequest(url: server.url("/f"), destination: .file(path)))
-            let result = await Self.outcome(of: task, within: Self.deadline)
+            let result = await outcomeWithin(Self.deadline, of: task)
             server.stop()
             let exchanges = server.exchanges
             outcome.requests = exchanges.count

@@ -26,25 +26,10 @@ import HaulTestSupport
         return options
     }
 
-    /// The task's outcome, or nil when it had not ended within `limit` (the task is then cancelled).
-    func outcome(of task: DownloadTask, within limit: Duration = HostileServerTests.deadline) async -> Result<DownloadResult, HaulError>? {
-        await withTaskGroup(of: Result<DownloadResult, HaulError>?.self) { group in
-            group.addTask { await task.outcome() }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            if first == nil { await task.cancel() }
-            group.cancelAll()
-            return first
-        }
-    }
-
     /// Downloads `request` with `options` within the deadline; records a test issue when it does not end.
     func run(_ request: DownloadRequest, options: DownloadOptions) async throws -> Result<DownloadResult, HaulError> {
         let task = try HaulClient(options: options).start(request)
-        guard let result = await outcome(of: task) else {
+        guard let result = await outcomeWithin(Self.deadline, of: task) else {
             Issue.record("the download did not end within \(HostileServerTests.deadline)")
             return .failure(.unexpected("test deadline"))
         }
@@ -319,9 +304,9 @@ import HaulTestSupport
 
         let secondClient = if sameClient { firstClient } else { try HaulClient(options: options) }
         let second = secondClient.start(request)
-        let secondResult = await outcome(of: second)
+        let secondResult = await outcomeWithin(Self.deadline, of: second)
         let firstPhaseThen = first.currentProgress.phase
-        let firstResult = await outcome(of: first)
+        let firstResult = await outcomeWithin(Self.deadline, of: first)
         switch secondResult {
         case .failure(let error)?:
             print("the second download into the same destination failed with: \(error)")
@@ -364,7 +349,7 @@ import HaulTestSupport
         options.timeouts.idle = .seconds(1)
         let started = ContinuousClock.now
         let task = try HaulClient(options: options).start(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
-        guard let result = await outcome(of: task) else {
+        guard let result = await outcomeWithin(Self.deadline, of: task) else {
             Issue.record("\(name): the download was still waiting for a head after \(HostileServerTests.deadline)")
             return
         }
