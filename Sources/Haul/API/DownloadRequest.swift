@@ -30,6 +30,10 @@ public struct DownloadRequest: Sendable {
     public var onChange: ChangePolicy
     /// Discard a previous interrupted download of the same destination instead of resuming it.
     public var discardsPartialDownload: Bool
+    /// Request headers for this download only, sent after the client's
+    /// (``DownloadOptions/headers``): a token that differs from file to file, say. `Authorization`,
+    /// `Proxy-Authorization` and `Cookie` among them go only to the origin of ``url``.
+    public var headers: [(name: String, value: String)] = []
 
     /// A request with the safe defaults: no directories created, an existing file not replaced, fail on change.
     public init(url: String, mirrors: [String] = [], destination: Destination, createsDirectories: Bool = false,

@@ -37,7 +37,7 @@ struct MirrorSet: Sendable {
     init(urls: [HTTPURL], headers: HTTPFields, userAgent: String) {
         precondition(!urls.isEmpty, "a download needs a URL")
         mirrors = urls.map(Mirror.init(given:))
-        scope = CredentialScope(headers: headers, givenFor: urls[0].origin)
+        scope = CredentialScope(headers: headers, givenFor: urls[0].origin, urls: urls)
         self.userAgent = userAgent
     }
 

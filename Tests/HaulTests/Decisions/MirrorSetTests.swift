@@ -11,13 +11,37 @@ import HaulHTTP
 
     @Test func theGivenOriginGetsEverything() throws {
         let scope = CredentialScope(headers: headers, givenFor: try HTTPURL("https://a.test/f").origin)
-        #expect(names(scope.headers(for: try HTTPURL("https://a.test:443/other?q"))) == ["authorization", "x-custom", "cookie", "proxy-authorization", "accept"])
+        #expect(names(scope.headers(for: try HTTPURL("https://a.test:443/other?q"))) == ["x-custom", "accept", "authorization", "cookie", "proxy-authorization"])
     }
 
     @Test(arguments: ["https://b.test/f", "http://a.test/f", "https://a.test:8443/f", "https://sub.a.test/f"])
     func anyOtherOriginGetsNoCredentials(other: String) throws {
         let scope = CredentialScope(headers: headers, givenFor: try HTTPURL("https://a.test/f").origin)
         #expect(names(scope.headers(for: try HTTPURL(other))) == ["x-custom", "accept"])
+    }
+}
+
+@Suite struct URLCredentialTests {
+    @Test func userInfoBecomesBasicAuthorizationForItsOwnOriginOnly() throws {
+        let primary = try HTTPURL("https://alice:open%20sesame@a.test/f")
+        let mirror = try HTTPURL("https://bob@m.test/f")
+        let scope = CredentialScope(headers: HTTPFields(), givenFor: primary.origin, urls: [primary, mirror])
+        #expect(scope.headers(for: try HTTPURL("https://a.test/other")).firstString("authorization") == "Basic " + BasicAuthorization.base64(Array("alice:open sesame".utf8)))
+        #expect(scope.headers(for: try HTTPURL("https://m.test/f")).firstString("authorization") == "Basic Ym9iOg==")
+        #expect(!scope.headers(for: try HTTPURL("https://cdn.test/f")).contains("authorization"))
+        #expect(!scope.headers(for: try HTTPURL("http://a.test/f")).contains("authorization"), "not over plain http")
+    }
+
+    @Test func anExplicitAuthorizationHeaderWinsOverUserInfo() throws {
+        let primary = try HTTPURL("https://alice:pw@a.test/f")
+        let scope = CredentialScope(headers: HTTPFields([("Authorization", "Bearer t")]), givenFor: primary.origin, urls: [primary])
+        #expect(scope.headers(for: primary).all("authorization").map { latin1String($0) } == ["Bearer t"])
+    }
+
+    @Test(arguments: [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="),
+                      ("foobar", "Zm9vYmFy"), ("Aladdin:open sesame", "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")])
+    func base64MatchesRFC4648AndRFC7617(text: String, encoded: String) {
+        #expect(BasicAuthorization.base64(Array(text.utf8)) == encoded)
     }
 }
 
