@@ -74,9 +74,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
 
     /// ``table`` as aligned text for `--help`: `    3  network      network: DNS, ...`, a meaning too long for
     /// `width` columns continuing on lines indented to its column, so that the code and class columns stay
-    /// clear. The default width, 78, fits an 80-column terminal with room to spare (the argument parser
-    /// re-wraps any line of 80 or more).
-    public static func tableText(width: Int = 78) -> String {
+    /// clear. The default width, 72, fits an 80-column terminal (the argument parser re-wraps any line of
+    /// 80 or more) and the man page generated from `--help`, which indents it by 5 more columns.
+    public static func tableText(width: Int = 72) -> String {
         let classWidth = allCases.map(\.className.count).max() ?? 0
         let indent = 5 + 2 + classWidth + 2
         return allCases.map { status in
@@ -90,7 +90,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         }.joined(separator: "\n")
     }
 
-    /// ``tableText(width:)`` at 78 columns.
+    /// ``tableText(width:)`` at 72 columns.
     public static var tableText: String { tableText() }
 
     /// `text` broken at spaces into lines of at most `columns` characters (a longer word gets its own line).

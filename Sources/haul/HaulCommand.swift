@@ -18,7 +18,7 @@ struct HaulCommand: AsyncParsableCommand {
             Examples:
               haul https://example.org/big.iso
               haul -c 16 -o big.iso https://a.example/big.iso https://b.example/big.iso
-              haul -Z -d downloads https://example.org/a.iso https://example.org/b.iso
+              haul -Z -d out https://example.org/a.iso https://example.org/b.iso
               haul -i urls.txt -j 4 -d downloads
 
             Several URLs are mirrors of one file; with -Z each is its own download. A
