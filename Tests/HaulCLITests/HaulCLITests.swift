@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import HaulTestSupport
 
@@ -17,6 +18,7 @@ final class CLIFixture: Sendable {
     init() throws {
         data = NSTemporaryDirectory() + "haul-cli-data-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        Self.removeAtExit(data)
         var configuration = NginxConfiguration()
         configuration.dataDirectory = data
         // 8 connections × 1 MB/s: the 16 MiB file takes about two seconds, time enough to interrupt it.
@@ -26,7 +28,9 @@ final class CLIFixture: Sendable {
             location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="report 2026.bin"'; }
             location /noranges/ { alias \(data)/; max_ranges 0; }
             """
-        nginx = try NginxServer(configuration: configuration)
+        let server = try NginxServer(configuration: configuration)
+        nginx = server
+        Self.serverToStop.withLock { $0 = server }
         ca = try TestCertificateAuthority.shared()
         try TestFiles.create(at: data + "/big.bin", size: bigSize, seed: 5)
         bigSHA256 = try TestFiles.sha256(ofFile: data + "/big.bin")
@@ -36,6 +40,20 @@ final class CLIFixture: Sendable {
     }
 
     func sha256(_ name: String) throws -> String { try TestFiles.sha256(ofFile: data + "/" + name) }
+
+    /// The fixture lives for the whole test run, and Swift Testing has no run-wide teardown: when the test
+    /// process exits, nginx is stopped (which removes its own directory) and the data directory removed.
+    private static func removeAtExit(_ directory: String) {
+        dataToRemove.withLock { $0 = directory }
+        atexit {
+            CLIFixture.serverToStop.withLock { $0 }?.stop()
+            guard let directory = CLIFixture.dataToRemove.withLock({ $0 }) else { return }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    private static let dataToRemove = Mutex<String?>(nil)
+    fileprivate static let serverToStop = Mutex<NginxServer?>(nil)
 }
 
 @Suite(.serialized) struct HaulCLITests {
