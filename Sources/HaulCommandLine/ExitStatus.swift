@@ -72,15 +72,43 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     public static let table: [(code: Int32, class: String, meaning: String)] =
         allCases.map { ($0.code, $0.className, $0.meaning) }
 
-    /// ``table`` as aligned text, one status per line: `  3  network      network: DNS, ...`.
-    public static var tableText: String {
+    /// ``table`` as aligned text for `--help`: `    3  network      network: DNS, ...`, a meaning too long for
+    /// `width` columns continuing on lines indented to its column, so that the code and class columns stay
+    /// clear. The default width, 72, fits an 80-column terminal (the argument parser re-wraps any line of
+    /// 80 or more) and the man page generated from `--help`, which indents it by 5 more columns.
+    public static func tableText(width: Int = 72) -> String {
         let classWidth = allCases.map(\.className.count).max() ?? 0
+        let indent = 5 + 2 + classWidth + 2
         return allCases.map { status in
             let code = String(status.code)
             let name = status.className
-            return String(repeating: " ", count: 5 - code.count) + code + "  " + name
-                + String(repeating: " ", count: classWidth - name.count) + "  " + status.meaning
+            let head = String(repeating: " ", count: 5 - code.count) + code + "  " + name
+                + String(repeating: " ", count: classWidth - name.count) + "  "
+            let lines = wrapped(status.meaning, columns: max(20, width - indent))
+            return ([head + lines[0]] + lines.dropFirst().map { String(repeating: " ", count: indent) + $0 })
+                .joined(separator: "\n")
         }.joined(separator: "\n")
+    }
+
+    /// ``tableText(width:)`` at 72 columns.
+    public static var tableText: String { tableText() }
+
+    /// `text` broken at spaces into lines of at most `columns` characters (a longer word gets its own line).
+    static func wrapped(_ text: String, columns: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if line.isEmpty {
+                line = String(word)
+            } else if line.count + 1 + word.count <= columns {
+                line += " " + word
+            } else {
+                lines.append(line)
+                line = String(word)
+            }
+        }
+        lines.append(line)
+        return lines
     }
 
     /// The class of a download failure.

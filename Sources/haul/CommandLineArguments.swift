@@ -13,6 +13,10 @@ extension RateLimit: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
 }
 
+extension RateLimitSetting: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+}
+
 /// `--on-change fail|restart`.
 enum ChangePolicyArgument: String, ExpressibleByArgument, CaseIterable {
     case fail

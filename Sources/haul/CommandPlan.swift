@@ -16,10 +16,40 @@ struct CommandPlan {
         case none
     }
 
+    /// How errors and outcomes are written: text lines, or (`--progress json`, even with `-q`) JSON objects.
+    enum MessageFormat {
+        case text
+        case json
+    }
+
+    /// One download and what the CLI knows about it beyond the engine's request.
+    struct Download {
+        var request: DownloadRequest
+        /// Where its URLs came from, for the advice that goes with a mirror mismatch.
+        var source: ErrorText.Source
+        /// Where the file will be: named on the command line (`-o`, `out=NAME`), or predicted from the URL
+        /// for a directory download (the server may still name it otherwise). Checked for an existing file
+        /// before the download starts.
+        var expectedPath: String
+    }
+
     var options: DownloadOptions
-    var requests: [DownloadRequest]
+    var downloads: [Download]
     var jobs: Int
     var progress: ProgressStyle
+    var messages: MessageFormat
+    /// `--skip-existing`: an existing destination counts as already complete.
+    var skipsExisting: Bool
+
+    /// Whether a download that used one connection can only have done so because the server refused
+    /// ranges: more than one connection was asked for, no other download of this run competes for them,
+    /// and this run fetched more than two minimum segments (ranges would then have given two connections
+    /// at least; a resume that had less left also uses one).
+    func usedOneConnectionForLackOfRanges(_ result: DownloadResult) -> Bool {
+        guard options.connections > 1, result.connections == 1 else { return false }
+        let competing = downloads.count > 1 && min(jobs, downloads.count) * options.connections > options.maximumConnections
+        return !competing && min(result.bytesRequested, result.bytes) > 2 * options.minimumSegment
+    }
 }
 
 extension HaulCommand {
@@ -43,7 +73,7 @@ extension HaulCommand {
         options.connections = connections
         options.maximumConnections = max(64, connections * min(jobs, 8))
         if let minSegment { options.minimumSegment = minSegment.bytes }
-        options.rateLimit = limitRate?.bytesPerSecond
+        options.rateLimit = limitRate?.bytesPerSecond  // `--limit-rate 0` is nil: no limit
         options.retry = retries == 0 ? .none : RetryPolicy(triesPerRange: min(5, retries + 1), totalRetries: retries)
         if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
         if let checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
@@ -58,14 +88,29 @@ extension HaulCommand {
             expected = nil
         }
 
-        var requests: [DownloadRequest] = []
-        func request(_ url: String, mirrors: [String], destination: DownloadRequest.Destination) -> DownloadRequest {
-            DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
-                            replacesExisting: allowOverwrite, checksum: expected, onChange: onChange.policy,
-                            discardsPartialDownload: restart)
+        guard !(skipExisting && allowOverwrite) else {
+            throw UsageError("--skip-existing and --allow-overwrite contradict each other; give one of them")
+        }
+        var downloads: [CommandPlan.Download] = []
+        func add(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) {
+            let destination: DownloadRequest.Destination = output.map { .file(Self.join(dir, $0)) } ?? .directory(dir ?? ".")
+            let request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
+                                          replacesExisting: allowOverwrite, checksum: expected, onChange: onChange.policy,
+                                          discardsPartialDownload: restart)
+            let path: String
+            switch destination {
+            case .file(let file): path = file
+            case .directory(let directory):
+                let name = URLText.fileName(forURL: url) ?? "index.html"
+                path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            }
+            downloads.append(CommandPlan.Download(request: request, source: source, expectedPath: path))
         }
         if let inputFile {
             guard urls.isEmpty else { throw UsageError("give URLs either on the command line or with --input-file, not both") }
+            guard !parallel else {
+                throw UsageError("-Z/--parallel is for URLs on the command line; an input file already lists one download per line")
+            }
             guard output == nil else { throw UsageError("--output names one file; with --input-file use out=NAME lines and --dir") }
             guard checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with --input-file") }
             let text: String
@@ -75,21 +120,23 @@ extension HaulCommand {
             guard !entries.isEmpty else { throw UsageError("\(inputFile) lists no URLs") }
             for entry in entries {
                 try Self.checkURL(entry.url, where: "\(inputFile) line \(entry.line)")
-                let destination: DownloadRequest.Destination
-                if let name = entry.outputName {
-                    destination = .file(Self.join(dir, name))
-                } else {
-                    destination = .directory(dir ?? ".")
-                }
-                requests.append(request(entry.url, mirrors: entry.mirrors, destination: destination))
+                add(entry.url, mirrors: entry.mirrors, output: entry.outputName, source: .inputFile)
             }
         } else {
-            guard let url = urls.first else { throw UsageError("no URL given (see haul --help)") }
-            for (index, text) in urls.enumerated() {
-                try Self.checkURL(text, where: index == 0 ? "URL" : "mirror URL")
+            guard !urls.isEmpty else { throw UsageError("no URL given (see haul --help)") }
+            let given = urls.map(URLText.withDefaultScheme)
+            for (index, text) in given.enumerated() {
+                try Self.checkURL(text, typed: urls[index], where: index == 0 || parallel ? "URL" : "mirror URL")
             }
-            let destination: DownloadRequest.Destination = output.map { .file(Self.join(dir, $0)) } ?? .directory(dir ?? ".")
-            requests.append(request(url, mirrors: Array(urls.dropFirst()), destination: destination))
+            if parallel && given.count > 1 {
+                guard output == nil else {
+                    throw UsageError("--output names one file; with -Z each URL is its own download, named by the server or the URL in --dir")
+                }
+                guard checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with -Z and several URLs") }
+                for url in given { add(url, mirrors: [], output: nil, source: .parallel) }
+            } else {
+                add(given[0], mirrors: Array(given.dropFirst()), output: output, source: parallel ? .parallel : .commandLine)
+            }
         }
 
         let style: CommandPlan.ProgressStyle
@@ -98,11 +145,16 @@ extension HaulCommand {
         case (_, .some(.json)): style = .json
         case (_, .some(.bar)), (_, nil): style = isatty(2) == 1 ? .bar : .plain
         }
-        return CommandPlan(options: options, requests: requests, jobs: jobs, progress: style)
+        return CommandPlan(options: options, downloads: downloads, jobs: jobs, progress: style,
+                           messages: progress == .json ? .json : .text, skipsExisting: skipExisting)
     }
 
-    static func checkURL(_ text: String, where place: String) throws {
-        do { _ = try HTTPURL(text) } catch { throw UsageError("\(place) \"\(text)\" is not a usable http(s) URL: \(error)") }
+    /// Checks that `text` (as typed, or with `http://` added: then `typed` is what the user wrote) is a URL
+    /// the engine can fetch.
+    static func checkURL(_ text: String, typed: String? = nil, where place: String) throws {
+        do { _ = try HTTPURL(text) } catch {
+            throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" is not a usable http(s) URL: \(error)")
+        }
     }
 
     static func parseHeader(_ text: String) throws -> (name: String, value: String) {

@@ -22,7 +22,7 @@ final class CommandRun: Sendable {
 
     init(plan: CommandPlan) {
         self.plan = plan
-        reporter = ProgressReporter(style: plan.progress, count: plan.requests.count)
+        reporter = ProgressReporter(style: plan.progress, messages: plan.messages, count: plan.downloads.count)
     }
 
     func run() async -> ExitStatus {
@@ -30,16 +30,19 @@ final class CommandRun: Sendable {
         do {
             client = try HaulClient(options: plan.options)
         } catch {
-            reporter.failed(index: 0, name: "haul", error: error)
+            reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
             return ExitStatus(classifying: error)
         }
         clientBox.withLock { $0 = client }
+        let secondInterrupt: SecondInterrupt.Form = plan.messages == .json ? .json : plan.progress == .bar ? .terminal : .text
         do {
             try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { [self] signal in
+                // From now on a second signal says what it does before it exits.
+                SecondInterrupt.install(secondInterrupt)
                 Task { await stop(signal: signal) }
             }
         } catch {
-            StandardError.write("haul: cannot handle SIGINT/SIGTERM (\(error)); Ctrl-C will not save progress\n")
+            reporter.warning("cannot handle SIGINT/SIGTERM (\(error)); Ctrl-C will not save progress")
         }
 
         let ticker = Task { [self] in
@@ -51,38 +54,68 @@ final class CommandRun: Sendable {
         var worst = ExitStatus.success
         await withTaskGroup(of: ExitStatus.self) { group in
             var next = 0
-            func startNext() {
-                guard !stopping.withLock({ $0 }) else { return }
-                let index = next
-                next += 1
-                started.withLock { $0 = next }
-                let task = client.start(plan.requests[index])
-                running.withLock { $0[index] = task }
-                group.addTask { [self] in
-                    let status: ExitStatus
-                    do {
-                        let result = try await task.value
-                        reporter.finished(index: index, result: result)
-                        status = .success
-                    } catch {
-                        reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error)
-                        status = ExitStatus(classifying: error)
+            /// Starts the next download that is not already complete; false when none is left.
+            func startNext() -> Bool {
+                while next < plan.downloads.count, !stopping.withLock({ $0 }) {
+                    let index = next
+                    next += 1
+                    started.withLock { $0 = next }
+                    let download = plan.downloads[index]
+                    if alreadyComplete(download, path: download.expectedPath) {
+                        reporter.alreadyComplete(index: index, path: download.expectedPath)
+                        continue
                     }
-                    running.withLock { _ = $0.removeValue(forKey: index) }
-                    return status
+                    let task = client.start(download.request)
+                    running.withLock { $0[index] = task }
+                    group.addTask { [self] in
+                        let status: ExitStatus
+                        do {
+                            let result = try await task.value
+                            if plan.usedOneConnectionForLackOfRanges(result) {
+                                reporter.note(name: ProgressReporter.fileName(result.path),
+                                              "the server does not support ranges; used one connection")
+                            }
+                            reporter.finished(index: index, result: result)
+                            status = .success
+                        } catch {
+                            if case HaulError.destinationExists(let path) = error, alreadyComplete(download, path: path) {
+                                // Named by the server after all, and that file is there: an earlier run's.
+                                reporter.alreadyComplete(index: index, path: path)
+                                status = .success
+                            } else {
+                                reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
+                                                source: download.source)
+                                status = ExitStatus(classifying: error)
+                            }
+                        }
+                        running.withLock { _ = $0.removeValue(forKey: index) }
+                        return status
+                    }
+                    return true
                 }
+                return false
             }
-            while next < min(plan.jobs, plan.requests.count) { startNext() }
+            for _ in 0..<min(plan.jobs, plan.downloads.count) { _ = startNext() }
             for await status in group {
                 // The first failure decides the exit status; later ones are reported but do not override it.
                 if worst == .success { worst = status }
-                if next < plan.requests.count { startNext() }
+                _ = startNext()
             }
         }
         ticker.cancel()
         reporter.close()
         await client.shutdown()
         return worst
+    }
+
+    /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
+    /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
+    private func alreadyComplete(_ download: CommandPlan.Download, path: String) -> Bool {
+        let verdict = ExistingDestination.verdict(
+            destinationExists: OutputFile.exists(path), partialExists: OutputFile.exists(path + ".part"),
+            skipExisting: plan.skipsExisting, fromInputFile: download.source == .inputFile,
+            allowOverwrite: download.request.replacesExisting)
+        return verdict == .alreadyComplete
     }
 
     /// The first SIGINT or SIGTERM: pause every download (each writes its journal), say how to resume, stop
@@ -99,13 +132,14 @@ final class CommandRun: Sendable {
                     do {
                         try await task.pause()
                     } catch {
-                        reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error)
+                        reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
+                                        source: plan.downloads[index].source)
                     }
                 }
             }
         }
         let paused = tasks.sorted { $0.key < $1.key }.map(\.value).filter { $0.currentProgress.phase == .paused }
-        let notStarted = plan.requests.count - started.withLock { $0 }
+        let notStarted = plan.downloads.count - started.withLock { $0 }
         // Everything had finished (or failed) before the pause could take hold: the normal ending reports it.
         guard !paused.isEmpty || notStarted > 0 else { return }
         reporter.interrupted(paused, notStarted: notStarted)
@@ -118,6 +152,8 @@ final class CommandRun: Sendable {
 /// Prints progress and outcomes on stderr in the chosen style; safe to call from any task.
 final class ProgressReporter: Sendable {
     let style: CommandPlan.ProgressStyle
+    /// Text lines, or JSON objects (`--progress json`, with or without `-q`).
+    let messages: CommandPlan.MessageFormat
     let count: Int
     private let state = Mutex(State())
 
@@ -130,8 +166,9 @@ final class ProgressReporter: Sendable {
         var noticesShown: [Int: Int] = [:]
     }
 
-    init(style: CommandPlan.ProgressStyle, count: Int) {
+    init(style: CommandPlan.ProgressStyle, messages: CommandPlan.MessageFormat, count: Int) {
         self.style = style
+        self.messages = messages
         self.count = count
     }
 
@@ -200,10 +237,10 @@ final class ProgressReporter: Sendable {
             guard first else { continue }
             clearBar()
             let message = "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again"
-            if style == .json {
+            if messages == .json {
                 StandardError.write(JSONProgress.errorLine(file: Self.name(of: task), status: .output, message: message, transient: true) + "\n")
             } else {
-                StandardError.write("haul: warning: \(Self.name(of: task)): \(TerminalText.sanitized(message))\n")
+                StandardError.write(ErrorText.line("warning: \(Self.name(of: task)): \(message)") + "\n")
             }
         }
     }
@@ -220,8 +257,8 @@ final class ProgressReporter: Sendable {
             }
             guard !fresh.isEmpty else { continue }
             clearBar()
-            for notice in fresh where style != .json {
-                StandardError.write("haul: note: \(Self.name(of: task)): \(TerminalText.sanitized(notice))\n")
+            for notice in fresh where messages != .json {
+                StandardError.write(ErrorText.line("note: \(Self.name(of: task)): \(notice)") + "\n")
             }
         }
     }
@@ -252,6 +289,40 @@ final class ProgressReporter: Sendable {
         }
     }
 
+    /// A download skipped because its file is already there and complete (`--skip-existing`, or a rerun
+    /// of an input file): `haul: PATH: already complete`, or a `done` JSON line with `"skipped":true`.
+    func alreadyComplete(index: Int, path: String) {
+        state.withLock { $0.completed += 1 }
+        switch style {
+        case .none:
+            return
+        case .json:
+            var info = stat()
+            let bytes = stat(path, &info) == 0 ? Int64(info.st_size) : 0
+            StandardError.write(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes) + "\n")
+        case .bar, .plain:
+            clearBar()
+            StandardError.write(ErrorText.line("\(path): already complete") + "\n")
+        }
+    }
+
+    /// Something worth knowing about how a download went (not shown with `-q` or in JSON).
+    func note(name: String, _ text: String) {
+        guard style == .bar || style == .plain else { return }
+        clearBar()
+        StandardError.write(ErrorText.line("note: \(name): \(text)") + "\n")
+    }
+
+    /// A problem that does not fail the run; shown even with `-q`.
+    func warning(_ text: String) {
+        if messages == .json {
+            StandardError.write(JSONProgress.errorLine(file: nil, status: .unexpected, message: text, transient: true) + "\n")
+        } else {
+            clearBar()
+            StandardError.write(ErrorText.line("warning: " + text) + "\n")
+        }
+    }
+
     /// "1.0 GiB in 2.5 s, 409.6 MiB/s"; after a resume, what this run fetched and its rate:
     /// "1.0 GiB; 512.0 MiB fetched in 1.3 s, 393.8 MiB/s".
     static func transferSummary(_ result: DownloadResult, seconds: Double) -> String {
@@ -264,16 +335,18 @@ final class ProgressReporter: Sendable {
         return "\(UnitFormatting.bytes(result.bytes)) in \(time) s, \(rate)"
     }
 
-    /// Errors are always printed, even with `--quiet`: one line, or one JSON object.
-    func failed(index: Int, name: String, error: any Error) {
+    /// Errors are always printed, even with `--quiet`: one line, or one JSON object, in the CLI's words
+    /// (``ErrorText``).
+    func failed(index: Int, name: String, error: any Error, source: ErrorText.Source) {
         state.withLock { $0.completed += 1 }
-        if style == .json {
-            StandardError.write(JSONProgress.errorLine(file: name, error: error) + "\n")
+        let message = ErrorText.message(for: error, source: source)
+        if messages == .json {
+            StandardError.write(JSONProgress.errorLine(file: name, error: error, message: message) + "\n")
             return
         }
         clearBar()
         if case HaulError.cancelled = error { return }
-        StandardError.write("haul: \(TerminalText.sanitized(String(describing: error)))\n")
+        StandardError.write(ErrorText.line(message) + "\n")
     }
 
     func interrupting() {
@@ -289,15 +362,15 @@ final class ProgressReporter: Sendable {
             let advice = progress.canResume
                 ? "run the same command again to resume"
                 : "the server does not support resuming, so running the same command again starts over"
-            if style == .json {
+            if messages == .json {
                 StandardError.write(JSONProgress.errorLine(file: name, status: .interrupted,
                                                            message: "interrupted; " + advice, transient: true) + "\n")
             } else {
                 let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
-                StandardError.write("haul: \(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)\n")
+                StandardError.write(ErrorText.line("\(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)") + "\n")
             }
         }
-        if notStarted > 0, style != .json {
+        if notStarted > 0, messages != .json {
             StandardError.write("haul: \(notStarted) download\(notStarted == 1 ? "" : "s") not started\n")
         }
     }

@@ -18,21 +18,28 @@ struct HaulCommand: AsyncParsableCommand {
             Examples:
               haul https://example.org/big.iso
               haul -c 16 -o big.iso https://a.example/big.iso https://b.example/big.iso
+              haul -Z -d out https://example.org/a.iso https://example.org/b.iso
               haul -i urls.txt -j 4 -d downloads
 
-            Without -o the file is named by the server (Content-Disposition) or the
-            URL. An input file lists one URL per line, with TAB-separated mirrors and
-            out=NAME. Progress goes to stderr: a live bar on a terminal, plain lines
-            otherwise, JSON lines with --progress json. Ctrl-C saves progress and
-            exits 130; run the same command again to resume.
+            Several URLs are mirrors of one file; with -Z each is its own download. A
+            URL without a scheme means http://. Without -o the file is named by the
+            server (Content-Disposition) or the URL. An input file lists one URL per
+            line, with TAB-separated mirrors and out=NAME; run it again and the files
+            it finished are reported as already complete. Progress goes to stderr: a
+            live bar on a terminal, plain lines otherwise, JSON lines with --progress
+            json (errors too, even with -q). Ctrl-C saves progress and exits 130; run
+            the same command again to resume.
 
             Exit codes:
             \(ExitStatus.tableText)
             """
     )
 
-    @Argument(help: "The URL to download, then other URLs of the same file (mirrors).")
+    @Argument(help: "The URL to download, then other URLs of the same file (mirrors); with -Z, each URL its own download. No scheme means http://.")
     var urls: [String] = []
+
+    @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Download each URL on the command line as its own file (not as mirrors), --jobs at a time.")
+    var parallel = false
 
     @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here (default: the server's suggested name in --dir).")
     var output: String?
@@ -43,7 +50,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.customShort("i", allowingJoined: true), .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME).")
     var inputFile: String?
 
-    @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Downloads at the same time with --input-file.")
+    @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Downloads at the same time with --input-file or --parallel.")
     var jobs = 4
 
     @Option(name: [.customShort("c", allowingJoined: true), .long], help: "Connections per download.")
@@ -56,7 +63,7 @@ struct HaulCommand: AsyncParsableCommand {
     var header: [String] = []
 
     @Option(name: .long, help: "User-Agent to send.")
-    var userAgent = "haul/0.1"
+    var userAgent = HaulVersion.userAgent
 
     @Option(name: .long, help: "CA certificates to trust, one PEM file.")
     var cacert: String?
@@ -70,8 +77,8 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha1, md5).")
     var checksum: String?
 
-    @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M).")
-    var limitRate: RateLimit?
+    @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M; 0 for no limit).")
+    var limitRate: RateLimitSetting?
 
     @Option(name: .long, help: "Retries per download for network failures and 408/429/5xx.")
     var retries = 100
@@ -100,6 +107,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace an existing file at the destination.")
     var allowOverwrite = false
 
+    @Flag(name: .long, help: "Skip a download whose file already exists, reporting it as complete (like wget -nc).")
+    var skipExisting = false
+
     @Option(name: .long, help: "Progress on stderr: bar (plain lines when not a terminal), json, or none.")
     var progress: ProgressStyleArgument?
 
@@ -115,7 +125,11 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Checkpoint the resume journal at least this often, in seconds.")
     var checkpointInterval: Double?
 
-    /// Usage errors exit with ``ExitStatus/usage`` (ArgumentParser's own would be 64).
+    @Flag(name: [.customShort("V"), .long], help: "Print the version and exit.")
+    var version = false
+
+    /// Usage errors exit with ``ExitStatus/usage`` (ArgumentParser's own would be 64), as one line with one
+    /// `haul: ` prefix, or one JSON object when `--progress json` was asked for.
     static func main() async {
         let command: HaulCommand
         do {
@@ -128,20 +142,44 @@ struct HaulCommand: AsyncParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code == .success {
+                // `--help`, `--generate-completion-script SHELL`: ArgumentParser's text on stdout.
                 print(fullMessage(for: error))
                 Glibc.exit(0)
             }
-            StandardError.write("haul: \(fullMessage(for: error))\n")
-            Glibc.exit(ExitStatus.usage.code)
+            let message = ErrorText.parserMessage(self.message(for: error)) + " (see haul --help)"
+            usageError(message, json: Self.asksForJSON(Array(CommandLine.arguments.dropFirst())))
+        }
+        if command.version {
+            print(HaulVersion.versionText)
+            Glibc.exit(0)
         }
         let plan: CommandPlan
         do {
             plan = try command.plan()
         } catch {
-            StandardError.write("haul: \(error)\n")
-            Glibc.exit(ExitStatus.usage.code)
+            usageError(String(describing: error), json: command.progress == .json)
         }
         let status = await CommandRun(plan: plan).run()
         Glibc.exit(status.code)
+    }
+
+    static func usageError(_ message: String, json: Bool) -> Never {
+        if json {
+            StandardError.write(JSONProgress.errorLine(file: nil, status: .usage, message: message) + "\n")
+        } else {
+            StandardError.write(ErrorText.line(message) + "\n")
+        }
+        Glibc.exit(ExitStatus.usage.code)
+    }
+
+    /// Whether raw arguments that did not parse still ask for `--progress json`, so that the usage error
+    /// can be JSON like everything else such a caller reads.
+    static func asksForJSON(_ arguments: [String]) -> Bool {
+        for (index, argument) in arguments.enumerated() {
+            if argument == "--" { return false }
+            if argument == "--progress=json" { return true }
+            if argument == "--progress", index + 1 < arguments.count, arguments[index + 1] == "json" { return true }
+        }
+        return false
     }
 }

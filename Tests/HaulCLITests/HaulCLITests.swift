@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import HaulTestSupport
 
@@ -17,14 +18,19 @@ final class CLIFixture: Sendable {
     init() throws {
         data = NSTemporaryDirectory() + "haul-cli-data-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        Self.removeAtExit(data)
         var configuration = NginxConfiguration()
         configuration.dataDirectory = data
         // 8 connections × 1 MB/s: the 16 MiB file takes about two seconds, time enough to interrupt it.
         configuration.rateLimitedLocation = .init(prefix: "/slow/", rate: "1m")
+        // /noranges/ answers every request with the whole file (200), as a server without range support does.
         configuration.extraServerDirectives = """
             location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="report 2026.bin"'; }
+            location /noranges/ { alias \(data)/; max_ranges 0; }
             """
-        nginx = try NginxServer(configuration: configuration)
+        let server = try NginxServer(configuration: configuration)
+        nginx = server
+        Self.serverToStop.withLock { $0 = server }
         ca = try TestCertificateAuthority.shared()
         try TestFiles.create(at: data + "/big.bin", size: bigSize, seed: 5)
         bigSHA256 = try TestFiles.sha256(ofFile: data + "/big.bin")
@@ -34,6 +40,20 @@ final class CLIFixture: Sendable {
     }
 
     func sha256(_ name: String) throws -> String { try TestFiles.sha256(ofFile: data + "/" + name) }
+
+    /// The fixture lives for the whole test run, and Swift Testing has no run-wide teardown: when the test
+    /// process exits, nginx is stopped (which removes its own directory) and the data directory removed.
+    private static func removeAtExit(_ directory: String) {
+        dataToRemove.withLock { $0 = directory }
+        atexit {
+            CLIFixture.serverToStop.withLock { $0 }?.stop()
+            guard let directory = CLIFixture.dataToRemove.withLock({ $0 }) else { return }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    private static let dataToRemove = Mutex<String?>(nil)
+    fileprivate static let serverToStop = Mutex<NginxServer?>(nil)
 }
 
 @Suite(.serialized) struct HaulCLITests {
@@ -99,8 +119,16 @@ final class CLIFixture: Sendable {
         try Data("mine".utf8).write(to: URL(fileURLWithPath: path))
         let refused = try haul(["-o", path, fixture.nginx.url("/f4.bin")])
         #expect(refused.exitStatus == 9)
-        #expect(refused.errorText.contains("\(path) already exists"), "\(refused.errorText)")
+        #expect(refused.errorText == "haul: \(path) already exists (use --allow-overwrite to replace it, or --skip-existing)\n",
+                "the CLI names its own options, not the API's: \(refused.errorText)")
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "mine")
+
+        let skipped = try haul(["--skip-existing", "-o", path, fixture.nginx.url("/f4.bin")])
+        #expect(skipped.exitStatus == 0, "\(skipped.errorText)")
+        #expect(skipped.errorText == "haul: \(path): already complete\n", "\(skipped.errorText)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "mine", "a skipped file is not touched")
+        let contradiction = try haul(["--skip-existing", "--allow-overwrite", "-o", path, fixture.nginx.url("/f4.bin")])
+        #expect(contradiction.exitStatus == 2, "\(contradiction.errorText)")
 
         let allowed = try haul(["--allow-overwrite", "-o", path, fixture.nginx.url("/f4.bin")])
         #expect(allowed.exitStatus == 0)
@@ -283,5 +311,309 @@ final class CLIFixture: Sendable {
         let run = try haul(["-c", "4", "--min-segment", "256K", "-o", directory + "/c.bin", server.url("/f")])
         #expect(run.exitStatus == 7, "\(run.errorText)")
         #expect(run.errorText.contains("changed on the server"), "\(run.errorText)")
+    }
+
+    // MARK: Habits from other download tools
+
+    @Test func versionPrintsTheNumberAndTheBuild() throws {
+        for flag in ["--version", "-V"] {
+            let run = try haul([flag])
+            #expect(run.exitStatus == 0, "\(flag): \(run.errorText)")
+            let lines = run.outputText.split(separator: "\n")
+            #expect(lines.count == 2, "\(flag): \(run.outputText)")
+            #expect(lines.first?.wholeMatch(of: /haul \d+\.\d+\.\d+/) != nil, "\(flag): \(run.outputText)")
+            #expect(lines.last?.contains("Swift") == true, "\(flag): \(run.outputText)")
+            #expect(run.errorText.isEmpty)
+        }
+    }
+
+    /// As in curl: no scheme means http://; an unknown scheme stays a usage error.
+    @Test func aURLWithoutASchemeMeansHTTP() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = fixture.nginx.url("/f6.bin")
+        #expect(url.hasPrefix("http://"))
+        let bare = String(url.dropFirst("http://".count))
+        let run = try haul([bare], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/f6.bin") == fixture.sha256("f6.bin"))
+
+        let list = directory + "/list.txt"
+        try (String(fixture.nginx.url("/f7.bin").dropFirst(7)) + "\tout=seven.bin\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let listed = try haul(["-i", list, "-d", directory])
+        #expect(listed.exitStatus == 0, "an input file's URLs too: \(listed.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/seven.bin") == fixture.sha256("f7.bin"))
+
+        let ftp = try haul(["ftp://127.0.0.1/f6.bin"])
+        #expect(ftp.exitStatus == 2)
+        #expect(ftp.errorText.contains("unsupported scheme \"ftp\""), "\(ftp.errorText)")
+    }
+
+    /// Several URLs are mirrors of one file (aria2); with -Z each is its own download, -j at a time.
+    @Test func parallelDownloadsEachURLAsItsOwnFile() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let urls = [fixture.nginx.url("/f8.bin"), fixture.nginx.url("/f9.bin"), fixture.nginx.url("/named/f10.bin")]
+        let run = try haul(["-Z", "-j", "2", "-d", directory + "/out"] + urls)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/f8.bin") == fixture.sha256("f8.bin"))
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/f9.bin") == fixture.sha256("f9.bin"))
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/report 2026.bin") == fixture.sha256("f10.bin"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/out").count == 3)
+
+        let inDirectory = try haul(["--parallel", fixture.nginx.url("/f11.bin"), fixture.nginx.url("/f12.bin")], in: directory)
+        #expect(inDirectory.exitStatus == 0, "without --dir, the current directory: \(inDirectory.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/f12.bin") == fixture.sha256("f12.bin"))
+
+        let output = try haul(["-Z", "-o", directory + "/one.bin"] + urls)
+        #expect(output.exitStatus == 2 && output.errorText.contains("--output names one file"), "\(output.errorText)")
+    }
+
+    /// Different files given as mirrors: the engine fails with a mirror mismatch, and the CLI says how to
+    /// download them as files of their own.
+    @Test func mirrorsThatAreDifferentFilesGetAHint() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // f0 and f1 differ in length. Whether the engine fails (exit 6) or drops the disagreeing mirror and
+        // downloads the first URL (exit 0) depends on which connection reports the mismatch first (see the
+        // report on the branch); with 16 connections on 2 KiB segments it fails almost every time.
+        var failed: ProcessResult?
+        for attempt in 0..<10 where failed == nil {
+            let output = directory + "/m\(attempt).bin"
+            let run = try haul(["-c", "16", "--min-segment", "2K", "-o", output, fixture.nginx.url("/f0.bin"), fixture.nginx.url("/f1.bin")])
+            if run.exitStatus == 6 {
+                failed = run
+            } else {
+                #expect(run.exitStatus == 0, "\(run.errorText)")
+                #expect(try TestFiles.sha256(ofFile: output) == fixture.sha256("f0.bin"), "the first URL's file, never a mix")
+            }
+        }
+        let run = try #require(failed, "the mismatch failed the download in one of ten tries")
+        #expect(run.errorText.hasPrefix("haul: mirror ") && run.errorText.contains("disagrees"), "\(run.errorText)")
+        #expect(run.errorText.hasSuffix("; if these are different files, use -Z (or -i)\n"), "\(run.errorText)")
+        #expect(run.errorText.split(separator: "\n").count == 1, "\(run.errorText)")
+    }
+
+    @Test func limitRateZeroMeansUnlimited() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for zero in ["0", "0K", "0/s"] {
+            let output = directory + "/r\(zero.count).bin"
+            let run = try haul(["--limit-rate", zero, "-o", output, fixture.nginx.url("/big.bin")], timeout: 30)
+            #expect(run.exitStatus == 0, "\(zero): \(run.errorText)")
+            #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+        }
+        // A real limit still limits: 16 MiB at 16 MiB/s takes most of a second, not the unlimited few ms.
+        let started = Date()
+        let limited = try haul(["--limit-rate", "16M", "-o", directory + "/limited.bin", fixture.nginx.url("/big.bin")], timeout: 30)
+        #expect(limited.exitStatus == 0, "\(limited.errorText)")
+        #expect(Date().timeIntervalSince(started) > 0.5)
+        let negative = try haul(["--limit-rate", "-1", fixture.nginx.url("/big.bin")])
+        #expect(negative.exitStatus == 2, "\(negative.errorText)")
+    }
+
+    /// Running a finished list again reports its files as already complete (exit 0), including one the
+    /// server named (its name is only known after asking); a file with a `.part` beside it is not.
+    @Test func rerunningAFinishedInputFileReportsItsFilesAsAlreadyComplete() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let list = directory + "/list.txt"
+        try [fixture.nginx.url("/f13.bin"), fixture.nginx.url("/f14.bin") + "\tout=fourteen.bin", fixture.nginx.url("/named/f15.bin")]
+            .joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let out = directory + "/out"
+        let first = try haul(["-i", list, "-d", out])
+        #expect(first.exitStatus == 0, "\(first.errorText)")
+        #expect(try TestFiles.sha256(ofFile: out + "/report 2026.bin") == fixture.sha256("f15.bin"))
+
+        let again = try haul(["-i", list, "-d", out])
+        #expect(again.exitStatus == 0, "\(again.errorText)")
+        for path in [out + "/f13.bin", out + "/fourteen.bin", out + "/report 2026.bin"] {
+            #expect(again.errorText.contains("haul: \(path): already complete\n"), "\(path): \(again.errorText)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).count == 3, "nothing left behind")
+
+        let json = try haul(["-q", "--progress", "json", "-i", list, "-d", out])
+        #expect(json.exitStatus == 0, "\(json.errorText)")
+        let objects = try json.errorText.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+        #expect(objects.count == 0, "-q shows no outcomes, only errors: \(json.errorText)")
+        let jsonLoud = try haul(["--progress", "json", "-i", list, "-d", out])
+        let skipped = try jsonLoud.errorText.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }.filter { $0["type"] as? String == "done" && $0["skipped"] as? Bool == true }
+        #expect(skipped.count == 3, "\(jsonLoud.errorText)")
+
+        // An interrupted download beside the file is not "complete": the engine decides (here: refuses).
+        _ = FileManager.default.createFile(atPath: out + "/f13.bin.part", contents: Data())
+        let partial = try haul(["-i", list, "-d", out])
+        #expect(partial.exitStatus == 9, "\(partial.errorText)")
+        #expect(partial.errorText.contains("haul: \(out)/f13.bin already exists (use --allow-overwrite"), "\(partial.errorText)")
+    }
+
+    /// The exit-code table in --help keeps its three columns at 80 columns: long meanings continue on
+    /// lines indented to the meaning column instead of wrapping to the margin.
+    @Test func helpExitCodeTableKeepsItsColumnsAtEightyColumns() throws {
+        let run = try ChildProcess.run("/usr/bin/env", ["COLUMNS=80", Self.binary, "--help"])
+        #expect(run.exitStatus == 0)
+        let lines = run.outputText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.allSatisfy { $0.count < 80 }, "\(lines.filter { $0.count >= 80 })")
+        let start = try #require(lines.firstIndex(of: "Exit codes:"))
+        let table = lines[(start + 1)...].prefix { !$0.isEmpty }
+        let rows = table.filter { $0.wholeMatch(of: /\s{2,4}\d{1,3}  [a-z]+ +\S.*/) != nil }
+        #expect(rows.map { $0.split(separator: " ")[0] } == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "130"], "\(table)")
+        let meaningColumn = try #require(rows.first.map { row in row.distance(from: row.startIndex, to: row.firstRange(of: "every")!.lowerBound) })
+        for line in table where !rows.contains(line) {
+            #expect(line.hasPrefix(String(repeating: " ", count: meaningColumn)) && line.dropFirst(meaningColumn).first != " ",
+                    "a continuation line starts at the meaning column: \(line.debugDescription)")
+        }
+        for row in rows {
+            #expect(row.dropFirst(meaningColumn - 2).hasPrefix("  ") && row.dropFirst(meaningColumn).first != " ", "\(row)")
+        }
+    }
+
+    /// One `haul: ` prefix on every error line, whichever part of haul found the error.
+    @Test func everyErrorLineHasOnePrefix() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let existing = directory + "/there.bin"
+        _ = FileManager.default.createFile(atPath: existing, contents: Data("x".utf8))
+        let cases: [[String]] = [
+            ["--no-such-option", fixture.nginx.url("/f0.bin")],   // the argument parser
+            ["-c", "many", fixture.nginx.url("/f0.bin")],
+            ["--progress"],
+            ["-o", "a", "-i", directory + "/missing.txt"],        // the plan
+            ["--retries", "0", fixture.nginx.url("/missing.bin")],  // the engine
+            ["-o", existing, fixture.nginx.url("/f0.bin")],       // the CLI's own wording
+        ]
+        for arguments in cases {
+            let run = try haul(arguments)
+            #expect(run.exitStatus != 0)
+            let lines = run.errorText.split(separator: "\n")
+            #expect(!lines.isEmpty, "\(arguments)")
+            for line in lines {
+                #expect(line.hasPrefix("haul: ") && !line.hasPrefix("haul: haul:") && !line.contains("Error: "),
+                        "\(arguments): \(line)")
+            }
+            #expect(lines.count == 1, "\(arguments): one line: \(run.errorText)")
+        }
+    }
+
+    /// With `--progress json`, even with `-q`, every line on stderr is a JSON object: errors too.
+    @Test func quietJSONErrorsAreJSONObjects() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cases: [([String], Int32, String)] = [
+            (["--retries", "0", "-o", directory + "/x.bin", fixture.nginx.url("/missing.bin")], 5, "http"),
+            (["--no-such-option", fixture.nginx.url("/f0.bin")], 2, "usage"),
+            (["--checksum", "nope", fixture.nginx.url("/f0.bin")], 2, "usage"),
+        ]
+        for (arguments, status, className) in cases {
+            for quiet in [["-q"], []] {
+                let run = try haul(quiet + ["--progress", "json"] + arguments)
+                #expect(run.exitStatus == status, "\(arguments): \(run.errorText)")
+                let objects = try run.errorText.split(separator: "\n").map { line in
+                    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+                }
+                let errors = objects.filter { $0["type"] as? String == "error" }
+                #expect(errors.count == 1, "\(quiet + arguments): \(run.errorText)")
+                #expect((errors.first?["code"] as? NSNumber)?.int32Value == status)
+                #expect(errors.first?["class"] as? String == className)
+                if quiet == ["-q"] { #expect(objects.count == 1, "-q: the error only: \(run.errorText)") }
+            }
+        }
+    }
+
+    /// `-c 16` against a server without ranges says why it used one connection; with ranges, nothing.
+    @Test func aServerWithoutRangesIsNamedAsTheReasonForOneConnection() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try haul(["-c", "16", "-o", directory + "/n.bin", fixture.nginx.url("/noranges/big.bin")])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(run.errorText.contains("haul: note: n.bin: the server does not support ranges; used one connection\n"), "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/n.bin") == fixture.bigSHA256)
+
+        let ranged = try haul(["-c", "16", "-o", directory + "/r.bin", fixture.nginx.url("/big.bin")])
+        #expect(ranged.exitStatus == 0, "\(ranged.errorText)")
+        #expect(!ranged.errorText.contains("note:"), "\(ranged.errorText)")
+        let single = try haul(["-c", "1", "-o", directory + "/s.bin", fixture.nginx.url("/noranges/big.bin")])
+        #expect(!single.errorText.contains("note:"), "one connection asked for, one used: \(single.errorText)")
+        let quiet = try haul(["-q", "-c", "16", "-o", directory + "/q.bin", fixture.nginx.url("/noranges/big.bin")])
+        #expect(quiet.exitStatus == 0 && quiet.errorText.isEmpty, "\(quiet.errorText)")
+    }
+
+    /// The second Ctrl-C exits at once (130), saying so; the journal of the last checkpoint still resumes.
+    ///
+    /// The second signal must arrive between the first one's "saving progress" line and the end of the
+    /// pause, a window of milliseconds on loopback (the fdatasync of the checkpoint is most of it). When the
+    /// pause wins the race — haul has already said "paused at" and exited 130 — the attempt proves nothing
+    /// and is made again, up to five times.
+    @Test func aSecondInterruptSaysItExitsNow() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/big.bin"
+        let arguments = ["-c", "8", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        var secondCaught = false
+        for attempt in 0..<5 where !secondCaught {
+            try? FileManager.default.removeItem(atPath: output + ".part")
+            try? FileManager.default.removeItem(atPath: output + ".part.haul")
+            let errorsPath = directory + "/stderr-\(attempt).txt"
+            _ = FileManager.default.createFile(atPath: errorsPath, contents: nil)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.binary)
+            process.arguments = arguments
+            let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorsPath))
+            defer { try? errors.close() }
+            process.standardError = errors
+            try process.run()
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+            func errorText() -> String { (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? "" }
+            func waitFor(pause: useconds_t, _ condition: () -> Bool) {
+                let deadline = Date().addingTimeInterval(20)
+                while !condition() && Date() < deadline && process.isRunning { usleep(pause) }
+            }
+            waitFor(pause: 5_000) { FileManager.default.fileExists(atPath: output + ".part.haul") }
+            #expect(process.isRunning, "still downloading when interrupted")
+            kill(process.processIdentifier, SIGINT)
+            waitFor(pause: 200) { errorText().contains("saving progress") }
+            kill(process.processIdentifier, SIGINT)
+            process.waitUntilExit()
+            let text = errorText()
+            #expect(process.terminationStatus == 130, "\(text)")
+            #expect(text.hasPrefix("haul: interrupted; saving progress"), "\(text)")
+            if text.hasSuffix("haul: second interrupt: exiting now; the journal holds the progress of the last checkpoint\n") {
+                secondCaught = true
+            } else {
+                #expect(text.hasSuffix("; run the same command again to resume\n"), "the first interrupt finished first: \(text)")
+            }
+        }
+        #expect(secondCaught, "the second interrupt arrived during the pause in one of five tries")
+
+        let again = try haul(arguments)
+        #expect(again.exitStatus == 0, "\(again.errorText)")
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+    }
+
+    /// The committed completions and man page are what the argument parser makes of today's options
+    /// (run Scripts/generate-docs.sh after changing one).
+    @Test func committedCompletionsAndManPageMatchTheOptions() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        for (shell, file) in [("bash", "haul.bash"), ("zsh", "_haul"), ("fish", "haul.fish")] {
+            let generated = try haul(["--generate-completion-script", shell])
+            #expect(generated.exitStatus == 0)
+            let committed = try String(contentsOfFile: root + "/docs/completions/" + file, encoding: .utf8)
+            #expect(committed == generated.outputText, "docs/completions/\(file) is stale: run Scripts/generate-docs.sh")
+        }
+        let manual = try String(contentsOfFile: root + "/docs/haul.1", encoding: .utf8)
+        let help = try haul(["--help"]).outputText
+        // The options --help documents: each line that starts with one (`  -c, --connections <n>`, `  --restart`).
+        let options = help.split(separator: "\n").compactMap { line in
+            line.firstMatch(of: /^  (?:-[A-Za-z], )?(--[a-z][a-z-]+)/).map { String($0.output.1) }
+        }
+        #expect(options.count > 25 && options.contains("--skip-existing"), "\(options)")
+        for option in options {
+            #expect(manual.contains("Fl -" + option.dropFirst(2)), "docs/haul.1 lacks \(option): run Scripts/generate-docs.sh")
+        }
     }
 }

@@ -64,11 +64,25 @@ import HaulCommandLine
         #expect(ExitStatus.interrupted.meaning.contains("resume"))
     }
 
-    @Test func tableTextAlignsOneStatusPerLine() {
+    @Test func tableTextAlignsOneStatusPerRowAndIndentsContinuations() {
         let lines = ExitStatus.tableText.split(separator: "\n")
-        #expect(lines.count == ExitStatus.allCases.count)
-        #expect(lines[3].hasPrefix("    3  network      network: DNS"))
-        #expect(lines[10].hasPrefix("  130  interrupted  interrupted"))
+        let rows = lines.filter { $0.dropFirst(2).prefix(3).contains { $0.isNumber } }
+        #expect(rows.count == ExitStatus.allCases.count)
+        #expect(rows[3].hasPrefix("    3  network      network: DNS"))
+        #expect(rows[10].hasPrefix("  130  interrupted  interrupted"))
+        #expect(lines.allSatisfy { $0.count <= 72 }, "fits 80 columns, and the man page's indent: \(lines.filter { $0.count > 72 })")
+        for line in lines where !rows.contains(line) {
+            #expect(line.hasPrefix(String(repeating: " ", count: 20)) && line.dropFirst(20).first != " ",
+                    "continues at the meaning column: \(line)")
+        }
+        // Every meaning is there in full, whatever the width.
+        for width in [40, 60, 78, 200] {
+            let text = ExitStatus.tableText(width: width)
+            let joined = text.split(separator: "\n").map { $0.dropFirst(20) }.joined(separator: " ")
+            for status in ExitStatus.allCases { #expect(joined.contains(status.meaning), "\(width): \(status)") }
+            if width >= 60 { #expect(text.split(separator: "\n").allSatisfy { $0.count <= width }, "\(width)") }
+        }
+        #expect(ExitStatus.tableText(width: 200).split(separator: "\n").count == ExitStatus.allCases.count)
     }
 
     @Test func commandLineErrorsAreUsageAndOthersAreClassified() {

@@ -113,6 +113,49 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(ByteSize(bytes: bytesPerSecond)!)/s" }
 }
 
+/// `--limit-rate` as typed: a ``RateLimit``, or `0` for no limit at all (as in curl, wget and aria2c).
+public enum RateLimitSetting: Sendable, Hashable, CustomStringConvertible {
+    case unlimited
+    case limited(RateLimit)
+
+    /// Parses `text`; nil when it is neither a rate nor zero.
+    public init?(_ text: String) {
+        guard let setting = try? Self.parse(text) else { return nil }
+        self = setting
+    }
+
+    /// Parses `text`: zero in any spelling (`0`, `0K`, `0.0M/s`) is ``unlimited``; anything else must be a
+    /// positive ``RateLimit`` (so `0.1B`, less than a byte but not zero, stays an error).
+    public static func parse(_ text: String) throws(ByteSizeError) -> RateLimitSetting {
+        do {
+            return .limited(try RateLimit.parse(text))
+        } catch where error.reason == .notPositive && isZero(text) {
+            return .unlimited
+        }
+    }
+
+    /// Bytes per second, or nil for no limit (what ``DownloadOptions/rateLimit`` takes).
+    public var bytesPerSecond: Int64? {
+        switch self {
+        case .unlimited: nil
+        case .limited(let limit): limit.bytesPerSecond
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unlimited: "unlimited"
+        case .limited(let limit): limit.description
+        }
+    }
+
+    /// Whether the number in `text` (before any unit) is made of zeros only.
+    private static func isZero(_ text: String) -> Bool {
+        let number = text.lowercased().drop { $0 == " " || $0 == "\t" }.prefix { $0.isASCIIDigit || $0 == "." }
+        return !number.isEmpty && number.contains("0") && number.allSatisfy { $0 == "0" || $0 == "." }
+    }
+}
+
 /// Why a size or rate could not be parsed; the description quotes the text and shows the accepted forms.
 public struct ByteSizeError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Reason: Sendable, Hashable {

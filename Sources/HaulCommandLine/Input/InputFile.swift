@@ -2,7 +2,8 @@ import Haul
 
 /// One download listed in an input file (`haul -i FILE`).
 public struct InputEntry: Sendable, Hashable {
-    /// The URL to download, as written (checked to be an http/https URL).
+    /// The URL to download, as written with `http://` added when it names no scheme (checked to be an
+    /// http/https URL).
     public var url: String
     /// Further URLs of the same file, tried alongside ``url``.
     public var mirrors: [String]
@@ -29,6 +30,8 @@ public struct InputEntry: Sendable, Hashable {
 /// ```
 ///
 /// - The first TAB-separated field is the URL; later fields are mirror URLs or `out=NAME`, in any order.
+///   A URL without a scheme means `http://` (as on the command line); a field is an option when what
+///   comes before its `=` is a bare name (letters, digits, `-`), so `example.org/x?a=b` is a URL.
 /// - A line starting with a space or TAB continues the previous entry; it holds one `out=NAME` (aria2's
 ///   option lines). Other aria2 options are refused by name rather than silently ignored.
 /// - CRLF line ends and a leading UTF-8 byte order mark are accepted.
@@ -65,7 +68,7 @@ public enum InputFile {
             let fields = line.split(separator: "\t").map { self.trimmed($0) }.filter { !$0.isEmpty }
             var entry = InputEntry(url: try checkedURL(fields[0], line: lineNumber), line: lineNumber)
             for field in fields.dropFirst() {
-                if field.contains("=") && !field.contains("://") {
+                if isOption(field) {
                     let name = try outputName(in: field, line: lineNumber, continuation: false)
                     try setOutput(name, of: &entry, line: lineNumber, used: &outputLines)
                 } else {
@@ -85,12 +88,19 @@ public enum InputFile {
     }
 
     private static func checkedURL(_ text: Substring, line: Int) throws(InputFileError) -> String {
+        let url = URLText.withDefaultScheme(String(text))
         do {
-            _ = try HTTPURL(String(text))
+            _ = try HTTPURL(url)
         } catch {
             throw InputFileError(line: line, reason: .invalidURL(error))
         }
-        return String(text)
+        return url
+    }
+
+    /// `key=value` with a bare option name before the `=` (aria2's option lines), not a URL.
+    private static func isOption(_ field: Substring) -> Bool {
+        guard let equals = field.firstIndex(of: "="), equals != field.startIndex else { return false }
+        return field[..<equals].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
     }
 
     /// The NAME of an `out=NAME` field; any other `key=value` is an error naming the key.

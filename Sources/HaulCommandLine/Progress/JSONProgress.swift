@@ -6,11 +6,15 @@ import Haul
 /// {"type":"progress","file":"a.iso","phase":"downloading","bytes":452145152,"total":1073741824,"rate":124151398,"eta":5,"connections":8,"elapsed":42.000}
 /// {"type":"done","file":"a.iso","path":"/data/a.iso","bytes":1073741824,"seconds":9.120,"rate":117734630}
 /// {"type":"error","file":"a.iso","code":3,"class":"network","message":"connect to 10.0.0.1:443: Connection refused","transient":true}
+/// {"type":"done","file":"b.iso","path":"b.iso","bytes":1000,"seconds":0.000,"rate":null,"skipped":true}
 /// ```
 ///
 /// - `bytes`, `total` are byte counts; `total` is null while unknown.
 /// - `rate` is bytes per second, a whole number; `eta` whole seconds or null; `elapsed`, `seconds` decimals.
-/// - `code` and `class` are the ``ExitStatus`` the failure maps to.
+/// - `code` and `class` are the ``ExitStatus`` the failure maps to; `file` is null for an error about no
+///   one file (a usage error).
+/// - A download skipped because its file is already complete (`--skip-existing`, or a rerun of an input
+///   file) is a `"done"` line with `"skipped":true` and the existing file's size.
 /// - Lines carry no trailing newline; the caller writes one after each.
 public enum JSONProgress {
     /// A `"progress"` line for a snapshot.
@@ -41,16 +45,30 @@ public enum JSONProgress {
         return object.json
     }
 
-    /// An `"error"` line for a failed download, classified by ``ExitStatus/init(classifying:)``.
-    public static func errorLine(file: String, error: any Error) -> String {
+    /// A `"done"` line for a download that was skipped: its destination `path` is already complete with `bytes` bytes.
+    public static func skippedLine(file: String, path: String, bytes: Int64) -> String {
+        var object = JSONObjectWriter()
+        object.add("type", "done")
+        object.add("file", file)
+        object.add("path", path)
+        object.add("bytes", bytes)
+        object.add("seconds", 0, fractionDigits: 3)
+        object.add("rate", nil as Int64?)
+        object.add("skipped", true)
+        return object.json
+    }
+
+    /// An `"error"` line for a failed download, classified by ``ExitStatus/init(classifying:)``; `message`
+    /// replaces the error's own description (the CLI's wording, ``ErrorText/message(for:source:)``).
+    public static func errorLine(file: String?, error: any Error, message: String? = nil) -> String {
         let transient = (error as? HaulError)?.isTransient ?? false
-        return errorLine(file: file, status: ExitStatus(classifying: error), message: String(describing: error),
+        return errorLine(file: file, status: ExitStatus(classifying: error), message: message ?? String(describing: error),
                          transient: transient)
     }
 
     /// An `"error"` line with an explicit status and message (for failures that are not Swift errors,
-    /// like an interruption by a signal).
-    public static func errorLine(file: String, status: ExitStatus, message: String, transient: Bool = false) -> String {
+    /// like an interruption by a signal). `file` is null for errors that concern no one file (a usage error).
+    public static func errorLine(file: String?, status: ExitStatus, message: String, transient: Bool = false) -> String {
         var object = JSONObjectWriter()
         object.add("type", "error")
         object.add("file", file)
