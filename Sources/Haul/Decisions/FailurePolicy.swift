@@ -33,7 +33,9 @@ enum FailurePolicy {
         case .changedOnServer:
             return onChange == .restart && context.restartsSoFar < maximumRestarts ? .restart : .fail
         case .mirrorMismatch:
-            return context.otherMirrorLive ? .dropMirror : .fail
+            // URLs given as one file's mirrors that are different files: a mistake of the caller's (several
+            // files meant), not a fault to route around — every time, whichever connection notices first.
+            return .fail
         default:
             break
         }

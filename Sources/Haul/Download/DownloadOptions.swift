@@ -43,7 +43,7 @@ public struct DownloadOptions: Sendable {
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB.
     public init(
-        userAgent: String = "haul/0.1",
+        userAgent: String = "haul/0.2.0",
         headers: [(name: String, value: String)] = [],
         timeouts: ConnectionTimeouts = ConnectionTimeouts(connect: .seconds(10), tlsHandshake: .seconds(10), idle: .seconds(30)),
         totalTimeout: Duration? = nil,

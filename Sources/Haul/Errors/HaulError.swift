@@ -71,7 +71,7 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
         case .timedOut(let after, let url, let bytes): "download of \(url) timed out after \(after) (\(bytes) bytes received)"
         case .incomplete(let url, let expected, let received): "download of \(url) ended after \(received) of \(expected) bytes"
         case .disk(let path, let error): "\(path): \(error)"
-        case .destinationExists(let path): "\(path) already exists (pass replace to overwrite it)"
+        case .destinationExists(let path): "\(path) already exists (DownloadRequest.replacesExisting replaces it)"
         case .unexpected(let what): "unexpected failure: \(what)"
         case .cancelled: "cancelled"
         case .checkpointFailed(let error): "cannot record progress in the resume journal: \(error)"

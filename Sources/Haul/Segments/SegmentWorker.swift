@@ -25,7 +25,10 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// Strong on purpose: an exchange's completion can arrive after the download has ended and let go of its
     /// workers, and must find the download still there (it then ignores the report).
     let download: SegmentedDownload
+    /// The mirror this worker's next request goes to (it moves when a mirror is dropped).
     var mirror: Int
+    /// The mirror the current request went to: what its response says is about that mirror.
+    private(set) var requestMirror = 0
     var role: Role = .ranged
 
     /// The planner segment this worker writes into.
@@ -82,7 +85,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// Starts an exchange for `first..<end` (open-ended when `end` is nil) on a new redirect chain from the
     /// mirror's resolved URL, or — `hop` — continues the current chain at `hop`.
     func request(first: Int64, end: Int64?, role: Role, hop: HTTPURL? = nil) {
-        let target = hop ?? download.mirrors[mirror].resolved
+        if hop == nil { requestMirror = mirror }
+        let target = hop ?? download.mirrors[requestMirror].resolved
         if hop == nil { chain = [target] }
         url = target
         self.role = role
@@ -96,7 +100,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         retryAfter = nil
         interruption = nil
         isBusy = true
-        let ifRange = role == .probe ? nil : download.mirrors[mirror].validators.ifRange
+        let ifRange = role == .probe ? nil : download.mirrors[requestMirror].validators.ifRange
         sentIfRange = ifRange != nil
         let head = download.mirrors.request(to: target, range: end.map { .bytes(first...($0 - 1)) } ?? .from(first),
                                             ifRange: ifRange)

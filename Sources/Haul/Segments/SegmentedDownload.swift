@@ -459,7 +459,7 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         switch decision {
         case .ranged(let length, let served, let validators, let streamBody):
-            mirrors.record(validators, for: worker.mirror)
+            mirrors.record(validators, for: worker.requestMirror)
             try prepareFile(length: length)
             total = length
             rangesSupported = true
@@ -487,7 +487,7 @@ final class SegmentedDownload: @unchecked Sendable {
             return streamBody ? .receiveBody : .abandon
         case .whole(let length, let validators):
             // Ranges are not supported: this one connection carries the file.
-            mirrors.record(validators, for: worker.mirror)
+            mirrors.record(validators, for: worker.requestMirror)
             try prepareFile(length: length ?? 0)
             total = length
             if let length {
@@ -503,7 +503,7 @@ final class SegmentedDownload: @unchecked Sendable {
             worker.window = BodyWindow(start: 0, end: length, bounded: length != nil)
         case .empty(let validators):
             // Whatever body came with it (a 416's error text) is not the file.
-            mirrors.record(validators, for: worker.mirror)
+            mirrors.record(validators, for: worker.requestMirror)
             try prepareFile(length: 0)
             total = 0
             planner = SegmentPlanner(total: 0, minimumSegment: options.minimumSegment)
@@ -516,14 +516,14 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Whether a ranged response may be written (``RangedResponseDecision``); throws what it is otherwise.
     func acceptRanged(_ facts: ResponseFacts, from worker: SegmentWorker) throws {
-        let mirror = mirrors[worker.mirror]
+        let mirror = mirrors[worker.requestMirror]
         let end = worker.requestEnd ?? total!
         let known = RangedResponseDecision.Known(total: total!, validators: mirror.validators, verified: mirror.verified,
                                                  sentIfRange: worker.sentIfRange,
                                                  partialSince: resumeState.map { HTTPDate(secondsSinceEpoch: $0.createdAt) })
         switch RangedResponseDecision.decide(facts, requested: worker.requestFirst..<end, known: known, url: worker.url!.description) {
         case .accept(let validators, let bounded):
-            if !mirror.verified { mirrors.record(validators, for: worker.mirror) }
+            if !mirror.verified { mirrors.record(validators, for: worker.requestMirror) }
             worker.window = BodyWindow(start: worker.requestFirst, end: end, bounded: bounded)
         case .redirect:
             preconditionFailure("redirects are followed before the ranged decision")
@@ -664,6 +664,8 @@ final class SegmentedDownload: @unchecked Sendable {
         } catch {
             return handleFailure(.redirect(error), worker: worker)
         }
+        // The worker was moved off a mirror dropped meanwhile: its chain is of no use any more.
+        guard worker.mirror == worker.requestMirror else { return resume(worker) }
         mirrors.noteRedirect(worker.mirror, to: target)
         redirects += 1
         if let end = worker.requestEnd, worker.role == .ranged { bytesRequested -= end - worker.requestFirst }
@@ -676,6 +678,9 @@ final class SegmentedDownload: @unchecked Sendable {
         worker.segment = nil
         worker.window = nil
         speedWatch.forget(worker.id)
+        // A request to a mirror that was dropped while it ran says nothing about the mirror the worker has
+        // moved to (nor, twice, about the dropped one): it goes back to work there.
+        if worker.requestMirror != worker.mirror, mirrors[worker.requestMirror].dropped { return resume(worker) }
         let mirror = worker.mirror
         let context = FailurePolicy.Context(
             error: error, failuresInRow: worker.failuresInRow + 1, retriesSoFar: retries, restartsSoFar: restarts,

@@ -38,7 +38,7 @@ import HaulIO
     @Test func permanentErrorsMoveToAnotherMirrorOrFail() {
         #expect(decide(notFound) == .fail)
         #expect(decide(notFound, otherMirror: true) == .dropMirror)
-        #expect(decide(.mirrorMismatch(url: "u", detail: "d"), otherMirror: true) == .dropMirror)
+        #expect(decide(.mirrorMismatch(url: "u", detail: "d"), otherMirror: true) == .fail, "mirrors that are different files")
     }
 
     @Test func anExpiredRedirectTargetIsResolvedAgainFromTheGivenURL() {
