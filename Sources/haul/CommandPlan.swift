@@ -91,12 +91,17 @@ extension HaulCommand {
         guard !(skipExisting && allowOverwrite) else {
             throw UsageError("--skip-existing and --allow-overwrite contradict each other; give one of them")
         }
+        let netrcFile = try loadNetrc()
+        let explicitAuthorization = options.headers.contains { $0.name.lowercased() == "authorization" }
         var downloads: [CommandPlan.Download] = []
         func add(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) {
             let destination: DownloadRequest.Destination = output.map { .file(Self.join(dir, $0)) } ?? .directory(dir ?? ".")
-            let request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
+            var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
                                           replacesExisting: allowOverwrite, checksum: expected, onChange: onChange.policy,
                                           discardsPartialDownload: restart)
+            if !explicitAuthorization, let authorization = Self.authorization(for: url, user: user, netrc: netrcFile) {
+                request.headers.append(("Authorization", authorization))
+            }
             let path: String
             switch destination {
             case .file(let file): path = file
@@ -151,6 +156,42 @@ extension HaulCommand {
 
     /// Checks that `text` (as typed, or with `http://` added: then `typed` is what the user wrote) is a URL
     /// the engine can fetch.
+    /// `-u` wins; else the netrc entry for the URL's host (for the URL's own user, when it names one); a
+    /// URL with its own password needs neither. The engine sends the result to that URL's origin only.
+    static func authorization(for url: String, user: String?, netrc: Netrc?) -> String? {
+        if let user {
+            let parts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            return basic(String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+        }
+        guard let netrc, let parsed = try? HTTPURL(url), parsed.userInfo?.password == nil,
+              let found = netrc.credentials(forHost: parsed.host.name, user: parsed.userInfo?.user) else { return nil }
+        return basic(found.login, found.password)
+    }
+
+    private static func basic(_ user: String, _ password: String) -> String {
+        BasicAuthorization.fieldValue(user: user, password: password)
+    }
+
+    /// The netrc file `--netrc`/`--netrc-file` name, parsed; a warning when others can read it.
+    func loadNetrc() throws -> Netrc? {
+        let path: String
+        if let netrcFile {
+            path = netrcFile
+        } else if netrc {
+            guard let home = getenv("HOME").map({ String(cString: $0) }) else { throw UsageError("--netrc: HOME is not set") }
+            path = home + "/.netrc"
+        } else {
+            return nil
+        }
+        let text: String
+        do { text = try TextFile.read(path) } catch { throw UsageError("cannot read netrc file \(path): \(error)") }
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
+            StandardError.write(ErrorText.line("warning: \(path) can be read by other users; the passwords in it are not private") + "\n")
+        }
+        do { return try Netrc(parsing: text) } catch { throw UsageError("\(path): \(error)") }
+    }
+
     static func checkURL(_ text: String, typed: String? = nil, where place: String) throws {
         do { _ = try HTTPURL(text) } catch {
             throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" is not a usable http(s) URL: \(error)")

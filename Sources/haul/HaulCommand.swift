@@ -62,6 +62,15 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
     var header: [String] = []
 
+    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the server of the (first) URL, sent as Basic authorization to that origin only.")
+    var user: String?
+
+    @Flag(name: .long, help: "Take the login and password for each URL's host from ~/.netrc.")
+    var netrc = false
+
+    @Option(name: .long, help: "Like --netrc, from FILE.")
+    var netrcFile: String?
+
     @Option(name: .long, help: "User-Agent to send.")
     var userAgent = HaulVersion.userAgent
 

@@ -24,9 +24,14 @@ final class CLIFixture: Sendable {
         // 8 connections × 1 MB/s: the 16 MiB file takes about two seconds, time enough to interrupt it.
         configuration.rateLimitedLocation = .init(prefix: "/slow/", rate: "1m")
         // /noranges/ answers every request with the whole file (200), as a server without range support does.
+        // alice:s3cret for /private/ (the hash made by openssl, as htpasswd would).
+        let hash = try ChildProcess.run("/usr/bin/openssl", ["passwd", "-apr1", "s3cret"], timeout: 30).outputText
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try "alice:\(hash)\n".write(toFile: data + "/.htpasswd", atomically: true, encoding: .utf8)
         configuration.extraServerDirectives = """
             location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="report 2026.bin"'; }
             location /noranges/ { alias \(data)/; max_ranges 0; }
+            location /private/ { alias \(data)/; auth_basic "haul tests"; auth_basic_user_file \(data)/.htpasswd; }
             """
         let server = try NginxServer(configuration: configuration)
         nginx = server
@@ -384,6 +389,41 @@ final class CLIFixture: Sendable {
         #expect(run.errorText.hasPrefix("haul: mirror ") && run.errorText.contains("disagrees"), "\(run.errorText)")
         #expect(run.errorText.hasSuffix("; if these are different files, use -Z (or -i)\n"), "\(run.errorText)")
         #expect(run.errorText.split(separator: "\n").count == 1, "\(run.errorText)")
+    }
+
+    // MARK: Credentials
+
+    @Test func userPasswordFromDashUTheURLOrNetrcReachesTheServer() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = fixture.nginx.url("/private/f5.bin")
+        let refused = try haul(["-c", "2", "-o", directory + "/no.bin", url])
+        #expect(refused.exitStatus == 5 && refused.errorText.contains("401"), "\(refused.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/no.bin"))
+
+        let withUser = try haul(["-c", "4", "-u", "alice:s3cret", "-o", directory + "/u.bin", url])
+        #expect(withUser.exitStatus == 0, "\(withUser.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/u.bin") == fixture.sha256("f5.bin"))
+
+        let inURL = try haul(["-c", "4", "-o", directory + "/i.bin", url.replacingOccurrences(of: "http://", with: "http://alice:s3cret@")])
+        #expect(inURL.exitStatus == 0, "\(inURL.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/i.bin") == fixture.sha256("f5.bin"))
+
+        let netrc = directory + "/netrc"
+        try "machine 127.0.0.1\n  login alice\n  password s3cret\n".write(toFile: netrc, atomically: true, encoding: .utf8)
+        chmod(netrc, 0o600)
+        let fromNetrc = try haul(["-c", "4", "--netrc-file", netrc, "-o", directory + "/n.bin", url])
+        #expect(fromNetrc.exitStatus == 0, "\(fromNetrc.errorText)")
+        #expect(!fromNetrc.errorText.contains("can be read by other users"))
+        #expect(try TestFiles.sha256(ofFile: directory + "/n.bin") == fixture.sha256("f5.bin"))
+
+        chmod(netrc, 0o644)
+        let readable = try haul(["--netrc-file", netrc, "-o", directory + "/r.bin", url])
+        #expect(readable.exitStatus == 0, "\(readable.errorText)")
+        #expect(readable.errorText.contains("haul: warning: \(netrc) can be read by other users"), "\(readable.errorText)")
+
+        let wrong = try haul(["-u", "alice:nope", "-o", directory + "/w.bin", url])
+        #expect(wrong.exitStatus == 5 && wrong.errorText.contains("401"), "\(wrong.errorText)")
     }
 
     @Test func limitRateZeroMeansUnlimited() throws {

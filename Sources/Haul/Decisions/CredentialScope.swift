@@ -52,14 +52,15 @@ struct CredentialScope: Sendable {
 }
 
 /// `Authorization: Basic …` (RFC 7617) from a user and password.
-enum BasicAuthorization {
+public enum BasicAuthorization {
     /// The field value for URL user info (percent-decoded first, as curl does).
     static func fieldValue(_ userInfo: HTTPURL.UserInfo) -> String {
         fieldValue(user: SuggestedFileName.percentDecoded(userInfo.user),
                    password: userInfo.password.map(SuggestedFileName.percentDecoded) ?? "")
     }
 
-    static func fieldValue(user: String, password: String) -> String {
+    /// The field value: `Basic ` and the base64 of `user:password` in UTF-8.
+    public static func fieldValue(user: String, password: String) -> String {
         "Basic " + base64(Array((user + ":" + password).utf8))
     }
 
