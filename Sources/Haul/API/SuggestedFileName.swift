@@ -5,7 +5,7 @@
 /// A suggestion comes from the network, so it is hostile until proven otherwise: path separators would
 /// write outside the directory, `..` would climb out of it, control characters would garble terminals and
 /// logs, and a leading `.` would hide the file.
-enum SuggestedFileName {
+public enum SuggestedFileName {
     /// Longest working suffix the engine appends to a destination name (`NAME.part.haul.tmp`).
     static let longestWorkingSuffix = ".part.haul.tmp"
     /// Longest name, in UTF-8 bytes: what common Linux filesystems accept (255) less the longest working
@@ -21,7 +21,9 @@ enum SuggestedFileName {
         return forURL(url)
     }
 
-    static func forURL(_ url: HTTPURL) -> String {
+    /// The name for `url` when the server suggests none: its last path segment, percent-decoded and made
+    /// safe, else `index.html`.
+    public static func forURL(_ url: HTTPURL) -> String {
         let last = url.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
         return sanitized(percentDecoded(last)) ?? fallback
     }
