@@ -118,7 +118,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     /// ended, and trying again may well succeed (``HaulError/isTransient`` agrees).
     public init(_ error: HaulError) {
         switch error {
-        case .invalidURL, .invalidRequest: self = .usage
+        case .invalidURL, .invalidRequest, .invalidDestination: self = .usage
         case .network, .truncatedTLS, .timedOut, .incomplete, .belowSpeedLimit: self = .network
         case .tls, .tlsSetup: self = .tls
         case .httpStatus, .redirect: self = .http
@@ -130,7 +130,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocolViolation
         case .changedOnServer, .partialDownloadMismatch: self = .changedOnServer
         case .checksumMismatch: self = .checksumMismatch
-        case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed: self = .output
+        case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed, .outputClosed: self = .output
         case .cancelled: self = .interrupted
         case .unexpected: self = .unexpected
         }

@@ -95,7 +95,12 @@ extension HaulCommand {
         let explicitAuthorization = options.headers.contains { $0.name.lowercased() == "authorization" }
         var downloads: [CommandPlan.Download] = []
         func add(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) {
-            let destination: DownloadRequest.Destination = output.map { .file(Self.join(dir, $0)) } ?? .directory(dir ?? ".")
+            let destination: DownloadRequest.Destination
+            switch output {
+            case "-": destination = .stream(STDOUT_FILENO)   // curl's and wget's `-o -`: in order to stdout
+            case let output?: destination = .file(Self.join(dir, output))
+            case nil: destination = .directory(dir ?? ".")
+            }
             var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
                                           replacesExisting: allowOverwrite, checksum: expected, onChange: onChange.policy,
                                           discardsPartialDownload: restart)
@@ -105,6 +110,7 @@ extension HaulCommand {
             let path: String
             switch destination {
             case .file(let file): path = file
+            case .stream: path = "-"
             case .directory(let directory):
                 let name = URLText.fileName(forURL: url) ?? "index.html"
                 path = directory.hasSuffix("/") ? directory + name : directory + "/" + name

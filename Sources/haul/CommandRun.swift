@@ -111,6 +111,7 @@ final class CommandRun: Sendable {
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
     /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
     private func alreadyComplete(_ download: CommandPlan.Download, path: String) -> Bool {
+        if case .stream = download.request.destination { return false }
         let verdict = ExistingDestination.verdict(
             destinationExists: OutputFile.exists(path), partialExists: OutputFile.exists(path + ".part"),
             skipExisting: plan.skipsExisting, fromInputFile: download.source == .inputFile,
@@ -179,6 +180,7 @@ final class ProgressReporter: Sendable {
         if path.isEmpty {
             switch task.request.destination {
             case .file(let file): path = file
+            case .stream: path = task.request.url
             case .directory: path = task.request.url
             }
         }
@@ -285,7 +287,8 @@ final class ProgressReporter: Sendable {
             StandardError.write(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
         case .bar, .plain:
             if style == .bar { clearBar() }
-            StandardError.write("haul: saved \(name) (\(Self.transferSummary(result, seconds: seconds)))\n")
+            let place = result.path == "-" ? "to standard output" : name
+            StandardError.write("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))\n")
         }
     }
 
@@ -346,6 +349,8 @@ final class ProgressReporter: Sendable {
         }
         clearBar()
         if case HaulError.cancelled = error { return }
+        // `haul -o - URL | head`: the reader had what it wanted; that is no error worth a line (exit 9 says it).
+        if case HaulError.outputClosed = error { return }
         StandardError.write(ErrorText.line(message) + "\n")
     }
 

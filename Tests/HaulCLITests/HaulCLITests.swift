@@ -391,6 +391,26 @@ final class CLIFixture: Sendable {
         #expect(run.errorText.split(separator: "\n").count == 1, "\(run.errorText)")
     }
 
+    // MARK: Standard output
+
+    @Test func dashOStreamsTheFileInOrderToStandardOutput() throws {
+        let streamed = try haul(["-c", "8", "--min-segment", "1M", "-o", "-", fixture.nginx.url("/slow/big.bin")], timeout: 120)
+        #expect(streamed.exitStatus == 0, "\(streamed.errorText)")
+        #expect(streamed.standardOutput.count == fixture.bigSize)
+        #expect(try TestFiles.sha256(of: streamed.standardOutput) == fixture.bigSHA256, "the bytes in order")
+        #expect(streamed.errorText.contains("saved to standard output"), "\(streamed.errorText)")
+
+        let checked = try haul(["--checksum", "sha256=" + fixture.bigSHA256, "-o", "-", fixture.nginx.url("/big.bin")])
+        #expect(checked.exitStatus == 2 && checked.errorText.contains("a checksum needs the whole file"), "\(checked.errorText)")
+    }
+
+    @Test func aReaderThatStopsEarlyEndsTheDownloadQuietly() throws {
+        let script = "\"$0\" --no-sync -c 4 -o - \"$1\" | head -c 1000 > /dev/null; exit ${PIPESTATUS[0]}"
+        let run = try ChildProcess.run("/bin/bash", ["-c", script, Self.binary, fixture.nginx.url("/slow/big.bin")], timeout: 120)
+        #expect(run.exitStatus == 9, "\(run.errorText)")
+        #expect(run.errorText.isEmpty, "no error line for a closed pipe: \(run.errorText)")
+    }
+
     // MARK: Credentials
 
     @Test func userPasswordFromDashUTheURLOrNetrcReachesTheServer() throws {

@@ -148,4 +148,24 @@ import Testing
             _ = overlaps
         }
     }
+
+    @Test func aHorizonHandsOutNothingPastItUntilItMoves() {
+        var planner = SegmentPlanner(total: 10 << 20, minimumSegment: 1 << 20, horizon: 3 << 20, requestChunk: 1 << 20)
+        planner.splitForStart(connections: 3)
+        var handedOut: [Range<Int64>] = []
+        for worker in 0..<5 {
+            if let work = planner.nextRequest(for: worker) { handedOut.append(work.range) }
+        }
+        #expect(handedOut.allSatisfy { $0.upperBound <= 3 << 20 }, "\(handedOut)")
+        #expect(handedOut.reduce(0) { $0 + $1.count } == 3 << 20)
+        let beyond = planner.nextRequest(for: 9)
+        #expect(beyond == nil, "nothing past the horizon")
+        let moved = planner.advanceHorizon(to: 4 << 20)
+        let again = planner.advanceHorizon(to: 4 << 20)
+        #expect(moved && !again, "it only grows")
+        let next = planner.nextRequest(for: 9)
+        #expect(next?.range == (3 << 20)..<(4 << 20))
+        let toEnd = planner.advanceHorizon(to: 100 << 20)
+        #expect(toEnd && planner.horizon == 10 << 20)
+    }
 }

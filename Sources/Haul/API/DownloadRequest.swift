@@ -11,6 +11,12 @@ public struct DownloadRequest: Sendable {
         /// of the final URL's path, else `index.html`. Suggested names are sanitized: no path separators, no
         /// `..`, no control characters, at most 255 bytes.
         case directory(String)
+        /// Deliver the bytes in order to this open descriptor (standard output, a pipe, a socket) while
+        /// still fetching over several connections: no `.part`, no journal, nothing to resume. Connections
+        /// fetch at most one request each (``DownloadOptions/minimumSegment``, at least 1 MiB) ahead of what
+        /// the stream has taken, so memory stays bounded by that window; writes block, so the stream's
+        /// reader paces the download. The descriptor stays open.
+        case stream(Int32)
     }
 
     /// The URL to fetch.

@@ -1,6 +1,7 @@
 /// What a finished download produced.
 public struct DownloadResult: Sendable {
     /// The completed file.
+    /// (`-` for a download delivered to a stream.)
     public var path: String
     /// Bytes written.
     public var bytes: Int64

@@ -225,7 +225,7 @@ public final class DownloadTask: @unchecked Sendable {
             mirrors: prepared.mirrors, destination: prepared.destination,
             resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
             checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
-            notices: prepared.notices, file: prepared.file)
+            notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)))
         state = .running(download)
         runStarted = .now()
         rate = RateEstimator()
@@ -416,6 +416,8 @@ extension DownloadTask {
         var notices: [String] = []
         /// The `.part` file, opened and locked for this download (nil until a directory download is named).
         var file: OutputFile?
+        /// The descriptor of a download delivered in order to a stream.
+        var stream: Int32?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -440,6 +442,11 @@ extension DownloadTask {
                 if created { try? OutputFile.remove(path + ".part") }
                 throw error
             }
+        case .stream(let descriptor):
+            guard request.checksum == nil else {
+                throw .invalidDestination("a checksum needs the whole file, which a stream does not keep")
+            }
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
@@ -495,6 +502,8 @@ extension DownloadTask {
 
     /// Checksum, sync, atomic rename, journal removal.
     static func finish(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool) throws(HaulError) {
+        // A streamed download has delivered everything already: there is no file to check or rename.
+        guard let file = finished.file else { return }
         if let checksum {
             let actual: String
             do { actual = try FileDigest.hex(of: finished.partPath, algorithm: checksum.algorithm) } catch {
@@ -505,7 +514,7 @@ extension DownloadTask {
             }
         }
         do {
-            if synchronizes { try finished.file.synchronize() }
+            if synchronizes { try file.synchronize() }
             try OutputFile.rename(finished.partPath, to: destination)
             // The rename is durable only once the directory is: without this a power cut could bring back
             // `.part` (or nothing) after haul said the file was there.

@@ -32,6 +32,9 @@ enum FailurePolicy {
         switch context.error {
         case .changedOnServer:
             return onChange == .restart && context.restartsSoFar < maximumRestarts ? .restart : .fail
+        case .disk, .insufficientSpace, .outputClosed, .destinationBusy, .unexpected:
+            // Local trouble: no server, and no other mirror, can help with it.
+            return .fail
         case .mirrorMismatch:
             // URLs given as one file's mirrors that are different files: a mistake of the caller's (several
             // files meant), not a fault to route around — every time, whichever connection notices first.

@@ -25,6 +25,8 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     case incomplete(url: String, expected: Int64, received: Int64)
     /// Reading or writing a local file failed.
     case disk(path: String, SystemError)
+    /// The request's destination cannot be used as asked (a checksum for a stream, say).
+    case invalidDestination(String)
     /// The destination exists and replacing it was not allowed.
     case destinationExists(path: String)
     /// The resource changed on the server (validator, length, or a full response to a ranged request).
@@ -36,6 +38,9 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     case faultyResponse(url: String, detail: String)
     /// A connection stayed below the low-speed limit (``DownloadOptions/lowSpeedLimit``).
     case belowSpeedLimit(url: String, limit: LowSpeedLimit)
+    /// The stream a download was delivered to (``DownloadRequest/Destination/stream(_:)``) was closed by its
+    /// reader (a broken pipe).
+    case outputClosed
     /// Another download (in this process or another) is writing the same destination.
     case destinationBusy(path: String, holder: Int32?)
     /// Mirrors disagree about the resource (length).
@@ -84,6 +89,8 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
         case .faultyResponse(let url, let detail): "faulty response from \(url): \(detail)"
         case .belowSpeedLimit(let url, let limit):
             "transfer from \(url) stayed below \(limit.bytesPerSecond) bytes/s for \(limit.seconds) s"
+        case .outputClosed: "the output was closed by its reader"
+        case .invalidDestination(let reason): "invalid destination: \(reason)"
         case .destinationBusy(let path, let holder):
             "\(path) is being written by another download\(holder.map { " (process \($0))" } ?? ""); not touching it"
         case .checksumMismatch(let path, let expected, let actual):

@@ -27,15 +27,30 @@ struct SegmentPlanner {
     /// Bytes written by finished and active segments (in [start, next) of each).
     private(set) var written: ByteRangeSet
     private var nextSegmentID = 0
+    /// Bytes at and past this offset are not handed out yet (a download streamed in order keeps what it
+    /// fetches ahead of what it has delivered bounded); ``advanceHorizon(to:)`` releases more.
+    private(set) var horizon: Int64
 
     /// Plans `0..<total` minus what `alreadyDone` covers (a resumed download), as segments of at least
-    /// `minimumSegment` bytes each, at most `connections` of them per gap.
-    init(total: Int64, minimumSegment: Int64, alreadyDone: ByteRangeSet = ByteRangeSet()) {
+    /// `minimumSegment` bytes each, at most `connections` of them per gap; with a `horizon`, only the bytes
+    /// before it for now.
+    init(total: Int64, minimumSegment: Int64, alreadyDone: ByteRangeSet = ByteRangeSet(), horizon: Int64? = nil,
+         requestChunk: Int64? = nil) {
         self.total = total
         self.minimumSegment = max(1, minimumSegment)
-        self.requestChunk = max(self.minimumSegment, 4 << 20)
+        self.requestChunk = requestChunk ?? max(self.minimumSegment, 4 << 20)
         self.written = alreadyDone
-        for gap in alreadyDone.gaps(in: 0..<total) { addSegment(gap) }
+        self.horizon = min(total, max(0, horizon ?? total))
+        for gap in alreadyDone.gaps(in: 0..<self.horizon) { addSegment(gap) }
+    }
+
+    /// Hands out the bytes before `offset` too (it only ever grows); true when that released any.
+    mutating func advanceHorizon(to offset: Int64) -> Bool {
+        let next = min(total, offset)
+        guard next > horizon else { return false }
+        for gap in written.gaps(in: horizon..<next) { addSegment(gap) }
+        horizon = next
+        return true
     }
 
     private mutating func addSegment(_ range: Range<Int64>, owner: Int? = nil) {

@@ -16,7 +16,8 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// What the loop hands to the blocking finish (checksum, sync, rename).
     struct Finished: Sendable {
-        var file: OutputFile
+        /// nil for a download streamed in order (``OrderedStream``): everything is delivered already.
+        var file: OutputFile?
         var partPath: String
         var journalPath: String
         /// Whether a journal was written (small files have none), so the finish knows to remove it.
@@ -90,13 +91,22 @@ final class SegmentedDownload: @unchecked Sendable {
     private var bytesAtLastCheckpoint: Int64 = 0
     /// What the user should be told about this download (a resume from another URL, say).
     private(set) var notices: [String] = []
+    /// Set when the bytes go to a stream in order instead of a file: then no `.part`, no journal, and the
+    /// planner hands out nothing past ``streamWindow`` beyond what the stream has delivered.
+    let stream: OrderedStream?
+    /// Most bytes requested ahead of the stream's delivery point: one request per connection.
+    let streamWindow: Int64
+    /// What one request of a streamed download asks for.
+    let streamChunk: Int64
+    private var horizonCheckQueued = false
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
          checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
-         resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil) {
-        precondition(destination != nil || resolveName != nil, "a download needs a destination or a way to name it")
+         resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
+         stream: OrderedStream? = nil) {
+        precondition(destination != nil || resolveName != nil || stream != nil, "a download needs a destination or a way to name it")
         self.destination = destination ?? ""
         self.partPath = destination.map { $0 + ".part" } ?? ""
         self.journalPath = destination.map { $0 + ".part.haul" } ?? ""
@@ -115,6 +125,15 @@ final class SegmentedDownload: @unchecked Sendable {
                                                slowRatio: options.slowConnectionRatio, lowSpeed: options.lowSpeedLimit)
         self.notices = notices
         self.file = file
+        self.stream = stream
+        if stream != nil {
+            // Nothing is written beside a stream: "-" names it, as on curl's command line.
+            self.destination = "-"
+            self.partPath = ""
+            self.journalPath = ""
+        }
+        streamChunk = max(options.minimumSegment, 1 << 20)
+        streamWindow = Int64(options.connections) * streamChunk
     }
 
     // MARK: Lifecycle
@@ -293,7 +312,7 @@ final class SegmentedDownload: @unchecked Sendable {
         isFinished = true
         stopAll()
         releaseConnections()
-        let resumable = rangesSupported || bytesDone == 0
+        let resumable = bytesDone == 0 || (rangesSupported && stream == nil)
         startCheckpointing(always: true)
         guard let checkpointer, let planner else {
             file?.unlock()
@@ -336,7 +355,17 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Every byte is written: check that the file is exactly the resource's length, then report.
     private func succeed() {
-        guard !isFinished, let file, let total, let planner else { return }
+        guard !isFinished, let total, let planner else { return }
+        if let stream {
+            guard stream.delivered == total, planner.written.count == total else {
+                return fail(.unexpected("delivered \(stream.delivered) of \(total) bytes to the stream, \(planner.written.count) written"))
+            }
+            isFinished = true
+            stopAll()
+            releaseConnections()
+            return report(nil)
+        }
+        guard let file else { return }
         let size: Int64
         do { size = try file.size() } catch { return fail(.disk(path: partPath, error)) }
         guard size == total, planner.written.count == total, planner.written.gaps(in: 0..<total).isEmpty else {
@@ -354,7 +383,7 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
-    private func report(_ file: OutputFile) {
+    private func report(_ file: OutputFile?) {
         let primary = mirrors.primary
         completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath,
                                        journaled: checkpointer != nil || resumeJournal != nil, bytes: total ?? bytesDone,
@@ -463,7 +492,10 @@ final class SegmentedDownload: @unchecked Sendable {
             try prepareFile(length: length)
             total = length
             rangesSupported = true
-            var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
+            var planner = stream == nil
+                ? SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
+                : SegmentPlanner(total: length, minimumSegment: min(options.minimumSegment, streamChunk),
+                                 horizon: streamWindow, requestChunk: streamChunk)
             let connections = planner.usefulConnections(limit: options.connections)
             planner.splitForStart(connections: connections)
             let work = planner.nextRequest(for: worker.id)!
@@ -553,6 +585,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// Makes the `.part` file empty and, for a large file, reserves `length` bytes — after checking that
     /// the filesystem has room for them (counting what the file already holds, since it is truncated).
     private func prepareFile(length: Int64) throws {
+        guard stream == nil else { return }
         let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
         do {
             if file == nil { file = try OutputFile.open(partPath, truncate: true) }
@@ -572,15 +605,38 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, proven: Bool = true) throws {
         // The body windows make this impossible; if it ever happens, it must not become a wrong file.
         guard offset >= 0, offset + Int64(bytes.count) <= total ?? Int64.max else {
             throw HaulError.unexpected("refusing to write \(bytes.count) bytes at \(offset) of a \(total ?? -1)-byte file")
+        }
+        if let stream {
+            do {
+                try stream.write(bytes, at: offset, proven: proven)
+            } catch {
+                throw error.errno == EPIPE ? HaulError.outputClosed : HaulError.disk(path: "the output stream", error)
+            }
+            return queueHorizonCheck()
         }
         do {
             try file!.write(bytes, at: offset)
         } catch {
             throw HaulError.disk(path: partPath, error)
+        }
+    }
+
+    /// Once the stream has delivered enough, the planner may hand out the next bytes: connections that
+    /// rest for want of work are woken (on the next loop turn: this runs inside a connection's read).
+    private func queueHorizonCheck() {
+        guard let stream, let planner, !horizonCheckQueued,
+              stream.delivered + streamWindow - planner.horizon >= streamChunk || stream.delivered == planner.horizon else { return }
+        horizonCheckQueued = true
+        loop.execute { [self] in
+            horizonCheckQueued = false
+            guard !isFinished, var planner = self.planner else { return }
+            let released = planner.advanceHorizon(to: (self.stream?.delivered ?? 0) + streamWindow)
+            self.planner = planner
+            if released { wakeIdleWorkers() }
         }
     }
 
@@ -647,6 +703,12 @@ final class SegmentedDownload: @unchecked Sendable {
                     return handleFailure(.faultyResponse(url: url, detail: "the body of range \(window.start)-\(window.end! - 1) ended after \(window.received) of \(window.end! - window.start) bytes"), worker: worker)
                 }
                 recordWritten(window.received, in: worker.segment)
+                if let stream {
+                    do { try stream.commit(window.start..<window.end!) } catch {
+                        return handleFailure(error.errno == EPIPE ? .outputClosed : .disk(path: "the output stream", error), worker: worker)
+                    }
+                    queueHorizonCheck()
+                }
             } else if worker.segment != nil, summary.complete, !window.isFilled {
                 return handleFailure(.incomplete(url: url, expected: window.end!, received: window.position), worker: worker)
             }
@@ -674,6 +736,9 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
+        if worker.provisional, let window = worker.window, let end = window.end {
+            stream?.discardUnproven(in: window.start..<end)
+        }
         if let segment = worker.segment { planner?.release(segment) }
         worker.segment = nil
         worker.window = nil
