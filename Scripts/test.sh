@@ -25,4 +25,19 @@ swift build --build-tests
 # One test at a time: the integration tests time real downloads and pause them mid-way, and with suites in
 # parallel on two cores, heavy fixtures (hashing 256 MiB in a debug build) starve the shared cooperative
 # pool for seconds. Serial, the suite takes about a minute and its results do not depend on the machine's load.
-swift test --no-parallel
+# The tests get a temporary directory of their own, so that what a run leaves behind is seen: anything
+# of ours (haul-*) still there afterwards fails the run. (SwiftPM's and the compiler's own entries are not
+# ours.)
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/haul-test-run.XXXXXX")
+set +e
+TMPDIR="$run_tmp" swift test --no-parallel
+status=$?
+set -e
+left=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'haul-*' -printf '%f\n' | sort)
+rm -rf "$run_tmp"
+if [ -n "$left" ]; then
+    echo "the tests left these behind in the temporary directory:" >&2
+    echo "$left" >&2
+    exit 1
+fi
+exit $status

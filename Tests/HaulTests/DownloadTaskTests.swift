@@ -16,6 +16,7 @@ final class DownloadTaskFixture: Sendable {
 
     init() throws {
         data = try scratchDirectory()
+        RunScopedDirectories.removeAtExit(data)
         var configuration = NginxConfiguration()
         configuration.dataDirectory = data
         // 4 connections × 3 MB/s: the 24 MiB file takes about two seconds, long enough to act on mid-way even

@@ -1,0 +1,38 @@
+import Foundation
+import Synchronization
+@testable import Haul
+
+/// The task's outcome, or nil when it had not ended within `limit` (the task is then cancelled): a download
+/// that hangs fails its test instead of holding the whole run. A bound on hanging, not a timing assertion.
+func outcomeWithin(_ limit: Duration, of task: DownloadTask) async -> Result<DownloadResult, HaulError>? {
+    await withTaskGroup(of: Result<DownloadResult, HaulError>?.self) { group in
+        group.addTask { await task.outcome() }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        if first == nil { await task.cancel() }
+        group.cancelAll()
+        return first
+    }
+}
+
+/// Fixtures that live for the whole test run (Swift Testing has no run-wide teardown) register their
+/// directories here; they are removed when the test process exits, so a run leaves nothing in /tmp.
+enum RunScopedDirectories {
+    private static let directories = Mutex<[String]>([])
+    private static let registered = Mutex(false)
+
+    static func removeAtExit(_ path: String) {
+        directories.withLock { $0.append(path) }
+        let first = registered.withLock { registered -> Bool in
+            defer { registered = true }
+            return !registered
+        }
+        guard first else { return }
+        atexit {
+            for path in RunScopedDirectories.directories.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }
+}
