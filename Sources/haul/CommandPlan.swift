@@ -80,8 +80,9 @@ extension HaulCommand {
 
         let expected: Checksum?
         if let checksum {
-            guard let parsed = Checksum(checksum) else {
-                throw UsageError("--checksum \"\(checksum)\" is not ALGO=HEX with ALGO sha256, sha1 or md5 and a digest of the right length")
+            let parsed: Checksum
+            do { parsed = try Checksum(checksum) } catch {
+                throw UsageError("--\(error)")
             }
             expected = parsed
         } else {

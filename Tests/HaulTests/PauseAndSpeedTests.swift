@@ -76,3 +76,49 @@ import HaulTestSupport
         #expect(!FileManager.default.fileExists(atPath: directory + "/f"))
     }
 }
+
+/// The public surface cannot be misused quietly.
+@Suite(.serialized) struct APIContractTests {
+    @Test(arguments: ["sha256=" + String(repeating: "a", count: 63), "sha256=" + String(repeating: "g", count: 64), "sha257=00", "nonsense"])
+    func aMalformedChecksumIsAnErrorNeverNil(text: String) {
+        #expect(throws: ChecksumFormatError.self) { _ = try Checksum(text) }
+    }
+
+    @Test func aWellFormedChecksumParsesInAnyCase() throws {
+        let checksum = try Checksum("SHA256=" + String(repeating: "AB", count: 32))
+        #expect(checksum.algorithm == .sha256 && checksum.hex == String(repeating: "ab", count: 32))
+    }
+
+    @Test func cancellingTheSwiftTaskAwaitingValueStopsTheDownloadAndEndsTheWait() async throws {
+        let resource = MisbehavingServer.Resource.pattern(size: 4 << 20, seed: 9)
+        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 4096, everyMilliseconds: 20)))
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = DownloadOptions(synchronizesToDisk: false, connections: 2, minimumSegment: 256 << 10)
+        options.checkpointBytes = 64 << 10
+        let task = try HaulClient(options: options).start(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
+        for await progress in task.progress where progress.bytesDone > 0 { break }
+        let waiter = Task { try await task.value }
+        waiter.cancel()
+        // Bounded, not timed: the wait must end by itself long before the dripping download would.
+        let ended = await outcomeOfWaiter(waiter, within: .seconds(20))
+        guard case .failure(HaulError.cancelled)? = ended else { Issue.record("expected cancelled, got \(String(describing: ended))"); return }
+        #expect(FileManager.default.fileExists(atPath: directory + "/f.part.haul"), "kept for a later resume, like a pause")
+    }
+
+    func outcomeOfWaiter(_ waiter: Task<DownloadResult, any Error>, within limit: Duration) async -> Result<DownloadResult, HaulError>? {
+        await withTaskGroup(of: Result<DownloadResult, HaulError>?.self) { group in
+            group.addTask {
+                do { return .success(try await waiter.value) } catch let error as HaulError { return .failure(error) } catch { return nil }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+}

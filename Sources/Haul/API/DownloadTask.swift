@@ -69,9 +69,17 @@ public final class DownloadTask: @unchecked Sendable {
 
     /// The result, once the download has ended (a pause is not an end: this keeps waiting).
     ///
-    /// Throws ``HaulError/cancelled`` after ``cancel()``.
+    /// Throws ``HaulError/cancelled`` after ``cancel()``. Cancelling the Swift task that awaits it stops
+    /// the download the way ``HaulClient/download(_:)`` does — like a pause, keeping the partial file and
+    /// its journal for a later resume — and throws ``HaulError/cancelled``.
     public var value: DownloadResult {
-        get async throws(HaulError) { try await outcome().get() }
+        get async throws(HaulError) {
+            try await withTaskCancellationHandler {
+                await outcome()
+            } onCancel: {
+                stop()
+            }.get()
+        }
     }
 
     /// The latest snapshot.

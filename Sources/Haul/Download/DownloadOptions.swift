@@ -104,14 +104,30 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
         self.hex = hex.lowercased()
     }
 
-    /// Parses `ALGO=HEX` (sha256, sha1 or md5); nil when malformed.
-    public init?(_ text: String) {
+    /// Parses `ALGO=HEX` (sha256, sha1 or md5). A malformed checksum is an error, never a checksum quietly
+    /// left out: a digest one character short must not turn verification off.
+    public init(_ text: String) throws(ChecksumFormatError) {
         let parts = text.split(separator: "=", maxSplits: 1)
-        guard parts.count == 2, let algorithm = DigestAlgorithm(rawValue: parts[0].lowercased()) else { return nil }
+        guard parts.count == 2, let algorithm = DigestAlgorithm(rawValue: parts[0].lowercased()) else {
+            throw ChecksumFormatError(text: text, reason: "not ALGO=HEX with ALGO sha256, sha1 or md5")
+        }
         let hex = parts[1].lowercased()
-        guard hex.count == algorithm.byteCount * 2, hex.allSatisfy({ $0.isHexDigit }) else { return nil }
+        guard hex.count == algorithm.byteCount * 2 else {
+            throw ChecksumFormatError(text: text, reason: "a \(algorithm.rawValue) digest has \(algorithm.byteCount * 2) hex digits, not \(hex.count)")
+        }
+        guard hex.allSatisfy({ $0.isHexDigit }) else {
+            throw ChecksumFormatError(text: text, reason: "the digest has a character that is not a hex digit")
+        }
         self.init(algorithm: algorithm, hex: hex)
     }
 
     public var description: String { "\(algorithm.rawValue)=\(hex)" }
+}
+
+/// Why a `ALGO=HEX` checksum text is not one.
+public struct ChecksumFormatError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let text: String
+    public let reason: String
+
+    public var description: String { "checksum \"\(text)\": \(reason)" }
 }
