@@ -85,6 +85,48 @@ import Testing
     }
 }
 
+@Suite struct ProxyCommandLineTests {
+    private func origin(_ url: String) throws -> HTTPOrigin { try HTTPURL(url).origin }
+    private let environment = ["https_proxy": "http://env.test:3128", "no_proxy": "skip.test"]
+
+    @Test func environmentAloneWhenNoOptions() throws {
+        let settings = try ProxySettings.forCommandLine(proxy: nil, noProxy: nil, environment: environment)
+        #expect(settings == (try ProxySettings.fromEnvironment(environment)))
+    }
+
+    @Test func proxyOptionReplacesEveryScheme() throws {
+        let settings = try ProxySettings.forCommandLine(proxy: "socks5h://u:p@127.0.0.1:1080", noProxy: nil, environment: environment)
+        #expect(settings.http?.description == "socks5h://127.0.0.1:1080")
+        #expect(settings.https == settings.http)
+        #expect(try settings.proxy(for: origin("https://skip.test/")) == nil, "the environment's NO_PROXY still applies")
+    }
+
+    @Test func emptyOptionsTurnThingsOff() throws {
+        let off = try ProxySettings.forCommandLine(proxy: "", noProxy: nil, environment: environment)
+        #expect(off.isDirect)
+        let noBypass = try ProxySettings.forCommandLine(proxy: nil, noProxy: "", environment: environment)
+        #expect(try noBypass.proxy(for: origin("https://skip.test/"))?.host.name == "env.test")
+        let replaced = try ProxySettings.forCommandLine(proxy: "proxy.test:8080", noProxy: "*", environment: [:])
+        #expect(replaced.http?.description == "http://proxy.test:8080")
+        #expect(try replaced.proxy(for: origin("http://a.test/")) == nil)
+    }
+
+    @Test func errorsNameTheOption() {
+        let error = #expect(throws: ProxyConfigurationError.self) {
+            try ProxySettings.forCommandLine(proxy: "ftp://proxy.test", noProxy: nil, environment: [:])
+        }
+        #expect(error?.description.hasPrefix("unsupported proxy scheme \"ftp\" in --proxy=\"ftp://proxy.test\"") == true)
+        let environmentError = #expect(throws: ProxyConfigurationError.self) {
+            try ProxySettings.forCommandLine(proxy: nil, noProxy: nil, environment: ["ALL_PROXY": "gopher://x"])
+        }
+        #expect(environmentError?.source == "ALL_PROXY")
+        // With --proxy the environment's proxies are not read at all, as in curl.
+        #expect(throws: Never.self) {
+            try ProxySettings.forCommandLine(proxy: "http://ok.test:1", noProxy: nil, environment: ["ALL_PROXY": "gopher://x"])
+        }
+    }
+}
+
 @Suite struct SOCKS5CodecTests {
     @Test func greeting() {
         #expect(SOCKS5.greeting(offeringUsernamePassword: false) == [5, 1, 0])

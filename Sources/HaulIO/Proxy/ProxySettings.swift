@@ -91,6 +91,33 @@ public struct ProxySettings: Sendable, Hashable {
         return ProxySettings(http: http, https: https, noProxy: noProxy)
     }
 
+    /// What curl makes of `-x/--proxy URL`, `--noproxy LIST` and the environment, for a command line:
+    /// - without `proxy`, the environment's proxies as ``fromEnvironment(_:)`` reads them;
+    /// - `proxy` (when given) is the proxy for every scheme and the environment's proxy variables are not read
+    ///   at all; an empty `proxy` turns proxies off;
+    /// - `noProxy` (when given) replaces the environment's `no_proxy`/`NO_PROXY`, which otherwise applies (also
+    ///   to `proxy`); an empty one bypasses nothing.
+    ///
+    /// Errors name their source: `--proxy` or the environment variable.
+    public static func forCommandLine(proxy: String?, noProxy: String?,
+                                      environment: [String: String]) throws(ProxyConfigurationError) -> ProxySettings {
+        var settings: ProxySettings
+        if let proxy {
+            settings = try fromEnvironment(environment.filter { $0.key == "no_proxy" || $0.key == "NO_PROXY" })
+            if !proxy.allSatisfy({ $0 == " " || $0 == "\t" }) {
+                do {
+                    settings.useForAllSchemes(try ProxyURL(proxy))
+                } catch {
+                    throw error.from("--proxy")
+                }
+            }
+        } else {
+            settings = try fromEnvironment(environment)
+        }
+        if let noProxy { settings.noProxy = NoProxyList(noProxy) }
+        return settings
+    }
+
     /// ``fromEnvironment(_:)`` applied to this process's environment.
     public static func fromProcessEnvironment() throws(ProxyConfigurationError) -> ProxySettings {
         try fromEnvironment(processEnvironment())
