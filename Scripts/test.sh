@@ -6,13 +6,18 @@ cd "$(dirname "$0")/.."
 
 # System packages the build and the integration tests use: OpenSSL headers for the COpenSSL module, the
 # openssl CLI (tests generate their own CA and run s_server), nginx (the real-server integration tests),
-# curl (the test-server tests compare nginx against it).
+# curl (the test-server tests compare nginx against it), squid, stunnel4 and microsocks (the proxy tests).
 needed=()
 dpkg -s libssl-dev >/dev/null 2>&1 || needed+=(libssl-dev)
 command -v openssl >/dev/null 2>&1 || needed+=(openssl)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || needed+=(nginx)
 command -v pkg-config >/dev/null 2>&1 || needed+=(pkg-config)
 command -v curl >/dev/null 2>&1 || needed+=(curl)   # the test-server tests check nginx with curl
+# The proxy tests start their own Squid (HTTP proxy, CONNECT, Basic auth), stunnel (an https:// proxy in front of
+# Squid) and microsocks (SOCKS5 with a password) on loopback ports; they never use the system services.
+[ -x /usr/sbin/squid ] || needed+=(squid)
+[ -x /usr/bin/stunnel4 ] || needed+=(stunnel4)
+[ -x /usr/bin/microsocks ] || needed+=(microsocks)
 if [ ${#needed[@]} -gt 0 ]; then
     echo "installing: ${needed[*]}"
     SUDO=""

@@ -30,7 +30,7 @@ public final class HaulClient: Sendable {
         }
         var connectionOptions = ConnectionOptions()
         connectionOptions.timeouts = options.timeouts
-        client = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions)
+        client = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions, proxy: options.proxy)
         budget = ConnectionBudget(limit: options.maximumConnections)
     }
 

@@ -39,6 +39,11 @@ public struct DownloadOptions: Sendable {
     public var checkpointBytes: Int64
     /// How often a running download publishes a ``DownloadProgress`` snapshot.
     public var progressInterval: Duration
+    /// Which proxy each origin is reached through (`http://`, `https://`, `socks5://`, `socks5h://`, with
+    /// credentials from the proxy URL), and which hosts bypass it; `nil` (the default) connects directly. The
+    /// environment is not read implicitly: pass ``ProxySettings/fromEnvironment(_:)`` to honour `https_proxy`
+    /// and friends as curl does.
+    public var proxy: ProxySettings?
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB.
@@ -60,7 +65,8 @@ public struct DownloadOptions: Sendable {
         lowSpeedLimit: LowSpeedLimit? = nil,
         checkpointInterval: Duration = .seconds(1),
         checkpointBytes: Int64 = 32 << 20,
-        progressInterval: Duration = .milliseconds(200)
+        progressInterval: Duration = .milliseconds(200),
+        proxy: ProxySettings? = nil
     ) {
         self.userAgent = userAgent
         self.headers = headers
@@ -80,6 +86,7 @@ public struct DownloadOptions: Sendable {
         self.checkpointInterval = checkpointInterval
         self.checkpointBytes = max(1, checkpointBytes)
         self.progressInterval = progressInterval
+        self.proxy = proxy
     }
 }
 

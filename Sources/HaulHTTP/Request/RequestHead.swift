@@ -45,7 +45,8 @@ public struct RequestHeadError: Error, Sendable, Hashable, CustomStringConvertib
 /// A GET or HEAD request head, serialized as HTTP/1.1 (RFC 9112 §3).
 ///
 /// Header order: request line, `Host`, `User-Agent`, `Accept`, `Accept-Encoding: identity`, `Range`,
-/// `If-Range`, `Connection: close` when asked, then the user's headers in order. A user `User-Agent`
+/// `If-Range`, `Connection: close` when asked, `Proxy-Authorization` for a forward proxy, then the user's
+/// headers in order. A user `User-Agent`
 /// or `Accept` replaces the default and is sent in the user's position. The headers listed in
 /// `reservedHeaderNames` are rejected, because setting them would break framing (`Content-Length`,
 /// `Transfer-Encoding`), connection reuse (`Connection`, ...), virtual hosting (`Host`, which comes
@@ -73,6 +74,21 @@ public struct RequestHead: Sendable {
     public var closeConnection: Bool
     /// Extra headers, sent in order after the engine's own.
     public var headers: HTTPFields
+    /// How the request line names the target: ``TargetForm/origin`` (`/path?query`, to the server itself,
+    /// the default) or ``TargetForm/absolute`` (`http://host:port/path?query`, to a forward proxy).
+    public var targetForm: TargetForm = .origin
+    /// The `Proxy-Authorization` value for the proxy this request goes to in absolute form (e.g.
+    /// `Basic dXNlcjpwYXNz`), sent after `Connection` unless ``headers`` carry their own `Proxy-Authorization`.
+    /// Set by the HTTP client from the proxy URL's credentials; never sent to an origin server.
+    public var proxyAuthorization: String?
+
+    /// The forms of request-target a downloader sends (RFC 9112 §3.2).
+    public enum TargetForm: Sendable, Hashable {
+        /// `GET /path?query HTTP/1.1`, to the origin server.
+        case origin
+        /// `GET http://host:port/path?query HTTP/1.1`, to a forward proxy (`Host` is sent as usual).
+        case absolute
+    }
 
     /// Lowercased names of headers users may not set.
     public static let reservedHeaderNames: Set<String> = [
@@ -103,6 +119,7 @@ public struct RequestHead: Sendable {
     public func serialize(into buffer: inout [UInt8]) throws(RequestHeadError) {
         var userSetsUserAgent = false
         var userSetsAccept = false
+        var userSetsProxyAuthorization = false
         for index in 0..<headers.count {
             let name = headers.name(at: index)
             try Self.validate(name: name, value: headers.value(at: index))
@@ -112,8 +129,11 @@ public struct RequestHead: Sendable {
             }
             userSetsUserAgent = userSetsUserAgent || lowercased == "user-agent"
             userSetsAccept = userSetsAccept || lowercased == "accept"
+            userSetsProxyAuthorization = userSetsProxyAuthorization || lowercased == "proxy-authorization"
         }
         if !userSetsUserAgent { try Self.validate(name: "User-Agent".utf8, value: userAgent.utf8) }
+        let proxyAuthorization = userSetsProxyAuthorization ? nil : self.proxyAuthorization
+        if let proxyAuthorization { try Self.validate(name: "Proxy-Authorization".utf8, value: proxyAuthorization.utf8) }
         var ifRangeValue: [UInt8]?
         switch ifRange {
         case nil:
@@ -129,7 +149,7 @@ public struct RequestHead: Sendable {
         // Everything is validated: from here on nothing throws, so the buffer is never half-written.
         buffer.append(contentsOf: method.rawValue.utf8)
         buffer.append(UInt8(ascii: " "))
-        buffer.append(contentsOf: url.requestTarget.utf8)
+        buffer.append(contentsOf: (targetForm == .absolute ? url.absoluteRequestTarget : url.requestTarget).utf8)
         buffer.append(contentsOf: " HTTP/1.1\r\n".utf8)
         Self.appendField("Host", url.hostHeader.utf8, to: &buffer)
         if !userSetsUserAgent { Self.appendField("User-Agent", Self.trimmed(userAgent.utf8), to: &buffer) }
@@ -138,6 +158,7 @@ public struct RequestHead: Sendable {
         if let range { Self.appendField("Range", range.headerValue.utf8, to: &buffer) }
         if let ifRangeValue { Self.appendField("If-Range", ifRangeValue, to: &buffer) }
         if closeConnection { Self.appendField("Connection", "close".utf8, to: &buffer) }
+        if let proxyAuthorization { Self.appendField("Proxy-Authorization", Self.trimmed(proxyAuthorization.utf8), to: &buffer) }
         for index in 0..<headers.count {
             Self.appendField(headers.name(at: index), Self.trimmed(headers.value(at: index)), to: &buffer)
         }

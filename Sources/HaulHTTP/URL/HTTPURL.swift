@@ -117,6 +117,10 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     /// Scheme, host and port: the identity of the server, used to key connection pools.
     public var origin: HTTPOrigin { HTTPOrigin(scheme: scheme, host: host, port: port) }
 
+    /// The absolute-form request-target (RFC 9112 §3.2.2) a forward proxy needs: `http://host[:port]/path?query`,
+    /// without user information or fragment.
+    public var absoluteRequestTarget: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
+
     /// The URL without user information or fragment, safe to log.
     public var description: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
 
@@ -167,7 +171,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     // MARK: Component parsers
 
     /// Leading and trailing spaces and tabs are dropped: they come from copy and paste, not from servers.
-    private static func trimmed(_ string: String) -> ArraySlice<UInt8> {
+    static func trimmed(_ string: String) -> ArraySlice<UInt8> {
         var bytes = ArraySlice(string.utf8)
         while let first = bytes.first, FieldSyntax.isWhitespace(first) { bytes.removeFirst() }
         while let last = bytes.last, FieldSyntax.isWhitespace(last) { bytes.removeLast() }
@@ -190,7 +194,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     }
 
     /// `*DIGIT` in 1–65535; empty means the default (RFC 3986 §3.2.3).
-    private static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16,
+    static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16,
                                   input: String) throws(URLParseError) -> UInt16 {
         if bytes.isEmpty { return defaultPort }
         var value = 0
@@ -206,7 +210,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     }
 
     /// `user[:password]`, percent-decoded; both parts must decode to UTF-8 without control characters.
-    private static func parseUserInfo(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> UserInfo {
+    static func parseUserInfo(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> UserInfo {
         let colon = bytes.firstIndex(of: UInt8(ascii: ":"))
         let userBytes = bytes[..<(colon ?? bytes.endIndex)]
         let passwordBytes = colon.map { bytes[($0 + 1)...] }

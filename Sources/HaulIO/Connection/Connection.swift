@@ -1,4 +1,5 @@
 import Glibc
+import HaulHTTP
 
 /// A connected byte stream to one server, plain TCP or TLS behind the same interface.
 ///
@@ -38,10 +39,13 @@ public final class Connection: @unchecked Sendable {
 
     /// The loop every operation of this connection runs on.
     public let loop: EventLoop
-    /// The host as given to ``connect(to:port:tls:options:on:)``.
+    /// The host as given to ``connect(to:port:tls:options:on:)``: the server's, also when the connection goes
+    /// through a proxy.
     public let host: String
     /// The port.
     public let port: UInt16
+    /// The proxy the connection goes through, and the server beyond it; `nil` for a direct connection.
+    public let proxyRoute: ProxyRoute?
     /// The options in force.
     public let options: ConnectionOptions
     /// TLS facts once the handshake is done; `nil` for plain TCP.
@@ -69,10 +73,12 @@ public final class Connection: @unchecked Sendable {
     var lastProgress = MonotonicInstant.now()
     var idleTimer: TimerID?
 
-    init(loop: EventLoop, host: String, port: UInt16, options: ConnectionOptions, socket: TCPSocket) {
+    init(loop: EventLoop, host: String, port: UInt16, options: ConnectionOptions, socket: TCPSocket,
+         proxyRoute: ProxyRoute? = nil) {
         self.loop = loop
         self.host = host
         self.port = port
+        self.proxyRoute = proxyRoute
         self.options = options
         self.socket = socket
     }
@@ -115,15 +121,33 @@ public final class Connection: @unchecked Sendable {
         on loop: EventLoop,
         completion: @escaping (Result<Connection, ConnectionError>) -> Void
     ) -> ConnectAttempt {
+        connectOnLoop(to: host, port: port, tls: tls, proxy: nil, options: options, on: loop, completion: completion)
+    }
+
+    /// ``connectOnLoop(to:port:tls:options:on:completion:)`` through a proxy: `host`:`port` is the server, reached
+    /// as `proxy` says (TLS to the proxy, a tunnel), and `tls`, if given, is the session with the server.
+    static func connectOnLoop(
+        to host: String,
+        port: UInt16,
+        tls: TLSContext?,
+        proxy: ProxyPlan?,
+        options: ConnectionOptions,
+        on loop: EventLoop,
+        completion: @escaping (Result<Connection, ConnectionError>) -> Void
+    ) -> ConnectAttempt {
         precondition(loop.inEventLoop, "Connection.connectOnLoop must be called on the loop thread")
-        let attempt = ConnectAttempt(host: host, port: port)
+        let attempt = ConnectAttempt(host: host, port: port, proxy: proxy)
         attempt.start(tls: tls, options: options, on: loop, completion: completion)
         return attempt
     }
 
-    func startHandshake(context: TLSContext, completion: @escaping (Result<Void, ConnectionError>) -> Void) {
+    /// Starts a TLS handshake with `serverHost`:`serverPort` (SNI and certificate checks use that name): on the
+    /// socket, or, when a session is already established (with an HTTPS proxy), inside that session.
+    func startHandshake(context: TLSContext, serverHost: String, serverPort: UInt16,
+                        completion: @escaping (Result<Void, ConnectionError>) -> Void) {
         do {
-            tls = try TLSConnection(context: context, fileDescriptor: socket.fileDescriptor, host: host, port: port)
+            let transport: TLSConnection.Transport = tls.map { .tunnel($0) } ?? .socket(socket.fileDescriptor)
+            tls = try TLSConnection(context: context, transport: transport, host: serverHost, port: serverPort)
         } catch {
             terminate(with: error)
             completion(.failure(error))
@@ -133,7 +157,7 @@ public final class Connection: @unchecked Sendable {
         handshake = Handshake(completion: completion)
         handshake?.timer = loop.scheduleTimer(after: limit) { [self] in
             handshake?.timer = nil
-            fail(ConnectionError(kind: .tlsHandshakeTimedOut, host: host, port: port, detail: limit.compactDescription))
+            fail(ConnectionError(kind: .tlsHandshakeTimedOut, host: serverHost, port: serverPort, detail: limit.compactDescription))
         }
         driveHandshake()
     }

@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// A failure of a ``Connection``, naming the endpoint and the cause in its description.
 public struct ConnectionError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, for callers that react differently to different failures (retry, give up, report).
@@ -23,6 +25,9 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
         case ioFailure
         /// The connection was closed locally, or the awaiting task was cancelled.
         case closed
+        /// A proxy refused or failed to set up the way to the server (authentication, a refused `CONNECT`
+        /// or SOCKS request, a malformed reply); ``ConnectionError/proxyFailure`` says which and why.
+        case proxyFailed
     }
 
     /// The category of failure.
@@ -35,6 +40,11 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
     public let systemError: SystemError?
     /// Extra detail (OpenSSL reason, resolver text, timeout length).
     public let detail: String
+    /// What the proxy refused or got wrong, for ``Kind/proxyFailed``.
+    public let proxyFailure: ProxyFailure?
+    /// The proxy the connection went through (and the server beyond it), when it used one; the description
+    /// names it.
+    public internal(set) var proxyRoute: ProxyRoute?
 
     /// Creates an error; normally only HaulIO does this.
     public init(kind: Kind, host: String, port: UInt16, systemError: SystemError? = nil, detail: String = "") {
@@ -43,12 +53,39 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
         self.port = port
         self.systemError = systemError
         self.detail = detail
+        self.proxyFailure = nil
+        self.proxyRoute = nil
+    }
+
+    /// A ``Kind/proxyFailed`` error for `failure`, naming the proxy's host and port.
+    public init(proxyFailure failure: ProxyFailure) {
+        self.kind = .proxyFailed
+        self.host = failure.route.proxy.host.name
+        self.port = failure.route.proxy.port
+        self.systemError = nil
+        self.detail = ""
+        self.proxyFailure = failure
+        self.proxyRoute = failure.route
+    }
+
+    /// The same error, saying it happened on a connection through `route` (unless it already names a route).
+    func through(_ route: ProxyRoute?) -> ConnectionError {
+        guard let route, proxyRoute == nil else { return self }
+        var copy = self
+        copy.proxyRoute = route
+        return copy
     }
 
     private var endpoint: String { SocketAddress.endpoint(host: host, port: port) }
 
     /// A one-line message naming the endpoint and the cause, e.g. `connect to 127.0.0.1:1: Connection refused`.
     public var description: String {
+        if let proxyFailure { return proxyFailure.description }
+        guard let proxyRoute else { return directDescription }
+        return "\(directDescription) (\(proxyRoute))"
+    }
+
+    private var directDescription: String {
         let cause = systemError?.reason ?? detail
         switch kind {
         case .resolutionFailed: return "resolve \(host): \(detail)"
@@ -63,6 +100,7 @@ public struct ConnectionError: Error, Sendable, CustomStringConvertible {
         case .tlsFailure: return "TLS error on connection to \(endpoint): \(cause)"
         case .ioFailure: return "connection to \(endpoint) failed: \(systemError.map(String.init(describing:)) ?? detail)"
         case .closed: return "connection to \(endpoint) closed" + (detail.isEmpty ? "" : ": \(detail)")
+        case .proxyFailed: return "proxy \(endpoint) failed" + (detail.isEmpty ? "" : ": \(detail)")
         }
     }
 }

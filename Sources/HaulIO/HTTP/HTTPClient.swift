@@ -4,6 +4,12 @@ import HaulHTTP
 ///
 /// ``executeOnLoop(_:handler:completion:)`` is the hot-path form (everything on the loop thread);
 /// ``execute(_:handler:)`` is the same from async code.
+///
+/// With ``proxy`` settings, the client decides per request origin how to reach it
+/// (``ProxySettings/proxy(for:)``): directly, through an HTTP(S) proxy (plain-HTTP origins by absolute-form
+/// requests to the proxy, HTTPS origins through a `CONNECT` tunnel with TLS to the origin inside it), or
+/// through a SOCKS5 tunnel. Proxy credentials come from the proxy URL. Pooled connections are reused only for
+/// the same origin through the same proxy.
 public final class HTTPClient: Sendable {
     /// The loop every exchange of this client runs on.
     public let loop: EventLoop
@@ -14,14 +20,19 @@ public final class HTTPClient: Sendable {
     /// The TLS settings; the context itself is built on the first https request, because loading the
     /// system CA store costs tens of milliseconds that a plain-HTTP download should not pay.
     public let tlsConfiguration: TLSConfiguration
+    /// Which proxy each origin is reached through; `nil` (or empty settings) for direct connections. HTTPS
+    /// proxies are verified with ``tlsConfiguration`` against their own names.
+    public let proxy: ProxySettings?
     let tls = LoopConfinedTLSContext()
 
     public init(loop: EventLoop, tls: TLSConfiguration = TLSConfiguration(),
-                connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16) {
+                connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16,
+                proxy: ProxySettings? = nil) {
         self.loop = loop
         self.pool = ConnectionPool(loop: loop, maxIdlePerOrigin: maxIdlePerOrigin)
         self.connectionOptions = connectionOptions
         self.tlsConfiguration = tls
+        self.proxy = proxy
     }
 
     /// Sends `request` on an idle connection to its origin (or a new one) and feeds the response to `handler`.
@@ -34,19 +45,34 @@ public final class HTTPClient: Sendable {
                               completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void) -> ExchangeCancellation {
         precondition(loop.inEventLoop, "HTTPClient.executeOnLoop must be called on the loop thread")
         let cancellation = ExchangeCancellation()
+        let origin = request.url.origin
+        let proxyURL = proxy?.proxy(for: origin)
+        let route = proxyURL.map { ProxyRoute(proxy: $0, targetHost: origin.host, targetPort: origin.port) }
+        // Plain HTTP through an HTTP(S) proxy: the request itself goes to the proxy, in absolute form.
+        let forwards = proxyURL.map { !$0.scheme.isSOCKS && origin.scheme == .http } ?? false
+        var head = request
+        if forwards {
+            head.targetForm = .absolute
+            head.proxyAuthorization = proxyURL?.basicAuthorization
+        }
         let bytes: [UInt8]
         do {
-            bytes = try request.serialized()
+            bytes = try head.serialized()
         } catch {
             completion(.failure(.invalidRequest(error)))
             return cancellation
         }
-        let origin = request.url.origin
         let requestWasHead = request.method == .head
+        let userAgent = request.headers.firstString("User-Agent") ?? request.userAgent
+        /// Failures of connections through a proxy name it.
+        func routed(_ result: Result<ExchangeSummary, HTTPClientError>) -> Result<ExchangeSummary, HTTPClientError> {
+            guard let route, case .failure(.connection(let error)) = result else { return result }
+            return .failure(.connection(error.through(route)))
+        }
         func run(on connection: HTTPConnection, reused: Bool) {
             guard !cancellation.isCancelled else {
                 connection.transport.closeOnLoop()
-                completion(.failure(.connection(ConnectionError(kind: .closed, host: origin.host.name, port: origin.port, detail: "cancelled"))))
+                completion(routed(.failure(.connection(ConnectionError(kind: .closed, host: origin.host.name, port: origin.port, detail: "cancelled")))))
                 return
             }
             cancellation.connection = connection
@@ -61,12 +87,12 @@ public final class HTTPClient: Sendable {
                                                && Self.isStaleConnection(error):
                     connectThenRun()
                 case .failure:
-                    completion(result)
+                    completion(routed(result))
                 }
             }
         }
         func connectThenRun() {
-            cancellation.attempt = connect(origin) { [loop] result in
+            cancellation.attempt = connect(origin, route: route, forwards: forwards, userAgent: userAgent) { [loop] result in
                 cancellation.attempt = nil
                 switch result {
                 case .success(let connection): run(on: connection, reused: false)
@@ -78,7 +104,7 @@ public final class HTTPClient: Sendable {
                 }
             }
         }
-        if let connection = pool.takeIdleOnLoop(origin) {
+        if let connection = pool.takeIdleOnLoop(origin, proxy: proxyURL) {
             run(on: connection, reused: true)
         } else {
             connectThenRun()
@@ -104,10 +130,13 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    /// Starts connecting to `origin`; returns the attempt while it is in flight (nil if it already completed).
-    private func connect(_ origin: HTTPOrigin, completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) -> ConnectAttempt? {
+    /// Starts connecting to `origin` (through `route`'s proxy, if any; `forwards` when requests will go to an HTTP
+    /// proxy in absolute form rather than through a tunnel); returns the attempt while it is in flight (nil if it
+    /// already completed).
+    private func connect(_ origin: HTTPOrigin, route: ProxyRoute?, forwards: Bool, userAgent: String,
+                         completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) -> ConnectAttempt? {
         var tlsContext: TLSContext? = nil
-        if origin.scheme == .https {
+        if origin.scheme == .https || route?.proxy.scheme == .https {
             do {
                 tlsContext = try tls.context(for: tlsConfiguration)
             } catch {
@@ -115,12 +144,16 @@ public final class HTTPClient: Sendable {
                 return nil
             }
         }
-        let attempt = Connection.connectOnLoop(to: origin.host.name, port: origin.port, tls: tlsContext,
-                                 options: connectionOptions, on: loop) { [pool] result in
+        let plan = route.map {
+            ProxyPlan(route: $0, proxyTLS: $0.proxy.scheme == .https ? tlsContext : nil, tunnel: !forwards, userAgent: userAgent)
+        }
+        let attempt = Connection.connectOnLoop(to: origin.host.name, port: origin.port,
+                                               tls: origin.scheme == .https ? tlsContext : nil, proxy: plan,
+                                               options: connectionOptions, on: loop) { [pool] result in
             switch result {
             case .success(let connection):
                 pool.noteOpenedOnLoop()
-                completion(.success(HTTPConnection(transport: connection, origin: origin)))
+                completion(.success(HTTPConnection(transport: connection, origin: origin, forwardsThroughProxy: forwards)))
             case .failure(let error):
                 completion(.failure(.connection(error)))
             }

@@ -34,6 +34,7 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
         case .connection(let error):
             switch error.kind {
             case .resolutionFailed, .tlsHandshakeFailed: return false
+            case .proxyFailed: return error.proxyFailure?.isTransient ?? true
             default: return true
             }
         case .malformedResponse(let error, _):

@@ -11,8 +11,13 @@ public final class HTTPConnection: @unchecked Sendable {
 
     /// The transport.
     public let transport: Connection
-    /// The origin this connection talks to (the pool key).
+    /// The origin this connection talks to (the pool key, with ``proxy``).
     public let origin: HTTPOrigin
+    /// The proxy the connection goes through, if any.
+    public var proxy: ProxyURL? { transport.proxyRoute?.proxy }
+    /// Whether requests go to an HTTP proxy in absolute form (rather than through a tunnel or directly): then a
+    /// `407` is the proxy's, and fails the exchange as a ``ConnectionError/Kind/proxyFailed`` error.
+    let forwardsThroughProxy: Bool
     /// Requests completed on this connection so far.
     public private(set) var requestsServed = 0
     /// Whether the latest exchange got as far as a response head; a reused connection that fails before
@@ -35,9 +40,10 @@ public final class HTTPConnection: @unchecked Sendable {
         var abandoned = false
     }
 
-    init(transport: Connection, origin: HTTPOrigin) {
+    init(transport: Connection, origin: HTTPOrigin, forwardsThroughProxy: Bool = false) {
         self.transport = transport
         self.origin = origin
+        self.forwardsThroughProxy = forwardsThroughProxy
     }
 
     /// Whether the transport was closed (by us or by a failure).
@@ -109,6 +115,13 @@ public final class HTTPConnection: @unchecked Sendable {
                     exchange.head = head
                     active = exchange
                     latestExchangeSawHead = true
+                    if head.status == 407, forwardsThroughProxy, let route = transport.proxyRoute {
+                        let reason: ProxyFailure.Reason = route.proxy.userInfo == nil
+                            ? .authenticationRequired(status: 407) : .credentialsRejected(status: 407)
+                        finish(.failure(.connection(ConnectionError(
+                            proxyFailure: ProxyFailure(route: route, step: .forwardedRequest, reason: reason)))))
+                        return .stop
+                    }
                     if try exchange.handler.didReceiveHead(head) == .abandon {
                         finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
                         return .stop

@@ -27,18 +27,36 @@ final class TLSConnection {
         case closed(clean: Bool)
     }
 
+    /// What the session's records travel over.
+    enum Transport {
+        /// A connected socket.
+        case socket(Int32)
+        /// Another TLS session (with an HTTPS proxy), whose plaintext carries these records: TLS inside TLS.
+        case tunnel(TLSConnection)
+    }
+
     let context: TLSContext
     let sessionKey: String
     private let ssl: OpaquePointer
     private let host: String
     private let port: UInt16
+    /// The session this one runs inside, kept alive (and freed) after this one.
+    private let outer: TLSConnection?
 
     /// The key under which sessions for `host`:`port` are cached.
     static func sessionKey(host: String, port: UInt16) -> String { SocketAddress.endpoint(host: host, port: port) }
 
     /// Prepares a session on `fileDescriptor` (already connected) for `host`, which is used for SNI (unless it
     /// is an IP literal) and for certificate name checks.
-    init(context: TLSContext, fileDescriptor: Int32, host: String, port: UInt16) throws(ConnectionError) {
+    convenience init(context: TLSContext, fileDescriptor: Int32, host: String, port: UInt16) throws(ConnectionError) {
+        try self.init(context: context, transport: .socket(fileDescriptor), host: host, port: port)
+    }
+
+    /// Prepares a session for `host` whose records go through `transport`. Over a ``Transport/tunnel(_:)`` the
+    /// records are read and written through an OpenSSL SSL BIO (`BIO_f_ssl`) wrapping the outer session, so
+    /// the outer session's need for the socket to be readable or writable surfaces here as this session's
+    /// `wantRead`/`wantWrite`, and the event loop drives both with the one socket.
+    init(context: TLSContext, transport: Transport, host: String, port: UInt16) throws(ConnectionError) {
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(context.context) else {
             throw ConnectionError(kind: .tlsHandshakeFailed, host: host, port: port,
@@ -49,6 +67,7 @@ final class TLSConnection {
         self.context = context
         self.host = host
         self.port = port
+        if case .tunnel(let outer) = transport { self.outer = outer } else { self.outer = nil }
         self.sessionKey = TLSConnection.sessionKey(host: host, port: port)
         // From here on `self` is fully initialized, so a throw below runs deinit, which frees `ssl` (with the
         // socket BIO that SSL_set_fd gives it): the failure path must not free it as well.
@@ -58,7 +77,18 @@ final class TLSConnection {
         let configuration = context.configuration
         let isIPLiteral = SocketAddress.isIPLiteral(host)
         var failure: String?
-        if SSL_set_fd(ssl, fileDescriptor) != 1 { failure = "SSL_set_fd failed" }
+        switch transport {
+        case .socket(let fileDescriptor):
+            if SSL_set_fd(ssl, fileDescriptor) != 1 { failure = "SSL_set_fd failed" }
+        case .tunnel(let outer):
+            // BIO_NOCLOSE: freeing this session's BIO leaves the outer session alone (`outer` owns it).
+            if let bio = BIO_new(BIO_f_ssl()) {
+                _ = BIO_ctrl(bio, BIO_C_SET_SSL, Int(BIO_NOCLOSE), UnsafeMutableRawPointer(outer.ssl))
+                SSL_set_bio(ssl, bio, bio)
+            } else {
+                failure = "cannot create the BIO for TLS inside TLS"
+            }
+        }
         // RFC 6066 forbids IP literals in SNI.
         if failure == nil, !isIPLiteral, haul_SSL_set_tlsext_host_name(ssl, host) != 1 { failure = "cannot set SNI to \(host)" }
         if failure == nil, !configuration.insecure {
@@ -109,7 +139,9 @@ final class TLSConnection {
 
     /// Whether OpenSSL holds received bytes (decrypted or not) that epoll cannot know about, or a read outcome
     /// is waiting to be reported.
-    var hasBufferedData: Bool { deferredEnd != nil || SSL_has_pending(ssl) == 1 }
+    var hasBufferedData: Bool {
+        deferredEnd != nil || SSL_has_pending(ssl) == 1 || outer.map { SSL_has_pending($0.ssl) == 1 } ?? false
+    }
 
     /// Advances the handshake.
     func handshake() throws(ConnectionError) -> Progress {

@@ -1,0 +1,277 @@
+import HaulHTTP
+
+/// How a connection attempt goes through a proxy.
+struct ProxyPlan: Sendable {
+    /// The proxy and the origin beyond it.
+    let route: ProxyRoute
+    /// For `https://` proxies: the context for the TLS session with the proxy itself.
+    let proxyTLS: TLSContext?
+    /// Whether a tunnel is set up (HTTP `CONNECT` or SOCKS5) before the first request. Without one (a plain-HTTP
+    /// origin through an HTTP proxy) requests go to the proxy in absolute form.
+    let tunnel: Bool
+    /// Sent as `User-Agent` with a `CONNECT`.
+    let userAgent: String?
+
+    var proxy: ProxyURL { route.proxy }
+}
+
+/// Sets up a tunnel on a connection to a proxy: an HTTP `CONNECT` (read back with ``ConnectReplyReader``) or
+/// the SOCKS5 greeting, optional username/password and CONNECT. Runs on the connection's loop; completes once,
+/// with a ``ConnectionError`` naming the proxy and the step on failure. The whole exchange must finish within
+/// `timeout` (the connect timeout).
+final class ProxyHandshake: @unchecked Sendable {
+    // @unchecked Sendable: all state is loop-confined. The only cross-thread hop is the resolver's completion
+    // (socks5:// names), which goes through `loop.execute` before touching anything.
+    private let connection: Connection
+    private let plan: ProxyPlan
+    private let timeout: Duration
+    private var completion: ((Result<Void, ConnectionError>) -> Void)?
+    private var timer: TimerID?
+    private var step: ProxyFailure.Step
+    /// Bytes received and not yet consumed by a decoder.
+    private var received: [UInt8] = []
+    /// Where each read lands; owned here, lent to the connection for one read at a time.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
+    private var replyReader = ConnectReplyReader()
+
+    init(connection: Connection, plan: ProxyPlan, timeout: Duration) {
+        self.connection = connection
+        self.plan = plan
+        self.timeout = timeout
+        self.step = plan.proxy.scheme.isSOCKS ? .socksGreeting : .connectTunnel
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Starts the exchange. Loop thread only.
+    func start(completion: @escaping (Result<Void, ConnectionError>) -> Void) {
+        self.completion = completion
+        let limit = timeout
+        timer = connection.loop.scheduleTimer(after: limit) { [self] in
+            timer = nil
+            fail(.timedOut(limit))
+        }
+        if plan.proxy.scheme.isSOCKS {
+            startSOCKS()
+        } else {
+            startHTTPConnect()
+        }
+    }
+
+    /// Abandons the exchange: nothing is reported afterwards. The caller closes the connection.
+    func cancel() {
+        completion = nil
+        if let timer { connection.loop.cancelTimer(timer) }
+        timer = nil
+    }
+
+    // MARK: HTTP CONNECT
+
+    private func startHTTPConnect() {
+        let request = ConnectRequestHead(host: plan.route.targetHost, port: plan.route.targetPort,
+                                         userAgent: plan.userAgent, proxyAuthorization: plan.proxy.basicAuthorization)
+        let bytes: [UInt8]
+        do {
+            bytes = try request.serialized()
+        } catch {
+            fail(.unrepresentable("invalid CONNECT request: \(error)"))
+            return
+        }
+        send(bytes) { [self] in readConnectReply() }
+    }
+
+    private func readConnectReply() {
+        readSome { [self] count in
+            let outcome: ConnectReplyReader.Outcome
+            do throws(HTTPParseError) {
+                outcome = try replyReader.feed(UnsafeRawBufferPointer(rebasing: scratch[..<count]))
+            } catch {
+                fail(.malformedReply(error.description))
+                return
+            }
+            switch outcome {
+            case .needMoreInput:
+                readConnectReply()
+            case .head(let head, let bytesAfterHead):
+                if let reason = ConnectReplyReader.failure(for: head, credentialsSent: plan.proxy.basicAuthorization != nil) {
+                    fail(reason)
+                } else if bytesAfterHead > 0 {
+                    // The client speaks first in a tunnel (TLS ClientHello): nothing may come before it.
+                    fail(.malformedReply("\(bytesAfterHead) unexpected bytes after the \(head.status) reply"))
+                } else {
+                    succeed()
+                }
+            }
+        }
+    }
+
+    // MARK: SOCKS5
+
+    private func startSOCKS() {
+        let credentials = plan.proxy.userInfo
+        send(SOCKS5.greeting(offeringUsernamePassword: credentials != nil)) { [self] in
+            receive({ bytes throws(SOCKS5.ProtocolError) in
+                try SOCKS5.parseMethodSelection(bytes).map { ($0.method, $0.consumed) }
+            }) { [self] method in
+                switch SOCKS5.Method(rawValue: method) {
+                case .noAuthentication:
+                    socksConnect()
+                case .usernamePassword where credentials != nil:
+                    socksAuthenticate(user: credentials!.user, password: credentials!.password ?? "")
+                case .noAcceptableMethods:
+                    fail(.socksNoAcceptableMethod(credentialsOffered: credentials != nil))
+                default:
+                    fail(.malformedReply("the proxy chose authentication method \(method), which was not offered"))
+                }
+            }
+        }
+    }
+
+    private func socksAuthenticate(user: String, password: String) {
+        step = .socksAuthentication
+        let request: [UInt8]
+        do {
+            request = try SOCKS5.usernamePasswordRequest(user: user, password: password)
+        } catch {
+            fail(.unrepresentable(error.message))
+            return
+        }
+        send(request) { [self] in
+            receive({ bytes throws(SOCKS5.ProtocolError) in
+                try SOCKS5.parseAuthenticationReply(bytes).map { ($0.status, $0.consumed) }
+            }) { [self] status in
+                if status == 0 {
+                    socksConnect()
+                } else {
+                    fail(.socksCredentialsRejected(status: status))
+                }
+            }
+        }
+    }
+
+    private func socksConnect() {
+        let host = plan.route.targetHost
+        if plan.proxy.scheme == .socks5, host.kind == .registeredName {
+            // socks5:// resolves here and hands the proxy an address (socks5h:// sends the name).
+            step = .resolvingTarget
+            let loop = connection.loop
+            AddressResolver.resolve(host: host.name, port: plan.route.targetPort) { [self] result in
+                loop.execute { [self] in
+                    guard completion != nil else { return }
+                    switch result {
+                    case .success(let addresses):
+                        guard let address = addresses.first.flatMap({ SOCKS5.Address(ipLiteral: $0.ipAddress) }) else {
+                            fail(.targetNotResolved("no usable address"))
+                            return
+                        }
+                        sendSOCKSConnect(to: address)
+                    case .failure(let error):
+                        fail(.targetNotResolved(error.reason))
+                    }
+                }
+            }
+            return
+        }
+        sendSOCKSConnect(to: SOCKS5.Address(host))
+    }
+
+    private func sendSOCKSConnect(to address: SOCKS5.Address) {
+        step = .socksConnect
+        let request: [UInt8]
+        do {
+            request = try SOCKS5.connectRequest(to: address, port: plan.route.targetPort)
+        } catch {
+            fail(.unrepresentable(error.message))
+            return
+        }
+        send(request) { [self] in
+            receive({ bytes throws(SOCKS5.ProtocolError) in
+                try SOCKS5.parseConnectReply(bytes).map { ($0.reply, $0.consumed) }
+            }) { [self] reply in
+                if reply.code == .succeeded {
+                    succeed()
+                } else {
+                    fail(.socksConnectFailed(reply.code))
+                }
+            }
+        }
+    }
+
+    // MARK: Plumbing
+
+    private func send(_ bytes: [UInt8], then next: @escaping () -> Void) {
+        guard completion != nil else { return }
+        connection.writeOnLoop(bytes) { [self] error in
+            guard completion != nil else { return }
+            if let error {
+                failTransport(error)
+            } else {
+                next()
+            }
+        }
+    }
+
+    /// Reads once into `scratch` and calls `handle` with the count; the end of the stream and failures end
+    /// the handshake.
+    private func readSome(_ handle: @escaping (Int) -> Void) {
+        guard completion != nil else { return }
+        connection.readOnLoop(into: scratch) { [self] result in
+            guard completion != nil else { return }
+            switch result {
+            case .success(.bytes(let count)):
+                handle(count)
+            case .success(.endOfStream):
+                fail(.closedDuringNegotiation)
+            case .failure(let error):
+                failTransport(error)
+            }
+        }
+    }
+
+    /// Reads until `decode` finds a whole message in what was received; bytes beyond it are a protocol error,
+    /// since a SOCKS5 server says nothing more before the client has acted on its message.
+    private func receive<Message>(
+        _ decode: @escaping ([UInt8]) throws(SOCKS5.ProtocolError) -> (Message, Int)?,
+        then handle: @escaping (Message) -> Void
+    ) {
+        readSome { [self] count in
+            received += UnsafeRawBufferPointer(rebasing: scratch[..<count])
+            let decoded: (Message, Int)?
+            do throws(SOCKS5.ProtocolError) {
+                decoded = try decode(received)
+            } catch {
+                fail(.malformedReply(error.message))
+                return
+            }
+            guard let (message, consumed) = decoded else {
+                receive(decode, then: handle)
+                return
+            }
+            guard consumed == received.count else {
+                fail(.malformedReply("\(received.count - consumed) unexpected bytes after the reply"))
+                return
+            }
+            received.removeAll()
+            handle(message)
+        }
+    }
+
+    private func succeed() {
+        guard let completion else { return }
+        cancel()
+        completion(.success(()))
+    }
+
+    private func fail(_ reason: ProxyFailure.Reason) {
+        guard let completion else { return }
+        cancel()
+        completion(.failure(ConnectionError(proxyFailure: ProxyFailure(route: plan.route, step: step, reason: reason))))
+    }
+
+    /// A transport failure during the exchange, with the route named.
+    private func failTransport(_ error: ConnectionError) {
+        guard let completion else { return }
+        cancel()
+        completion(.failure(error.through(plan.route)))
+    }
+}

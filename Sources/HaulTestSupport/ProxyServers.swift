@@ -1,0 +1,450 @@
+import Foundation
+import Glibc
+
+// Real proxies for the proxy tests, each started as a child process on a free loopback port with its
+// configuration, logs and state in its own temporary directory, and stopped by `stop()` (or deinit), which
+// also removes that directory. A watchdog shell stops the proxy if the test process dies without doing so.
+// `Scripts/test.sh` installs the packages (squid, stunnel4, microsocks); a missing one is a clear error, never
+// a skipped test.
+
+/// An HTTP proxy: Squid, on 127.0.0.1, caching nothing, optionally demanding Basic credentials.
+///
+/// Its access log (`access_log` in Squid's native format) is the evidence that traffic went through it:
+/// one line per forwarded request (`GET http://127.0.0.1:8080/file`) and per tunnel (`CONNECT localhost:8443`,
+/// written when the tunnel closes), with the authenticated user name.
+public final class SquidProxy: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only touched through its own lock.
+
+    /// Where the tests expect the binary.
+    public static let executablePath = "/usr/sbin/squid"
+    /// Squid's Basic authentication helper, reading an htpasswd-style file.
+    public static let basicAuthHelperPath = "/usr/lib/squid/basic_ncsa_auth"
+
+    /// The port Squid listens on, on 127.0.0.1.
+    public let port: UInt16
+    /// `http://127.0.0.1:PORT`, or with credentials `http://USER:PASSWORD@127.0.0.1:PORT`.
+    public func url(user: String? = nil, password: String? = nil) -> String {
+        "http://\(ProxyServerSupport.userInfo(user, password))127.0.0.1:\(port)"
+    }
+    /// Squid's private directory.
+    public var directory: String { temporaryDirectory.path }
+    /// The access log's path.
+    public var accessLogPath: String { directory + "/access.log" }
+
+    private let temporaryDirectory: TemporaryDirectory
+    private let process: SupervisedProcess
+
+    /// Starts Squid and returns once it accepts connections. With `credentials`, every request must carry
+    /// `Proxy-Authorization: Basic` for that user (checked by `basic_ncsa_auth` against an `openssl passwd
+    /// -apr1` hash), and anything else gets `407`.
+    public init(credentials: (user: String, password: String)? = nil) throws {
+        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "squid")
+        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-squid")
+        let directory = temporaryDirectory.path
+        var authentication = ""
+        if let credentials {
+            try ProxyServerSupport.requireExecutable(Self.basicAuthHelperPath, package: "squid")
+            let hash = try ChildProcess.runChecked("/usr/bin/openssl", ["passwd", "-apr1", credentials.password])
+                .outputText.trimmingCharacters(in: .whitespacesAndNewlines)
+            try "\(credentials.user):\(hash)\n".write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
+            authentication = """
+                auth_param basic program \(Self.basicAuthHelperPath) \(directory)/passwd
+                auth_param basic children 2 startup=1 idle=1
+                auth_param basic realm haul-test
+                acl authenticated proxy_auth REQUIRED
+                http_access deny !authenticated
+                """
+        }
+        // Run as root, Squid drops to its `proxy` user, which must be able to write here.
+        try ProxyServerSupport.handOverToSquidUser(directory)
+
+        var lastFailure = ""
+        for _ in 0..<5 {
+            let port = try LoopbackPorts.freePort()
+            let configuration = """
+                http_port 127.0.0.1:\(port)
+                pid_filename \(directory)/squid.pid
+                access_log stdio:\(directory)/access.log squid
+                cache_log \(directory)/cache.log
+                cache_store_log none
+                buffered_logs off
+                netdb_filename none
+                coredump_dir \(directory)
+                cache deny all
+                cache_mem 4 MB
+                visible_hostname haul-test-proxy
+                shutdown_lifetime 0 seconds
+                pinger_enable off
+                icp_port 0
+                htcp_port 0
+                acl loopback src 127.0.0.0/8 ::1
+                \(authentication)
+                http_access allow loopback
+                http_access deny all
+
+                """
+            try configuration.write(toFile: directory + "/squid.conf", atomically: true, encoding: .utf8)
+            let process = try SupervisedProcess(
+                executable: Self.executablePath, arguments: ["-N", "-f", directory + "/squid.conf"],
+                outputPath: directory + "/squid.out")
+            if process.waitUntilListening(port: port) {
+                self.temporaryDirectory = temporaryDirectory
+                self.port = port
+                self.process = process
+                return
+            }
+            process.stop()
+            lastFailure = ProxyServerSupport.tail(of: [directory + "/cache.log", directory + "/squid.out"])
+            guard lastFailure.contains("Address already in use") else { break }
+        }
+        temporaryDirectory.remove()
+        throw TestSupportError("squid did not start:\n\(lastFailure)")
+    }
+
+    deinit { stop() }
+
+    /// Stops Squid and removes its directory; calling it again does nothing.
+    public func stop() {
+        guard process.stop() else { return }
+        temporaryDirectory.remove()
+    }
+
+    /// The parsed access log: one entry per request or tunnel. Connections that closed without sending a
+    /// request (the readiness check's) are left out.
+    public func accessLog() -> [SquidAccessLogEntry] {
+        guard let text = try? String(contentsOfFile: accessLogPath, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap(SquidAccessLogEntry.init(line:)).filter { $0.method != "-" }
+    }
+
+    /// The access log once `condition` holds for it, or as it is after `timeout` seconds. Squid writes a line
+    /// when a transaction ends, a tunnel's only when the tunnel closes.
+    public func accessLog(waitingUntil condition: ([SquidAccessLogEntry]) -> Bool, timeout: Double = 10) -> [SquidAccessLogEntry] {
+        ProxyServerSupport.poll(timeout: timeout, read: accessLog, until: condition)
+    }
+}
+
+/// One line of Squid's native access log:
+/// `time elapsed client result/status bytes method URL user hierarchy/peer type`.
+public struct SquidAccessLogEntry: Sendable, Hashable, CustomStringConvertible {
+    /// E.g. `TCP_MISS`, `TCP_TUNNEL`, `TCP_DENIED`.
+    public let result: String
+    /// The HTTP status Squid sent the client (200 for an open tunnel, 407 for missing credentials).
+    public let status: Int
+    /// E.g. `GET`, `CONNECT`.
+    public let method: String
+    /// `http://host:port/path` for forwarded requests, `host:port` for tunnels.
+    public let url: String
+    /// The authenticated user, `nil` when there was none.
+    public let user: String?
+    /// The whole line.
+    public let line: String
+
+    init?(line: Substring) {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 9 else { return nil }
+        let resultAndStatus = fields[3].split(separator: "/")
+        guard resultAndStatus.count == 2, let status = Int(resultAndStatus[1]) else { return nil }
+        self.result = String(resultAndStatus[0])
+        self.status = status
+        self.method = String(fields[5])
+        self.url = String(fields[6])
+        self.user = fields[7] == "-" ? nil : String(fields[7])
+        self.line = String(line)
+    }
+
+    public var description: String { line }
+}
+
+/// A TLS front for a plain TCP service: stunnel, on 127.0.0.1, with a certificate from the test CA. In front
+/// of a ``SquidProxy`` it makes an `https://` proxy.
+///
+/// It logs every connection it accepts (`Service [tls] accepted connection from 127.0.0.1:PORT`).
+public final class StunnelServer: @unchecked Sendable {
+    /// Where the tests expect the binary (Debian's `stunnel4` package).
+    public static let executablePath = "/usr/bin/stunnel4"
+
+    /// The TLS port, on 127.0.0.1.
+    public let port: UInt16
+    /// The log's path.
+    public var logPath: String { temporaryDirectory.path + "/stunnel.log" }
+
+    private let temporaryDirectory: TemporaryDirectory
+    private let process: SupervisedProcess
+
+    /// Starts stunnel, accepting TLS on a free port and forwarding the plaintext to 127.0.0.1:`targetPort`;
+    /// `certificate` defaults to the test CA's server certificate (localhost, 127.0.0.1, ::1).
+    public init(forwardingTo targetPort: UInt16, certificate: TestCertificateAuthority.CertificateFiles? = nil) throws {
+        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "stunnel4")
+        let certificate = try certificate ?? TestCertificateAuthority.shared().server
+        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-stunnel")
+        let directory = temporaryDirectory.path
+        var lastFailure = ""
+        for _ in 0..<5 {
+            let port = try LoopbackPorts.freePort()
+            let configuration = """
+                foreground = yes
+                pid =
+                output = \(directory)/stunnel.log
+                debug = notice
+                [tls]
+                accept = 127.0.0.1:\(port)
+                connect = 127.0.0.1:\(targetPort)
+                cert = \(certificate.certificatePath)
+                key = \(certificate.keyPath)
+
+                """
+            try configuration.write(toFile: directory + "/stunnel.conf", atomically: true, encoding: .utf8)
+            let process = try SupervisedProcess(
+                executable: Self.executablePath, arguments: [directory + "/stunnel.conf"], outputPath: directory + "/stunnel.out")
+            if process.waitUntilListening(port: port) {
+                self.temporaryDirectory = temporaryDirectory
+                self.port = port
+                self.process = process
+                return
+            }
+            process.stop()
+            lastFailure = ProxyServerSupport.tail(of: [directory + "/stunnel.log", directory + "/stunnel.out"])
+            guard lastFailure.contains("Address already in use") else { break }
+        }
+        temporaryDirectory.remove()
+        throw TestSupportError("stunnel did not start:\n\(lastFailure)")
+    }
+
+    deinit { stop() }
+
+    /// Stops stunnel and removes its directory; calling it again does nothing.
+    public func stop() {
+        guard process.stop() else { return }
+        temporaryDirectory.remove()
+    }
+
+    /// The log's lines.
+    public func log() -> [String] {
+        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// How many connections stunnel has accepted so far.
+    public func acceptedConnections() -> Int { log().filter { $0.contains("accepted connection from") }.count }
+}
+
+/// A SOCKS5 proxy: microsocks, on 127.0.0.1, optionally requiring a user name and password (RFC 1929).
+///
+/// Its standard error is the evidence: one line per CONNECT it carried out,
+/// `client[N] 127.0.0.1: connected to HOST:PORT`, with the host as the client named it (a name for
+/// `socks5h://`, an address for `socks5://`). Refused logins and failed connects are not logged.
+public final class MicrosocksProxy: @unchecked Sendable {
+    /// Where the tests expect the binary.
+    public static let executablePath = "/usr/bin/microsocks"
+
+    /// The port, on 127.0.0.1.
+    public let port: UInt16
+    /// The log's path (microsocks' standard error).
+    public var logPath: String { temporaryDirectory.path + "/microsocks.log" }
+
+    private let temporaryDirectory: TemporaryDirectory
+    private let process: SupervisedProcess
+
+    /// Starts microsocks; with `credentials` it accepts only username/password authentication with them.
+    public init(credentials: (user: String, password: String)? = nil) throws {
+        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "microsocks")
+        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-socks")
+        let directory = temporaryDirectory.path
+        var lastFailure = ""
+        for _ in 0..<5 {
+            let port = try LoopbackPorts.freePort()
+            var arguments = ["-i", "127.0.0.1", "-p", String(port)]
+            if let credentials { arguments += ["-u", credentials.user, "-P", credentials.password] }
+            let process = try SupervisedProcess(executable: Self.executablePath, arguments: arguments,
+                                                outputPath: directory + "/microsocks.log")
+            if process.waitUntilListening(port: port) {
+                self.temporaryDirectory = temporaryDirectory
+                self.port = port
+                self.process = process
+                return
+            }
+            process.stop()
+            lastFailure = ProxyServerSupport.tail(of: [directory + "/microsocks.log"])
+            guard lastFailure.contains("Address already in use") || lastFailure.contains("bind") else { break }
+        }
+        temporaryDirectory.remove()
+        throw TestSupportError("microsocks did not start:\n\(lastFailure)")
+    }
+
+    deinit { stop() }
+
+    /// `SCHEME://[USER:PASSWORD@]127.0.0.1:PORT` for `socks5` or `socks5h`.
+    public func url(scheme: String = "socks5h", user: String? = nil, password: String? = nil) -> String {
+        "\(scheme)://\(ProxyServerSupport.userInfo(user, password))127.0.0.1:\(port)"
+    }
+
+    /// Stops microsocks and removes its directory; calling it again does nothing.
+    public func stop() {
+        guard process.stop() else { return }
+        temporaryDirectory.remove()
+    }
+
+    /// The targets of the connections made so far, as logged: `localhost:8443`, `127.0.0.1:8080`.
+    public func connectedTargets() -> [String] {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let range = line.range(of: ": connected to ") else { return nil }
+            return String(line[range.upperBound...])
+        }
+    }
+
+    /// ``connectedTargets()`` once `condition` holds for them, or as they are after `timeout` seconds.
+    public func connectedTargets(waitingUntil condition: ([String]) -> Bool, timeout: Double = 10) -> [String] {
+        ProxyServerSupport.poll(timeout: timeout, read: connectedTargets, until: condition)
+    }
+}
+
+// MARK: - Shared machinery
+
+/// A server process run under a watchdog shell: the shell stops it on SIGTERM, and by itself when the test
+/// process goes away (a crashed or killed test run must not leave proxies behind; deinit never runs then).
+///
+/// Spawned with `posix_spawn` and an empty signal mask, default signal dispositions and a process group of its
+/// own: a test running on a Swift concurrency thread has most signals blocked, a spawned child inherits that
+/// mask, and Squid (unlike nginx) never clears it, so it would not hear SIGTERM at all.
+final class SupervisedProcess: @unchecked Sendable {
+    // @unchecked Sendable: `state` is guarded by `lock`; `pid` is immutable after init.
+    private let pid: pid_t
+    private let lock = NSLock()
+    private var exited = false
+    private var stopped = false
+
+    private static let watchdogScript = """
+        parent=$1; shift
+        trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM
+        "$@" &
+        child=$!
+        while kill -0 "$parent" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done
+        kill -TERM $child 2>/dev/null
+        wait $child
+        """
+
+    init(executable: String, arguments: [String], outputPath: String) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        let words = ["/bin/sh", "-c", Self.watchdogScript, "haul-proxy-watchdog", "\(getpid())", executable] + arguments
+        var argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &argv, environ)
+        guard result == 0 else {
+            throw TestSupportError("could not start \(executable): \(String(cString: strerror(result)))")
+        }
+        self.pid = pid
+    }
+
+    deinit { stop() }
+
+    /// Whether the watchdog (and so the server) is still running; reaps it once it has exited.
+    var isRunning: Bool {
+        lock.withLock {
+            guard !exited else { return false }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { exited = true }
+            return !exited
+        }
+    }
+
+    /// Whether the server accepts connections on 127.0.0.1:`port` within `timeout` seconds (false as soon as it
+    /// exits).
+    func waitUntilListening(port: UInt16, timeout: Double = 15) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            guard isRunning else { return false }
+            if LoopbackPorts.acceptsConnections(host: "127.0.0.1", port: port) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// SIGTERM to the watchdog (which stops the server and waits for it); SIGKILL to the process group it leads
+    /// if that takes more than 10 seconds; then reaps it. Returns false if it had already been stopped.
+    @discardableResult
+    func stop() -> Bool {
+        let shouldStop = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard shouldStop else { return false }
+        guard isRunning else { return true }
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while isRunning && Date() < deadline { usleep(5_000) }
+        if isRunning {
+            kill(-pid, SIGKILL)
+            lock.withLock {
+                var status: Int32 = 0
+                if !exited { _ = waitpid(pid, &status, 0) }
+                exited = true
+            }
+        }
+        return true
+    }
+}
+
+enum ProxyServerSupport {
+    static func requireExecutable(_ path: String, package: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestSupportError("\(path) not found: the proxy tests need the Debian package \(package); "
+                + "run Scripts/test.sh, which installs it (or apt-get install \(package))")
+        }
+    }
+
+    static func userInfo(_ user: String?, _ password: String?) -> String {
+        guard let user else { return "" }
+        return user + (password.map { ":" + $0 } ?? "") + "@"
+    }
+
+    /// Squid run as root switches to its `proxy` user, which must own the directory holding its logs, PID file
+    /// and password file. Nothing to do when not root (Squid then stays the invoking user).
+    static func handOverToSquidUser(_ directory: String) throws {
+        guard geteuid() == 0 else { return }
+        guard let entry = getpwnam("proxy") else {
+            throw TestSupportError("squid runs as the user \"proxy\" when started as root, and there is no such user")
+        }
+        let owner = entry.pointee.pw_uid
+        let group = entry.pointee.pw_gid
+        for path in [directory] + ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).map({ directory + "/" + $0 }) {
+            guard chown(path, owner, group) == 0 else {
+                throw TestSupportError("chown \(path) to proxy failed: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    static func tail(of paths: [String]) -> String {
+        let text = paths.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
+        return String(text.suffix(3000))
+    }
+
+    static func poll<Value>(timeout: Double, read: () -> Value, until condition: (Value) -> Bool) -> Value {
+        let deadline = Date().addingTimeInterval(timeout)
+        var value = read()
+        while !condition(value) && Date() < deadline {
+            usleep(10_000)
+            value = read()
+        }
+        return value
+    }
+}
