@@ -63,6 +63,13 @@ extension HaulCommand {
         if speedLimit != nil || speedTime != nil {
             options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speedLimit?.bytes ?? 1, seconds: speedTime ?? 30)
         }
+        do {
+            let settings = try ProxySettings.forCommandLine(proxy: proxy, noProxy: noproxy,
+                                                            environment: ProxySettings.processEnvironment())
+            options.proxy = settings.isDirect ? nil : settings
+        } catch {
+            throw UsageError("\(error)")
+        }
         options.tls.caFile = cacert
         options.tls.caDirectory = capath
         options.tls.insecure = insecure

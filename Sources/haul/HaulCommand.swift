@@ -71,6 +71,12 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Like --netrc, from FILE.")
     var netrcFile: String?
 
+    @Option(name: [.customShort("x", allowingJoined: true), .long], help: "Proxy for every URL: http://, https://, socks5:// or socks5h:// (names resolved by the proxy), with user:password@ for its credentials; \"\" for none. Without it, http_proxy, https_proxy/HTTPS_PROXY and all_proxy/ALL_PROXY are read as curl reads them.")
+    var proxy: String?
+
+    @Option(name: .long, help: "Hosts reached directly, not through the proxy: comma-separated domain suffixes, IP addresses, CIDR ranges, or * (default: no_proxy/NO_PROXY).")
+    var noproxy: String?
+
     @Option(name: .long, help: "User-Agent to send.")
     var userAgent = HaulVersion.userAgent
 

@@ -411,6 +411,43 @@ final class CLIFixture: Sendable {
         #expect(run.errorText.isEmpty, "no error line for a closed pipe: \(run.errorText)")
     }
 
+    // MARK: Proxies
+
+    @Test func dashXEnvironmentAndNoproxyDecideTheRouteAsInCurl() throws {
+        let squid = try SquidProxy(credentials: ("alice", "pw"))
+        defer { squid.stop() }
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = fixture.nginx.url("/f6.bin")
+
+        let viaFlag = try haul(["-c", "8", "--min-segment", "4K", "-x", squid.url(user: "alice", password: "pw"), "-o", directory + "/a.bin", url])
+        #expect(viaFlag.exitStatus == 0, "\(viaFlag.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/a.bin") == fixture.sha256("f6.bin"))
+        let proxied = squid.accessLog(waitingUntil: { $0.count >= 1 })
+        #expect(!proxied.isEmpty && proxied.allSatisfy { $0.user == "alice" && $0.url.hasSuffix("/f6.bin") }, "\(proxied)")
+
+        // The environment, read as curl reads it (http_proxy in lower case), unless --noproxy names the host.
+        let before = squid.accessLog().count
+        let viaEnvironment = try ChildProcess.run("/usr/bin/env", ["http_proxy=" + squid.url(user: "alice", password: "pw"), Self.binary,
+                                                                   "--no-sync", "-o", directory + "/b.bin", url])
+        #expect(viaEnvironment.exitStatus == 0, "\(viaEnvironment.errorText)")
+        let afterEnvironment = squid.accessLog(waitingUntil: { $0.count > before })
+        #expect(afterEnvironment.count > before, "http_proxy was used")
+        let bypassed = try ChildProcess.run("/usr/bin/env", ["http_proxy=" + squid.url(user: "alice", password: "pw"), Self.binary,
+                                                             "--no-sync", "--noproxy", "127.0.0.1", "-o", directory + "/c.bin", url])
+        #expect(bypassed.exitStatus == 0, "\(bypassed.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/c.bin") == fixture.sha256("f6.bin"))
+        #expect(squid.accessLog().count == afterEnvironment.count, "--noproxy went direct")
+
+        let wrong = try haul(["-x", squid.url(user: "alice", password: "nope"), "-o", directory + "/d.bin", url])
+        #expect(wrong.exitStatus == 3, "\(wrong.errorText)")
+        #expect(wrong.errorText.contains("407"), "\(wrong.errorText)")
+        #expect(squid.accessLog().filter { $0.status == 407 }.count <= 2, "a refused password is not retried")
+
+        let unknown = try haul(["-x", "ftp://127.0.0.1:1", "-o", directory + "/e.bin", url])
+        #expect(unknown.exitStatus == 2 && unknown.errorText.contains("unsupported proxy scheme"), "\(unknown.errorText)")
+    }
+
     // MARK: Credentials
 
     @Test func userPasswordFromDashUTheURLOrNetrcReachesTheServer() throws {

@@ -20,7 +20,7 @@ function __haul_parse_tokens -S
     set -l unparsed_tokens (__haul_tokens -pc)
     switch $unparsed_tokens[1]
     case 'haul'
-        __haul_parse_subcommand -r 1 'Z/parallel' 'o/output=' 'd/dir=' 'i/input-file=' 'j/jobs=' 'c/connections=' 'min-segment=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'checksum=' 'limit-rate=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-change=' 'restart' 'allow-overwrite' 'skip-existing' 'progress=' 'q/quiet' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'V/version' 'h/help'
+        __haul_parse_subcommand -r 1 'Z/parallel' 'o/output=' 'd/dir=' 'i/input-file=' 'j/jobs=' 'c/connections=' 'min-segment=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'x/proxy=' 'noproxy=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'checksum=' 'limit-rate=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-change=' 'restart' 'allow-overwrite' 'skip-existing' 'progress=' 'q/quiet' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'V/version' 'h/help'
         switch $unparsed_tokens[1]
         case 'help'
             __haul_parse_subcommand -r 1 
@@ -88,6 +88,8 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" u user' -s 'u' -l 'user' -d 'USER:PASSWORD for the server of the (first) URL, sent as Basic authorization to that origin only.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" netrc' -l 'netrc' -d 'Take the login and password for each URL\'s host from ~/.netrc.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" netrc-file' -l 'netrc-file' -d 'Like --netrc, from FILE.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" proxy x' -s 'x' -l 'proxy' -d 'Proxy for every URL: http://, https://, socks5:// or socks5h:// (names resolved by the proxy), with user:password@ for its credentials; "" for none. Without it, http_proxy, https_proxy/HTTPS_PROXY and all_proxy/ALL_PROXY are read as curl reads them.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" noproxy' -l 'noproxy' -d 'Hosts reached directly, not through the proxy: comma-separated domain suffixes, IP addresses, CIDR ranges, or * (default: no_proxy/NO_PROXY).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" user-agent' -l 'user-agent' -d 'User-Agent to send.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" cacert' -l 'cacert' -d 'CA certificates to trust, one PEM file.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" capath' -l 'capath' -d 'CA certificates to trust, a hashed directory (c_rehash).' -rfka ''

@@ -103,6 +103,8 @@ public enum HaulError: Error, Sendable, CustomStringConvertible {
     /// Whether trying again (on a new connection, after a pause) may succeed.
     public var isTransient: Bool {
         switch self {
+        // A proxy that refuses our credentials will refuse them again; a proxy that is down may come back.
+        case .network(let error) where error.kind == .proxyFailed: error.proxyFailure?.isTransient ?? true
         case .network, .truncatedTLS, .incomplete, .timedOut, .faultyResponse, .wrongContentRange, .belowSpeedLimit: true
         // One broken response says little about the next: like a faulty range it is tried again, and only a
         // server that keeps breaking HTTP fails the download (after the retry policy's tries).

@@ -124,7 +124,7 @@ public struct ProxySettings: Sendable, Hashable {
     }
 
     /// This process's environment variables (read from `environ`; later duplicates win).
-    static func processEnvironment() -> [String: String] {
+    public static func processEnvironment() -> [String: String] {
         var result: [String: String] = [:]
         var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
         guard entry != nil else { return result }
