@@ -384,6 +384,8 @@ final class CLIFixture: Sendable {
             let run = try haul(["-c", connections, "--min-segment", "2K", "-o", directory + "/m.bin", fixture.nginx.url("/f0.bin"), fixture.nginx.url("/f1.bin")])
             #expect(run.exitStatus == 6, "\(run.errorText)")
             #expect(!FileManager.default.fileExists(atPath: directory + "/m.bin"))
+            let partSize = (try? FileManager.default.attributesOfItem(atPath: directory + "/m.bin.part")[.size] as? Int) ?? 0
+            #expect(partSize == 0, "failed before anything was written")
         }
         let run = try haul(["-c", "16", "--min-segment", "2K", "-o", directory + "/m.bin", fixture.nginx.url("/f0.bin"), fixture.nginx.url("/f1.bin")])
         #expect(run.errorText.hasPrefix("haul: mirror ") && run.errorText.contains("disagrees"), "\(run.errorText)")

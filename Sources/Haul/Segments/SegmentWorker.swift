@@ -14,6 +14,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         case probe
         /// A request for one segment.
         case ranged
+        /// `Range: bytes=0-0` to a mirror, to compare its length before anything is written.
+        case mirrorCheck
     }
 
     /// Largest remainder of a response read and dropped (to keep the connection) after a segment shrank.
@@ -100,11 +102,11 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         retryAfter = nil
         interruption = nil
         isBusy = true
-        let ifRange = role == .probe ? nil : download.mirrors[requestMirror].validators.ifRange
+        let ifRange = role == .ranged ? download.mirrors[requestMirror].validators.ifRange : nil
         sentIfRange = ifRange != nil
         let head = download.mirrors.request(to: target, range: end.map { .bytes(first...($0 - 1)) } ?? .from(first),
                                             ifRange: ifRange)
-        if let end { download.bytesRequested += end - first }
+        if let end, role != .mirrorCheck { download.bytesRequested += end - first }
         cancellation = download.client.executeOnLoop(head, handler: self) { [self] result in
             cancellation = nil
             isBusy = false
@@ -140,6 +142,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         switch role {
         case .probe: return try download.acceptProbe(head, facts, from: self)
         case .ranged: try download.acceptRanged(facts, from: self)
+        case .mirrorCheck:
+            try download.acceptMirrorCheck(facts, from: self)
+            return .abandon
         }
         return .receiveBody
     }

@@ -99,6 +99,8 @@ final class SegmentedDownload: @unchecked Sendable {
     /// What one request of a streamed download asks for.
     let streamChunk: Int64
     private var horizonCheckQueued = false
+    /// Mirror checks still out; nothing is requested for the file until they are all back.
+    private var mirrorChecksPending = 0
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -489,8 +491,12 @@ final class SegmentedDownload: @unchecked Sendable {
         switch decision {
         case .ranged(let length, let served, let validators, let streamBody):
             mirrors.record(validators, for: worker.requestMirror)
-            try prepareFile(length: length)
             total = length
+            // Mirrors that have not shown their length yet are asked first (``MirrorCheck``): URLs that are
+            // different files fail the download before a byte is written.
+            let unchecked = mirrors.indices.filter { $0 != worker.requestMirror && !mirrors[$0].verified && !mirrors[$0].dropped }
+            let streamBody = streamBody && unchecked.isEmpty
+            if unchecked.isEmpty { try prepareFile(length: length) }
             rangesSupported = true
             var planner = stream == nil
                 ? SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
@@ -512,6 +518,10 @@ final class SegmentedDownload: @unchecked Sendable {
                 planner.release(work.segment)
             }
             self.planner = planner
+            if !unchecked.isEmpty {
+                checkMirrors(unchecked)
+                return .abandon
+            }
             startCheckpointing()
             // The probe keeps streaming from byte 0 (or starts over with a bounded range); the others open now.
             addWorkers(upTo: connections - 1)
@@ -544,6 +554,59 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         peakConnections = max(peakConnections, workers.count)
         return .receiveBody
+    }
+
+    // MARK: Mirror checks
+
+    /// Asks each of `unchecked` for its first byte (`Range: bytes=0-0`), one connection each, before anything
+    /// is written; the download starts once every one has answered (or failed to: a mirror that could not
+    /// be reached is checked by its first real response instead).
+    private func checkMirrors(_ unchecked: [Int]) {
+        for mirror in unchecked {
+            guard let checker = addWorker(mirror: mirror) else { continue }
+            mirrorChecksPending += 1
+            checker.request(first: 0, end: 1, role: .mirrorCheck)
+        }
+        if mirrorChecksPending == 0 { startAfterMirrorChecks() }
+    }
+
+    /// Whether a mirror's answer to the check shows the same resource (its length); throws a
+    /// ``HaulError/mirrorMismatch(url:detail:)`` otherwise. Its body is never read.
+    func acceptMirrorCheck(_ facts: ResponseFacts, from worker: SegmentWorker) throws {
+        if facts.status == 200 {
+            // It ignores ranges: it cannot share the work, but that says nothing against the file.
+            _ = mirrors.drop(worker.requestMirror)
+            return
+        }
+        let known = RangedResponseDecision.Known(total: total!, validators: Validators(), verified: false, sentIfRange: false)
+        switch RangedResponseDecision.decide(facts, requested: 0..<1, known: known, url: worker.url!.description) {
+        case .accept(let validators, _):
+            mirrors.record(validators, for: worker.requestMirror)
+        case .mirrorDisagrees(let error):
+            throw error
+        case .redirect:
+            preconditionFailure("redirects are followed before the check's decision")
+        case .faulty, .changed, .failed:
+            break   // not an answer about the resource: its first ranged response will check it
+        }
+    }
+
+    /// A mirror check ended (whatever its answer); the last one starts the download.
+    private func mirrorCheckEnded(_ worker: SegmentWorker) {
+        worker.role = .ranged
+        if mirrors[worker.mirror].dropped { worker.mirror = mirrors.mirror(forConnection: worker.id) }
+        mirrorChecksPending -= 1
+        if mirrorChecksPending == 0 { startAfterMirrorChecks() }
+    }
+
+    private func startAfterMirrorChecks() {
+        guard !isFinished, let total else { return }
+        do { try prepareFile(length: total) } catch { return fail(error as? HaulError ?? .unexpected("\(error)")) }
+        startCheckpointing()
+        for worker in workers where !worker.isBusy && worker.timer == nil { assignWork(worker) }
+        let busy = workers.filter(\.isBusy).count
+        if let planner { addWorkers(upTo: planner.usefulConnections(limit: options.connections) - busy) }
+        peakConnections = max(peakConnections, workers.count)
     }
 
     /// Whether a ranged response may be written (``RangedResponseDecision``); throws what it is otherwise.
@@ -655,7 +718,7 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Gives `worker` its next range, or lets it rest when there is nothing left to share.
     private func assignWork(_ worker: SegmentWorker) {
-        guard !isFinished else { return }
+        guard !isFinished, mirrorChecksPending == 0 else { return }
         guard var planner else { return }
         if let work = planner.nextRequest(for: worker.id, continuing: worker.segment) {
             self.planner = planner
@@ -682,6 +745,12 @@ final class SegmentedDownload: @unchecked Sendable {
         guard !isFinished, workers.contains(where: { $0 === worker }) else { return }
         if case .retired = worker.verdict { return }
         if let interruption = worker.interruption { return handleFailure(interruption, worker: worker) }
+        if worker.role == .mirrorCheck {
+            // A mismatch fails the download; any other failure leaves the mirror to its first real response.
+            if case .failure(let error) = result { return handleFailure(HaulError(error), worker: worker) }
+            if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
+            return mirrorCheckEnded(worker)
+        }
         let summary: ExchangeSummary
         switch result {
         case .failure(let error): return handleFailure(HaulError(error), worker: worker)
@@ -736,6 +805,10 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
+        if worker.role == .mirrorCheck {
+            if case .mirrorMismatch = error { return fail(error) }
+            return mirrorCheckEnded(worker)
+        }
         if worker.provisional, let window = worker.window, let end = window.end {
             stream?.discardUnproven(in: window.start..<end)
         }
