@@ -131,13 +131,22 @@ public final class HaulSession: Sendable {
         }
     }
 
-    /// Stops the daemon cleanly (every running download checkpointed first). The tasks stay in the log; the
-    /// next connection starts a daemon that continues them.
+    /// Stops the daemon cleanly (every running download checkpointed first) and returns once it has exited
+    /// (the session directory's lock is free). The tasks stay in the log; the next connection starts a
+    /// daemon that continues them. Until then this session does not reconnect.
     public func stopDaemon() async throws(SessionError) {
         let connection = try await currentConnection()
         shared.withLock { $0.connection = nil }
         _ = try await connection.request(.stop)
         connection.close()
+        let paths = self.paths
+        let start = MonotonicInstant.now()
+        while SessionLock.isHeld(paths) {
+            guard MonotonicInstant.now().nanoseconds(since: start) < 30_000_000_000 else {
+                throw .daemonUnavailable("the daemon answered the stop but still holds \(paths.directory) after 30 s")
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// Disconnects. Downloads go on in the daemon; tasks' results pending here end with
@@ -216,14 +225,15 @@ public final class HaulSession: Sendable {
     }
 
     private func connectionLost(_ connection: SessionConnection) {
-        let reconnect = shared.withLock { shared -> Bool in
-            guard shared.connection === connection else { return false }
+        let (current, reconnect) = shared.withLock { shared -> (Bool, Bool) in
+            guard shared.connection === connection else { return (false, false) }
             shared.connection = nil
-            return !shared.closed && configuration.reconnects
+            return (true, !shared.closed && configuration.reconnects)
         }
+        guard current else { return }
         if reconnect {
             startReconnection()
-        } else if shared.withLock({ $0.connection == nil && $0.reconnection == nil }) {
+        } else {
             for task in allTasks() { task.sessionClosed() }
         }
     }
