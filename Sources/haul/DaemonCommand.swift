@@ -59,7 +59,12 @@ struct DaemonCommand: AsyncParsableCommand {
             if let jobs { arguments += ["--jobs", String(jobs)] }
             if let maxConnections { arguments += ["--max-connections", String(maxConnections)] }
             if let onComplete { arguments += ["--on-complete", onComplete] }
-            do { _ = try SessionDaemon.startDetached(arguments, paths: paths) } catch { throw CommandFailure(error) }
+            let launch = arguments
+            // Spawning is a blocking system call: never on the cooperative pool.
+            let started = await BlockingWork.run(name: "haul-detach") { () -> Result<Int32, SessionError> in
+                do throws(SessionError) { return .success(try SessionDaemon.startDetached(launch, paths: paths)) } catch { return .failure(error) }
+            }
+            if case .failure(let error) = started { throw CommandFailure(error) }
             return
         }
         var configuration = DaemonConfiguration(paths: paths)

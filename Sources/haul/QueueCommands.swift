@@ -199,7 +199,14 @@ struct QueueAdd: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let spec = try spec()
+        let command = self
+        // spec() may read a netrc file: off the cooperative pool.
+        let made = await BlockingWork.run(name: "haul-queue-add") { () -> Result<TaskSpec, CommandFailure> in
+            do { return .success(try command.spec()) } catch let failure as CommandFailure { return .failure(failure) } catch {
+                return .failure(CommandFailure(.usage, String(describing: error)))
+            }
+        }
+        let spec = try made.get()
         let session = try await sessionOption.connect()
         let task: SessionTask
         do { task = try await session.add(spec) } catch { throw CommandFailure(error) }

@@ -267,6 +267,48 @@ import HaulTestSupport
         #expect(process.isRunning, "still following")
     }
 
+    /// `haul daemon` in the foreground (as a systemd unit runs it): SIGTERM pauses the running download
+    /// (its journal written), exits 0 and removes daemon.pid; a second foreground daemon meanwhile exits 9;
+    /// the next daemon continues the download to the end.
+    @Test func aForegroundDaemonStopsCleanlyOnSIGTERMAndTheNextOneContinues() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        let errors = sandbox.root.file("daemon.stderr")
+        let daemon = try sandbox.start(["daemon", "-j", "2", "--max-connections", "8"], errors: errors)
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL); daemon.waitUntilExit() } }
+        #expect(Sandbox.waitUntil(timeout: 30) { sandbox.daemonPID == daemon.processIdentifier })
+        let second = try sandbox.haul(["daemon"])
+        #expect(second.exitStatus == 9 && second.errorText.contains("(process \(daemon.processIdentifier))"), "\(second.errorText)")
+
+        let output = sandbox.output + "/big.bin"
+        let add = try sandbox.haul(["queue", "add", "-c", "4", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")])
+        #expect(add.exitStatus == 0 && add.outputText == "1\n", "\(add.errorText)")
+        #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) {
+            let tasks = (try? Self.jsonLines(try sandbox.haul(["queue", "list", "--json"]).outputText)) ?? []
+            return (tasks.first?["bytes"] as? NSNumber)?.intValue ?? 0 > 2 << 20
+        }, "the download is under way")
+        kill(daemon.processIdentifier, SIGTERM)
+        #expect(Sandbox.waitUntil(timeout: 30) { !daemon.isRunning })
+        daemon.waitUntilExit()
+        let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        #expect(daemon.terminationStatus == 0, "\(text)")
+        #expect(text.contains("haul daemon: session default: stop signal: pausing every download"), "\(text)")
+        #expect(sandbox.daemonPID == nil)
+        #expect(FileManager.default.fileExists(atPath: output + ".part.haul"), "the journal is written before the daemon exits")
+
+        // The stored settings are the session's now; the next daemon (started by wait) uses them and finishes.
+        let wait = try sandbox.haul(["queue", "wait"], timeout: 120)
+        #expect(wait.exitStatus == 0, "\(wait.errorText)")
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+        let types = try Self.jsonLines(try sandbox.haul(["queue", "events", "--json"]).outputText).compactMap { $0["type"] as? String }
+        #expect(types == ["added", "started", "started", "completed"], "a stop is not a pause: \(types)")
+        let stored = String(decoding: try Data(contentsOf: URL(fileURLWithPath: sandbox.sessionDirectory + "/session.haul")), as: UTF8.self)
+        #expect(stored.contains(#"{"r":"settings","settings":{"jobs":2,"maxConnections":8}}"#), "the settings record is a JSON payload")
+        let log = try String(contentsOfFile: sandbox.sessionDirectory + "/daemon.log", encoding: .utf8)
+        #expect(log.contains("1 tasks (1 to run)"), "\(log)")
+        #expect(try sandbox.haul(["queue", "stop"]).exitStatus == 0)
+    }
+
     /// `haul --help` names the new subcommands; each has its own help.
     @Test func helpNamesTheSessionCommands() throws {
         let root = try ChildProcess.run(HaulCLITests.binary, ["--help"])

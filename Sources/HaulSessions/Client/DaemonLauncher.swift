@@ -52,13 +52,20 @@ enum DaemonLauncher {
             guard configuration.startsDaemon else { throw lastError }
             let now = MonotonicInstant.now()
             if now.nanoseconds(since: start) > UInt64(configuration.startTimeout.milliseconds) * 1_000_000 {
-                let log = SmallFile.read(paths.daemonLog)?.split(separator: "\n").last.map { ": daemon.log says: \($0)" } ?? ""
+                let lastLine = await BlockingWork.run(name: "haul-session-log") {
+                    SmallFile.read(paths.daemonLog)?.split(separator: "\n").last.map(String.init)
+                }
+                let log = lastLine.map { ": daemon.log says: \($0)" } ?? ""
                 throw .daemonUnavailable("no daemon answered at \(paths.socket) within \(configuration.startTimeout.milliseconds / 1000) s\(log)")
             }
             // A daemon that is starting (or stopping) holds the lock: give it time rather than start another,
             // which would only find the lock taken.
             let sinceSpawn = lastSpawn.map { now.nanoseconds(since: $0) } ?? UInt64.max
-            if sinceSpawn > 3_000_000_000 && (lastSpawn == nil || !SessionLock.isHeld(paths)) {
+            var mayStart = sinceSpawn > 3_000_000_000
+            if mayStart, lastSpawn != nil {
+                mayStart = await !BlockingWork.run(name: "haul-session-lock") { SessionLock.isHeld(paths) }
+            }
+            if mayStart {
                 try await spawn(paths, configuration: configuration)
                 lastSpawn = MonotonicInstant.now()
             }
@@ -72,15 +79,24 @@ enum DaemonLauncher {
         guard let executable = configuration.daemonExecutable ?? defaultExecutable() else {
             throw .daemonUnavailable("no haul executable to start a daemon with (set HAUL_EXECUTABLE or put haul on PATH)")
         }
-        try paths.prepareDirectory()
         let arguments = [executable, "daemon", "--session", paths.identifier, "--state-dir", paths.stateDirectory, "--detach"]
-        let pid: pid_t
-        do {
-            pid = try ChildProcesses.spawn(arguments, outputPath: paths.daemonLog, newSession: true)
-        } catch {
-            throw .daemonUnavailable("cannot start \(executable): \(error)")
+        let result: Result<Void, SessionError> = await BlockingWork.run(name: "haul-session-spawn") {
+            do throws(SessionError) {
+                try paths.prepareDirectory()
+                let pid: pid_t
+                do {
+                    pid = try ChildProcesses.spawn(arguments, outputPath: paths.daemonLog, newSession: true)
+                } catch {
+                    throw .daemonUnavailable("cannot start \(executable): \(error)")
+                }
+                // `--detach` starts the daemon and exits at once; reaping it leaves no zombie behind.
+                _ = ChildProcesses.wait(for: pid)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
         }
-        _ = await BlockingWork.run(name: "haul-session-spawn") { ChildProcesses.wait(for: pid) }
+        try result.get()
     }
 
     /// `$HAUL_EXECUTABLE`, else the first `haul` on `PATH`.

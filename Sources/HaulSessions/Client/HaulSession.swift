@@ -141,7 +141,7 @@ public final class HaulSession: Sendable {
         connection.close()
         let paths = self.paths
         let start = MonotonicInstant.now()
-        while SessionLock.isHeld(paths) {
+        while await BlockingWork.run(name: "haul-session-lock", { SessionLock.isHeld(paths) }) {
             guard MonotonicInstant.now().nanoseconds(since: start) < 30_000_000_000 else {
                 throw .daemonUnavailable("the daemon answered the stop but still holds \(paths.directory) after 30 s")
             }

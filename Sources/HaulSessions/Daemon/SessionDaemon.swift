@@ -25,13 +25,16 @@ public final class SessionDaemon: @unchecked Sendable {
     /// (``SessionError/corruptState(path:offset:reason:)``), its directory or socket cannot be set up.
     public static func run(_ configuration: DaemonConfiguration) async throws(SessionError) -> Int32 {
         let paths = configuration.paths
-        try paths.prepareDirectory()
-        let lock = try SessionLock.acquire(paths)
         signal(SIGPIPE, SIG_IGN)
-        let opened = try await BlockingWork.run(name: "haul-session-open") { () throws(SessionError) in
-            try SessionLogFile.open(path: paths.log)
+        // File-system work (and the fdatasync of a torn tail's truncation) runs on a blocking-work thread,
+        // never on the cooperative pool.
+        let (lock, opened) = try await BlockingWork.run(name: "haul-session-open") { () throws(SessionError) -> (SessionLock, SessionLogFile.Opened) in
+            try paths.prepareDirectory()
+            let lock = try SessionLock.acquire(paths)
+            let opened = try SessionLogFile.open(path: paths.log)
+            try lock.writePID()
+            return (lock, opened)
         }
-        try lock.writePID()
         let loop: EventLoop
         do { loop = try EventLoop(name: "haul-session") } catch { throw .io(path: paths.directory, error) }
         let daemon = SessionDaemon(configuration: configuration, lock: lock, log: opened.file, state: opened.state, loop: loop)
@@ -41,16 +44,20 @@ public final class SessionDaemon: @unchecked Sendable {
         do {
             try await BlockingWork.run(name: "haul-session-start") { () throws(SessionError) in try daemon.startUp() }
         } catch {
-            await BlockingWork.run(name: "haul-session-stop") { loop.shutdown() }
-            lock.removePID()
+            await BlockingWork.run(name: "haul-session-stop") {
+                loop.shutdown()
+                lock.removePID()
+            }
             throw error
         }
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             loop.execute { daemon.serve(continuation) }
         }
         for client in daemon.clientsToShutDown() { await client.shutdown() }
-        await BlockingWork.run(name: "haul-session-stop") { loop.shutdown() }
-        lock.removePID()
+        await BlockingWork.run(name: "haul-session-stop") {
+            loop.shutdown()
+            lock.removePID()
+        }
         configuration.log("session \(paths.identifier): stopped")
         return status
     }
