@@ -1,5 +1,7 @@
+import Foundation
 import Glibc
 import Haul
+import HaulTestSupport
 import Testing
 @testable import HaulSessions
 
@@ -127,6 +129,22 @@ import Testing
         defer { close(fds[0]); close(fds[1]) }
         let peer = try PeerCredentials.of(fds[0])
         #expect(peer.pid == getpid() && peer.uid == geteuid() && peer.gid == getegid())
+    }
+
+    /// A socket path longer than `sun_path` (108 bytes) is bound and reached through `/proc/self/fd`.
+    @Test func aSocketPathLongerThanSunPathStillWorks() throws {
+        let root = try TemporaryDirectory(prefix: "haul-long")
+        var directory = root.path
+        while directory.utf8.count < 140 { directory += "/" + String(repeating: "d", count: 30) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/daemon.sock"
+        let listener = try UnixSocket.listen(at: path)
+        defer { close(listener) }
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "bound at the long path, mode 0600")
+        let client = try UnixSocket.connect(to: path)
+        defer { close(client) }
+        #expect(try PeerCredentials.of(client).pid == getpid())
     }
 
     @Test func sessionIdentifiersAreChecked() throws {

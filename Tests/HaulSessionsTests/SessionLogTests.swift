@@ -165,6 +165,19 @@ enum SampleLog {
         #expect(throws: SessionLogFormatError.self) { try SessionLogCodec.scan(repeated) }
     }
 
+    /// docs/sessions.md shows these bytes.
+    @Test func theHeaderAndARecordAreTheBytesTheDocumentationShows() throws {
+        func hex(_ bytes: [UInt8]) -> String {
+            bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
+        }
+        #expect(hex(SessionLogCodec.header()) == "48 41 55 4c 53 45 53 53 01 00 00 00 c3 08 52 ef")
+        let record = LogRecord.acknowledged(consumer: "default", sequence: 3)
+        #expect(String(decoding: record.payload, as: UTF8.self) == #"{"r":"ack","consumer":"default","seq":3}"#)
+        let bytes = SessionLogCodec.record(number: 7, payload: record.payload)
+        #expect(hex(Array(bytes.prefix(16))) == "48 53 52 45 28 00 00 00 07 00 00 00 00 00 00 00")
+        #expect(hex(Array(bytes.suffix(4))) == "5c a2 a3 74")
+    }
+
     @Test func headerProblemsAreNamed() throws {
         var header = SessionLogCodec.header()
         #expect(header.count == 16 && Array(header[0..<8]) == Array("HAULSESS".utf8))
