@@ -65,7 +65,8 @@ public final class SessionDaemon: @unchecked Sendable {
     /// Starts `arguments` (an absolute executable path first, typically `haul daemon --session ID ...`)
     /// as a daemon in the background: a new session (no terminal, so a Ctrl-C in the caller's terminal never
     /// reaches it), stdin from `/dev/null`, stdout and stderr appended to the session's `daemon.log`, no
-    /// descriptor of this process inherited. Returns its pid without waiting for it.
+    /// descriptor of this process inherited (it marks this process's descriptors from 3 up close-on-exec:
+    /// meant for a short-lived launcher such as `haul daemon --detach`). Returns its pid without waiting.
     public static func startDetached(_ arguments: [String], paths: SessionPaths) throws(SessionError) -> Int32 {
         try paths.prepareDirectory()
         ChildProcesses.closeInheritedDescriptorsOnExec()
@@ -92,11 +93,14 @@ public final class SessionDaemon: @unchecked Sendable {
         enum Intent { case none, pause, cancel }
         let task: DownloadTask
         let connections: Int
+        /// Whether the daemon created the task's `.part` for this start (it may remove it if nothing was written).
+        let createdPart: Bool
         var phase = Phase.active
         var intent = Intent.none
-        init(task: DownloadTask, connections: Int) {
+        init(task: DownloadTask, connections: Int, createdPart: Bool) {
             self.task = task
             self.connections = connections
+            self.createdPart = createdPart
         }
     }
 
@@ -279,9 +283,10 @@ public final class SessionDaemon: @unchecked Sendable {
         let spec = task.spec
         let firstStart = task.starts == 0
         var part: PartIdentity?
+        var createdPart = false
         var progress: (bytes: Int64, total: Int64?) = (0, nil)
         if let path = spec.filePath {
-            part = Self.preparePartFile(for: spec, path: path)
+            (part, createdPart) = Self.preparePartFile(for: spec, path: path)
             progress = JournalProgress.read(partPath: path + ".part") ?? (0, nil)
             if firstStart && spec.discardsPartialDownload { progress = (0, nil) }
         }
@@ -291,11 +296,12 @@ public final class SessionDaemon: @unchecked Sendable {
         do {
             client = try profile(for: spec.options)
         } catch {
-            fail(task.id, error)
+            fail(task.id, error, createdPart: createdPart)
             return nil
         }
         let download = client.start(spec.request(firstStart: firstStart))
-        let engine = Engine(task: download, connections: min(spec.options.connections, state.settings.maximumConnections))
+        let engine = Engine(task: download, connections: min(spec.options.connections, state.settings.maximumConnections),
+                            createdPart: createdPart)
         engines[task.id] = engine
         let id = task.id
         Task { [self] in
@@ -311,18 +317,22 @@ public final class SessionDaemon: @unchecked Sendable {
     /// is recorded, the file at the destination is recognised as this task's by its inode. (The engine opens
     /// an existing `.part` as it finds it; an empty one without a journal is a fresh start.) Nothing is
     /// created where the engine would refuse anyway (an existing destination it may not replace).
-    static func preparePartFile(for spec: TaskSpec, path: String) -> PartIdentity? {
+    static func preparePartFile(for spec: TaskSpec, path: String) -> (PartIdentity?, created: Bool) {
         let partPath = path + ".part"
+        var created = false
         if !OutputFile.exists(partPath) {
-            if !spec.replacesExisting && OutputFile.exists(path) { return nil }
+            if !spec.replacesExisting && OutputFile.exists(path) { return (nil, false) }
             let parent = OutputFile.directory(containing: path)
             if spec.createsDirectories && !OutputFile.isDirectory(parent) { try? OutputFile.createDirectories(parent) }
             let fd = open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if fd >= 0 { close(fd) }
+            if fd >= 0 {
+                close(fd)
+                created = true
+            }
         }
         var info = stat()
-        guard lstat(partPath, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        return PartIdentity(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        guard lstat(partPath, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return (nil, created) }
+        return (PartIdentity(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino)), created)
     }
 
     private func profile(for options: TaskOptions) throws(HaulError) -> HaulClient {
@@ -348,7 +358,7 @@ public final class SessionDaemon: @unchecked Sendable {
             cancelled(id, engine)
         case .failure(let error):
             engines[id] = nil
-            fail(id, error)
+            fail(id, error, createdPart: engine.createdPart)
             taskSettled(id)
         }
     }
@@ -374,13 +384,15 @@ public final class SessionDaemon: @unchecked Sendable {
         taskSettled(id)
     }
 
-    private func fail(_ id: Int, _ error: HaulError) {
+    private func fail(_ id: Int, _ error: HaulError, createdPart: Bool) {
         guard let task = state.task(id), !task.state.hasEnded else { return }
         let status = ExitStatus(error)
         commitOrStop([.event(event(id, .failed(error: ErrorText.message(for: error, source: .commandLine),
                                                  className: status.className, code: status.code)), spec: nil, part: nil)])
-        // An empty `.part` the daemon made for a start that never wrote anything goes again.
-        if let path = task.spec.filePath, !OutputFile.exists(path + ".part.haul") {
+        // An empty `.part` the daemon made for this start, which never wrote anything, goes again — unless
+        // another download holds it (then it is that download's).
+        if case .destinationBusy = error { return }
+        if createdPart, let path = task.spec.filePath, !OutputFile.exists(path + ".part.haul") {
             var info = stat()
             if lstat(path + ".part", &info) == 0, info.st_size == 0, info.st_mode & S_IFMT == S_IFREG { _ = unlink(path + ".part") }
         }
@@ -650,8 +662,12 @@ public final class SessionDaemon: @unchecked Sendable {
             case .file(let path): added = .added(url: spec.url, path: path, directory: nil)
             case .directory(let directory): added = .added(url: spec.url, path: nil, directory: directory)
             }
+            let record = LogRecord.event(event(id, added), spec: spec, part: nil)
+            guard record.payload.count <= SessionLogCodec.maximumPayload else {
+                return respond(.failure(.badRequest("the task is \(record.payload.count) bytes as a log record; at most \(SessionLogCodec.maximumPayload)")))
+            }
             do {
-                try commit([.event(event(id, added), spec: spec, part: nil)])
+                try commit([record])
             } catch {
                 return respond(.failure(RemoteFailure(code: "store", message: error.description)))
             }

@@ -111,7 +111,10 @@ final class SessionLogFile: @unchecked Sendable {
         if let failure { throw failure }
         var bytes: [UInt8] = []
         for (index, record) in records.enumerated() {
-            bytes += SessionLogCodec.record(number: firstNumber + UInt64(index), payload: record.payload)
+            let payload = record.payload
+            // A record the reader would refuse is never written.
+            guard payload.count <= SessionLogCodec.maximumPayload else { throw .io(path: path, SystemError(call: "append", errno: EFBIG)) }
+            bytes += SessionLogCodec.record(number: firstNumber + UInt64(index), payload: payload)
         }
         let start = end
         var written = 0
