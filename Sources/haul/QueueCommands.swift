@@ -358,18 +358,27 @@ struct QueueWait: AsyncParsableCommand {
         if status != .success { throw ExitCode(status.code) }
     }
 
-    /// One line, redrawn: tasks done, bytes, rate.
+    /// One line, redrawn: tasks done, percent, bytes, rate, connections.
     static func showProgress(_ tasks: [SessionTask]) async {
         while !Task.isCancelled {
-            let infos = tasks.map(\.info)
-            let done = infos.filter { $0.state.hasEnded }.count
-            let bytes = infos.reduce(Int64(0)) { $0 + $1.bytes }
-            let total = infos.reduce(Int64(0)) { $0 + ($1.total ?? 0) }
-            let rate = infos.reduce(Int64(0)) { $0 + $1.bytesPerSecond }
-            let text = "[\(done)/\(tasks.count) done] \(UnitFormatting.bytes(bytes))/\(UnitFormatting.bytes(total))  \(UnitFormatting.rate(Double(rate)))"
-            StandardError.write(ProgressBar.redraw(line: TerminalText.prefix(text, columns: max(1, Terminal.columns() - 1))))
+            StandardError.write(ProgressBar.redraw(line: progressLine(tasks.map(\.info), columns: Terminal.columns())))
             try? await Task.sleep(for: .milliseconds(200))
         }
+    }
+
+    /// `[1/3 done] 42% 80.0 MiB/192.0 MiB  12.0 MiB/s  8 conn`, cut to one column less than the terminal.
+    static func progressLine(_ infos: [TaskInfo], columns: Int) -> String {
+        let done = infos.filter { $0.state.hasEnded }.count
+        let bytes = infos.reduce(Int64(0)) { $0 + $1.bytes }
+        let totals = infos.compactMap(\.total)
+        let total = totals.reduce(Int64(0), +)
+        let rate = infos.reduce(Int64(0)) { $0 + $1.bytesPerSecond }
+        let connections = infos.reduce(0) { $0 + $1.connections }
+        var text = "[\(done)/\(infos.count) done]"
+        if totals.count == infos.count, total > 0 { text += " \(min(100, bytes * 100 / total))%" }
+        text += " \(UnitFormatting.bytes(bytes))" + (totals.count == infos.count ? "/" + UnitFormatting.bytes(total) : "")
+        text += "  \(UnitFormatting.rate(Double(rate)))  \(connections) conn"
+        return TerminalText.prefix(text, columns: max(1, columns - 1))
     }
 }
 

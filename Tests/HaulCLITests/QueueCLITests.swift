@@ -309,6 +309,26 @@ import HaulTestSupport
         #expect(try sandbox.haul(["queue", "stop"]).exitStatus == 0)
     }
 
+    /// On a terminal, `queue wait` redraws one progress line in place, then says what was saved.
+    @Test func onATerminalQueueWaitRedrawsItsProgressLine() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "4", "-o", sandbox.output + "/tty.bin", fixture.nginx.url("/slow/big.bin")])
+        #expect(add.exitStatus == 0, "\(add.errorText)")
+        // `script` gives haul a pseudo-terminal as stderr; what haul draws comes out on script's stdout.
+        let command = ["/usr/bin/env", "HAUL_STATE_DIR=" + sandbox.state, HaulCLITests.binary, "queue", "wait"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let run = try ChildProcess.run("/usr/bin/script", ["-q", "-e", "-c", "stty cols 100; exec " + command, "/dev/null"])
+        #expect(run.exitStatus == 0, "\(run.outputText)")
+        let redraws = run.outputText.components(separatedBy: "\r").filter { $0.hasSuffix("\u{1B}[K") && $0.contains("done]") }
+        #expect(redraws.count >= 3, "redrawn in place several times: \(run.outputText.debugDescription.prefix(600))")
+        #expect(redraws.allSatisfy { $0.dropLast(3).count < 100 }, "each frame fits the terminal")
+        #expect(redraws.contains { $0.contains("[0/1 done]") && $0.contains("%") && $0.contains("/16.0 MiB") && $0.contains("conn") },
+                "\(redraws.last ?? "")")
+        #expect(run.outputText.contains("haul: task 1: saved \(sandbox.output)/tty.bin (16.0 MiB, sha256=\(fixture.bigSHA256))"))
+        #expect(try sandbox.haul(["queue", "stop"]).exitStatus == 0)
+    }
+
     /// `haul --help` names the new subcommands; each has its own help.
     @Test func helpNamesTheSessionCommands() throws {
         let root = try ChildProcess.run(HaulCLITests.binary, ["--help"])
