@@ -121,7 +121,7 @@ struct QueueAdd: AsyncParsableCommand {
     var json = false
 
     func spec() throws -> TaskSpec {
-        guard let first = urls.first else { throw CommandFailure(.usage, "no URL given (see haul queue add --help)") }
+        guard !urls.isEmpty else { throw CommandFailure(.usage, "no URL given (see haul queue add --help)") }
         let given = urls.map(URLText.withDefaultScheme)
         for (index, text) in given.enumerated() {
             do { try HaulCommand.checkURL(text, typed: urls[index], where: index == 0 ? "URL" : "mirror URL") } catch {
@@ -155,7 +155,6 @@ struct QueueAdd: AsyncParsableCommand {
            let authorization = HaulCommand.authorization(for: given[0], user: user, netrc: try loadNetrc()) {
             spec.headers.append(TaskHeader(name: "Authorization", value: authorization))
         }
-        _ = first
         var options = TaskOptions()
         options.connections = connections
         if let minSegment { options.minimumSegment = minSegment.bytes }
@@ -178,6 +177,10 @@ struct QueueAdd: AsyncParsableCommand {
         spec.options = options
         spec.hook = onComplete
         if let problem = spec.problem() { throw CommandFailure(.usage, problem) }
+        // The daemon's engine would refuse it anyway; saying so now spares a queued task that can only fail.
+        if let path = spec.filePath, !allowOverwrite, OutputFile.exists(path), !OutputFile.exists(path + ".part") {
+            throw CommandFailure(.output, "\(path) already exists (use --allow-overwrite to replace it)")
+        }
         return spec
     }
 

@@ -227,6 +227,9 @@ import HaulTestSupport
         let plain = try sandbox.haul(["queue", "events"]).outputText.split(separator: "\n")
         #expect(plain.first?.contains("task 1  added  \(fixture.nginx.url("/f1.bin")) -> \(out)/f1.bin") == true, "\(plain)")
 
+        let exists = try sandbox.haul(["queue", "add", "-o", out + "/f1.bin", fixture.nginx.url("/f1.bin")])
+        #expect(exists.exitStatus == 9 && exists.errorText == "haul: \(out)/f1.bin already exists (use --allow-overwrite to replace it)\n",
+                "\(exists.errorText)")
         for (arguments, message) in [(["queue", "pause", "99"], "no task 99"), (["queue", "add"], "no URL given"),
                                      (["queue", "add", "ftp://h/x"], "not a usable http(s) URL"),
                                      (["queue", "list", "--session", "../x"], "invalid session identifier"),
