@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Haul", targets: ["Haul"]),
         .library(name: "HaulHTTP", targets: ["HaulHTTP"]),
+        .library(name: "HaulSessions", targets: ["HaulSessions"]),
         .executable(name: "haul", targets: ["haul"]),
         .executable(name: "haul-parse", targets: ["haul-parse"]),
     ],
@@ -24,9 +25,13 @@ let package = Package(
         .target(name: "HaulIO", dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL"]),
         .target(name: "Haul", dependencies: ["HaulIO", "HaulHTTP"]),
 
+        // Background sessions: a durable queue and event log per session, the daemon that owns them, and
+        // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
+        .target(name: "HaulSessions", dependencies: ["Haul", "HaulCommandLine"]),
+
         .executableTarget(
             name: "haul",
-            dependencies: ["Haul", "HaulCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Haul", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The CLI's pure pieces (progress lines, JSON events, exit codes, input files, sizes), testable
         // without a terminal or a network; no ArgumentParser and no Foundation.
@@ -48,6 +53,7 @@ let package = Package(
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
+        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

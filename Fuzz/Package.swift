@@ -3,9 +3,12 @@ import PackageDescription
 
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
-let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal"]
-// Harnesses for formats that live in the engine (the resume journal) link the whole `Haul` library.
+let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
+                 "FuzzSessions"]
+// Harnesses for formats that live in the engine (the resume journal) link the whole `Haul` library; the
+// session log and protocol live in `HaulSessions`.
 let engineHarnesses: Set<String> = ["FuzzJournal"]
+let sessionHarnesses: Set<String> = ["FuzzSessions"]
 
 let package = Package(
     name: "HaulFuzz",
@@ -18,7 +21,8 @@ let package = Package(
             name: name,
             dependencies: [
                 "FuzzDriver",
-                .product(name: engineHarnesses.contains(name) ? "Haul" : "HaulHTTP", package: "Haul"),
+                .product(name: sessionHarnesses.contains(name) ? "HaulSessions" : engineHarnesses.contains(name) ? "Haul" : "HaulHTTP",
+                         package: "Haul"),
             ]
         )
     },

@@ -32,7 +32,8 @@ struct HaulCommand: AsyncParsableCommand {
 
             Exit codes:
             \(ExitStatus.tableText)
-            """
+            """,
+        subcommands: [DaemonCommand.self, QueueCommand.self]
     )
 
     @Argument(help: "The URL to download, then other URLs of the same file (mirrors); with -Z, each URL its own download. No scheme means http://.")
@@ -146,6 +147,8 @@ struct HaulCommand: AsyncParsableCommand {
     /// Usage errors exit with ``ExitStatus/usage`` (ArgumentParser's own would be 64), as one line with one
     /// `haul: ` prefix, or one JSON object when `--progress json` was asked for.
     static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if SessionCommands.handles(arguments) { await SessionCommands.main(arguments) }
         let command: HaulCommand
         do {
             guard let parsed = try parseAsRoot() as? HaulCommand else {

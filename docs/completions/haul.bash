@@ -257,13 +257,256 @@ _haul() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    help)
+    daemon|queue|help)
         # Offer subcommand argument completions
         "_haul_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'daemon queue help' -- "${cur}"))
+        ;;
+    esac
+}
+
+_haul_daemon() {
+    repeating_flags=()
+    non_repeating_flags=(--detach -h --help)
+    repeating_options=()
+    non_repeating_options=(--session --state-dir -j --jobs --max-connections --on-complete --idle-exit)
+    __haul_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '-j'|'--jobs')
+        return
+        ;;
+    '--max-connections')
+        return
+        ;;
+    '--on-complete')
+        return
+        ;;
+    '--idle-exit')
+        return
+        ;;
+    esac
+}
+
+_haul_queue() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __haul_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    add|list|pause|resume|cancel|wait|events|stop)
+        # Offer subcommand argument completions
+        "_haul_queue_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'add list pause resume cancel wait events stop' -- "${cur}"))
+        ;;
+    esac
+}
+
+_haul_queue_add() {
+    repeating_flags=()
+    non_repeating_flags=(--netrc -k --insecure --restart --allow-overwrite --no-sync --json -h --help)
+    repeating_options=(-H --header)
+    non_repeating_options=(--session -o --output -d --dir -c --connections --min-segment -u --user --netrc-file --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --checkpoint-bytes --checkpoint-interval --on-complete)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    '-d'|'--dir')
+        return
+        ;;
+    '-c'|'--connections')
+        return
+        ;;
+    '--min-segment')
+        return
+        ;;
+    '-H'|'--header')
+        return
+        ;;
+    '-u'|'--user')
+        return
+        ;;
+    '--netrc-file')
+        return
+        ;;
+    '--user-agent')
+        return
+        ;;
+    '--cacert')
+        return
+        ;;
+    '--capath')
+        return
+        ;;
+    '--checksum')
+        return
+        ;;
+    '--limit-rate')
+        return
+        ;;
+    '--retries')
+        return
+        ;;
+    '--connect-timeout')
+        return
+        ;;
+    '--stall-timeout')
+        return
+        ;;
+    '-Y'|'--speed-limit')
+        return
+        ;;
+    '-y'|'--speed-time')
+        return
+        ;;
+    '--max-time')
+        return
+        ;;
+    '--on-change')
+        __haul_add_completions -W 'fail'$'\n''restart'
+        return
+        ;;
+    '--checkpoint-bytes')
+        return
+        ;;
+    '--checkpoint-interval')
+        return
+        ;;
+    '--on-complete')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_list() {
+    repeating_flags=()
+    non_repeating_flags=(--json -h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_pause() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_resume() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_cancel() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_wait() {
+    repeating_flags=()
+    non_repeating_flags=(-q --quiet -h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_events() {
+    repeating_flags=()
+    non_repeating_flags=(--follow --json -h --help)
+    repeating_options=()
+    non_repeating_options=(--session --after)
+    __haul_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    '--after')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_stop() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
         ;;
     esac
 }

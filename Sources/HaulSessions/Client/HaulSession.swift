@@ -1,0 +1,572 @@
+import Haul
+import Synchronization
+
+/// A background session, seen from a client: downloads handed to the session's daemon outlive this
+/// process, and a later ``connect(_:configuration:)`` with the same identifier — in this process or another,
+/// after any crash — finds them again with what happened meanwhile.
+///
+/// ```swift
+/// let session = try await HaulSession.connect("backups")         // starts the daemon when none runs
+/// let task = try await session.add(DownloadRequest(url: "https://example.org/big.iso", destination: .file("/data/big.iso")))
+/// // ... this process may exit here; the download goes on ...
+///
+/// let again = try await HaulSession.connect("backups")            // later, anywhere
+/// for await event in again.events {                               // missed events first, then new ones
+///     if case .completed(let path, _, let digest, _) = event.kind { print(path, digest) }
+///     try await again.acknowledge(event)                           // delivered until acknowledged
+/// }
+/// ```
+///
+/// ``allTasks()`` gives every task of the session, each a ``SessionTask`` shaped like ``DownloadTask``:
+/// progress, pause, resume, cancel, and its result. When the connection is lost the session connects
+/// again, starting a new daemon if the old one died (unless ``SessionConfiguration/reconnects`` is off).
+public final class HaulSession: Sendable {
+    public let paths: SessionPaths
+    public let configuration: SessionConfiguration
+    /// The session identifier.
+    public var identifier: String { paths.identifier }
+
+    private let loop: EventLoop
+    private let shared = Mutex(Shared())
+    private let eventStream: AsyncStream<SessionEvent>
+    private let eventContinuation: AsyncStream<SessionEvent>.Continuation
+
+    private struct Shared {
+        var connection: SessionConnection?
+        /// A reconnection in progress, which requests wait for.
+        var reconnection: Task<SessionConnection, any Error>?
+        var tasks: [Int: SessionTask] = [:]
+        /// The latest event whose effect on the tasks is known (from a snapshot or a push).
+        var stateSequence: UInt64 = 0
+        /// The latest event delivered to ``events``.
+        var delivered: UInt64 = 0
+        var closed = false
+        /// The daemon's pid, as of the latest connect.
+        var daemonPID: Int32?
+    }
+
+    private init(paths: SessionPaths, configuration: SessionConfiguration, loop: EventLoop) {
+        self.paths = paths
+        self.configuration = configuration
+        self.loop = loop
+        (eventStream, eventContinuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
+    }
+
+    deinit {
+        eventContinuation.finish()
+        shared.withLock { $0.connection }?.close()
+        let loop = self.loop
+        BlockingWork.start(name: "haul-session-end") { loop.shutdown() }
+    }
+
+    /// Connects to the daemon of session `identifier` (starting one when none runs), re-attaches to all
+    /// its tasks, and starts delivering the events the configured consumer has not acknowledged.
+    public static func connect(_ identifier: String = SessionPaths.defaultIdentifier,
+                               configuration: SessionConfiguration = SessionConfiguration()) async throws(SessionError) -> HaulSession {
+        let paths = try SessionPaths(identifier: identifier, stateDirectory: configuration.stateDirectory)
+        if let consumer = configuration.consumer, !SessionPaths.isValidName(consumer) { throw .invalidIdentifier(consumer) }
+        let loop: EventLoop
+        do { loop = try EventLoop(name: "haul-session-c") } catch { throw .io(path: paths.directory, error) }
+        let session = HaulSession(paths: paths, configuration: configuration, loop: loop)
+        _ = try await session.establish()
+        return session
+    }
+
+    /// The daemon's process id as of the latest (re)connection.
+    public var daemonPID: Int32? { shared.withLock { $0.daemonPID } }
+
+    /// Every task of the session, by id (the `getAllTasks` of `URLSession`).
+    public func allTasks() -> [SessionTask] {
+        shared.withLock { $0.tasks.values.sorted { $0.id < $1.id } }
+    }
+
+    /// The task with id `id`, if the session has one.
+    public func task(_ id: Int) -> SessionTask? {
+        shared.withLock { $0.tasks[id] }
+    }
+
+    /// The session's events from the configured consumer's last acknowledged one, in order, each once per
+    /// connected session object, then new ones as they happen. One consumer: every call returns the same
+    /// sequence. Ends when the session is closed.
+    public var events: AsyncStream<SessionEvent> { eventStream }
+
+    /// Queues a download; returns once it is in the session's log.
+    public func add(_ request: DownloadRequest, options: TaskOptions = TaskOptions(), hook: String? = nil) async throws(SessionError) -> SessionTask {
+        try await add(TaskSpec(request, options: options, hook: hook))
+    }
+
+    /// Queues a download described by `spec` (paths must be absolute).
+    public func add(_ spec: TaskSpec) async throws(SessionError) -> SessionTask {
+        let body = try await send(.add(spec))
+        guard let info = body.task else { throw .protocolViolation("add answered without the task") }
+        return shared.withLock { shared in
+            if let existing = shared.tasks[info.id] { return existing }
+            let task = SessionTask(id: info.id, spec: spec, info: info, session: self)
+            shared.tasks[info.id] = task
+            return task
+        }
+    }
+
+    /// Records that the configured consumer has processed every event up to `event`: they are not
+    /// delivered again to a later connection.
+    public func acknowledge(_ event: SessionEvent) async throws(SessionError) {
+        try await acknowledge(through: event.sequence)
+    }
+
+    public func acknowledge(through sequence: UInt64) async throws(SessionError) {
+        guard let consumer = configuration.consumer else { return }
+        _ = try await send(.acknowledge(consumer: consumer, sequence: sequence))
+    }
+
+    /// The session's events after `sequence` (not affected by acknowledgements).
+    public func history(after sequence: UInt64 = 0) async throws(SessionError) -> [SessionEvent] {
+        var events: [SessionEvent] = []
+        var after = sequence
+        while true {
+            let body = try await send(.events(after: after, limit: SessionProtocol.maximumEventsPerReply))
+            let batch = body.events ?? []
+            events += batch
+            guard body.more == true, let last = batch.last else { return events }
+            after = last.sequence
+        }
+    }
+
+    /// Stops the daemon cleanly (every running download checkpointed first) and returns once it has exited
+    /// (the session directory's lock is free). The tasks stay in the log; the next connection starts a
+    /// daemon that continues them. Until then this session does not reconnect.
+    public func stopDaemon() async throws(SessionError) {
+        let connection = try await currentConnection()
+        shared.withLock { $0.connection = nil }
+        _ = try await connection.request(.stop)
+        connection.close()
+        let paths = self.paths
+        let start = MonotonicInstant.now()
+        while await BlockingWork.run(name: "haul-session-lock", { SessionLock.isHeld(paths) }) {
+            guard MonotonicInstant.now().nanoseconds(since: start) < 30_000_000_000 else {
+                throw .daemonUnavailable("the daemon answered the stop but still holds \(paths.directory) after 30 s")
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Disconnects. Downloads go on in the daemon; tasks' results pending here end with
+    /// ``SessionError/disconnected``.
+    public func close() async {
+        let (connection, tasks, reconnection) = shared.withLock { shared in
+            shared.closed = true
+            defer { shared.connection = nil; shared.reconnection = nil }
+            return (shared.connection, Array(shared.tasks.values), shared.reconnection)
+        }
+        reconnection?.cancel()
+        connection?.close()
+        eventContinuation.finish()
+        for task in tasks { task.sessionClosed() }
+    }
+
+    // MARK: Requests
+
+    func send(_ request: SessionRequest) async throws(SessionError) -> ReplyBody {
+        var attempts = 0
+        while true {
+            let connection = try await currentConnection()
+            do {
+                return try await connection.request(request)
+            } catch {
+                // A lost connection is made again for requests that are safe to repeat; an `add` that
+                // may have been recorded is not repeated (its task would be queued twice).
+                guard error == .disconnected, configuration.reconnects, attempts < 3 else { throw error }
+                if case .add = request { throw error }
+                attempts += 1
+                connectionLost(connection)
+            }
+        }
+    }
+
+    private func currentConnection() async throws(SessionError) -> SessionConnection {
+        let (connection, pending, closed) = shared.withLock { ($0.connection, $0.reconnection, $0.closed) }
+        if closed { throw .disconnected }
+        if let connection { return connection }
+        let task = pending ?? startReconnection()
+        do {
+            return try await task.value
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw .disconnected
+        }
+    }
+
+    @discardableResult
+    private func startReconnection() -> Task<SessionConnection, any Error> {
+        shared.withLock { shared in
+            if let existing = shared.reconnection { return existing }
+            let task = Task<SessionConnection, any Error> { [self] in
+                defer { self.shared.withLock { $0.reconnection = nil } }
+                var delay = Duration.milliseconds(100)
+                while true {
+                    do throws(SessionError) {
+                        return try await establish()
+                    } catch {
+                        if Task.isCancelled || self.shared.withLock({ $0.closed }) { throw SessionError.disconnected }
+                        switch error {
+                        case .refused, .corruptState, .unsupportedFormat, .invalidIdentifier, .unusableDirectory, .noStateDirectory:
+                            throw error
+                        default:
+                            guard configuration.reconnects else { throw error }
+                        }
+                    }
+                    try await Task.sleep(for: delay)
+                    delay = min(delay * 2, .seconds(2))
+                }
+            }
+            shared.reconnection = task
+            return task
+        }
+    }
+
+    private func connectionLost(_ connection: SessionConnection) {
+        let (current, reconnect) = shared.withLock { shared -> (Bool, Bool) in
+            guard shared.connection === connection else { return (false, false) }
+            shared.connection = nil
+            return (true, !shared.closed && configuration.reconnects)
+        }
+        guard current else { return }
+        if reconnect {
+            startReconnection()
+        } else {
+            for task in allTasks() { task.sessionClosed() }
+        }
+    }
+
+    /// Connects (starting a daemon if needed), subscribes, and takes the daemon's view of every task.
+    private func establish() async throws(SessionError) -> SessionConnection {
+        let holder = ConnectionHolder()
+        let (connection, hello) = try await DaemonLauncher.connect(
+            paths, configuration: configuration, loop: loop,
+            onPush: { [weak self] message in self?.received(message) },
+            onClose: { [weak self] _ in
+                guard let self, let connection = holder.connection else { return }
+                self.connectionLost(connection)
+            })
+        holder.connection = connection
+        // A consumer resumes from its acknowledgement; otherwise from the last event delivered here (or
+        // where the configuration says, the first time).
+        let after: UInt64? = configuration.consumer != nil ? nil
+            : shared.withLock { $0.delivered > 0 ? $0.delivered : nil } ?? configuration.eventsAfter
+        _ = try await connection.request(
+            .subscribe(after: after, consumer: configuration.consumer, progress: configuration.receivesProgress),
+            onLoop: { [weak self] body in self?.adopt(body) })
+        let closed = shared.withLock { shared in
+            if !shared.closed {
+                shared.connection = connection
+                shared.daemonPID = hello.pid
+            }
+            return shared.closed
+        }
+        if closed {
+            connection.close()
+            throw .disconnected
+        }
+        return connection
+    }
+
+    /// The daemon's snapshot of every task (the `subscribe` reply), taken before any push that follows it.
+    private func adopt(_ body: ReplyBody) {
+        let infos = body.tasks ?? []
+        let updates = shared.withLock { shared -> [(SessionTask, TaskInfo)] in
+            shared.stateSequence = body.sequence ?? shared.stateSequence
+            // Pushes follow for events after `after`: whatever came before it is not for this consumer.
+            if let after = body.after, after > shared.delivered { shared.delivered = after }
+            return infos.map { info in
+                let task = shared.tasks[info.id] ?? SessionTask(id: info.id, spec: nil, info: info, session: self)
+                shared.tasks[info.id] = task
+                return (task, info)
+            }
+        }
+        for (task, info) in updates { task.update(info) }
+    }
+
+    private func received(_ message: DaemonMessage) {
+        switch message {
+        case .event(let event):
+            let (deliver, task, affectsState) = shared.withLock { shared -> (Bool, SessionTask?, Bool) in
+                let deliver = event.sequence > shared.delivered
+                if deliver { shared.delivered = event.sequence }
+                let affectsState = event.sequence > shared.stateSequence
+                if affectsState { shared.stateSequence = event.sequence }
+                var task = shared.tasks[event.task]
+                if task == nil, case .added(let url, let path, let directory) = event.kind {
+                    let info = TaskInfo(id: event.task, state: .queued, url: url, path: path, directory: directory, bytes: 0, total: nil)
+                    task = SessionTask(id: event.task, spec: nil, info: info, session: self)
+                    shared.tasks[event.task] = task
+                }
+                return (deliver, task, affectsState)
+            }
+            if affectsState { task?.apply(event) }
+            if deliver { eventContinuation.yield(event) }
+        case .progress(let reports):
+            let tasks = shared.withLock { shared in reports.map { shared.tasks[$0.id] } }
+            for (report, task) in zip(reports, tasks) { task?.apply(report) }
+        case .reply:
+            break
+        }
+    }
+}
+
+/// A session a task refers to without keeping it alive (the session keeps its tasks).
+private final class WeakSession: @unchecked Sendable {
+    // @unchecked Sendable: a weak reference set once; reading one is thread-safe.
+    weak var value: HaulSession?
+    init(_ value: HaulSession) { self.value = value }
+}
+
+private final class ConnectionHolder: @unchecked Sendable {
+    // @unchecked Sendable: set once, before the connection can report a close that reads it.
+    var connection: SessionConnection?
+}
+
+/// What a completed task produced.
+public struct SessionTaskResult: Sendable, Hashable {
+    public var path: String
+    public var bytes: Int64
+    /// `ALGO=HEX` of the file.
+    public var digest: String
+}
+
+/// Why a task did not complete.
+public enum SessionTaskError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The download failed: the engine's message, its class and the exit code `haul` gives it.
+    case failed(message: String, className: String, exitCode: Int32)
+    case cancelled
+    /// The session could not tell (it was closed, or the daemon could not be reached).
+    case session(SessionError)
+
+    public var description: String {
+        switch self {
+        case .failed(let message, _, _): message
+        case .cancelled: "cancelled"
+        case .session(let error): error.description
+        }
+    }
+}
+
+/// One task of a ``HaulSession``, shaped like ``DownloadTask``: ``progress``, ``pause()``, ``resume()``,
+/// ``cancel()`` and ``value``. The download itself runs in the session's daemon.
+public final class SessionTask: Sendable {
+    /// The task's id, stable for the life of the session.
+    public let id: Int
+    private let session: WeakSession
+    private let published: Mutex<Published>
+
+    private struct Published {
+        var spec: TaskSpec?
+        var info: TaskInfo
+        var progress: DownloadProgress
+        var outcome: Result<SessionTaskResult, SessionTaskError>?
+        var waiters: [CheckedContinuation<Result<SessionTaskResult, SessionTaskError>, Never>] = []
+        var subscribers: [Int: AsyncStream<DownloadProgress>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    init(id: Int, spec: TaskSpec?, info: TaskInfo, session: HaulSession) {
+        self.id = id
+        self.session = WeakSession(session)
+        let progress = Self.progress(for: info)
+        published = Mutex(Published(spec: spec, info: info, progress: progress, outcome: Self.outcome(for: info)))
+    }
+
+    /// The task as the daemon last described it: state, path, bytes, how it ended.
+    public var info: TaskInfo { published.withLock { $0.info } }
+
+    /// The spec, when this process added the task (the daemon does not send specs back: they may hold
+    /// credentials).
+    public var spec: TaskSpec? { published.withLock { $0.spec } }
+
+    public var state: TaskState { info.state }
+
+    /// The latest progress. A queued task reports `.connecting`; the segments and ranges are not sent
+    /// over the session socket and stay empty.
+    public var currentProgress: DownloadProgress { published.withLock { $0.progress } }
+
+    /// Progress snapshots until the task ends (the last one completed, failed or cancelled); a consumer
+    /// that falls behind gets the newest. Each call is its own subscription.
+    public var progress: AsyncStream<DownloadProgress> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id: Int? = published.withLock { published in
+                continuation.yield(published.progress)
+                guard published.outcome == nil else { return nil }
+                let id = published.nextSubscriber
+                published.nextSubscriber += 1
+                published.subscribers[id] = continuation
+                return id
+            }
+            guard let id else { return continuation.finish() }
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.published.withLock { $0.subscribers.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// The result once the task has ended: the finished file, or why not. Keeps waiting across daemon
+    /// restarts (the session reconnects); a pause is not an end.
+    public var value: SessionTaskResult {
+        get async throws(SessionTaskError) {
+            let result = await withCheckedContinuation { continuation in
+                let done: Result<SessionTaskResult, SessionTaskError>? = published.withLock { published in
+                    if let outcome = published.outcome { return outcome }
+                    published.waiters.append(continuation)
+                    return nil
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+            return try result.get()
+        }
+    }
+
+    /// Pauses the download; returns once its journal is durable and the pause is in the session's log.
+    public func pause() async throws(SessionError) { try await change(.pause(tasks: [id])) }
+
+    /// Queues a paused (or failed) task again; it continues from its journal.
+    public func resume() async throws(SessionError) { try await change(.resume(tasks: [id])) }
+
+    /// Stops the download and removes its partial file and journal; ``value`` then throws
+    /// ``SessionTaskError/cancelled``.
+    public func cancel() async throws(SessionError) { try await change(.cancel(tasks: [id])) }
+
+    private func change(_ request: SessionRequest) async throws(SessionError) {
+        guard let session = session.value else { throw .disconnected }
+        let body = try await session.send(request)
+        if let info = body.tasks?.first(where: { $0.id == id }) { update(info) }
+    }
+
+    // MARK: Updates from the session
+
+    /// A snapshot from the daemon.
+    func update(_ info: TaskInfo) {
+        publish { published in
+            published.info = info
+            published.progress = Self.progress(for: info)
+            if published.outcome == nil { published.outcome = Self.outcome(for: info) }
+        }
+    }
+
+    /// An event about this task, newer than the latest snapshot.
+    func apply(_ event: SessionEvent) {
+        publish { published in
+            switch event.kind {
+            case .added: break
+            case .started(let bytes, let total):
+                published.info.state = .running
+                published.info.bytes = bytes
+                published.info.total = total
+            case .paused(let bytes, let total):
+                published.info.state = .paused
+                published.info.bytes = bytes
+                published.info.total = total
+            case .resumed:
+                published.info.state = .queued
+                published.info.error = nil
+                published.info.errorClass = nil
+                published.info.exitCode = nil
+            case .completed(let path, let bytes, let digest, _):
+                published.info.state = .completed
+                published.info.path = path
+                published.info.bytes = bytes
+                published.info.total = bytes
+                published.info.digest = digest
+            case .failed(let error, let className, let code):
+                published.info.state = .failed
+                published.info.error = error
+                published.info.errorClass = className
+                published.info.exitCode = code
+            case .cancelled:
+                published.info.state = .cancelled
+            case .hook:
+                break
+            }
+            published.progress = Self.progress(for: published.info)
+            if published.outcome == nil { published.outcome = Self.outcome(for: published.info) }
+        }
+    }
+
+    /// A progress push.
+    func apply(_ report: TaskProgress) {
+        publish { published in
+            guard !published.info.state.hasEnded else { return }
+            published.info.state = .running
+            published.info.bytes = report.bytes
+            published.info.total = report.total
+            published.info.bytesPerSecond = report.bytesPerSecond
+            published.info.connections = report.connections
+            if published.info.path == nil, let partial = report.partialPath, partial.hasSuffix(".part") {
+                published.info.path = String(partial.dropLast(5))
+            }
+            var progress = Self.progress(for: published.info)
+            switch report.phase {
+            case "downloading": progress.phase = .downloading
+            case "finishing": progress.phase = .finishing
+            default: progress.phase = .connecting
+            }
+            published.progress = progress
+        }
+    }
+
+    /// The session was closed (or gave up reconnecting): waiters learn that no answer will come.
+    func sessionClosed() {
+        publish { published in
+            if published.outcome == nil { published.outcome = .failure(.session(.disconnected)) }
+        }
+    }
+
+    private func publish(_ change: (inout Published) -> Void) {
+        let (progress, subscribers, waiters, outcome) = published.withLock { published in
+            let hadOutcome = published.outcome != nil
+            change(&published)
+            let ended = !hadOutcome && published.outcome != nil
+            let subscribers = Array(published.subscribers.values)
+            let waiters = ended ? published.waiters : []
+            if ended {
+                published.waiters = []
+                published.subscribers = [:]
+            }
+            return (published.progress, subscribers, waiters, ended ? published.outcome : nil)
+        }
+        for subscriber in subscribers {
+            subscriber.yield(progress)
+            if outcome != nil { subscriber.finish() }
+        }
+        if let outcome { for waiter in waiters { waiter.resume(returning: outcome) } }
+    }
+
+    static func outcome(for info: TaskInfo) -> Result<SessionTaskResult, SessionTaskError>? {
+        switch info.state {
+        case .completed:
+            return .success(SessionTaskResult(path: info.path ?? "", bytes: info.bytes, digest: info.digest ?? ""))
+        case .failed:
+            return .failure(.failed(message: info.error ?? "failed", className: info.errorClass ?? "unexpected", exitCode: info.exitCode ?? 1))
+        case .cancelled:
+            return .failure(.cancelled)
+        default:
+            return nil
+        }
+    }
+
+    static func progress(for info: TaskInfo) -> DownloadProgress {
+        let phase: DownloadProgress.Phase
+        switch info.state {
+        case .queued: phase = .connecting
+        case .running: phase = .downloading
+        case .paused: phase = .paused
+        case .completed: phase = .completed
+        case .failed: phase = .failed
+        case .cancelled: phase = .cancelled
+        }
+        var remaining: Duration?
+        if let total = info.total, info.bytesPerSecond > 0 {
+            remaining = .milliseconds((total - info.bytes) * 1000 / info.bytesPerSecond)
+        }
+        return DownloadProgress(phase: phase, bytesDone: info.bytes, total: info.total, bytesPerSecond: Double(info.bytesPerSecond),
+                                estimatedTimeRemaining: remaining, activeConnections: info.connections, completedRanges: [],
+                                segments: [], elapsed: .zero, partialPath: info.path.map { info.state.hasEnded ? $0 : $0 + ".part" } ?? "")
+    }
+}

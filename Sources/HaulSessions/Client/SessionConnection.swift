@@ -1,0 +1,181 @@
+import Glibc
+import Haul
+import Synchronization
+
+/// One connection to a session's daemon, on an event loop: requests out, replies matched to them, pushes
+/// handed to a callback in the order they came.
+final class SessionConnection: @unchecked Sendable {
+    // @unchecked Sendable: everything under "Loop-confined" is touched on `loop` only.
+
+    let loop: EventLoop
+    private let onPush: @Sendable (DaemonMessage) -> Void
+    private let onClose: @Sendable (SessionError) -> Void
+
+    // MARK: Loop-confined
+
+    private let fileDescriptor: Int32
+    private var registration: FileDescriptorRegistration?
+    private var splitter = LineSplitter()
+    private var output: [UInt8] = []
+    private var wantsWritable = false
+    private var nextID: Int64 = 1
+    private var pending: [Int64: (continuation: CheckedContinuation<Result<ReplyBody, SessionError>, Never>,
+                                  onLoop: (@Sendable (ReplyBody) -> Void)?)] = [:]
+    private var closedWith: SessionError?
+
+    private init(loop: EventLoop, fileDescriptor: Int32, onPush: @escaping @Sendable (DaemonMessage) -> Void,
+                 onClose: @escaping @Sendable (SessionError) -> Void) {
+        self.loop = loop
+        self.fileDescriptor = fileDescriptor
+        self.onPush = onPush
+        self.onClose = onClose
+    }
+
+    /// Connects to the socket at `path` (which must be served by a process of this user) and says hello.
+    /// Throws ``SessionError/daemonUnavailable(_:)`` when nothing listens there.
+    static func open(path: String, loop: EventLoop, onPush: @escaping @Sendable (DaemonMessage) -> Void,
+                     onClose: @escaping @Sendable (SessionError) -> Void) async throws(SessionError) -> (SessionConnection, ReplyBody) {
+        // Connecting a Unix socket does not wait on anything remote (it fails or succeeds at once), but it
+        // is a system call all the same: made on a blocking-work thread, not the cooperative pool.
+        let result: Result<Int32, SessionError> = await BlockingWork.run(name: "haul-session-connect") {
+            let fd: Int32
+            do { fd = try UnixSocket.connect(to: path) } catch {
+                return .failure(.daemonUnavailable("\(path): \(error)"))
+            }
+            do {
+                let peer = try PeerCredentials.of(fd)
+                guard peer.uid == geteuid() else {
+                    _ = Glibc.close(fd)
+                    return .failure(.refused("\(path) is served by uid \(peer.uid), not by this user"))
+                }
+            } catch {
+                _ = Glibc.close(fd)
+                return .failure(.daemonUnavailable("\(path): \(error)"))
+            }
+            UnixSocket.setNonBlocking(fd)
+            return .success(fd)
+        }
+        let fd = try result.get()
+        let connection = SessionConnection(loop: loop, fileDescriptor: fd, onPush: onPush, onClose: onClose)
+        let registered: Result<Void, SessionError> = await withCheckedContinuation { continuation in
+            loop.execute {
+                do throws(SystemError) {
+                    connection.registration = try loop.register(fd, interest: .readable) { events in connection.handle(events) }
+                    continuation.resume(returning: .success(()))
+                } catch {
+                    _ = Glibc.close(fd)
+                    continuation.resume(returning: .failure(.io(path: path, error)))
+                }
+            }
+        }
+        try registered.get()
+        let hello = try await connection.request(.hello(protocolVersion: SessionProtocol.version))
+        guard hello.protocolVersion == SessionProtocol.version else {
+            connection.close()
+            throw .protocolViolation("the daemon answered hello without protocol \(SessionProtocol.version)")
+        }
+        return (connection, hello)
+    }
+
+    /// Sends `request` and waits for its reply; `onLoop` runs on the loop thread when the reply arrives,
+    /// before any push that follows it is handed on.
+    func request(_ request: SessionRequest, onLoop: (@Sendable (ReplyBody) -> Void)? = nil) async throws(SessionError) -> ReplyBody {
+        let result: Result<ReplyBody, SessionError> = await withCheckedContinuation { continuation in
+            loop.execute { [self] in
+                if let closedWith { return continuation.resume(returning: .failure(closedWith)) }
+                let id = nextID
+                nextID += 1
+                pending[id] = (continuation, onLoop)
+                output += ProtocolCodec.encode(request, id: id)
+                flush()
+            }
+        }
+        return try result.get()
+    }
+
+    /// Closes the connection; pending requests fail with ``SessionError/disconnected``.
+    func close() {
+        loop.execute { [self] in shut(.disconnected, notify: false) }
+    }
+
+    private func handle(_ events: IOEvents) {
+        guard closedWith == nil else { return }
+        if events.contains(.writable) { flush() }
+        guard closedWith == nil, events.contains(.readable) || events.contains(.hangup) || events.contains(.error) else { return }
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        for _ in 0..<16 {
+            let count = buffer.withUnsafeMutableBytes { recv(fileDescriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return shut(.disconnected, notify: true) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                return shut(.disconnected, notify: true)
+            }
+            let lines: [[UInt8]]
+            do { lines = try splitter.feed(buffer[0..<count]) } catch {
+                return shut(.protocolViolation("a line longer than \(SessionProtocol.maximumLineBytes) bytes"), notify: true)
+            }
+            for line in lines {
+                let message: DaemonMessage
+                do { message = try ProtocolCodec.decodeDaemonMessage(line) } catch { return shut(error, notify: true) }
+                switch message {
+                case .reply(let id, let result):
+                    guard let id, let waiter = pending.removeValue(forKey: id) else {
+                        // An answer to no request: the daemon refused this client outright, or is broken.
+                        if case .failure(let failure) = result {
+                            return shut(failure.code == "refused" ? .refused(failure.message) : .rejected(code: failure.code, message: failure.message),
+                                        notify: true)
+                        }
+                        return shut(.protocolViolation("a reply to no request"), notify: true)
+                    }
+                    switch result {
+                    case .success(let body):
+                        waiter.onLoop?(body)
+                        waiter.continuation.resume(returning: .success(body))
+                    case .failure(let failure):
+                        let error: SessionError = failure.code == "stopping" ? .stopping : .rejected(code: failure.code, message: failure.message)
+                        waiter.continuation.resume(returning: .failure(error))
+                    }
+                case .event, .progress:
+                    onPush(message)
+                }
+                if closedWith != nil { return }
+            }
+        }
+    }
+
+    private func flush() {
+        guard closedWith == nil else { return }
+        var sent = 0
+        while sent < output.count {
+            let count = output.withUnsafeBytes { raw in
+                send(fileDescriptor, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                output.removeFirst(sent)
+                return shut(.disconnected, notify: true)
+            }
+            sent += count
+        }
+        output.removeFirst(sent)
+        let waiting = !output.isEmpty
+        if waiting != wantsWritable, let registration {
+            wantsWritable = waiting
+            try? loop.setInterest(waiting ? [.readable, .writable] : .readable, for: registration)
+        }
+    }
+
+    private func shut(_ error: SessionError, notify: Bool) {
+        guard closedWith == nil else { return }
+        closedWith = error
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        _ = Glibc.close(fileDescriptor)
+        let waiters = pending.values
+        pending = [:]
+        for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }
+        if notify { onClose(error) }
+    }
+}

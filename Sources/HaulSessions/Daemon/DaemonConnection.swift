@@ -1,0 +1,117 @@
+import Glibc
+import Haul
+
+/// One client of the daemon, on the daemon's loop: lines in, lines out, one request handled at a time so
+/// that replies come in the order of the requests (pushes may come in between).
+///
+/// Loop-confined: every member is touched on the daemon's loop thread only.
+final class DaemonConnection {
+    let id: Int
+    let fileDescriptor: Int32
+    let peer: PeerCredentials
+    var registration: FileDescriptorRegistration?
+    private var splitter = LineSplitter()
+    /// Request lines received and not yet handled.
+    var pendingLines: [[UInt8]] = []
+    /// Whether a request is being handled (its reply not sent yet).
+    var busy = false
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private var wantsWritable = false
+    private(set) var isClosed = false
+    /// Set by `subscribe`: events up to this sequence number have been pushed; later ones will be.
+    var pushedThrough: UInt64?
+    var wantsProgress = false
+
+    /// A client that stops reading while the daemon keeps pushing is cut off past this much unsent output.
+    static let maximumBufferedOutput = 64 << 20
+
+    init(id: Int, fileDescriptor: Int32, peer: PeerCredentials) {
+        self.id = id
+        self.fileDescriptor = fileDescriptor
+        self.peer = peer
+    }
+
+    enum ReadOutcome {
+        case lines
+        case closed(reason: String?)
+    }
+
+    /// Reads what is there; new complete lines go to ``pendingLines``.
+    func read() -> ReadOutcome {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var reads = 0
+        while reads < 16 {
+            reads += 1
+            let count = buffer.withUnsafeMutableBytes { recv(fileDescriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return .closed(reason: nil) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK { break }
+                return .closed(reason: SystemError(call: "recv", errno: code).description)
+            }
+            do {
+                pendingLines += try splitter.feed(buffer[0..<count])
+            } catch {
+                return .closed(reason: "a line longer than \(SessionProtocol.maximumLineBytes) bytes")
+            }
+        }
+        return .lines
+    }
+
+    /// Queues `bytes` and sends what the socket takes now; false when the client must be dropped (it
+    /// stopped reading, or the socket failed).
+    func send(_ bytes: [UInt8], loop: EventLoop) -> Bool {
+        guard !isClosed else { return true }
+        output += bytes
+        return flush(loop: loop)
+    }
+
+    /// Why the latest send failed in a way worth logging (a client that stopped reading); nil when the
+    /// client simply went away.
+    private(set) var failure: String?
+
+    /// Sends buffered output; false when the client must be dropped.
+    func flush(loop: EventLoop) -> Bool {
+        while outputStart < output.count {
+            let count = output.withUnsafeBytes { raw in
+                Glibc.send(fileDescriptor, raw.baseAddress! + outputStart, raw.count - outputStart, Int32(MSG_NOSIGNAL))
+            }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK { break }
+                return false
+            }
+            outputStart += count
+        }
+        if outputStart == output.count {
+            output.removeAll(keepingCapacity: output.count < 1 << 20)
+            outputStart = 0
+        } else if outputStart > 1 << 20 {
+            output.removeFirst(outputStart)
+            outputStart = 0
+        }
+        let pending = output.count > outputStart
+        guard output.count - outputStart <= Self.maximumBufferedOutput else {
+            failure = "stopped reading (\(output.count - outputStart) bytes unsent)"
+            return false
+        }
+        if pending != wantsWritable, let registration {
+            wantsWritable = pending
+            try? loop.setInterest(pending ? [.readable, .writable] : .readable, for: registration)
+        }
+        return true
+    }
+
+    var hasPendingOutput: Bool { output.count > outputStart }
+
+    func close(loop: EventLoop) {
+        guard !isClosed else { return }
+        isClosed = true
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        _ = Glibc.close(fileDescriptor)
+    }
+}

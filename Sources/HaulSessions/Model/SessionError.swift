@@ -1,0 +1,52 @@
+import Haul
+
+/// Why a session operation failed: each case names what a person needs to act on it.
+public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A session identifier must be 1–64 characters of `A-Z a-z 0-9 . _ -`, not starting with `.`.
+    case invalidIdentifier(String)
+    /// No state directory: neither `HAUL_STATE_DIR`, `XDG_STATE_HOME` nor `HOME` is set.
+    case noStateDirectory
+    /// The session directory cannot be used (cannot be created, belongs to another user, others can write it).
+    case unusableDirectory(path: String, reason: String)
+    /// The session's state on disk is damaged: the log is reported, never partly trusted.
+    case corruptState(path: String, offset: Int, reason: String)
+    /// The state was written by a newer Haul (or is not a session log at all).
+    case unsupportedFormat(path: String, reason: String)
+    /// A system call on a session file failed.
+    case io(path: String, SystemError)
+    /// Another daemon owns the session (it holds the lock on the session directory).
+    case daemonAlreadyRunning(path: String, pid: Int32?)
+    /// No daemon could be reached or started.
+    case daemonUnavailable(String)
+    /// The daemon refused this client (another user), or the peer at the socket is not the session's daemon.
+    case refused(String)
+    /// The peer sent something that is not the protocol.
+    case protocolViolation(String)
+    /// The daemon answered the request with an error (`code` as in `docs/sessions.md`).
+    case rejected(code: String, message: String)
+    /// The connection to the daemon ended before an answer came.
+    case disconnected
+    /// The daemon is stopping and takes no more requests.
+    case stopping
+
+    public var description: String {
+        switch self {
+        case .invalidIdentifier(let text):
+            "invalid session identifier \"\(text)\": use 1-64 characters from A-Z a-z 0-9 . _ - (not starting with .)"
+        case .noStateDirectory: "no state directory: set HAUL_STATE_DIR, XDG_STATE_HOME or HOME"
+        case .unusableDirectory(let path, let reason): "\(path): \(reason)"
+        case .corruptState(let path, let offset, let reason):
+            "\(path) is damaged at byte \(offset): \(reason); the session is not used (move the file away to start a new one)"
+        case .unsupportedFormat(let path, let reason): "\(path): \(reason)"
+        case .io(let path, let error): "\(path): \(error)"
+        case .daemonAlreadyRunning(let path, let pid):
+            "a daemon already runs session \(path)" + (pid.map { " (process \($0))" } ?? "")
+        case .daemonUnavailable(let reason): "cannot reach the session daemon: \(reason)"
+        case .refused(let reason): "refused: \(reason)"
+        case .protocolViolation(let reason): "protocol error: \(reason)"
+        case .rejected(_, let message): message
+        case .disconnected: "the connection to the session daemon was lost"
+        case .stopping: "the session daemon is stopping"
+        }
+    }
+}

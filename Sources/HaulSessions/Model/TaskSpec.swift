@@ -1,0 +1,291 @@
+import Haul
+import HaulCommandLine
+
+/// The settings of one queued download that the engine keeps per ``HaulClient`` (connections, timeouts,
+/// TLS, rate, retries, durability). The daemon runs tasks with equal options on one client; see
+/// `docs/sessions.md`.
+public struct TaskOptions: Sendable, Hashable {
+    /// Most connections for this download.
+    public var connections: Int = 8
+    /// Smallest piece one connection is given or steals.
+    public var minimumSegment: Int64 = 1 << 20
+    public var userAgent: String = HaulVersion.userAgent
+    /// Time allowed to connect (and for the TLS handshake).
+    public var connectTimeout: Duration = .seconds(10)
+    /// Time without a byte before a connection is given up.
+    public var stallTimeout: Duration = .seconds(30)
+    /// Longest the whole download may take (counted per run of the daemon); nil for no limit.
+    public var totalTimeout: Duration?
+    public var caFile: String?
+    public var caDirectory: String?
+    public var insecure: Bool = false
+    /// Bytes per second for this download; nil for no limit.
+    public var rateLimit: Int64?
+    public var triesPerRange: Int = 5
+    public var totalRetries: Int = 100
+    public var lowSpeedLimit: LowSpeedLimit?
+    /// `fdatasync` before the rename and before each checkpoint (off: `--no-sync`).
+    public var synchronizesToDisk: Bool = true
+    public var checkpointBytes: Int64 = 32 << 20
+    public var checkpointInterval: Duration = .seconds(1)
+
+    public init() {}
+
+    /// The engine options for a client that runs downloads with these settings, under a connection cap of
+    /// `maximumConnections` for the whole client.
+    public func downloadOptions(maximumConnections: Int) -> DownloadOptions {
+        var options = DownloadOptions()
+        options.userAgent = userAgent
+        options.timeouts = ConnectionTimeouts(connect: connectTimeout, tlsHandshake: connectTimeout, idle: stallTimeout)
+        options.totalTimeout = totalTimeout
+        options.tls.caFile = caFile
+        options.tls.caDirectory = caDirectory
+        options.tls.insecure = insecure
+        options.synchronizesToDisk = synchronizesToDisk
+        options.connections = connections
+        options.maximumConnections = max(maximumConnections, 1)
+        options.minimumSegment = minimumSegment
+        options.rateLimit = rateLimit
+        options.retry = totalRetries == 0 ? .none : RetryPolicy(triesPerRange: triesPerRange, totalRetries: totalRetries)
+        options.lowSpeedLimit = lowSpeedLimit
+        options.checkpointBytes = checkpointBytes
+        options.checkpointInterval = checkpointInterval
+        return options
+    }
+}
+
+/// One request header of a task.
+public struct TaskHeader: Sendable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// Everything the daemon needs to run one download, now or after any number of restarts: the request, the
+/// per-download options and an optional completion hook. Stored in the session log when the task is added.
+public struct TaskSpec: Sendable, Hashable {
+    public var url: String
+    public var mirrors: [String] = []
+    /// Where the file goes; paths must be absolute (the daemon's working directory is not the client's).
+    public var destination: DownloadRequest.Destination
+    public var createsDirectories: Bool = true
+    public var replacesExisting: Bool = false
+    public var checksum: Checksum?
+    public var onChange: ChangePolicy = .fail
+    /// Discard a partial download found at the destination when the task first starts (never on later
+    /// starts: those resume what this task itself wrote).
+    public var discardsPartialDownload: Bool = false
+    /// Request headers (`-H`, and `Authorization` from `-u` or a netrc file). Stored in the session
+    /// directory, which only its owner can read.
+    public var headers: [TaskHeader] = []
+    public var options: TaskOptions = TaskOptions()
+    /// A command run by `/bin/sh -c` once when this task completes (see `docs/sessions.md` for its environment).
+    public var hook: String?
+
+    public init(url: String, mirrors: [String] = [], destination: DownloadRequest.Destination) {
+        self.url = url
+        self.mirrors = mirrors
+        self.destination = destination
+    }
+
+    /// A spec for `request`, with `options` and `hook`.
+    public init(_ request: DownloadRequest, options: TaskOptions = TaskOptions(), hook: String? = nil) {
+        url = request.url
+        mirrors = request.mirrors
+        destination = request.destination
+        createsDirectories = request.createsDirectories
+        replacesExisting = request.replacesExisting
+        checksum = request.checksum
+        onChange = request.onChange
+        discardsPartialDownload = request.discardsPartialDownload
+        headers = request.headers.map { TaskHeader(name: $0.name, value: $0.value) }
+        self.options = options
+        self.hook = hook
+    }
+
+    /// The engine request for one start of this task; `firstStart` says whether it may discard a partial
+    /// download.
+    public func request(firstStart: Bool) -> DownloadRequest {
+        var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination,
+                                      createsDirectories: createsDirectories, replacesExisting: replacesExisting,
+                                      checksum: checksum, onChange: onChange,
+                                      discardsPartialDownload: discardsPartialDownload && firstStart)
+        request.headers = headers.map { ($0.name, $0.value) }
+        return request
+    }
+
+    /// The destination file's path when it is known from the spec alone (a `.file` destination).
+    public var filePath: String? {
+        if case .file(let path) = destination { return path }
+        return nil
+    }
+
+    /// Checks what the daemon can check before accepting the task: absolute paths, usable URLs and headers,
+    /// sane numbers. Returns a message for the client, or nil when the spec is fine.
+    public func problem() -> String? {
+        for text in [url] + mirrors {
+            do { _ = try HTTPURL(text) } catch { return "\"\(text)\" is not a usable http(s) URL: \(error)" }
+        }
+        switch destination {
+        case .file(let path), .directory(let path):
+            guard path.hasPrefix("/") else { return "the destination \"\(path)\" is not an absolute path" }
+            if case .file = destination, path.hasSuffix("/") { return "the destination \"\(path)\" names a directory" }
+        }
+        for path in [options.caFile, options.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
+            return "\"\(path)\" is not an absolute path"
+        }
+        guard (1...64).contains(options.connections) else { return "connections must be between 1 and 64" }
+        guard options.minimumSegment >= 1, options.checkpointBytes >= 1 else { return "sizes must be positive" }
+        guard options.triesPerRange >= 1, options.totalRetries >= 0 else { return "retries must not be negative" }
+        let probe = RequestHead(method: .get, url: try! HTTPURL("http://localhost/"), userAgent: options.userAgent,
+                                headers: HTTPFields(headers.map { ($0.name, $0.value) }))
+        do { _ = try probe.serialized() } catch { return "a header cannot be sent: \(error)" }
+        return nil
+    }
+}
+
+// MARK: - JSON
+
+extension Duration {
+    /// Whole milliseconds (rounded down).
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+extension TaskOptions {
+    /// Only the fields that differ from the defaults, so that records stay small and a default changed in a
+    /// later version applies to tasks that never chose.
+    var json: JSONValue {
+        var object = JSONObject()
+        let defaults = TaskOptions()
+        if connections != defaults.connections { object["connections"] = .int(connections) }
+        if minimumSegment != defaults.minimumSegment { object["minSegment"] = .int(minimumSegment) }
+        if userAgent != defaults.userAgent { object["userAgent"] = .string(userAgent) }
+        if connectTimeout != defaults.connectTimeout { object["connectTimeoutMs"] = .int(connectTimeout.milliseconds) }
+        if stallTimeout != defaults.stallTimeout { object["stallTimeoutMs"] = .int(stallTimeout.milliseconds) }
+        if let totalTimeout { object["maxTimeMs"] = .int(totalTimeout.milliseconds) }
+        if let caFile { object["caFile"] = .string(caFile) }
+        if let caDirectory { object["caPath"] = .string(caDirectory) }
+        if insecure { object["insecure"] = .bool(true) }
+        if let rateLimit { object["rateLimit"] = .int(rateLimit) }
+        if triesPerRange != defaults.triesPerRange { object["triesPerRange"] = .int(triesPerRange) }
+        if totalRetries != defaults.totalRetries { object["retries"] = .int(totalRetries) }
+        if let lowSpeedLimit {
+            object["speedLimit"] = .int(lowSpeedLimit.bytesPerSecond)
+            object["speedTime"] = .int(lowSpeedLimit.seconds)
+        }
+        if !synchronizesToDisk { object["sync"] = .bool(false) }
+        if checkpointBytes != defaults.checkpointBytes { object["checkpointBytes"] = .int(checkpointBytes) }
+        if checkpointInterval != defaults.checkpointInterval {
+            object["checkpointIntervalMs"] = .int(checkpointInterval.milliseconds)
+        }
+        return .object(object)
+    }
+
+    init(reading reader: inout FieldReader) throws(SchemaError) {
+        self.init()
+        let day: ClosedRange<Int64> = 1...86_400_000
+        if let value = try reader.optionalInteger("connections", in: 1...64) { connections = Int(value) }
+        if let value = try reader.optionalInteger("minSegment", in: 1...(1 << 40)) { minimumSegment = value }
+        if let value = try reader.optionalString("userAgent", maximumBytes: 1024) { userAgent = value }
+        if let value = try reader.optionalInteger("connectTimeoutMs", in: day) { connectTimeout = .milliseconds(value) }
+        if let value = try reader.optionalInteger("stallTimeoutMs", in: day) { stallTimeout = .milliseconds(value) }
+        if let value = try reader.optionalInteger("maxTimeMs", in: 1...(Int64(365) * 86_400_000)) { totalTimeout = .milliseconds(value) }
+        caFile = try reader.optionalString("caFile", maximumBytes: 4096)
+        caDirectory = try reader.optionalString("caPath", maximumBytes: 4096)
+        insecure = try reader.bool("insecure", default: false)
+        rateLimit = try reader.optionalInteger("rateLimit", in: 1...(Int64(1) << 50))
+        if let value = try reader.optionalInteger("triesPerRange", in: 1...1000) { triesPerRange = Int(value) }
+        if let value = try reader.optionalInteger("retries", in: 0...1_000_000) { totalRetries = Int(value) }
+        let speed = try reader.optionalInteger("speedLimit", in: 1...(Int64(1) << 50))
+        let time = try reader.optionalInteger("speedTime", in: 1...86_400)
+        switch (speed, time) {
+        case (nil, nil): break
+        case (let speed?, let time?): lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speed, seconds: Int(time))
+        default: throw SchemaError(field: reader.name("speedLimit"), "speedLimit and speedTime go together")
+        }
+        synchronizesToDisk = try reader.bool("sync", default: true)
+        if let value = try reader.optionalInteger("checkpointBytes", in: 1...(Int64(1) << 40)) { checkpointBytes = value }
+        if let value = try reader.optionalInteger("checkpointIntervalMs", in: day) { checkpointInterval = .milliseconds(value) }
+        try reader.finish()
+    }
+}
+
+extension TaskSpec {
+    /// The spec as the session log and the protocol carry it (`docs/sessions.md`, "Task spec").
+    public var json: JSONValue {
+        var object = JSONObject()
+        object["url"] = .string(url)
+        if !mirrors.isEmpty { object["mirrors"] = .array(mirrors.map(JSONValue.string)) }
+        switch destination {
+        case .file(let path): object["path"] = .string(path)
+        case .directory(let directory): object["dir"] = .string(directory)
+        }
+        if !createsDirectories { object["createDirectories"] = .bool(false) }
+        if replacesExisting { object["replaceExisting"] = .bool(true) }
+        if let checksum { object["checksum"] = .string(checksum.description) }
+        if onChange != .fail { object["onChange"] = .string(onChange.rawValue) }
+        if discardsPartialDownload { object["restart"] = .bool(true) }
+        if !headers.isEmpty {
+            object["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) })
+        }
+        let options = options.json
+        if options.object?.count ?? 0 > 0 { object["options"] = options }
+        if let hook { object["hook"] = .string(hook) }
+        return .object(object)
+    }
+
+    /// Reads a spec strictly (every field known, every value in range).
+    public init(json value: JSONValue, path: String = "spec") throws(SchemaError) {
+        var reader = try FieldReader(value, path: path)
+        try self.init(reading: &reader)
+        try reader.finish()
+    }
+
+    init(reading reader: inout FieldReader) throws(SchemaError) {
+        let url = try reader.string("url", maximumBytes: 8192)
+        let file = try reader.optionalString("path", maximumBytes: 4096)
+        let directory = try reader.optionalString("dir", maximumBytes: 4096)
+        let destination: DownloadRequest.Destination
+        switch (file, directory) {
+        case (let file?, nil): destination = .file(file)
+        case (nil, let directory?): destination = .directory(directory)
+        default: throw SchemaError(field: reader.name("path"), "exactly one of path and dir is required")
+        }
+        self.init(url: url, destination: destination)
+        mirrors = try reader.stringArray("mirrors", maximumCount: 64, maximumBytes: 8192)
+        createsDirectories = try reader.bool("createDirectories", default: true)
+        replacesExisting = try reader.bool("replaceExisting", default: false)
+        if let text = try reader.optionalString("checksum", maximumBytes: 300) {
+            guard let parsed = Checksum(text) else {
+                throw SchemaError(field: reader.name("checksum"), "\"\(text)\" is not ALGO=HEX")
+            }
+            checksum = parsed
+        }
+        if let text = try reader.optionalString("onChange", maximumBytes: 16) {
+            guard let policy = ChangePolicy(rawValue: text) else {
+                throw SchemaError(field: reader.name("onChange"), "expected fail or restart, found \"\(text)\"")
+            }
+            onChange = policy
+        }
+        discardsPartialDownload = try reader.bool("restart", default: false)
+        for (index, item) in (try reader.optionalArray("headers", maximumCount: 256) ?? []).enumerated() {
+            guard case .array(let pair) = item, pair.count == 2, let name = pair[0].string, let value = pair[1].string,
+                  name.utf8.count <= 1024, value.utf8.count <= 8192
+            else {
+                throw SchemaError(field: reader.name("headers") + "[\(index)]", "expected [name, value], two strings")
+            }
+            headers.append(TaskHeader(name: name, value: value))
+        }
+        if var optionsReader = try reader.optionalObject("options") {
+            options = try TaskOptions(reading: &optionsReader)
+        }
+        hook = try reader.optionalString("hook", maximumBytes: 8192)
+    }
+}

@@ -1,0 +1,200 @@
+/// A record that does not fit the log before it (an event for a task that does not exist, a completion of a
+/// cancelled task, a sequence number out of turn).
+public struct SessionStateError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// What a session's log says, folded: the queue (every task with its spec and state), the events, each
+/// consumer's acknowledged position, the settings. Pure: the same records always give the same state, and a
+/// record that does not follow from the ones before is refused without changing anything.
+public struct SessionState: Sendable {
+    /// The hook of a completed task.
+    public enum HookState: Sendable, Hashable {
+        /// No hook was configured when the task completed.
+        case none
+        /// A hook is owed and has not started (the daemon runs it, even after a restart).
+        case owed(command: String)
+        /// It started; it is never started again, whatever happens to the daemon.
+        case started(command: String)
+        case finished(status: Int32)
+    }
+
+    /// One task of the queue.
+    public struct Task: Sendable, Hashable {
+        public let id: Int
+        public let spec: TaskSpec
+        public internal(set) var state: TaskState = .queued
+        /// How many `started` events it has had.
+        public internal(set) var starts = 0
+        /// The partial file it writes, as recorded by its latest start.
+        public internal(set) var part: PartIdentity?
+        /// Bytes and total as of its latest `started` or `paused` event.
+        public internal(set) var bytes: Int64 = 0
+        public internal(set) var total: Int64?
+        /// Its completion: the event's sequence number, the path, bytes and digest.
+        public internal(set) var completion: (sequence: UInt64, path: String, bytes: Int64, digest: String)?
+        /// Why it failed, while it is failed.
+        public internal(set) var failure: (error: String, className: String, code: Int32)?
+        public internal(set) var hook: HookState = .none
+
+        public static func == (lhs: Task, rhs: Task) -> Bool {
+            lhs.id == rhs.id && lhs.spec == rhs.spec && lhs.state == rhs.state && lhs.starts == rhs.starts
+                && lhs.part == rhs.part && lhs.bytes == rhs.bytes && lhs.total == rhs.total
+                && lhs.completion?.sequence == rhs.completion?.sequence && lhs.completion?.path == rhs.completion?.path
+                && lhs.completion?.bytes == rhs.completion?.bytes && lhs.completion?.digest == rhs.completion?.digest
+                && lhs.failure?.error == rhs.failure?.error && lhs.failure?.code == rhs.failure?.code
+                && lhs.failure?.className == rhs.failure?.className && lhs.hook == rhs.hook
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(id)
+            hasher.combine(state)
+        }
+
+        /// The final path when known: a `.file` destination, or what the latest start recorded.
+        public var knownPath: String? { completion?.path ?? spec.filePath ?? part?.path }
+
+        /// The hook command this task's completion runs: its own, else the session's.
+        func hookCommand(settings: SessionSettings) -> String? { spec.hook ?? settings.hook }
+    }
+
+    public private(set) var tasks: [Task] = []
+    public private(set) var events: [SessionEvent] = []
+    public private(set) var acknowledgements: [String: UInt64] = [:]
+    public private(set) var settings = SessionSettings()
+    /// Records applied so far (the next record's number is this plus one).
+    public private(set) var recordCount: UInt64 = 0
+
+    public init() {}
+
+    /// The sequence number of the latest event (0 before the first).
+    public var lastSequence: UInt64 { events.last?.sequence ?? 0 }
+    /// The id the next added task gets.
+    public var nextTaskID: Int { tasks.count + 1 }
+
+    public func task(_ id: Int) -> Task? {
+        guard id >= 1, id <= tasks.count else { return nil }
+        return tasks[id - 1]
+    }
+
+    /// Events after `sequence`, in order.
+    public func events(after sequence: UInt64) -> ArraySlice<SessionEvent> {
+        // Sequence numbers are 1, 2, 3, ...: event N is at index N-1.
+        let start = Int(min(sequence, UInt64(events.count)))
+        return events[start...]
+    }
+
+    /// The folded state of `records`, or the first that does not fit (with its index).
+    public static func replay(_ records: [LogRecord]) throws(IndexedStateError) -> SessionState {
+        var state = SessionState()
+        for (index, record) in records.enumerated() {
+            do { try state.apply(record) } catch { throw IndexedStateError(index: index, error: error) }
+        }
+        return state
+    }
+
+    /// A state error and the index of the record that caused it.
+    public struct IndexedStateError: Error, Sendable {
+        public var index: Int
+        public var error: SessionStateError
+    }
+
+    /// Applies one record, or throws and changes nothing.
+    public mutating func apply(_ record: LogRecord) throws(SessionStateError) {
+        switch record {
+        case .event(let event, let spec, let part):
+            try applyEvent(event, spec: spec, part: part)
+        case .acknowledged(let consumer, let sequence):
+            guard sequence <= lastSequence else {
+                throw SessionStateError("acknowledgement of event \(sequence), beyond the last event \(lastSequence)")
+            }
+            if let previous = acknowledgements[consumer], previous > sequence {
+                throw SessionStateError("acknowledgement of event \(sequence) by \(consumer) after \(previous)")
+            }
+            acknowledgements[consumer] = sequence
+        case .settings(let settings):
+            self.settings = settings
+        case .hookStarted(let id):
+            guard let task = task(id) else { throw SessionStateError("hook of task \(id), which does not exist") }
+            guard case .owed(let command) = task.hook else {
+                throw SessionStateError("hook of task \(id) started, but none was owed (\(task.hook))")
+            }
+            tasks[id - 1].hook = .started(command: command)
+        case .part(let id, let part):
+            guard let task = task(id) else { throw SessionStateError("part file of task \(id), which does not exist") }
+            guard task.state == .running else {
+                throw SessionStateError("part file of task \(id), which is \(task.state.rawValue)")
+            }
+            tasks[id - 1].part = part
+        }
+        recordCount += 1
+    }
+
+    private mutating func applyEvent(_ event: SessionEvent, spec: TaskSpec?, part: PartIdentity?) throws(SessionStateError) {
+        guard event.sequence == lastSequence + 1 else {
+            throw SessionStateError("event \(event.sequence) where \(lastSequence + 1) was due")
+        }
+        if case .added = event.kind {
+            guard event.task == nextTaskID else {
+                throw SessionStateError("task \(event.task) added where task \(nextTaskID) was due")
+            }
+            guard let spec else { throw SessionStateError("task \(event.task) added without its spec") }
+            tasks.append(Task(id: event.task, spec: spec))
+            events.append(event)
+            return
+        }
+        guard let current = task(event.task) else {
+            throw SessionStateError("\(event.type) event for task \(event.task), which does not exist")
+        }
+        var task = current
+        func require(_ allowed: [TaskState]) throws(SessionStateError) {
+            guard allowed.contains(task.state) else {
+                throw SessionStateError("\(event.type) event for task \(task.id), which is \(task.state.rawValue)")
+            }
+        }
+        switch event.kind {
+        case .added:
+            break  // handled above
+        case .started(let bytes, let total):
+            try require([.queued, .running])
+            task.state = .running
+            task.starts += 1
+            if let part { task.part = part }
+            task.bytes = bytes
+            task.total = total
+        case .paused(let bytes, let total):
+            try require([.queued, .running])
+            task.state = .paused
+            task.bytes = bytes
+            task.total = total
+        case .resumed:
+            try require([.paused, .failed])
+            task.state = .queued
+            task.failure = nil
+        case .completed(let path, let bytes, let digest, _):
+            try require([.queued, .running, .paused])
+            task.state = .completed
+            task.bytes = bytes
+            task.total = bytes
+            task.completion = (event.sequence, path, bytes, digest)
+            task.hook = task.hookCommand(settings: settings).map { .owed(command: $0) } ?? .none
+        case .failed(let error, let className, let code):
+            try require([.queued, .running, .paused])
+            task.state = .failed
+            task.failure = (error, className, code)
+        case .cancelled:
+            try require([.queued, .running, .paused, .failed])
+            task.state = .cancelled
+            task.failure = nil
+        case .hook(let status):
+            guard case .started = task.hook else {
+                throw SessionStateError("hook event for task \(task.id), whose hook had not started")
+            }
+            task.hook = .finished(status: status)
+        }
+        tasks[task.id - 1] = task
+        events.append(event)
+    }
+}

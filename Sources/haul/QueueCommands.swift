@@ -1,0 +1,482 @@
+import ArgumentParser
+import Haul
+import HaulCommandLine
+import HaulSessions
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `haul queue add|list|pause|resume|cancel|wait|events|stop`: a session's queue, through its daemon.
+struct QueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "Hand downloads to a session's daemon and follow them (see docs/sessions.md).",
+        discussion: """
+            Each command connects to the session's daemon, starting it in the
+            background when none runs. Downloads go on after the command returns,
+            after the terminal closes, and across crashes of the daemon.
+            """,
+        subcommands: [QueueAdd.self, QueueList.self, QueuePause.self, QueueResume.self, QueueCancel.self, QueueWait.self,
+                      QueueEvents.self, QueueStop.self]
+    )
+}
+
+// MARK: add
+
+struct QueueAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Queue a download; print its task id and return at once.",
+        discussion: "The first URL is the file; further URLs are mirrors of it. Relative paths are taken from the current directory."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    @Argument(help: "The URL, then mirrors of the same file. No scheme means http://.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here.")
+    var output: String?
+
+    @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for the file, named by the server or the URL (default: current).")
+    var dir: String?
+
+    @Option(name: [.customShort("c", allowingJoined: true), .long], help: "Connections for this download.")
+    var connections = 8
+
+    @Option(name: .long, help: "Smallest piece one connection is given or steals (e.g. 1M).")
+    var minSegment: ByteSize?
+
+    @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
+    var header: [String] = []
+
+    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the URL's server (Basic, that origin only).")
+    var user: String?
+
+    @Flag(name: .long, help: "Take the login and password for the URL's host from ~/.netrc.")
+    var netrc = false
+
+    @Option(name: .long, help: "Like --netrc, from FILE.")
+    var netrcFile: String?
+
+    @Option(name: .long, help: "User-Agent to send.")
+    var userAgent = HaulVersion.userAgent
+
+    @Option(name: .long, help: "CA certificates to trust, one PEM file.")
+    var cacert: String?
+
+    @Option(name: .long, help: "CA certificates to trust, a hashed directory.")
+    var capath: String?
+
+    @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
+    var insecure = false
+
+    @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha1, md5).")
+    var checksum: String?
+
+    @Option(name: .long, help: "Most bytes per second for this download (e.g. 500K; 0 for no limit).")
+    var limitRate: RateLimitSetting?
+
+    @Option(name: .long, help: "Retries for network failures and 408/429/5xx.")
+    var retries = 100
+
+    @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
+    var connectTimeout: Double = 10
+
+    @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
+    var stallTimeout: Double = 30
+
+    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: "With --speed-time: bytes per second below which a connection is retried.")
+    var speedLimit: ByteSize?
+
+    @Option(name: [.customShort("y", allowingJoined: true), .long], help: "Seconds a connection may stay below --speed-limit (default 30).")
+    var speedTime: Int?
+
+    @Option(name: .long, help: "Seconds one run of the download may take.")
+    var maxTime: Double?
+
+    @Option(name: .long, help: "When the file changed on the server: fail or restart.")
+    var onChange: ChangePolicyArgument = .fail
+
+    @Flag(name: .long, help: "Discard a partial download of the same output instead of resuming it.")
+    var restart = false
+
+    @Flag(name: .long, help: "Replace an existing file at the destination.")
+    var allowOverwrite = false
+
+    @Flag(name: .long, help: "Skip fdatasync (survives a crash of the daemon, not of the machine).")
+    var noSync = false
+
+    @Option(name: .long, help: "Checkpoint the resume journal after this many bytes (e.g. 32M).")
+    var checkpointBytes: ByteSize?
+
+    @Option(name: .long, help: "Checkpoint the resume journal at least this often, in seconds.")
+    var checkpointInterval: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Run this shell command once when the download completes (HAUL_PATH, HAUL_DIGEST, ... in its environment).", valueName: "command"))
+    var onComplete: String?
+
+    @Flag(name: .long, help: "Print the task as a JSON object instead of its id.")
+    var json = false
+
+    func spec() throws -> TaskSpec {
+        guard !urls.isEmpty else { throw CommandFailure(.usage, "no URL given (see haul queue add --help)") }
+        let given = urls.map(URLText.withDefaultScheme)
+        for (index, text) in given.enumerated() {
+            do { try HaulCommand.checkURL(text, typed: urls[index], where: index == 0 ? "URL" : "mirror URL") } catch {
+                throw CommandFailure(.usage, String(describing: error))
+            }
+        }
+        guard (1...64).contains(connections) else { throw CommandFailure(.usage, "--connections must be between 1 and 64, not \(connections)") }
+        guard retries >= 0 else { throw CommandFailure(.usage, "--retries must not be negative") }
+        let destination: DownloadRequest.Destination
+        if let output {
+            destination = .file(SessionPaths.absolute(HaulCommand.join(dir, output)))
+        } else {
+            destination = .directory(SessionPaths.absolute(dir ?? "."))
+        }
+        var spec = TaskSpec(url: given[0], mirrors: Array(given.dropFirst()), destination: destination)
+        spec.replacesExisting = allowOverwrite
+        spec.onChange = onChange.policy
+        spec.discardsPartialDownload = restart
+        if let checksum {
+            guard let parsed = Checksum(checksum) else {
+                throw CommandFailure(.usage, "--checksum \"\(checksum)\" is not ALGO=HEX with ALGO sha256, sha1 or md5 and a digest of the right length")
+            }
+            spec.checksum = parsed
+        }
+        do {
+            spec.headers = try header.map(HaulCommand.parseHeader).map { TaskHeader(name: $0.name, value: $0.value) }
+        } catch {
+            throw CommandFailure(.usage, String(describing: error))
+        }
+        if !spec.headers.contains(where: { $0.name.lowercased() == "authorization" }),
+           let authorization = HaulCommand.authorization(for: given[0], user: user, netrc: try loadNetrc()) {
+            spec.headers.append(TaskHeader(name: "Authorization", value: authorization))
+        }
+        var options = TaskOptions()
+        options.connections = connections
+        if let minSegment { options.minimumSegment = minSegment.bytes }
+        options.userAgent = userAgent
+        options.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        options.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
+        options.totalTimeout = maxTime.map { .milliseconds(Int64($0 * 1000)) }
+        options.caFile = cacert.map(SessionPaths.absolute)
+        options.caDirectory = capath.map(SessionPaths.absolute)
+        options.insecure = insecure
+        options.rateLimit = limitRate?.bytesPerSecond
+        options.triesPerRange = min(5, retries + 1)
+        options.totalRetries = retries
+        if speedLimit != nil || speedTime != nil {
+            options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speedLimit?.bytes ?? 1, seconds: speedTime ?? 30)
+        }
+        options.synchronizesToDisk = !noSync
+        if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
+        if let checkpointInterval { options.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000)) }
+        spec.options = options
+        spec.hook = onComplete
+        if let problem = spec.problem() { throw CommandFailure(.usage, problem) }
+        // The daemon's engine would refuse it anyway; saying so now spares a queued task that can only fail.
+        if let path = spec.filePath, !allowOverwrite, OutputFile.exists(path), !OutputFile.exists(path + ".part") {
+            throw CommandFailure(.output, "\(path) already exists (use --allow-overwrite to replace it)")
+        }
+        return spec
+    }
+
+    private func loadNetrc() throws -> Netrc? {
+        let path: String
+        if let netrcFile {
+            path = netrcFile
+        } else if netrc {
+            guard let home = getenv("HOME").map({ String(cString: $0) }) else { throw CommandFailure(.usage, "--netrc: HOME is not set") }
+            path = home + "/.netrc"
+        } else {
+            return nil
+        }
+        do {
+            return try Netrc(parsing: try TextFile.read(path))
+        } catch {
+            throw CommandFailure(.usage, "netrc file \(path): \(error)")
+        }
+    }
+
+    func run() async throws {
+        let command = self
+        // spec() may read a netrc file: off the cooperative pool.
+        let made = await BlockingWork.run(name: "haul-queue-add") { () -> Result<TaskSpec, CommandFailure> in
+            do { return .success(try command.spec()) } catch let failure as CommandFailure { return .failure(failure) } catch {
+                return .failure(CommandFailure(.usage, String(describing: error)))
+            }
+        }
+        let spec = try made.get()
+        let session = try await sessionOption.connect()
+        let task: SessionTask
+        do { task = try await session.add(spec) } catch { throw CommandFailure(error) }
+        print(json ? task.info.json.serialized : String(task.id))
+        await session.close()
+    }
+}
+
+// MARK: list
+
+struct QueueList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "One line per task: id, state, bytes, path (a JSON object each with --json)."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    @Flag(name: .long, help: "One JSON object per line: id, state, url, path, bytes, total, and error when failed.")
+    var json = false
+
+    func run() async throws {
+        let session = try await sessionOption.connect()
+        for task in session.allTasks() { print(QueueText.line(task.info, json: json)) }
+        await session.close()
+    }
+}
+
+enum QueueText {
+    /// `3  running    12.0 MiB/64.0 MiB  /data/big.iso`, or the task's JSON object.
+    static func line(_ info: TaskInfo, json: Bool) -> String {
+        if json { return info.json.serialized }
+        let size = UnitFormatting.bytes(info.bytes) + (info.total.map { "/" + UnitFormatting.bytes($0) } ?? "")
+        var text = "\(info.id)  \(info.state.rawValue.padding(9))  \(size.padding(21))  \(TerminalText.sanitized(info.path ?? (info.directory.map { $0 + "/" } ?? "")))"
+        if let error = info.error { text += "  (\(TerminalText.sanitized(error)))" }
+        return text
+    }
+}
+
+extension String {
+    fileprivate func padding(_ width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}
+
+// MARK: pause, resume, cancel
+
+/// What pause, resume and cancel share: task ids, a request, the tasks' lines after it.
+protocol QueueTaskChange: AsyncParsableCommand {
+    var sessionOption: SessionOption { get }
+    var ids: [Int] { get }
+    static func change(_ task: SessionTask) async throws(SessionError)
+}
+
+extension QueueTaskChange {
+    func run() async throws {
+        guard !ids.isEmpty else { throw CommandFailure(.usage, "no task id given") }
+        let session = try await sessionOption.connect()
+        for id in ids {
+            guard let task = session.task(id) else {
+                await session.close()
+                throw CommandFailure(.usage, "no task \(id) in session \(session.identifier)")
+            }
+            do { try await Self.change(task) } catch { throw CommandFailure(error) }
+            print(QueueText.line(task.info, json: false))
+        }
+        await session.close()
+    }
+}
+
+struct QueuePause: QueueTaskChange {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause tasks (their journals are written first).")
+    @OptionGroup var sessionOption: SessionOption
+    @Argument(help: "Task ids.") var ids: [Int] = []
+    static func change(_ task: SessionTask) async throws(SessionError) { try await task.pause() }
+}
+
+struct QueueResume: QueueTaskChange {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Queue paused or failed tasks again.")
+    @OptionGroup var sessionOption: SessionOption
+    @Argument(help: "Task ids.") var ids: [Int] = []
+    static func change(_ task: SessionTask) async throws(SessionError) { try await task.resume() }
+}
+
+struct QueueCancel: QueueTaskChange {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel tasks and remove their partial files.")
+    @OptionGroup var sessionOption: SessionOption
+    @Argument(help: "Task ids.") var ids: [Int] = []
+    static func change(_ task: SessionTask) async throws(SessionError) { try await task.cancel() }
+}
+
+// MARK: wait
+
+struct QueueWait: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Wait until tasks (default: all) have ended; exit as a download would (0 when all completed).",
+        discussion: "Progress is shown on a terminal. A daemon that dies meanwhile is started again, and the wait goes on."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    @Argument(help: "Task ids (default: every task of the session).")
+    var ids: [Int] = []
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
+    func run() async throws {
+        let terminal = !quiet && isatty(2) == 1
+        let session = try await sessionOption.connect(progress: terminal)
+        var tasks: [SessionTask] = []
+        for id in ids {
+            guard let task = session.task(id) else {
+                await session.close()
+                throw CommandFailure(.usage, "no task \(id) in session \(session.identifier)")
+            }
+            tasks.append(task)
+        }
+        if ids.isEmpty { tasks = session.allTasks() }
+        let ticker = terminal ? Task { await Self.showProgress(tasks) } : nil
+        var status = ExitStatus.success
+        for task in tasks {
+            let line: String?
+            do {
+                let result = try await task.value
+                line = quiet ? nil : "haul: task \(task.id): saved \(TerminalText.sanitized(result.path)) (\(UnitFormatting.bytes(result.bytes)), \(result.digest))"
+            } catch {
+                switch error {
+                case .failed(let message, _, let code):
+                    if status == .success { status = ExitStatus(rawValue: code) ?? .unexpected }
+                    line = ErrorText.line("task \(task.id): \(message)")
+                case .cancelled:
+                    if status == .success { status = .interrupted }
+                    line = ErrorText.line("task \(task.id): cancelled")
+                case .session(let sessionError):
+                    ticker?.cancel()
+                    throw CommandFailure(sessionError)
+                }
+            }
+            if let line {
+                if terminal { StandardError.write("\r\u{1B}[K") }
+                StandardError.write(line + "\n")
+            }
+        }
+        ticker?.cancel()
+        if terminal { StandardError.write("\r\u{1B}[K") }
+        await session.close()
+        if status != .success { throw ExitCode(status.code) }
+    }
+
+    /// One line, redrawn: tasks done, percent, bytes, rate, connections.
+    static func showProgress(_ tasks: [SessionTask]) async {
+        while !Task.isCancelled {
+            StandardError.write(ProgressBar.redraw(line: progressLine(tasks.map(\.info), columns: Terminal.columns())))
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    /// `[1/3 done] 42% 80.0 MiB/192.0 MiB  12.0 MiB/s  8 conn`, cut to one column less than the terminal.
+    static func progressLine(_ infos: [TaskInfo], columns: Int) -> String {
+        let done = infos.filter { $0.state.hasEnded }.count
+        let bytes = infos.reduce(Int64(0)) { $0 + $1.bytes }
+        let totals = infos.compactMap(\.total)
+        let total = totals.reduce(Int64(0), +)
+        let rate = infos.reduce(Int64(0)) { $0 + $1.bytesPerSecond }
+        let connections = infos.reduce(0) { $0 + $1.connections }
+        var text = "[\(done)/\(infos.count) done]"
+        if totals.count == infos.count, total > 0 { text += " \(min(100, bytes * 100 / total))%" }
+        text += " \(UnitFormatting.bytes(bytes))" + (totals.count == infos.count ? "/" + UnitFormatting.bytes(total) : "")
+        text += "  \(UnitFormatting.rate(Double(rate)))  \(connections) conn"
+        return TerminalText.prefix(text, columns: max(1, columns - 1))
+    }
+}
+
+// MARK: events
+
+struct QueueEvents: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Print the session's event log: added, started, paused, resumed, completed, failed, cancelled, hook."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    @Option(name: .long, help: ArgumentHelp("Only events after this sequence number.", valueName: "seq"))
+    var after: UInt64 = 0
+
+    @Flag(name: .long, help: "Keep printing new events as they happen.")
+    var follow = false
+
+    @Flag(name: .long, help: "One JSON object per line.")
+    var json = false
+
+    func run() async throws {
+        let session = try await sessionOption.connect(eventsAfter: follow ? after : nil)
+        if follow {
+            for await event in session.events { print(Self.text(event, json: json)); fflush(nil) }
+            throw CommandFailure(.unexpected, "the session daemon went away")
+        }
+        let events: [SessionEvent]
+        do { events = try await session.history(after: after) } catch { throw CommandFailure(error) }
+        for event in events { print(Self.text(event, json: json)) }
+        await session.close()
+    }
+
+    /// `12  2026-05-01T10:00:00.123Z  task 3  completed  /data/a.iso 64.0 MiB sha256=...`
+    static func text(_ event: SessionEvent, json: Bool) -> String {
+        if json { return event.json.serialized }
+        var detail: String
+        switch event.kind {
+        case .added(let url, let path, let directory): detail = "\(url) -> \(path ?? (directory ?? "") + "/")"
+        case .started(let bytes, let total), .paused(let bytes, let total):
+            detail = UnitFormatting.bytes(bytes) + (total.map { "/" + UnitFormatting.bytes($0) } ?? "")
+        case .resumed, .cancelled: detail = ""
+        case .completed(let path, let bytes, let digest, let recovered):
+            detail = "\(path) \(UnitFormatting.bytes(bytes)) \(digest)" + (recovered ? " (recovered)" : "")
+        case .failed(let error, let className, let code): detail = "\(className) (\(code)): \(error)"
+        case .hook(let status): detail = "exit status \(status)"
+        }
+        return TerminalText.sanitized("\(event.sequence)  \(Timestamp.iso8601(milliseconds: event.time))  task \(event.task)  \(event.type)  \(detail)")
+    }
+}
+
+enum Timestamp {
+    /// `2026-05-01T10:00:00.123Z` (UTC), without Foundation.
+    static func iso8601(milliseconds: Int64) -> String {
+        let seconds = milliseconds / 1000
+        let days = seconds / 86_400
+        let secondOfDay = seconds % 86_400
+        // Howard Hinnant's civil_from_days.
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let millis = milliseconds % 1000
+        let fraction = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)).\(fraction)Z"
+    }
+}
+
+// MARK: stop
+
+struct QueueStop: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stop",
+        abstract: "Stop the session's daemon cleanly (every running download checkpointed); tasks continue with the next daemon."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    func run() async throws {
+        let session: HaulSession
+        do {
+            session = try await sessionOption.connect(startsDaemon: false)
+        } catch let failure as CommandFailure {
+            // Nothing to stop.
+            if failure.message.contains("cannot reach the session daemon") { return }
+            throw failure
+        }
+        do { try await session.stopDaemon() } catch { throw CommandFailure(error) }
+        await session.close()
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Glibc
+import Haul
+import HaulTestSupport
+import Testing
+@testable import HaulSessions
+
+/// The JSON-lines protocol between clients and the daemon, and who may speak it.
+@Suite struct ProtocolTests {
+    static let requests: [SessionRequest] = [
+        .hello(protocolVersion: 1),
+        .add(SampleLog.spec),
+        .add(TaskSpec(url: "http://h/x", destination: .directory("/tmp"))),
+        .list(tasks: nil),
+        .list(tasks: [1, 2]),
+        .pause(tasks: [3]),
+        .resume(tasks: [3, 4]),
+        .cancel(tasks: [7]),
+        .events(after: 12, limit: 50),
+        .subscribe(after: 4, consumer: nil, progress: false),
+        .subscribe(after: nil, consumer: "backups", progress: true),
+        .subscribe(after: nil, consumer: nil, progress: false),
+        .acknowledge(consumer: "default", sequence: 9),
+        .stop,
+    ]
+
+    @Test func everyRequestRoundTripsAsOneLine() throws {
+        for (index, request) in Self.requests.enumerated() {
+            let line = ProtocolCodec.encode(request, id: Int64(index))
+            #expect(line.last == 0x0A && line.dropLast().allSatisfy { $0 != 0x0A }, "one line: \(request)")
+            let decoded = try ProtocolCodec.decodeRequest(line.dropLast())
+            #expect(decoded.id == Int64(index) && decoded.request == request)
+        }
+        #expect(String(decoding: ProtocolCodec.encode(.pause(tasks: [3]), id: 7), as: UTF8.self) == #"{"id":7,"op":"pause","tasks":[3]}"# + "\n")
+    }
+
+    @Test func everyDaemonMessageRoundTrips() throws {
+        var info = TaskInfo(id: 3, state: .failed, url: "http://h/x", path: "/tmp/x", directory: nil, bytes: 10, total: 20)
+        info.error = "HTTP 404 Not Found from http://h/x"
+        info.errorClass = "http"
+        info.exitCode = 5
+        var running = TaskInfo(id: 4, state: .running, url: "http://h/y", path: nil, directory: "/tmp", bytes: 0, total: nil)
+        running.bytesPerSecond = 1000
+        running.connections = 2
+        var body = ReplyBody()
+        body.protocolVersion = 1
+        body.session = "default"
+        body.pid = 42
+        body.sequence = 17
+        body.after = 3
+        body.task = info
+        body.tasks = [info, running]
+        body.events = [SampleLog.event(4, 3, .failed(error: "x", className: "network", code: 3))]
+        body.more = true
+        let messages: [DaemonMessage] = [
+            .reply(id: 1, .success(body)),
+            .reply(id: 2, .success(ReplyBody())),
+            .reply(id: 3, .failure(RemoteFailure(code: "unknown-task", message: "no task 9 in session default"))),
+            .reply(id: nil, .failure(RemoteFailure(code: "refused", message: "no"))),
+            .event(SampleLog.event(5, 1, .completed(path: "/a", bytes: 5, digest: "sha256=00", recovered: true))),
+            .progress([TaskProgress(id: 1, phase: "downloading", bytes: 5, total: 9, bytesPerSecond: 3, connections: 2, partialPath: "/a.part"),
+                       TaskProgress(id: 2, phase: "connecting", bytes: 0, total: nil, bytesPerSecond: 0, connections: 0, partialPath: nil)]),
+        ]
+        for message in messages {
+            let line = ProtocolCodec.encode(message)
+            #expect(line.last == 0x0A)
+            #expect(try ProtocolCodec.decodeDaemonMessage(line.dropLast()) == message)
+        }
+    }
+
+    @Test func badRequestsAreRefusedWithTheirIdWhenItCanBeRead() {
+        let cases: [(String, Int64?, String)] = [
+            ("not json", nil, "invalid JSON"),
+            (#"{"op":"list"}"#, nil, "id: missing"),
+            (#"{"id":4,"op":"fly"}"#, 4, "unknown operation"),
+            (#"{"id":5,"op":"pause","tasks":[0]}"#, 5, "tasks[0]"),
+            (#"{"id":6,"op":"list","verbose":true}"#, 6, "unknown field"),
+            (#"{"id":7,"op":"subscribe","after":1,"consumer":"a"}"#, 7, "not both"),
+            (#"{"id":8,"op":"ack","consumer":"../x","seq":1}"#, 8, "invalid consumer"),
+            (#"{"id":9,"op":"add","spec":{"url":"http://h/","path":"/a","dir":"/b"}}"#, 9, "exactly one of path and dir"),
+            (#"{"id":10,"op":"add","spec":{"url":"http://h/","path":"/a","options":{"connections":0}}}"#, 10, "connections"),
+        ]
+        for (line, id, problem) in cases {
+            do {
+                _ = try ProtocolCodec.decodeRequest(Array(line.utf8))
+                Issue.record("accepted \(line)")
+            } catch {
+                #expect(error.id == id, "\(line)")
+                #expect(error.message.contains(problem), "\(line): \(error.message)")
+            }
+        }
+    }
+
+    @Test func specsKeepEveryOptionAndRefuseUnknownFields() throws {
+        let json = SampleLog.spec.json
+        #expect(try TaskSpec(json: json) == SampleLog.spec)
+        let defaults = TaskSpec(url: "http://h/x", destination: .file("/x"))
+        #expect(defaults.json.serialized == #"{"url":"http://h/x","path":"/x"}"#, "defaults are left out")
+        guard case .object(var object) = json else { return }
+        object["colour"] = .string("blue")
+        #expect(throws: SchemaError.self) { try TaskSpec(json: .object(object)) }
+        #expect(TaskSpec(url: "ftp://h/x", destination: .file("/x")).problem() != nil)
+        #expect(TaskSpec(url: "http://h/x", destination: .file("relative")).problem() != nil)
+        #expect(defaults.problem() == nil)
+        let options = SampleLog.spec.options.downloadOptions(maximumConnections: 16)
+        #expect(options.connections == 4 && options.maximumConnections == 16 && options.rateLimit == 1 << 20 && !options.synchronizesToDisk)
+        #expect(SampleLog.spec.request(firstStart: true).headers.map(\.name) == ["X-Token"])
+    }
+
+    @Test func theLineSplitterHandsOnCompleteLinesAndBoundsThem() throws {
+        var splitter = LineSplitter(maximumLineBytes: 16)
+        #expect(try splitter.feed(Array("ab".utf8)).isEmpty)
+        #expect(try splitter.feed(Array("c\nde\n\nf".utf8)) == [Array("abc".utf8), Array("de".utf8), []])
+        #expect(splitter.pendingByteCount == 1)
+        #expect(throws: LineSplitter.LineTooLong.self) { try splitter.feed([UInt8](repeating: 0x41, count: 20)) }
+    }
+
+    @Test func onlyTheOwnersProcessesMayTalkToTheDaemon() {
+        let owner: uid_t = 1000
+        #expect(PeerPolicy.refusal(peer: PeerCredentials(pid: 10, uid: 1000, gid: 1000), owner: owner) == nil)
+        let other = PeerPolicy.refusal(peer: PeerCredentials(pid: 11, uid: 1001, gid: 1000), owner: owner)
+        #expect(other?.contains("uid 1001") == true && other?.contains("process 11") == true)
+        #expect(PeerPolicy.refusal(peer: PeerCredentials(pid: 12, uid: 0, gid: 0), owner: owner) != nil, "not even root")
+    }
+
+    @Test func peerCredentialsComeFromTheKernel() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let peer = try PeerCredentials.of(fds[0])
+        #expect(peer.pid == getpid() && peer.uid == geteuid() && peer.gid == getegid())
+    }
+
+    /// A socket path longer than `sun_path` (108 bytes) is bound and reached through `/proc/self/fd`.
+    @Test func aSocketPathLongerThanSunPathStillWorks() throws {
+        let root = try TemporaryDirectory(prefix: "haul-long")
+        var directory = root.path
+        while directory.utf8.count < 140 { directory += "/" + String(repeating: "d", count: 30) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/daemon.sock"
+        let listener = try UnixSocket.listen(at: path)
+        defer { close(listener) }
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "bound at the long path, mode 0600")
+        let client = try UnixSocket.connect(to: path)
+        defer { close(client) }
+        #expect(try PeerCredentials.of(client).pid == getpid())
+    }
+
+    @Test func sessionIdentifiersAreChecked() throws {
+        for name in ["default", "a", "backups-2026", "x.y_z", String(repeating: "a", count: 64)] {
+            #expect(SessionPaths.isValidName(name), "\(name)")
+        }
+        for name in ["", ".hidden", "a/b", "..", "sp ace", String(repeating: "a", count: 65), "é"] {
+            #expect(!SessionPaths.isValidName(name), "\(name)")
+            #expect(throws: SessionError.invalidIdentifier(name)) { try SessionPaths(identifier: name, stateDirectory: "/tmp/x") }
+        }
+        let paths = try SessionPaths(identifier: "b", stateDirectory: "/var/state/haul/")
+        #expect(paths.directory == "/var/state/haul/sessions/b" && paths.socket == "/var/state/haul/sessions/b/daemon.sock")
+        #expect(paths.log.hasSuffix("/session.haul") && paths.pidFile.hasSuffix("/daemon.pid"))
+    }
+}
