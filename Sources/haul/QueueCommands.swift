@@ -131,6 +131,9 @@ struct QueueAdd: AsyncParsableCommand {
         guard (1...64).contains(connections) else { throw CommandFailure(.usage, "--connections must be between 1 and 64, not \(connections)") }
         guard retries >= 0 else { throw CommandFailure(.usage, "--retries must not be negative") }
         let destination: DownloadRequest.Destination
+        if output == "-" {
+            throw CommandFailure(.usage, "-o - cannot be queued: the daemon outlives this command's standard output")
+        }
         if let output {
             destination = .file(SessionPaths.absolute(HaulCommand.join(dir, output)))
         } else {
@@ -141,10 +144,11 @@ struct QueueAdd: AsyncParsableCommand {
         spec.onChange = onChange.policy
         spec.discardsPartialDownload = restart
         if let checksum {
-            guard let parsed = Checksum(checksum) else {
-                throw CommandFailure(.usage, "--checksum \"\(checksum)\" is not ALGO=HEX with ALGO sha256, sha1 or md5 and a digest of the right length")
+            do {
+                spec.checksum = try Checksum(checksum)
+            } catch {
+                throw CommandFailure(.usage, "--\(error)")
             }
-            spec.checksum = parsed
         }
         do {
             spec.headers = try header.map(HaulCommand.parseHeader).map { TaskHeader(name: $0.name, value: $0.value) }

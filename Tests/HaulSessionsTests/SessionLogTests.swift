@@ -9,7 +9,7 @@ enum SampleLog {
     static let spec: TaskSpec = {
         var spec = TaskSpec(url: "https://example.org/a.iso", mirrors: ["https://mirror.example.net/a.iso"],
                             destination: .file("/data/a.iso"))
-        spec.checksum = Checksum("sha256=" + String(repeating: "ab", count: 32))
+        spec.checksum = try! Checksum("sha256=" + String(repeating: "ab", count: 32))
         spec.headers = [TaskHeader(name: "X-Token", value: "t\u{e9}st")]
         spec.options.connections = 4
         spec.options.rateLimit = 1 << 20

@@ -134,6 +134,8 @@ public struct TaskSpec: Sendable, Hashable {
         case .file(let path), .directory(let path):
             guard path.hasPrefix("/") else { return "the destination \"\(path)\" is not an absolute path" }
             if case .file = destination, path.hasSuffix("/") { return "the destination \"\(path)\" names a directory" }
+        case .stream:
+            return "a background task cannot stream to a descriptor: the daemon outlives the client that has it"
         }
         for path in [options.caFile, options.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
             return "\"\(path)\" is not an absolute path"
@@ -226,6 +228,7 @@ extension TaskSpec {
         switch destination {
         case .file(let path): object["path"] = .string(path)
         case .directory(let directory): object["dir"] = .string(directory)
+        case .stream: break   // refused by problem() before a spec is ever written
         }
         if !createsDirectories { object["createDirectories"] = .bool(false) }
         if replacesExisting { object["replaceExisting"] = .bool(true) }
@@ -263,10 +266,11 @@ extension TaskSpec {
         createsDirectories = try reader.bool("createDirectories", default: true)
         replacesExisting = try reader.bool("replaceExisting", default: false)
         if let text = try reader.optionalString("checksum", maximumBytes: 300) {
-            guard let parsed = Checksum(text) else {
-                throw SchemaError(field: reader.name("checksum"), "\"\(text)\" is not ALGO=HEX")
+            do {
+                checksum = try Checksum(text)
+            } catch {
+                throw SchemaError(field: reader.name("checksum"), "\(error)")
             }
-            checksum = parsed
         }
         if let text = try reader.optionalString("onChange", maximumBytes: 16) {
             guard let policy = ChangePolicy(rawValue: text) else {
