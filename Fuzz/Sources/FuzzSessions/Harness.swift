@@ -111,7 +111,7 @@ func checkSplitter(_ body: [UInt8]) {
 /// `HAUL_FUZZ_SESSIONS_SEEDS=DIR FuzzSessions` writes the seed corpus (valid inputs of every mode) to DIR.
 func writeSeeds(to directory: String) {
     var spec = TaskSpec(url: "https://example.org/a.iso", mirrors: ["https://m.example.net/a.iso"], destination: .file("/data/a.iso"))
-    spec.checksum = Checksum("sha256=" + String(repeating: "0f", count: 32))
+    spec.checksum = try! Checksum("sha256=" + String(repeating: "0f", count: 32))
     spec.headers = [TaskHeader(name: "X-Token", value: "abc")]
     spec.options.connections = 4
     spec.options.rateLimit = 1 << 20
