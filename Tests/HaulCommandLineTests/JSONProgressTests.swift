@@ -78,7 +78,7 @@ import HaulCommandLine
 
     @Test func escapesUseTheShortFormsAndLowercaseHex() {
         #expect(JSONObjectWriter.quoted("a\"b\\c\n\r\t\u{08}\u{0C}\u{0}\u{1F}\u{7F}\u{2028}é")
-            == "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0000\\u001f\u{7F}\\u2028é\"")
+            == "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0000\\u001f\\u007f\\u2028é\"")
     }
 
     @Test func theStrictParserRejectsWhatJSONForbids() {

@@ -71,7 +71,7 @@ public struct JSONObjectWriter: Sendable {
             case "\u{2028}": result += "\\u2028"
             case "\u{2029}": result += "\\u2029"
             default:
-                if scalar.value < 0x20 {
+                if scalar.value < 0x20 || scalar.value == 0x7F {
                     let hex = "0123456789abcdef".unicodeScalars.map { $0 }
                     result += "\\u00"
                     result.unicodeScalars.append(hex[Int(scalar.value >> 4)])

@@ -1,3 +1,5 @@
+import HaulCommandLine
+
 /// A JSON value (RFC 8259), as the session log's payloads and the daemon protocol's lines carry them.
 ///
 /// Numbers keep their literal text (validated against the grammar), so an integer read back is exactly the
@@ -122,33 +124,8 @@ enum JSONSerializer {
         }
     }
 
-    private static let hex: [Unicode.Scalar] = Array("0123456789abcdef".unicodeScalars)
-
-    /// `"text"` with `"` and `\` escaped, control characters as `\n`, `\t`, ... or `\u00XX`, and U+2028,
-    /// U+2029 escaped (they end lines in JavaScript); everything else as is.
+    /// `"text"` escaped as JSON: one writer for all of Haul's JSON (``JSONObjectWriter/quoted(_:)``).
     static func quote(_ text: String, into out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case "\u{2028}": out += "\\u2028"
-            case "\u{2029}": out += "\\u2029"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    out += "\\u00"
-                    out.unicodeScalars.append(hex[Int(scalar.value >> 4)])
-                    out.unicodeScalars.append(hex[Int(scalar.value & 0xF)])
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        out += JSONObjectWriter.quoted(text)
     }
 }
