@@ -4,7 +4,7 @@ import PackageDescription
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
-                 "FuzzSessions"]
+                 "FuzzSessions", "FuzzProxySettings"]
 // Harnesses for formats that live in the engine (the resume journal) link the whole `Haul` library; the
 // session log and protocol live in `HaulSessions`.
 let engineHarnesses: Set<String> = ["FuzzJournal"]

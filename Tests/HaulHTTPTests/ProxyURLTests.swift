@@ -73,6 +73,22 @@ import Testing
 }
 
 @Suite struct NoProxyListTests {
+    @Test func domainsKeepNoDotAtEitherEndSoTheListReadsBackAsItself() {
+        let list = NoProxyList("..a.test,b.test..,*..c.test,...")
+        #expect(list.entries == [.domain("a.test", port: nil), .domain("b.test", port: nil), .domain("c.test", port: nil)])
+        #expect(NoProxyList(list.description).entries == list.entries)
+    }
+
+    @Test func namesNoHostCanHaveAreDropped() {
+        #expect(NoProxyList(".[f,a;b,ok.test,x y").entries == [.domain("ok.test", port: nil), .domain("x", port: nil), .domain("y", port: nil)])
+    }
+
+    @Test func anAddressWithStrayDotsIsStillAnAddress() throws {
+        let list = NoProxyList(".......2.168.1.1,10.0.0.1..")
+        #expect(NoProxyList(list.description).entries == list.entries, "\(list)")
+        #expect(list.bypasses(try HTTPURL("http://2.168.1.1/").origin))
+    }
+
     private func host(_ text: String) throws -> HTTPHost {
         try HTTPURL("http://\(text)/").host
     }

@@ -119,12 +119,17 @@ public struct NoProxyList: Sendable, Hashable, CustomStringConvertible {
             return parseIPv6Entry(token, port: nil)
         }
         if let entry = parseIPv4Entry(address, port: port) { return entry }
-        // A domain: `*.` and `.` in front and `.` behind are dropped.
+        // A domain: `*.` and dots in front and behind are dropped (the entry never keeps one).
         var domain = address
         if domain.starts(with: "*.".utf8) { domain = domain.dropFirst(2) }
-        if domain.first == UInt8(ascii: ".") { domain = domain.dropFirst() }
-        if domain.last == UInt8(ascii: ".") { domain = domain.dropLast() }
+        while domain.first == UInt8(ascii: ".") { domain = domain.dropFirst() }
+        while domain.last == UInt8(ascii: ".") { domain = domain.dropLast() }
         guard !domain.isEmpty else { return nil }
+        // A name no host can have (`[f`, `a;b`) matches nothing: dropped, like any other malformed entry.
+        guard domain.allSatisfy({ $0 >= 0x80 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
+                                  || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) }) else { return nil }
+        // What is left may be an address after all (`.10.0.0.1`): an entry reads back as what it is.
+        if domain.count != address.count, let entry = parseIPv4Entry(domain, port: port) { return entry }
         return .domain(String(decoding: domain.map(asciiLowercase), as: UTF8.self), port: port)
     }
 
