@@ -60,13 +60,14 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
                       query: reference.query, input: input)
     }
 
-    /// Builds a URL from raw components: `path` already normalized, `query` raw.
-    private init(scheme: Scheme, authority: ArraySlice<UInt8>, path: [UInt8], query: ArraySlice<UInt8>?,
-                 input: String) throws(URLParseError) {
+    /// `[userinfo@]host[:port]`: the user info, the host (a bracketed IPv6 literal or a name or IPv4
+    /// address) and the port (`defaultPort` when none is given). Proxy URLs share it.
+    static func parseAuthority(_ authority: ArraySlice<UInt8>, defaultPort: UInt16,
+                               input: String) throws(URLParseError) -> (UserInfo?, HTTPHost, UInt16) {
         var hostAndPort = authority
         var userInfo: UserInfo?
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-            userInfo = try Self.parseUserInfo(authority[..<at], input: input)
+            userInfo = try parseUserInfo(authority[..<at], input: input)
             hostAndPort = authority[(at + 1)...]
         }
         let hostEnd: Int
@@ -76,14 +77,21 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
             hostEnd = hostAndPort.firstIndex(of: UInt8(ascii: ":")) ?? hostAndPort.endIndex
         }
         let host = try HTTPHost.parse(hostAndPort[..<hostEnd], input: input)
-        var port = scheme.defaultPort
+        var port = defaultPort
         let afterHost = hostAndPort[hostEnd...]
         if let colon = afterHost.first {
             guard colon == UInt8(ascii: ":") else {
                 throw URLParseError(.invalidHost(String(decoding: hostAndPort, as: UTF8.self)), input: input)
             }
-            port = try Self.parsePort(afterHost.dropFirst(), default: port, input: input)
+            port = try parsePort(afterHost.dropFirst(), default: port, input: input)
         }
+        return (userInfo, host, port)
+    }
+
+    /// Builds a URL from raw components: `path` already normalized, `query` raw.
+    private init(scheme: Scheme, authority: ArraySlice<UInt8>, path: [UInt8], query: ArraySlice<UInt8>?,
+                 input: String) throws(URLParseError) {
+        let (userInfo, host, port) = try Self.parseAuthority(authority, defaultPort: scheme.defaultPort, input: input)
         self.init(scheme: scheme, userInfo: userInfo, host: host, port: port,
                   path: URIReference.removeDotSegments(path),
                   query: try query.map { q throws(URLParseError) in try URIReference.normalizedComponent(q, input: input) })
@@ -194,7 +202,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     }
 
     /// `*DIGIT` in 1–65535; empty means the default (RFC 3986 §3.2.3).
-    static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16,
+    private static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16,
                                   input: String) throws(URLParseError) -> UInt16 {
         if bytes.isEmpty { return defaultPort }
         var value = 0
@@ -210,7 +218,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     }
 
     /// `user[:password]`, percent-decoded; both parts must decode to UTF-8 without control characters.
-    static func parseUserInfo(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> UserInfo {
+    private static func parseUserInfo(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> UserInfo {
         let colon = bytes.firstIndex(of: UInt8(ascii: ":"))
         let userBytes = bytes[..<(colon ?? bytes.endIndex)]
         let passwordBytes = colon.map { bytes[($0 + 1)...] }

@@ -62,28 +62,8 @@ public struct ProxyURL: Sendable, Hashable, CustomStringConvertible, CustomDebug
         guard rest.isEmpty || rest.elementsEqual("/".utf8) else {
             throw ProxyConfigurationError(.unexpectedPath(Self.printable(String(decoding: rest, as: UTF8.self))), input: input)
         }
-        var hostAndPort = authority
-        var userInfo: HTTPURL.UserInfo?
         do throws(URLParseError) {
-            if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-                userInfo = try HTTPURL.parseUserInfo(authority[..<at], input: input)
-                hostAndPort = authority[(at + 1)...]
-            }
-            let hostEnd: Int
-            if hostAndPort.first == UInt8(ascii: "[") {
-                hostEnd = hostAndPort.firstIndex(of: UInt8(ascii: "]")).map { $0 + 1 } ?? hostAndPort.endIndex
-            } else {
-                hostEnd = hostAndPort.firstIndex(of: UInt8(ascii: ":")) ?? hostAndPort.endIndex
-            }
-            let host = try HTTPHost.parse(hostAndPort[..<hostEnd], input: input)
-            var port = scheme.defaultPort
-            let afterHost = hostAndPort[hostEnd...]
-            if let colon = afterHost.first {
-                guard colon == UInt8(ascii: ":") else {
-                    throw URLParseError(.invalidHost(String(decoding: hostAndPort, as: UTF8.self)), input: input)
-                }
-                port = try HTTPURL.parsePort(afterHost.dropFirst(), default: port, input: input)
-            }
+            let (userInfo, host, port) = try HTTPURL.parseAuthority(authority, defaultPort: scheme.defaultPort, input: input)
             self.scheme = scheme
             self.userInfo = userInfo
             self.host = host
