@@ -58,47 +58,40 @@ public final class SquidProxy: @unchecked Sendable {
         // Run as root, Squid drops to its `proxy` user, which must be able to write here.
         try ProxyServerSupport.handOverToSquidUser(directory)
 
-        var lastFailure = ""
-        for _ in 0..<5 {
-            let port = try LoopbackPorts.freePort()
-            let configuration = """
-                http_port 127.0.0.1:\(port)
-                pid_filename \(directory)/squid.pid
-                access_log stdio:\(directory)/access.log squid
-                cache_log \(directory)/cache.log
-                cache_store_log none
-                buffered_logs off
-                netdb_filename none
-                coredump_dir \(directory)
-                cache deny all
-                cache_mem 4 MB
-                visible_hostname haul-test-proxy
-                shutdown_lifetime 0 seconds
-                pinger_enable off
-                icp_port 0
-                htcp_port 0
-                acl loopback src 127.0.0.0/8 ::1
-                \(authentication)
-                http_access allow loopback
-                http_access deny all
+        do {
+            (port, process) = try ProxyServerSupport.startOnFreePort(
+                name: "squid", logs: [directory + "/cache.log", directory + "/squid.out"]) { port in
+                let configuration = """
+                    http_port 127.0.0.1:\(port)
+                    pid_filename \(directory)/squid.pid
+                    access_log stdio:\(directory)/access.log squid
+                    cache_log \(directory)/cache.log
+                    cache_store_log none
+                    buffered_logs off
+                    netdb_filename none
+                    coredump_dir \(directory)
+                    cache deny all
+                    cache_mem 4 MB
+                    visible_hostname haul-test-proxy
+                    shutdown_lifetime 0 seconds
+                    pinger_enable off
+                    icp_port 0
+                    htcp_port 0
+                    acl loopback src 127.0.0.0/8 ::1
+                    \(authentication)
+                    http_access allow loopback
+                    http_access deny all
 
-                """
-            try configuration.write(toFile: directory + "/squid.conf", atomically: true, encoding: .utf8)
-            let process = try SupervisedProcess(
-                executable: Self.executablePath, arguments: ["-N", "-f", directory + "/squid.conf"],
-                outputPath: directory + "/squid.out")
-            if process.waitUntilListening(port: port) {
-                self.temporaryDirectory = temporaryDirectory
-                self.port = port
-                self.process = process
-                return
+                    """
+                try configuration.write(toFile: directory + "/squid.conf", atomically: true, encoding: .utf8)
+                return try SupervisedProcess(executable: Self.executablePath, arguments: ["-N", "-f", directory + "/squid.conf"],
+                                             outputPath: directory + "/squid.out")
             }
-            process.stop()
-            lastFailure = ProxyServerSupport.tail(of: [directory + "/cache.log", directory + "/squid.out"])
-            guard lastFailure.contains("Address already in use") else { break }
+        } catch {
+            temporaryDirectory.remove()
+            throw error
         }
-        temporaryDirectory.remove()
-        throw TestSupportError("squid did not start:\n\(lastFailure)")
+        self.temporaryDirectory = temporaryDirectory
     }
 
     deinit { stop() }
@@ -178,36 +171,30 @@ public final class StunnelServer: @unchecked Sendable {
         let certificate = try certificate ?? TestCertificateAuthority.shared().server
         let temporaryDirectory = try TemporaryDirectory(prefix: "haul-stunnel")
         let directory = temporaryDirectory.path
-        var lastFailure = ""
-        for _ in 0..<5 {
-            let port = try LoopbackPorts.freePort()
-            let configuration = """
-                foreground = yes
-                pid =
-                output = \(directory)/stunnel.log
-                debug = notice
-                [tls]
-                accept = 127.0.0.1:\(port)
-                connect = 127.0.0.1:\(targetPort)
-                cert = \(certificate.certificatePath)
-                key = \(certificate.keyPath)
+        do {
+            (port, process) = try ProxyServerSupport.startOnFreePort(
+                name: "stunnel", logs: [directory + "/stunnel.log", directory + "/stunnel.out"]) { port in
+                let configuration = """
+                    foreground = yes
+                    pid =
+                    output = \(directory)/stunnel.log
+                    debug = notice
+                    [tls]
+                    accept = 127.0.0.1:\(port)
+                    connect = 127.0.0.1:\(targetPort)
+                    cert = \(certificate.certificatePath)
+                    key = \(certificate.keyPath)
 
-                """
-            try configuration.write(toFile: directory + "/stunnel.conf", atomically: true, encoding: .utf8)
-            let process = try SupervisedProcess(
-                executable: Self.executablePath, arguments: [directory + "/stunnel.conf"], outputPath: directory + "/stunnel.out")
-            if process.waitUntilListening(port: port) {
-                self.temporaryDirectory = temporaryDirectory
-                self.port = port
-                self.process = process
-                return
+                    """
+                try configuration.write(toFile: directory + "/stunnel.conf", atomically: true, encoding: .utf8)
+                return try SupervisedProcess(executable: Self.executablePath, arguments: [directory + "/stunnel.conf"],
+                                             outputPath: directory + "/stunnel.out")
             }
-            process.stop()
-            lastFailure = ProxyServerSupport.tail(of: [directory + "/stunnel.log", directory + "/stunnel.out"])
-            guard lastFailure.contains("Address already in use") else { break }
+        } catch {
+            temporaryDirectory.remove()
+            throw error
         }
-        temporaryDirectory.remove()
-        throw TestSupportError("stunnel did not start:\n\(lastFailure)")
+        self.temporaryDirectory = temporaryDirectory
     }
 
     deinit { stop() }
@@ -249,25 +236,19 @@ public final class MicrosocksProxy: @unchecked Sendable {
         try ProxyServerSupport.requireExecutable(Self.executablePath, package: "microsocks")
         let temporaryDirectory = try TemporaryDirectory(prefix: "haul-socks")
         let directory = temporaryDirectory.path
-        var lastFailure = ""
-        for _ in 0..<5 {
-            let port = try LoopbackPorts.freePort()
-            var arguments = ["-i", "127.0.0.1", "-p", String(port)]
-            if let credentials { arguments += ["-u", credentials.user, "-P", credentials.password] }
-            let process = try SupervisedProcess(executable: Self.executablePath, arguments: arguments,
-                                                outputPath: directory + "/microsocks.log")
-            if process.waitUntilListening(port: port) {
-                self.temporaryDirectory = temporaryDirectory
-                self.port = port
-                self.process = process
-                return
+        do {
+            (port, process) = try ProxyServerSupport.startOnFreePort(
+                name: "microsocks", logs: [directory + "/microsocks.log"], alsoRetryOn: "bind") { port in
+                var arguments = ["-i", "127.0.0.1", "-p", String(port)]
+                if let credentials { arguments += ["-u", credentials.user, "-P", credentials.password] }
+                return try SupervisedProcess(executable: Self.executablePath, arguments: arguments,
+                                             outputPath: directory + "/microsocks.log")
             }
-            process.stop()
-            lastFailure = ProxyServerSupport.tail(of: [directory + "/microsocks.log"])
-            guard lastFailure.contains("Address already in use") || lastFailure.contains("bind") else { break }
+        } catch {
+            temporaryDirectory.remove()
+            throw error
         }
-        temporaryDirectory.remove()
-        throw TestSupportError("microsocks did not start:\n\(lastFailure)")
+        self.temporaryDirectory = temporaryDirectory
     }
 
     deinit { stop() }
@@ -405,6 +386,23 @@ final class SupervisedProcess: @unchecked Sendable {
 }
 
 enum ProxyServerSupport {
+    /// Launches a server on a free loopback port and waits until it listens. A port taken meanwhile by
+    /// someone else (the server's output says "Address already in use", or `alsoRetryOn`) is tried again with
+    /// another, up to five times; any other failure is reported with the tail of `logs`.
+    static func startOnFreePort(name: String, logs: [String], alsoRetryOn other: String? = nil,
+                                launch: (UInt16) throws -> SupervisedProcess) throws -> (UInt16, SupervisedProcess) {
+        var lastFailure = ""
+        for _ in 0..<5 {
+            let port = try LoopbackPorts.freePort()
+            let process = try launch(port)
+            if process.waitUntilListening(port: port) { return (port, process) }
+            process.stop()
+            lastFailure = tail(of: logs)
+            guard lastFailure.contains("Address already in use") || other.map(lastFailure.contains) == true else { break }
+        }
+        throw TestSupportError("\(name) did not start:\n\(lastFailure)")
+    }
+
     static func requireExecutable(_ path: String, package: String) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestSupportError("\(path) not found: the proxy tests need the Debian package \(package); "
