@@ -31,7 +31,7 @@ public struct DownloadOptions: Sendable {
     /// How long a connection must stay slow before its range is split.
     public var slowWindow: Duration
     /// A connection below this rate for this long is closed and its range retried (curl's
-    /// `--speed-limit`/`--speed-time`); nil for none. Stalls are caught by ``ConnectionTimeouts`` anyway.
+    /// `--speed-limit`/`--speed-time`); nil for none. Stalls are caught by the idle timeout of `timeouts` anyway.
     public var lowSpeedLimit: LowSpeedLimit?
     /// Most time between two checkpoints of the resume journal.
     public var checkpointInterval: Duration
@@ -41,7 +41,7 @@ public struct DownloadOptions: Sendable {
     public var progressInterval: Duration
     /// Which proxy each origin is reached through (`http://`, `https://`, `socks5://`, `socks5h://`, with
     /// credentials from the proxy URL), and which hosts bypass it; `nil` (the default) connects directly. The
-    /// environment is not read implicitly: pass ``ProxySettings/fromEnvironment(_:)`` to honour `https_proxy`
+    /// environment is not read implicitly: pass `ProxySettings.fromEnvironment(_:)` to honour `https_proxy`
     /// and friends as curl does.
     public var proxy: ProxySettings?
 

@@ -17,7 +17,7 @@ import Synchronization
 /// }
 /// ```
 ///
-/// ``allTasks()`` gives every task of the session, each a ``SessionTask`` shaped like ``DownloadTask``:
+/// ``allTasks()`` gives every task of the session, each a ``SessionTask`` shaped like Haul's `DownloadTask`:
 /// progress, pause, resume, cancel, and its result. When the connection is lost the session connects
 /// again, starting a new daemon if the old one died (unless ``SessionConfiguration/reconnects`` is off).
 public final class HaulSession: Sendable {
@@ -350,7 +350,7 @@ public enum SessionTaskError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
-/// One task of a ``HaulSession``, shaped like ``DownloadTask``: ``progress``, ``pause()``, ``resume()``,
+/// One task of a ``HaulSession``, shaped like Haul's `DownloadTask`: ``progress``, ``pause()``, ``resume()``,
 /// ``cancel()`` and ``value``. The download itself runs in the session's daemon.
 public final class SessionTask: Sendable {
     /// The task's id, stable for the life of the session.

@@ -1,7 +1,7 @@
 import Haul
 import HaulCommandLine
 
-/// The settings of one queued download that the engine keeps per ``HaulClient`` (connections, timeouts,
+/// The settings of one queued download that the engine keeps per `HaulClient` (connections, timeouts,
 /// TLS, rate, retries, durability). The daemon runs tasks with equal options on one client; see
 /// `docs/sessions.md`.
 public struct TaskOptions: Sendable, Hashable {
