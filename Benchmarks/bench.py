@@ -28,7 +28,7 @@ import urllib.request
 MiB = 1 << 20
 GiB = 1 << 30
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ALL_SCENARIOS = "a,b,c,d,e,f,g,h,p"
+ALL_SCENARIOS = "a,b,c,d,e,f,g,h,x,p"
 CONNECTION_COUNTS = (1, 2, 4, 8, 16, 32)
 
 
@@ -360,6 +360,61 @@ def git_commit():
         return ""
 
 
+class Proxies:
+    """squid (HTTP proxy, caching off) and microsocks (SOCKS5) on 127.0.0.1 for (x), each in a process group of
+    its own. squid drops to the proxy user when started as root: its directory is that user's, and the
+    temporary directory above it is opened for traversal only (0711)."""
+
+    def __init__(self, work):
+        self.processes = []
+        directory = f"{work}/squid"
+        os.makedirs(directory)
+        if os.geteuid() == 0:
+            os.chmod(work, 0o711)
+            try:
+                shutil.chown(directory, "proxy")
+            except (LookupError, OSError):
+                pass
+        self.http, self.socks = free_port(), free_port()
+        with open(f"{directory}/squid.conf", "w") as f:
+            f.write(f"""http_port 127.0.0.1:{self.http}
+pid_filename {directory}/squid.pid
+access_log none
+cache_log {directory}/cache.log
+cache deny all
+shutdown_lifetime 0 seconds
+http_access allow localhost
+http_access deny all
+coredump_dir {directory}
+""")
+        self.start(["squid", "-N", "-f", f"{directory}/squid.conf"], self.http)
+        self.start(["microsocks", "-i", "127.0.0.1", "-p", str(self.socks)], self.socks)
+
+    def start(self, argv, port):
+        process = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.processes.append(process)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{argv[0]} did not start listening on {port}")
+
+    def stop(self):
+        for process in self.processes:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+                except ProcessLookupError:
+                    pass
+
+
 def measure_all(args):
     scenarios = set(args.scenarios.split(","))
     results = dict(version=1, date=time.strftime("%Y-%m-%d %H:%M"), commit=git_commit(),
@@ -385,12 +440,12 @@ def measure_all(args):
     work = tempfile.mkdtemp(prefix="haul-bench-")
     data, out = f"{work}/data", f"{work}/out"
     os.makedirs(data); os.makedirs(out)
-    nginx = None
+    nginx = proxies = None
     try:
         big, limited = args.size_mib * MiB, 128 * MiB
         sums = {}
         since = time.monotonic()
-        if scenarios & set("abeh"):
+        if scenarios & set("abehx"):
             sums["big"] = make_file(f"{data}/big.bin", big, 1)
         if "c" in scenarios:
             sums["limited"] = make_file(f"{data}/limited.bin", limited, 2)
@@ -527,6 +582,29 @@ def measure_all(args):
             scenario("h", f"(h) {args.size_mib} MiB HTTP by connection count", big, tools,
                      startup=["haul --version (start-up only)"], ratios=False)
             lap("h", since)
+        if "x" in scenarios:
+            since = time.monotonic()
+            # The big file through an HTTP proxy (squid, no caching) and a SOCKS5 proxy (microsocks), Haul
+            # with 8 connections against curl's one. Skipped when squid or microsocks is not installed.
+            missing = [tool for tool in ("squid", "microsocks") if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}")]
+            if missing:
+                results["skipped"]["x"] = f"not installed: {', '.join(missing)}"
+            else:
+                try:
+                    proxies = Proxies(work)
+                except RuntimeError as error:
+                    results["skipped"]["x"] = str(error)
+            if proxies:
+                url = nginx.url("/big.bin")
+                for kind, proxy, server in (("squid", f"http://127.0.0.1:{proxies.http}", "squid (HTTP proxy)"),
+                                            ("socks5", f"socks5://127.0.0.1:{proxies.socks}", "microsocks (SOCKS5)")):
+                    scenario(f"x-{kind}", f"(x) {args.size_mib} MiB HTTP through {server}", big, [
+                        (f"haul -c1 --no-sync -x {kind}", [haul, "-q", "-c", "1", "--no-sync", "-x", proxy, url, "-o", o], one(sums["big"])),
+                        (f"haul -c8 --no-sync -x {kind}", [haul, "-q", "-c", "8", "--no-sync", "-x", proxy, url, "-o", o], one(sums["big"])),
+                        (f"curl -x {kind} -o FILE", ["curl", "-s", "-x", proxy, "-o", o, url], one(sums["big"])),
+                    ])
+                proxies.stop()
+            lap("x", since)
         if "g" in scenarios:
             since = time.monotonic()
             huge = args.huge_gib * GiB
@@ -550,6 +628,8 @@ def measure_all(args):
                 remove([f"{data}/huge.bin"])
             lap("g", since)
     finally:
+        if proxies:
+            proxies.stop()
         if nginx:
             nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -682,7 +762,7 @@ def targets(results):
         if many and few:
             growth = many["rss"] - few["rss"]
             out.append((target, f"{many['rss']:.1f} MiB at {many['files']:,} files", f"{few['rss']:.1f} MiB at {few['files']:,} files",
-                        f"{growth:+.1f} MiB", status(growth <= 0.5, f"{growth - 0.5:.1f} MiB over")))
+                        f"{growth:+.2f} MiB", status(growth <= 0.5, f"{growth - 0.5:.2f} MiB over")))
         else:
             out.append((target, "—", "—", missing("f"), "—"))
     c16 = find(results, "a", "haul -c16 --no-sync") or find(results, "h", "haul -c16 --no-sync")
@@ -693,7 +773,7 @@ def targets(results):
         out.append((f"peak RSS, {big} at 16 connections, static CLI ≤ 8 MiB", f"{c16['rss']:.1f} MiB", refs,
                     f"{c16['rss']:.1f} MiB", status(c16["rss"] <= 8, f"{c16['rss'] - 8:.1f} MiB over")))
     else:
-        out.append((f"peak RSS, {big} at 16 connections, static CLI ≤ 8 MiB", "—", refs, missing("a") if "a" in args["scenarios"] else missing("h"), "—"))
+        out.append((f"peak RSS, {big} at 16 connections, static CLI ≤ 8 MiB", "—", refs, missing("a") if "a" in args["scenarios"].split(",") else missing("h"), "—"))
     haul_conn = rss_by_connections(results)["haul --no-sync"]
     if len(haul_conn) >= 2:
         low, high = min(haul_conn), max(haul_conn)
@@ -709,9 +789,11 @@ def targets(results):
         if huge and base:
             growth = huge["rss"] - base["rss"]
             out.append((target, f"{huge['rss']:.1f} MiB, {huge['rate']:.0f} MB/s", f"{big}: {base['rss']:.1f} MiB, {base['rate']:.0f} MB/s",
-                        f"{growth:+.1f} MiB", status(growth <= 0.5, f"{growth - 0.5:.1f} MiB over")))
+                        f"{growth:+.2f} MiB", status(growth <= 0.5, f"{growth - 0.5:.2f} MiB over")))
         else:
             reason = results.get("skipped", {}).get("g") or missing("g")
+            if huge and not base:
+                reason = f"no {big} row to compare with ((a) and (h) not run or failed)"
             out.append((target, "—", "—", reason, "—"))
     parser = results.get("parser")
     target = "response head, 333 B, 11 fields ≤ 150 ns"
@@ -744,7 +826,7 @@ def report(results):
     """The markdown the run prints (and saves next to its JSON)."""
     args, m = results["args"], results["machine"]
     parts = [f"Machine: {m['cores']} cores, {m['mem_gib']} GiB, Linux {m['kernel']}, load {m['load_at_start']:.1f} at the start; "
-             f"haul at {results.get('commit') or '?'}; {args['rounds']} rounds ({args['huge_rounds']} for (g)), medians; "
+             f"haul at {results.get('commit') or '?'}; {plural(args['rounds'], 'round')}" + (f" ({args['huge_rounds']} for (g))" if args['huge_rounds'] != args['rounds'] else "") + ", medians; "
              f"peak RSS is the largest seen. {results['date']}."]
     if results["rows"]:
         parts.append(fmt_rows(results["rows"]))
@@ -918,7 +1000,11 @@ def two_lines(title, second):
 def subtitle(results):
     m, args = results["machine"], results["args"]
     return (f"{results['date']}, haul {results.get('commit') or '?'}, {m['cores']} cores, nginx on loopback; "
-            f"medians of {args['rounds']} rounds ({args['huge_rounds']} for (g))")
+            f"medians of {plural(args['rounds'], 'round')}" + (f" ({args['huge_rounds']} for (g))" if args['huge_rounds'] != args['rounds'] else ""))
+
+
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def bar_chart(path, title, panels):
@@ -1068,6 +1154,10 @@ def main():
         parser.error(f"unknown scenarios: {','.join(sorted(unknown))} (choose from {ALL_SCENARIOS})")
     if args.huge_rounds is None:
         args.huge_rounds = args.rounds
+    # Every tool connects to the local nginx directly (only (x) names a proxy, on its command line): a proxy
+    # from the environment would put one between them in every scenario.
+    for name in ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        os.environ.pop(name, None)
 
     # SIGTERM and SIGHUP end the run like Ctrl-C: the running tool's process group is killed, nginx stopped,
     # the temporary directory (with the 16 GiB file and its copy) removed.
@@ -1076,7 +1166,11 @@ def main():
     signal.signal(signal.SIGTERM, interrupted)
     signal.signal(signal.SIGHUP, interrupted)
 
-    results = measure_all(args)
+    try:
+        results = measure_all(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the running tool was stopped and the temporary directory removed", file=sys.stderr)
+        sys.exit(130)
     text = report(results)
     print("\n" + text)
     path = save(results, text, args.results_dir)
