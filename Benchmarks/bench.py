@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the download scenarios for Haul and its peers and prints one markdown table.
+"""Runs the download scenarios for Haul and its peers, prints markdown tables, saves the raw results as
+JSON and draws them as charts.
 
 Each measurement runs the tool under GNU time (wall, user+sys CPU, peak RSS), checks every output's
 SHA-256, and deletes them. Tools are interleaved (A B C A B C ...) and medians of the rounds are reported,
@@ -8,12 +9,27 @@ output) is reported as failed in the table; the run goes on.
 
 Scenarios: (a) one big file over HTTP, (b) the same over HTTPS, (c) 128 MiB through limit_rate 20m per
 connection, (d) 200 files of 256 KiB, 16 at a time, over HTTP and HTTPS, (e) the big file interrupted at
-50% (SIGKILL) and resumed: time to finish and bytes fetched again. BENCH_DEBUG=1 prints each request
-(e) logged.
+50% (SIGKILL) and resumed: time to finish and bytes fetched again, (f) 10,000 files of 4 KiB, 16 at a time
+(and Haul's peak RSS at 1,000 of them: flat in the list's length?), (g) one 16 GiB file (throughput and
+peak RSS against the big file of (a)), (h) peak RSS by connection count on the big file, (p) the response
+head parser (haul-parser-benchmark). After the run: the issue 16 targets, computed, with met / not met.
+BENCH_DEBUG=1 prints each request (e) logged.
+
+Everything the run creates lives in one temporary directory (TMPDIR decides where), removed at the end,
+also on failure, Ctrl-C (SIGINT), SIGTERM and SIGHUP; every tool runs in its own process group, which is
+killed if the run is interrupted while it runs. Only processes this script started are ever signalled.
+
+Raw results: Benchmarks/results/run-DATE.json and latest.json (not in git); charts: docs/benchmarks/*.svg.
+`--charts-only FILE.json` prints the tables and redraws the charts from a saved run without measuring.
 """
-import argparse, hashlib, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+import argparse, hashlib, json, os, re, shutil, signal, socket, statistics, struct, subprocess, sys, tempfile, time
+import urllib.request
 
 MiB = 1 << 20
+GiB = 1 << 30
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ALL_SCENARIOS = "a,b,c,d,e,f,g,h,x,p"
+CONNECTION_COUNTS = (1, 2, 4, 8, 16, 32)
 
 
 def free_port():
@@ -22,24 +38,47 @@ def free_port():
         return s.getsockname()[1]
 
 
+_hash_buffer = bytearray(8 * MiB)
+
+
 def sha256(path):
+    """8 MiB reads into one reused buffer: hashlib (OpenSSL, SHA extensions) runs at ~1.3 GB/s here, about
+    3x sha256sum; a 16 GiB output is still ~13 s of CPU, which is why (g) hashes its source only once."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(4 * MiB), b""):
-            h.update(block)
+    view = memoryview(_hash_buffer)
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(_hash_buffer)
+            if not n:
+                break
+            h.update(view[:n])
     return h.hexdigest()
 
 
 def make_file(path, size, seed):
-    block = hashlib.sha256(str(seed).encode()).digest() * (MiB // 32)
+    """Writes size bytes and returns their SHA-256, computed while writing (no second pass over a 16 GiB
+    file). The content repeats a block derived from seed, but every MiB starts with its own index and the
+    seed, so no two MiB of one file and no two files of different seeds are alike: a range written at the
+    wrong offset, or a file under another's name, changes the digest."""
+    digest = hashlib.sha256(str(seed).encode()).digest()
+    piece = min(size, 8 * MiB)
+    buffer = bytearray(digest * (-(-piece // 32)))
+    del buffer[piece:]
+    view = memoryview(buffer)
+    h = hashlib.sha256()
+    counter = 0
     with open(path, "wb") as f:
         written = 0
-        counter = 0
         while written < size:
-            chunk = bytes([counter & 0xFF]) + block[1:]
-            f.write(chunk[: size - written])
-            written += len(chunk)
-            counter += 1
+            n = min(piece, size - written)
+            for offset in range(0, n, MiB):
+                if offset + 16 <= n:
+                    struct.pack_into("<QQ", buffer, offset, counter, seed)
+                counter += 1
+            f.write(view[:n])
+            h.update(view[:n])
+            written += n
+    return h.hexdigest()
 
 
 class Nginx:
@@ -130,11 +169,22 @@ http {{
         print(f"nginx still has connections after {timeout} s", file=sys.stderr)
 
     def stop(self):
+        try:
+            workers = [int(p) for p in open(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read().split()]
+        except OSError:
+            workers = []
         self.process.send_signal(signal.SIGQUIT)
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
+            # Killing the master alone would leave its worker (our grandchild) running.
+            for pid in workers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.process.kill()
+            self.process.wait()
 
 
 def leftovers(path):
@@ -151,20 +201,36 @@ def remove(paths):
             os.remove(path)
 
 
+def run_own_group(argv, **kwargs):
+    """Runs argv in a process group of its own and waits; if the wait is interrupted (Ctrl-C, SIGTERM), kills
+    that group (GNU time and the tool under it, nothing else) before passing the interruption on."""
+    process = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    try:
+        out, err = process.communicate()
+    except BaseException:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+        raise
+    return process.returncode, out, err
+
+
 def timed(command):
     """Runs command under GNU time: (wall s, user+sys CPU s, peak RSS MiB); RuntimeError if it fails."""
     fd, timing = tempfile.mkstemp()
     os.close(fd)
     start = time.monotonic()
     try:
-        result = subprocess.run(["/usr/bin/time", "-o", timing, "-f", "%U %S %M"] + command,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        returncode, _, stderr = run_own_group(["/usr/bin/time", "-o", timing, "-f", "%U %S %M"] + command,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wall = time.monotonic() - start
         fields = open(timing).read().split()[-3:]
     finally:
         os.remove(timing)
-    if result.returncode != 0:
-        raise RuntimeError(f"{command[0]} failed ({result.returncode}): {result.stderr.decode(errors='replace')[-400:]}")
+    if returncode != 0:
+        raise RuntimeError(f"{command[0]} failed ({returncode}): {stderr.decode(errors='replace')[-400:]}")
     user, system, rss = fields
     return wall, float(user) + float(system), int(rss) / 1024
 
@@ -185,102 +251,237 @@ def measure(command, outputs, scratch=None):
         os.makedirs(scratch)
     for path, _ in outputs:
         remove(leftovers(path))
-    sample = timed(command)
-    verify(command, outputs)
-    for path, _ in outputs:
-        remove(leftovers(path))
-    if scratch:
-        remove([scratch])
+    try:
+        sample = timed(command)
+        verify(command, outputs)
+    finally:
+        # Also after a failure: a wrong 16 GiB output must not stay on the disk until the end of the run.
+        for path, _ in outputs:
+            remove(leftovers(path))
+        if scratch:
+            remove([scratch])
     return sample
 
 
-def fmt_rows(rows):
-    lines = ["| scenario | tool | median wall s | MB/s | CPU s/GiB | peak RSS MiB | Haul vs best peer |",
-             "|---|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        if "failed" in r:
-            lines.append(f"| {r['scenario']} | {r['tool']} | failed {r['failed']} of {r['rounds']} | | | | |")
-        else:
-            lines.append(f"| {r['scenario']} | {r['tool']} | {r['wall']:.3f} | {r['rate']:.0f}{r.get('extra', '')} | "
-                         f"{r['cpu']:.2f} | {r['rss']:.1f} | {r.get('ratio', '')} |")
-    return "\n".join(lines)
+class Runner:
+    """Runs scenarios (tools interleaved over the rounds) and collects their rows."""
+
+    def __init__(self, rounds):
+        self.rounds = rounds
+        self.rows = []
+
+    def scenario(self, key, name, size, tools, reference=(), scratch=None, files=None, rounds=None, ratios=True, startup=()):
+        """tools: [(label, command, outputs)]. Reference rows are not peers: no ratio is computed against
+        them. key: a short stable name the targets and charts find the rows by."""
+        rounds = rounds or self.rounds
+        reference = list(reference) + list(startup)
+        results = {label: [] for label, _, _ in tools}
+        failures = {}
+        started = time.monotonic()
+        for _ in range(rounds):
+            for label, command, outputs in tools:
+                try:
+                    results[label].append(measure(command, outputs, scratch))
+                except RuntimeError as error:
+                    # A peer that crashes (axel does, now and then), or a Haul option that does not
+                    # exist yet, is reported, not fatal.
+                    failures[label] = failures.get(label, 0) + 1
+                    print(f"{name}: {label}: {error}", file=sys.stderr)
+        peers = [l for l, _, _ in tools if not l.startswith("haul") and l not in reference and results[l]]
+        summary = {}
+        for label, samples in results.items():
+            if samples:
+                wall = statistics.median(s[0] for s in samples)
+                summary[label] = dict(wall=wall, rate=size / wall / 1e6, cpu=statistics.median(s[1] for s in samples) / (size / 2**30),
+                                      rss=max(s[2] for s in samples), samples=samples)
+        best_peer = min((summary[p]["wall"] for p in peers), default=None)
+        for label, _, _ in tools:
+            base = dict(key=key, scenario=name, tool=label, rounds=rounds, bytes=size,
+                        reference=label in reference)
+            if files:
+                base["files"] = files
+            if label in startup:
+                # Not a download: only its peak RSS means something.
+                base["startup"] = True
+            if label in failures:
+                self.rows.append(dict(base, failed=failures[label]))
+            if label in summary:
+                row = dict(base, **summary[label])
+                if ratios and best_peer and label.startswith("haul"):
+                    row["ratio"] = f"{best_peer / row['wall']:.2f}x"
+                if files:
+                    row["extra"] = f" ({files / row['wall']:.0f} files/s)"
+                self.rows.append(row)
+        print(f"{name}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+        return summary
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--haul", required=True)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--scenarios", default="a,b,c,d,e")
-    parser.add_argument("--size-mib", type=int, default=1024, help="size of the big file of (a), (b) and (e)")
-    parser.add_argument("--small-files", type=int, default=200, help="number of files in (d)")
-    parser.add_argument("--resume-signal", default="KILL", choices=["KILL", "INT", "TERM"],
-                        help="how (e) interrupts the first half")
-    args = parser.parse_args()
+def write_lists(work, tag, urls, names, dest):
+    """One URL per line for haul, aria2c and wget; a config of url/output pairs for curl."""
+    listing, curl_config = f"{work}/{tag}.list", f"{work}/{tag}.curl"
+    with open(listing, "w") as f:
+        f.writelines(u + "\n" for u in urls)
+    with open(curl_config, "w") as f:
+        f.writelines(f'url = "{u}"\noutput = "{dest}/{name}"\n' for u, name in zip(urls, names))
+    return listing, curl_config
+
+
+def parser_benchmark(binary):
+    """Runs haul-parser-benchmark and picks Haul's ns per response head (a line with "ns/head" that does not
+    name picohttpparser) and picohttpparser's (lines naming it; the fastest of its builds when it prints
+    several). Where a line gives both wall and CPU time ("… ns/head wall, … ns/head CPU") the CPU figure is
+    taken: it is the steadier one on a shared machine. Tolerates the format changing: what it cannot read
+    stays None, and the raw lines are kept and printed."""
+    result = dict(binary=binary, lines=[], haul_ns=None, pico_ns=None, pico_builds={}, kind=None)
+    try:
+        returncode, out, err = run_own_group([binary], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as error:
+        result["error"] = str(error)
+        return result
+    result["lines"] = out.decode(errors="replace").splitlines()
+    if returncode != 0:
+        result["error"] = f"exit {returncode}: {err.decode(errors='replace')[-400:]}"
+    figure = re.compile(r"([0-9][0-9,]*(?:\.[0-9]+)?)\s*ns(?:/head)?(?:\s+(wall|cpu)\b)?", re.IGNORECASE)
+    for line in result["lines"]:
+        lower = line.lower()
+        if "ns" not in lower or "head" not in lower:
+            continue
+        figures = [(float(value.replace(",", "")), (kind or "").lower()) for value, kind in figure.findall(line)]
+        if not figures:
+            continue
+        value, kind = next(((v, k) for v, k in figures if k == "cpu"), figures[0])
+        if "pico" in lower:
+            name = line.split(":")[0].strip() if ":" in line else line.strip()
+            result["pico_builds"][name] = value
+            result["pico_ns"] = min(result["pico_builds"].values())
+        elif "ns/head" in lower.replace(" ", "") and result["haul_ns"] is None:
+            result["haul_ns"], result["kind"] = value, kind or "as printed"
+    return result
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+class Proxies:
+    """squid (HTTP proxy, caching off) and microsocks (SOCKS5) on 127.0.0.1 for (x), each in a process group of
+    its own. squid drops to the proxy user when started as root: its directory is that user's, and the
+    temporary directory above it is opened for traversal only (0711)."""
+
+    def __init__(self, work):
+        self.processes = []
+        directory = f"{work}/squid"
+        os.makedirs(directory)
+        if os.geteuid() == 0:
+            os.chmod(work, 0o711)
+            try:
+                shutil.chown(directory, "proxy")
+            except (LookupError, OSError):
+                pass
+        self.http, self.socks = free_port(), free_port()
+        with open(f"{directory}/squid.conf", "w") as f:
+            f.write(f"""http_port 127.0.0.1:{self.http}
+pid_filename {directory}/squid.pid
+access_log none
+cache_log {directory}/cache.log
+cache deny all
+shutdown_lifetime 0 seconds
+http_access allow localhost
+http_access deny all
+coredump_dir {directory}
+""")
+        self.start(["squid", "-N", "-f", f"{directory}/squid.conf"], self.http)
+        self.start(["microsocks", "-i", "127.0.0.1", "-p", str(self.socks)], self.socks)
+
+    def start(self, argv, port):
+        process = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.processes.append(process)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{argv[0]} did not start listening on {port}")
+
+    def stop(self):
+        for process in self.processes:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+                except ProcessLookupError:
+                    pass
+
+
+def measure_all(args):
     scenarios = set(args.scenarios.split(","))
-    unknown = scenarios - set("abcde")
-    if unknown:
-        parser.error(f"unknown scenarios: {','.join(sorted(unknown))} (choose from a,b,c,d,e)")
+    results = dict(version=1, date=time.strftime("%Y-%m-%d %H:%M"), commit=git_commit(),
+                   machine=dict(cores=os.cpu_count(), mem_gib=os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**30,
+                                kernel=os.uname().release, load_at_start=os.getloadavg()[0]),
+                   args=vars(args), rows=[], resume_rows=[], skipped={}, durations={})
+    runner = Runner(args.rounds)
+    results["rows"] = runner.rows
+    started = time.monotonic()
 
+    def lap(name, since):
+        results["durations"][name] = round(time.monotonic() - since, 1)
+
+    if "p" in scenarios:
+        since = time.monotonic()
+        if args.parser_benchmark and os.path.exists(args.parser_benchmark):
+            print("running the parser benchmark...", file=sys.stderr)
+            results["parser"] = parser_benchmark(args.parser_benchmark)
+        else:
+            results["skipped"]["p"] = "haul-parser-benchmark was not built (see run.sh's output)"
+        lap("p", since)
+
+    if not scenarios - {"p"}:
+        results["durations"]["total"] = round(time.monotonic() - started, 1)
+        return results
     work = tempfile.mkdtemp(prefix="haul-bench-")
     data, out = f"{work}/data", f"{work}/out"
     os.makedirs(data); os.makedirs(out)
-    big, limited = args.size_mib * MiB, 128 * MiB
-    sums = {}
-    if scenarios & set("abe"):
-        make_file(f"{data}/big.bin", big, 1)
-        sums["big"] = sha256(f"{data}/big.bin")
-    if "c" in scenarios:
-        make_file(f"{data}/limited.bin", limited, 2)
-        sums["limited"] = sha256(f"{data}/limited.bin")
-    small_size, small_names = 256 * 1024, [f"f{i:03d}.bin" for i in range(args.small_files)]
-    if "d" in scenarios:
-        os.makedirs(f"{data}/small")
-        for i, name in enumerate(small_names):
-            make_file(f"{data}/small/{name}", small_size, 1000 + i)
-            sums[name] = sha256(f"{data}/small/{name}")
-        assert len({sums[n] for n in small_names}) == len(small_names), "small files are not distinct"
-    nginx = Nginx(work, data)
-    haul = args.haul
-    o = f"{out}/file"
-    rows, resume_rows = [], []
+    nginx = proxies = None
     try:
-        def scenario(name, size, tools, reference=(), scratch=None, files=None):
-            """tools: [(label, command, outputs)]. Reference rows are not peers: no ratio is computed against them."""
-            results = {label: [] for label, _, _ in tools}
-            failures = {}
-            for _ in range(args.rounds):
-                for label, command, outputs in tools:
-                    try:
-                        results[label].append(measure(command, outputs, scratch))
-                    except RuntimeError as error:
-                        # A peer that crashes (axel does, now and then), or a Haul option that does not
-                        # exist yet, is reported, not fatal.
-                        failures[label] = failures.get(label, 0) + 1
-                        print(f"{name}: {label}: {error}", file=sys.stderr)
-            peers = [l for l, _, _ in tools if not l.startswith("haul") and l not in reference and results[l]]
-            summary = {}
-            for label, samples in results.items():
-                if samples:
-                    wall = statistics.median(s[0] for s in samples)
-                    summary[label] = dict(wall=wall, rate=size / wall / 1e6, cpu=statistics.median(s[1] for s in samples) / (size / 2**30),
-                                          rss=max(s[2] for s in samples))
-            best_peer = min((summary[p]["wall"] for p in peers), default=None)
-            for label, _, _ in tools:
-                if label in failures:
-                    rows.append(dict(scenario=name, tool=label, failed=failures[label], rounds=args.rounds))
-                if label in summary:
-                    row = dict(scenario=name, tool=label, **summary[label])
-                    if best_peer and label.startswith("haul"):
-                        row["ratio"] = f"{best_peer / row['wall']:.2f}x"
-                    if files:
-                        row["extra"] = f" ({files / row['wall']:.0f} files/s)"
-                    rows.append(row)
-            return summary
-
+        big, limited = args.size_mib * MiB, 128 * MiB
+        sums = {}
+        since = time.monotonic()
+        if scenarios & set("abehx"):
+            sums["big"] = make_file(f"{data}/big.bin", big, 1)
+        if "c" in scenarios:
+            sums["limited"] = make_file(f"{data}/limited.bin", limited, 2)
+        small_size, small_names = 256 * 1024, [f"f{i:03d}.bin" for i in range(args.small_files)]
+        if "d" in scenarios:
+            os.makedirs(f"{data}/small")
+            for i, name in enumerate(small_names):
+                sums[name] = make_file(f"{data}/small/{name}", small_size, 1000 + i)
+            assert len({sums[n] for n in small_names}) == len(small_names), "small files are not distinct"
+        many_size, many_names = 4096, [f"m{i:05d}.bin" for i in range(args.many_files)]
+        many_sums = {}
+        if "f" in scenarios:
+            os.makedirs(f"{data}/many")
+            for i, name in enumerate(many_names):
+                many_sums[name] = make_file(f"{data}/many/{name}", many_size, 100000 + i)
+            assert len(set(many_sums.values())) == len(many_names), "4 KiB files are not distinct"
+        lap("data", since)
+        nginx = Nginx(work, data)
+        haul = args.haul
+        o = f"{out}/file"
         one = lambda digest: [(o, digest)]
+        scenario = runner.scenario
+
         if "a" in scenarios:
+            since = time.monotonic()
             url = nginx.url("/big.bin")
-            scenario(f"(a) {args.size_mib} MiB HTTP", big, [
+            scenario("a", f"(a) {args.size_mib} MiB HTTP", big, [
                 ("haul -c1 --no-sync", [haul, "-q", "-c", "1", "--no-sync", url, "-o", o], one(sums["big"])),
                 ("haul -c8 --no-sync", [haul, "-q", "-c", "8", "--no-sync", url, "-o", o], one(sums["big"])),
                 ("haul -c8 (durable)", [haul, "-q", "-c", "8", url, "-o", o], one(sums["big"])),
@@ -295,29 +496,36 @@ def main():
                 ("curl -o /dev/null (reference)", ["curl", "-s", "-o", "/dev/null", url], []),
                 ("dd bs=1M conv=fdatasync (reference)", ["dd", f"if={data}/big.bin", f"of={o}", "bs=1M", "conv=fdatasync", "status=none"], one(sums["big"])),
             ], reference=["curl -o /dev/null (reference)", "dd bs=1M conv=fdatasync (reference)"])
+            lap("a", since)
         if "b" in scenarios:
+            since = time.monotonic()
             url = nginx.url("/big.bin", tls=True)
-            scenario(f"(b) {args.size_mib} MiB HTTPS", big, [
+            scenario("b", f"(b) {args.size_mib} MiB HTTPS", big, [
                 ("haul -c1 --no-sync", [haul, "-q", "-c", "1", "--no-sync", "--cacert", nginx.ca, url, "-o", o], one(sums["big"])),
                 ("haul -c8 --no-sync", [haul, "-q", "-c", "8", "--no-sync", "--cacert", nginx.ca, url, "-o", o], one(sums["big"])),
                 ("curl -o FILE", ["curl", "-s", "--cacert", nginx.ca, "-o", o, url], one(sums["big"])),
                 ("wget -O", ["wget", "-q", "--ca-certificate", nginx.ca, "-O", o, url], one(sums["big"])),
                 ("aria2c -x8", ["aria2c", "-q", "-x8", "-s8", "-k1M", "--ca-certificate", nginx.ca, "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["big"])),
             ])
+            lap("b", since)
         if "c" in scenarios:
+            since = time.monotonic()
             # One scenario per connection count, so that Haul's ratio is to the peers using as many.
             url = nginx.url("/limited/limited.bin")
             for n in (8, 16):
                 name = f"(c) 128 MiB, limit_rate 20m/conn, {n} connections"
-                scenario(name, limited, [
+                scenario(f"c{n}", name, limited, [
                     (f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync", url, "-o", o], one(sums["limited"])),
                     (f"aria2c -x{n} -s{n} -k1M", ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["limited"])),
                     (f"axel -n {n}", ["axel", "-q", "-n", str(n), "-o", o, url], one(sums["limited"])),
                 ])
-                for row in rows:
-                    if row["scenario"] == name and "failed" not in row:
-                        row["extra"] = f" ({row['rate'] * 1e6 / (n * 20 * MiB) * 100:.0f}% of {n}x20 MiB/s)"
+                for row in runner.rows:
+                    if row["key"] == f"c{n}" and "failed" not in row:
+                        row["ideal"] = row["rate"] * 1e6 / (n * 20 * MiB)
+                        row["extra"] = f" ({row['ideal'] * 100:.0f}% of {n}x20 MiB/s)"
+            lap("c", since)
         if "d" in scenarios:
+            since = time.monotonic()
             # 200 files of 256 KiB, at most 16 transfers at a time, into an empty directory. Every tool
             # reads the same list (one URL per line, output named after the URL's last segment); curl
             # takes a config file instead. wget has no parallel mode: it fetches the list one by one over
@@ -328,13 +536,9 @@ def main():
             for tls in (False, True):
                 urls = [nginx.url(f"/small/{name}", tls) for name in small_names]
                 suffix = "https" if tls else "http"
-                listing, curl_config = f"{work}/small-{suffix}.list", f"{work}/small-{suffix}.curl"
-                with open(listing, "w") as f:
-                    f.writelines(u + "\n" for u in urls)
-                with open(curl_config, "w") as f:
-                    f.writelines(f'url = "{u}"\noutput = "{dest}/{name}"\n' for u, name in zip(urls, small_names))
+                listing, curl_config = write_lists(work, f"small-{suffix}", urls, small_names, dest)
                 ca = lambda flag: [flag, nginx.ca] if tls else []
-                scenario(f"(d) {len(small_names)} x 256 KiB {suffix.upper()}, 16 at a time", total, [
+                scenario(f"d-{suffix}", f"(d) {len(small_names)} x 256 KiB {suffix.upper()}, 16 at a time", total, [
                     ("haul -i LIST -j 16", [haul, "-q", "-i", listing, "-j", "16", "-d", dest] + ca("--cacert"), outputs),
                     # Like for like: curl, aria2c and wget do not fdatasync what they write.
                     ("haul -i LIST -j 16 --no-sync", [haul, "-q", "--no-sync", "-i", listing, "-j", "16", "-d", dest] + ca("--cacert"), outputs),
@@ -342,28 +546,341 @@ def main():
                     ("aria2c -i LIST -j 16 -x1", ["aria2c", "-q", "-i", listing, "-j", "16", "-x1", "--file-allocation=falloc", "-d", dest] + ca("--ca-certificate"), outputs),
                     ("wget -i LIST (sequential)", ["wget", "-q", "-i", listing, "-P", dest] + ca("--ca-certificate"), outputs),
                 ], scratch=dest, files=len(small_names))
+            lap("d", since)
         if "e" in scenarios:
-            resume_rows.extend(resume_scenario(args, nginx, haul, o, out, big, sums["big"]))
-    finally:
-        nginx.stop()
-        shutil.rmtree(work, ignore_errors=True)
-
-    print(f"\nMachine: {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**30} GiB; "
-          f"{args.rounds} rounds, medians; peak RSS is the largest seen.\n")
-    if rows:
-        print(fmt_rows(rows))
-    if resume_rows:
-        print(f"\n(e) {args.size_mib} MiB over HTTP, first run throttled to {args.size_mib // 8} MiB/s in all and "
-              f"interrupted with SIG{args.resume_signal} once nginx has sent 50%; second run unthrottled, timed to the end. "
-              "MiB columns are nginx's $bytes_sent (access log), medians.\n")
-        print("| tool (resume command) | sent before the kill MiB | resume: wall s | resume: MiB fetched | fetched twice MiB | CPU s | peak RSS MiB |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for r in resume_rows:
-            if "failed" in r:
-                print(f"| {r['tool']} | failed {r['failed']} of {r['rounds']} | | | | | |")
+            since = time.monotonic()
+            results["resume_rows"] = resume_scenario(args, nginx, haul, o, out, big, sums["big"])
+            lap("e", since)
+        if "f" in scenarios:
+            since = time.monotonic()
+            # Many small files: the same shape as (d), 4 KiB each, over HTTP. Every one of the outputs is
+            # hashed (in this process, ~0.3 s for 10,000). Then Haul alone again on the first tenth of the
+            # list (1,000 files by default): its peak RSS should not depend on the list's length.
+            dest = f"{out}/many"
+            few = 1000 if len(many_names) > 1000 else max(1, len(many_names) // 10)
+            for key, names in (("f", many_names), ("f-few", many_names[:few])):
+                urls = [nginx.url(f"/many/{name}") for name in names]
+                listing, curl_config = write_lists(work, f"many-{len(names)}", urls, names, dest)
+                outputs = [(f"{dest}/{name}", many_sums[name]) for name in names]
+                tools = [
+                    ("haul -i LIST -j 16", [haul, "-q", "-i", listing, "-j", "16", "-d", dest], outputs),
+                    ("haul -i LIST -j 16 --no-sync", [haul, "-q", "--no-sync", "-i", listing, "-j", "16", "-d", dest], outputs),
+                    ("curl --parallel --parallel-max 16", ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config], outputs),
+                ]
+                if key == "f":
+                    tools += [
+                        ("aria2c -i LIST -j 16 -x1", ["aria2c", "-q", "-i", listing, "-j", "16", "-x1", "--file-allocation=falloc", "-d", dest], outputs),
+                        ("wget -i LIST (sequential)", ["wget", "-q", "-i", listing, "-P", dest], outputs),
+                    ]
+                title = f"(f) {len(names)} x 4 KiB HTTP, 16 at a time" + (" (RSS against the list's length)" if key == "f-few" else "")
+                scenario(key, title, many_size * len(names), tools, scratch=dest, files=len(names))
+            lap("f", since)
+        if "h" in scenarios:
+            since = time.monotonic()
+            # Peak RSS by connection count on the big file, --no-sync (what memory costs, not the disk).
+            # aria2c allows at most 16 connections per server; curl and wget have one, shown at 1. haul
+            # --version is Haul's start-up alone, to tell the cost of a download from that of the binary.
+            url = nginx.url("/big.bin")
+            tools = [(f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync", url, "-o", o], one(sums["big"])) for n in CONNECTION_COUNTS]
+            tools += [(f"aria2c -x{n} -s{n} -k1M", ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["big"]))
+                      for n in CONNECTION_COUNTS if n <= 16]
+            tools += [(f"axel -n {n}", ["axel", "-q", "-n", str(n), "-o", o, url], one(sums["big"])) for n in CONNECTION_COUNTS]
+            tools += [("curl -o FILE", ["curl", "-s", "-o", o, url], one(sums["big"])),
+                      ("wget -O", ["wget", "-q", "-O", o, url], one(sums["big"])),
+                      ("haul --version (start-up only)", [haul, "--version"], [])]
+            scenario("h", f"(h) {args.size_mib} MiB HTTP by connection count", big, tools,
+                     startup=["haul --version (start-up only)"], ratios=False)
+            lap("h", since)
+        if "x" in scenarios:
+            since = time.monotonic()
+            # The big file through an HTTP proxy (squid, no caching) and a SOCKS5 proxy (microsocks), Haul
+            # with 8 connections against curl's one. Skipped when squid or microsocks is not installed.
+            missing = [tool for tool in ("squid", "microsocks") if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}")]
+            if missing:
+                results["skipped"]["x"] = f"not installed: {', '.join(missing)}"
             else:
-                print(f"| {r['tool']} | {r['first'] / MiB:.0f} | {r['wall']:.3f} | {r['second'] / MiB:.0f} | "
-                      f"{r['twice'] / MiB:.0f} | {r['cpu']:.2f} | {r['rss']:.1f} |")
+                try:
+                    proxies = Proxies(work)
+                except RuntimeError as error:
+                    results["skipped"]["x"] = str(error)
+            if proxies:
+                url = nginx.url("/big.bin")
+                for kind, proxy, server in (("squid", f"http://127.0.0.1:{proxies.http}", "squid (HTTP proxy)"),
+                                            ("socks5", f"socks5://127.0.0.1:{proxies.socks}", "microsocks (SOCKS5)")):
+                    scenario(f"x-{kind}", f"(x) {args.size_mib} MiB HTTP through {server}", big, [
+                        (f"haul -c1 --no-sync -x {kind}", [haul, "-q", "-c", "1", "--no-sync", "-x", proxy, url, "-o", o], one(sums["big"])),
+                        (f"haul -c8 --no-sync -x {kind}", [haul, "-q", "-c", "8", "--no-sync", "-x", proxy, url, "-o", o], one(sums["big"])),
+                        (f"curl -x {kind} -o FILE", ["curl", "-s", "-x", proxy, "-o", o, url], one(sums["big"])),
+                    ])
+                proxies.stop()
+            lap("x", since)
+        if "g" in scenarios:
+            since = time.monotonic()
+            huge = args.huge_gib * GiB
+            # The source and one output at a time, plus room for the other scenarios' files.
+            need = 2 * huge + GiB
+            free = shutil.disk_usage(work).free
+            if free < need:
+                results["skipped"]["g"] = f"needs {need / GiB:.0f} GiB free in {work}, has {free / GiB:.0f}"
+                print(f"(g) skipped: {results['skipped']['g']}", file=sys.stderr)
+            else:
+                print(f"(g) writing the {args.huge_gib} GiB source...", file=sys.stderr)
+                t = time.monotonic()
+                sums["huge"] = make_file(f"{data}/huge.bin", huge, 3)
+                results["durations"]["g-source"] = round(time.monotonic() - t, 1)
+                url = nginx.url("/huge.bin")
+                scenario("g", f"(g) {args.huge_gib} GiB HTTP", huge, [
+                    ("haul -c8 --no-sync", [haul, "-q", "-c", "8", "--no-sync", url, "-o", o], one(sums["huge"])),
+                    ("haul -c8 (durable)", [haul, "-q", "-c", "8", url, "-o", o], one(sums["huge"])),
+                    ("curl -o FILE", ["curl", "-s", "-o", o, url], one(sums["huge"])),
+                ], rounds=args.huge_rounds)
+                remove([f"{data}/huge.bin"])
+            lap("g", since)
+    finally:
+        if proxies:
+            proxies.stop()
+        if nginx:
+            nginx.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    results["durations"]["total"] = round(time.monotonic() - started, 1)
+    return results
+
+
+# Reading the results: tables, the issue's targets, charts. Everything below works from the results dict
+# alone, so that --charts-only prints the same from a saved JSON file.
+
+def fmt_rows(rows):
+    lines = ["| scenario | tool | median wall s | MB/s | CPU s/GiB | peak RSS MiB | Haul vs best peer |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['scenario']} | {r['tool']} | failed {r['failed']} of {r['rounds']} | | | | |")
+        elif r.get("startup"):
+            lines.append(f"| {r['scenario']} | {r['tool']} | {r['wall']:.3f} | | | {r['rss']:.1f} | |")
+        else:
+            lines.append(f"| {r['scenario']} | {r['tool']} | {r['wall']:.3f} | {r['rate']:.0f}{r.get('extra', '')} | "
+                         f"{r['cpu']:.2f} | {r['rss']:.1f} | {r.get('ratio', '')} |")
+    return "\n".join(lines)
+
+
+def find(results, key, tool):
+    for row in results["rows"]:
+        if row["key"] == key and row["tool"] == tool and "failed" not in row:
+            return row
+    return None
+
+
+def rss_by_connections(results):
+    """{tool family: {connections: peak RSS MiB}} from (h)."""
+    table = {"haul --no-sync": {}, "aria2c -x N -s N": {}, "axel -n N": {}, "curl -o FILE": {}, "wget -O": {}}
+    for n in CONNECTION_COUNTS:
+        for family, tool in (("haul --no-sync", f"haul -c{n} --no-sync"), ("aria2c -x N -s N", f"aria2c -x{n} -s{n} -k1M"),
+                             ("axel -n N", f"axel -n {n}")):
+            row = find(results, "h", tool)
+            if row:
+                table[family][n] = row
+    for family in ("curl -o FILE", "wget -O"):
+        row = find(results, "h", family)
+        if row:
+            table[family][1] = row
+    return table
+
+
+def fmt_connections(results):
+    table = rss_by_connections(results)
+    if not any(table.values()):
+        return ""
+    families = list(table)
+    lines = ["| connections | " + " | ".join(f"{f}: peak RSS MiB (MB/s)" for f in families) + " |",
+             "|---:|" + "---:|" * len(families)]
+    for n in CONNECTION_COUNTS:
+        cells = [f"{table[f][n]['rss']:.1f} ({table[f][n]['rate']:.0f})" if n in table[f] else "" for f in families]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    haul = table["haul --no-sync"]
+    start = find(results, "h", "haul --version (start-up only)")
+    notes = []
+    if start:
+        notes.append(f"`haul --version` (start-up only): {start['rss']:.1f} MiB")
+        if 1 in haul:
+            notes.append(f"one download at -c1 adds {(haul[1]['rss'] - start['rss']) * 1024:.0f} KiB to that")
+    counts = sorted(haul)
+    if len(counts) >= 2:
+        low, high = counts[0], counts[-1]
+        notes.append(f"each connection from -c{low} to -c{high} adds "
+                     f"{(haul[high]['rss'] - haul[low]['rss']) * 1024 / (high - low):.0f} KiB")
+    return "\n".join(lines) + ("\n\n" + "; ".join(notes) + "." if notes else "")
+
+
+def fmt_huge(results):
+    args = results["args"]
+    lines = [f"| tool | {args['size_mib']} MiB MB/s | {args['huge_gib']} GiB MB/s | {args['size_mib']} MiB peak RSS MiB | "
+             f"{args['huge_gib']} GiB peak RSS MiB | {args['size_mib']} MiB CPU s/GiB | {args['huge_gib']} GiB CPU s/GiB |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    any_row = False
+    for tool in ("haul -c8 --no-sync", "haul -c8 (durable)", "curl -o FILE"):
+        huge = find(results, "g", tool)
+        big = find(results, "a", tool) or find(results, "h", tool)
+        if not huge and not big:
+            continue
+        any_row = True
+        cell = lambda row, key, f: format(row[key], f) if row else "—"
+        lines.append(f"| {tool} | {cell(big, 'rate', '.0f')} | {cell(huge, 'rate', '.0f')} | {cell(big, 'rss', '.1f')} | "
+                     f"{cell(huge, 'rss', '.1f')} | {cell(big, 'cpu', '.2f')} | {cell(huge, 'cpu', '.2f')} |")
+    return "\n".join(lines) if any_row and any(r["key"] == "g" for r in results["rows"]) else ""
+
+
+def targets(results):
+    """The issue 16 target table, computed: [(target, Haul, reference, measured, status)]."""
+    args = results["args"]
+    out = []
+    big = f"{args['size_mib']} MiB"
+
+    def judged(met, distance, *rows):
+        """met / not met; not met, whatever the numbers, when Haul failed in any round behind them (a wrong
+        SHA-256 included): medians of the rounds that passed do not make a target met."""
+        failed = [r for r in results["rows"] for row in rows
+                  if "failed" in r and r["key"] == row["key"] and r["tool"] == row["tool"] and r["tool"].startswith("haul")]
+        if failed:
+            return "not met: " + "; ".join(f"{r['tool']} failed {r['failed']} of {r['rounds']} rounds in {r['scenario']}" for r in failed)
+        return status(met, distance)
+
+    def missing(key):
+        return "failed (see the rows above)" if key[0] in args["scenarios"].split(",") else "not run (--scenarios)"
+
+    def ratio_target(target, key, tool, ref_key, ref_tool, at_least, label=None):
+        haul, ref = find(results, key, tool), find(results, ref_key, ref_tool)
+        if not haul or not ref:
+            out.append((target, fmt_rate(haul), fmt_rate(ref), missing(key), "—"))
+            return
+        ratio = ref["wall"] / haul["wall"]
+        out.append((target, fmt_rate(haul), f"{ref_tool}: {fmt_rate(ref)}", f"{ratio:.2f}×",
+                    judged(ratio >= at_least, f"short by {(1 - ratio / at_least) * 100:.0f}%", haul)))
+
+    ratio_target(f"{big}, 8 connections, durable ≥ 0.9× `dd bs=1M conv=fdatasync`", "a", "haul -c8 (durable)",
+                 "a", "dd bs=1M conv=fdatasync (reference)", 0.9)
+    ratio_target(f"{big}, 8 connections, `--no-sync` ≥ 2.5× curl -o FILE", "a", "haul -c8 --no-sync", "a", "curl -o FILE", 2.5)
+    ratio_target(f"{big}, 8 connections, `--no-sync` ≥ 0.9× curl -o /dev/null", "a", "haul -c8 --no-sync",
+                 "a", "curl -o /dev/null (reference)", 0.9)
+    haul, axel = find(results, "c16", "haul -c16 --no-sync"), find(results, "c16", "axel -n 16")
+    if haul and "ideal" in haul:
+        out.append(("128 MiB, 16 connections at 20 MiB/s each ≥ 0.95 of ideal", f"{haul['ideal']:.3f} of ideal",
+                    f"axel -n 16: {axel['ideal']:.3f}" if axel and "ideal" in axel else "axel: —",
+                    f"{haul['ideal']:.3f}", judged(haul["ideal"] >= 0.95, f"{0.95 - haul['ideal']:.3f} short", haul)))
+    else:
+        out.append(("128 MiB, 16 connections at 20 MiB/s each ≥ 0.95 of ideal", "—", "—", missing("c"), "—"))
+    for suffix in ("http", "https"):
+        ratio_target(f"{args['small_files']} × 256 KiB {suffix.upper()}, 16 at a time, durable ≥ 1.2× curl --parallel",
+                     f"d-{suffix}", "haul -i LIST -j 16", f"d-{suffix}", "curl --parallel --parallel-max 16", 1.2)
+    for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
+        ratio_target(f"{args['many_files']:,} × 4 KiB, 16 at a time, {mode} ≥ 1.2× curl --parallel",
+                     "f", tool, "f", "curl --parallel --parallel-max 16", 1.2)
+    for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
+        many, few = find(results, "f", tool), find(results, "f-few", tool)
+        target = f"{mode}: peak RSS flat in the list's length (≤ 0.5 MiB more at 10× the files)"
+        if many and few:
+            growth = many["rss"] - few["rss"]
+            out.append((target, f"{many['rss']:.1f} MiB at {many['files']:,} files", f"{few['rss']:.1f} MiB at {few['files']:,} files",
+                        f"{growth:+.2f} MiB", judged(growth <= 0.5, f"{growth - 0.5:.2f} MiB over", many, few)))
+        else:
+            out.append((target, "—", "—", missing("f"), "—"))
+    c16 = find(results, "a", "haul -c16 --no-sync") or find(results, "h", "haul -c16 --no-sync")
+    curl = find(results, "a", "curl -o FILE") or find(results, "h", "curl -o FILE")
+    wget = find(results, "a", "wget -O") or find(results, "h", "wget -O")
+    refs = ", ".join(f"{name} {row['rss']:.1f}" for name, row in (("curl", curl), ("wget", wget)) if row) or "—"
+    if c16:
+        out.append((f"peak RSS, {big} at 16 connections, static CLI ≤ 8 MiB", f"{c16['rss']:.1f} MiB", refs,
+                    f"{c16['rss']:.1f} MiB", judged(c16["rss"] <= 8, f"{c16['rss'] - 8:.1f} MiB over", c16)))
+    else:
+        out.append((f"peak RSS, {big} at 16 connections, static CLI ≤ 8 MiB", "—", refs, missing("a") if "a" in args["scenarios"].split(",") else missing("h"), "—"))
+    haul_conn = rss_by_connections(results)["haul --no-sync"]
+    if len(haul_conn) >= 2:
+        low, high = min(haul_conn), max(haul_conn)
+        per = (haul_conn[high]["rss"] - haul_conn[low]["rss"]) * 1024 / (high - low)
+        start = find(results, "h", "haul --version (start-up only)")
+        per_download = f"; one download adds {(haul_conn[low]['rss'] - start['rss']) * 1024:.0f} KiB to start-up ({start['rss']:.1f} MiB)" if start and low == 1 else ""
+        out.append(("the library's cost per connection and per download, stated and flat",
+                    f"{per:.0f} KiB per connection (-c{low} → -c{high}){per_download}", "(h)", f"{per:.0f} KiB/connection", "stated"))
+    for tool in ("haul -c8 --no-sync", "haul -c8 (durable)"):
+        huge = find(results, "g", tool)
+        base = find(results, "a", tool) or find(results, "h", tool)
+        target = f"{args['huge_gib']} GiB, {tool}: peak RSS flat against {big} (≤ 0.5 MiB more)"
+        if huge and base:
+            growth = huge["rss"] - base["rss"]
+            out.append((target, f"{huge['rss']:.1f} MiB, {huge['rate']:.0f} MB/s", f"{big}: {base['rss']:.1f} MiB, {base['rate']:.0f} MB/s",
+                        f"{growth:+.2f} MiB", judged(growth <= 0.5, f"{growth - 0.5:.2f} MiB over", huge, base)))
+        else:
+            reason = results.get("skipped", {}).get("g") or missing("g")
+            if huge and not base:
+                reason = f"no {big} row to compare with ((a) and (h) not run or failed)"
+            out.append((target, "—", "—", reason, "—"))
+    parser = results.get("parser")
+    target = "response head, 333 B, 11 fields ≤ 150 ns"
+    if parser and parser.get("haul_ns") is not None:
+        pico = (f"picohttpparser {parser['pico_ns']:.0f} ns" + (" (fastest build)" if len(parser.get("pico_builds", {})) > 1 else "")
+                if parser.get("pico_ns") is not None else "picohttpparser: not printed by the benchmark")
+        ratio = f" ({parser['haul_ns'] / parser['pico_ns']:.2f}× pico)" if parser.get("pico_ns") else ""
+        kind = f" ({parser['kind']} time)" if parser.get("kind") in ("cpu", "wall") else ""
+        out.append((target, f"{parser['haul_ns']:.0f} ns/head{kind}", pico, f"{parser['haul_ns']:.0f} ns{ratio}",
+                    status(parser["haul_ns"] <= 150, f"{parser['haul_ns'] - 150:.0f} ns over")))
+    else:
+        run = "p" in results["args"]["scenarios"].split(",")
+        why = (parser or {}).get("error") or results.get("skipped", {}).get("p") or (
+            "output not understood (raw lines above)" if run else "not run (--scenarios)")
+        out.append((target, "—", "—", why, "—"))
+    return out
+
+
+def fmt_rate(row):
+    if not row:
+        return "—"
+    if row.get("files"):
+        return f"{row['files'] / row['wall']:,.0f} files/s ({row['wall']:.3f} s)"
+    return f"{row['rate']:,.0f} MB/s"
+
+
+def status(met, distance):
+    return "met" if met else f"not met ({distance})"
+
+
+def report(results):
+    """The markdown the run prints (and saves next to its JSON)."""
+    args, m = results["args"], results["machine"]
+    parts = [f"Machine: {m['cores']} cores, {m['mem_gib']} GiB, Linux {m['kernel']}, load {m['load_at_start']:.1f} at the start; "
+             f"haul at {results.get('commit') or '?'}; {plural(args['rounds'], 'round')}" + (f" ({args['huge_rounds']} for (g))" if args['huge_rounds'] != args['rounds'] else "") + ", medians; "
+             f"peak RSS is the largest seen. {results['date']}."]
+    if results["rows"]:
+        parts.append(fmt_rows(results["rows"]))
+    if results.get("resume_rows"):
+        parts.append(f"(e) {args['size_mib']} MiB over HTTP, first run throttled to {args['size_mib'] // 8} MiB/s in all and "
+                     f"interrupted with SIG{args['resume_signal']} once nginx has sent 50%; second run unthrottled, timed to the end. "
+                     "MiB columns are nginx's $bytes_sent (access log), medians.")
+        lines = ["| tool (resume command) | sent before the kill MiB | resume: wall s | resume: MiB fetched | fetched twice MiB | CPU s | peak RSS MiB |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in results["resume_rows"]:
+            if "failed" in r:
+                lines.append(f"| {r['tool']} | failed {r['failed']} of {r['rounds']} | | | | | |")
+            else:
+                lines.append(f"| {r['tool']} | {r['first'] / MiB:.0f} | {r['wall']:.3f} | {r['second'] / MiB:.0f} | "
+                             f"{r['twice'] / MiB:.0f} | {r['cpu']:.2f} | {r['rss']:.1f} |")
+        parts.append("\n".join(lines))
+    connections = fmt_connections(results)
+    if connections:
+        parts.append(f"### (h) Peak RSS by connection count, {args['size_mib']} MiB HTTP\n\n{connections}")
+    huge = fmt_huge(results)
+    if huge:
+        parts.append(f"### (g) {args['huge_gib']} GiB against {args['size_mib']} MiB\n\n{huge}")
+    parser = results.get("parser")
+    if parser:
+        raw = "\n".join(f"    {line}" for line in parser["lines"]) or "    (no output)"
+        parts.append(f"### (p) Parser benchmark output\n\n{raw}" + (f"\n\n(error: {parser['error']})" if parser.get("error") else ""))
+    lines = ["### Issue 16 targets", "", "| target | Haul | reference | measured | status |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {' | '.join(t)} |" for t in targets(results)]
+    parts.append("\n".join(lines))
+    if results.get("skipped"):
+        parts.append("Skipped: " + "; ".join(f"({k}) {v}" for k, v in results["skipped"].items()))
+    if results.get("durations"):
+        parts.append("Durations (s): " + ", ".join(f"{k} {v:.0f}" for k, v in results["durations"].items()))
+    return "\n\n".join(parts) + "\n"
 
 
 # Scenario (e), a resumed download. The design:
@@ -471,6 +988,216 @@ def resume_scenario(args, nginx, haul, o, out, size, digest):
             row.update(tool=label, rss=max(s["rss"] for s in samples))
             rows.append(row)
     return rows
+
+
+
+# Charts (gnuplot, SVG). One horizontal bar panel per scenario, each with its own scale and unit, Haul's bars
+# in blue, peers grey, references (dd, curl -o /dev/null) light grey; failed tools are named, without a bar.
+
+HAUL, PEER, REFERENCE = 0x1F5FBF, 0x8C8C8C, 0xCCCCCC
+
+
+def gp_string(text):
+    return '"' + str(text).replace("\\", "\\\\").replace('"', "'") + '"'
+
+
+def chart_rows(results, key):
+    """The rows of one scenario for a chart: one per tool, the measured row if there is one."""
+    chosen = {}
+    for row in results["rows"]:
+        if row["key"] != key:
+            continue
+        if row["tool"] not in chosen or "failed" in chosen[row["tool"]]:
+            chosen[row["tool"]] = row
+    return list(chosen.values())
+
+
+def two_lines(title, second):
+    """A gnuplot string of two lines (the escape is only read inside double quotes)."""
+    return gp_string(title)[:-1] + "\\n" + gp_string(second)[1:]
+
+
+def subtitle(results):
+    m, args = results["machine"], results["args"]
+    return (f"{results['date']}, haul {results.get('commit') or '?'}, {m['cores']} cores, nginx on loopback; "
+            f"medians of {plural(args['rounds'], 'round')}" + (f" ({args['huge_rounds']} for (g))" if args['huge_rounds'] != args['rounds'] else ""))
+
+
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def bar_chart(path, title, panels):
+    """panels: [(title, unit, [(label, value or None, color, text)])]. Writes a gnuplot script and runs it."""
+    row_px, head_px, foot_px, top_px, width = 19, 34, 64, 56, 980
+    heights = [len(items) * row_px + head_px + foot_px for _, _, items in panels]
+    total = sum(heights) + top_px
+    lines = [f'set terminal svg size {width},{total} dynamic noenhanced font "sans,11" background rgb "white"',
+             f"set output {gp_string(path)}", "unset key", "set style fill solid 0.9 border lc rgb '#444444'",
+             "set grid xtics lc rgb '#e0e0e0'", "set lmargin at screen 0.34", "set rmargin at screen 0.86",
+             "set xtics nomirror", "set ytics nomirror scale 0", "set border 3"]
+    for i, (_, _, items) in enumerate(panels):
+        lines.append(f"$d{i} << EOD")
+        for label, value, color, text in items:
+            lines.append(f"{value or 0:.6g} {color} {gp_string(text)}")
+        lines.append("EOD")
+    lines.append(f"set multiplot title {title}")
+    y = 1 - top_px / total
+    for i, (panel_title, unit, items) in enumerate(panels):
+        h = heights[i] / total
+        biggest = max([v for _, v, _, _ in items if v] or [1])
+        tics = ", ".join(f"{gp_string(label)} {j}" for j, (label, _, _, _) in enumerate(items))
+        lines += [f"set tmargin at screen {y - 30 / total:.5f}", f"set bmargin at screen {y - h + 60 / total:.5f}",
+                  f"set title {gp_string(panel_title)}", f"set xlabel {gp_string(unit)} offset 0,0.5",
+                  f"set yrange [{len(items) - 0.5}:-0.5]", f"set ytics ({tics})", f"set xrange [0:{biggest * 1.22:.6g}]",
+                  f"plot $d{i} using (0):0:(0):1:($0-0.36):($0+0.36):2 with boxxyerror lc rgb variable, "
+                  f"$d{i} using 1:0:3 with labels left offset char 0.4,0 font 'sans,10'"]
+        y -= h
+    lines.append("unset multiplot")
+    return lines
+
+
+def draw_charts(results, directory):
+    if not shutil.which("gnuplot"):
+        print("gnuplot is not installed: no charts (run.sh installs gnuplot-nox)", file=sys.stderr)
+        return []
+    os.makedirs(directory, exist_ok=True)
+    keys = []
+    for row in results["rows"]:
+        if row["key"] not in keys and row["key"] != "h":
+            keys.append(row["key"])
+    titles = {row["key"]: row["scenario"] for row in results["rows"]}
+
+    def color(row):
+        return REFERENCE if row.get("reference") else HAUL if row["tool"].startswith("haul") else PEER
+
+    throughput, cpu = [], []
+    for key in keys:
+        rows = chart_rows(results, key)
+        files = any(r.get("files") for r in rows)
+        items_rate, items_cpu = [], []
+        for r in rows:
+            if "failed" in r:
+                text = f"failed {r['failed']} of {r['rounds']}"
+                items_rate.append((r["tool"], None, color(r), text))
+                items_cpu.append((r["tool"], None, color(r), text))
+                continue
+            value = r["files"] / r["wall"] if files else r["rate"]
+            items_rate.append((r["tool"], value, color(r), f"{value:,.0f}"))
+            items_cpu.append((r["tool"], r["cpu"], color(r), f"{r['cpu']:.2f}"))
+        throughput.append((titles[key], "files/s (more is better)" if files else "MB/s (more is better)", items_rate))
+        cpu.append((titles[key], "CPU s (user + system) per GiB written (less is better)", items_cpu))
+    scripts = {}
+    if throughput:
+        scripts["throughput.svg"] = bar_chart(f"{directory}/throughput.svg", two_lines("Throughput by tool and scenario", subtitle(results)), throughput)
+        scripts["cpu.svg"] = bar_chart(f"{directory}/cpu.svg", two_lines("CPU per GiB by tool and scenario", subtitle(results)), cpu)
+    table = rss_by_connections(results)
+    if any(table.values()):
+        styles = {"haul --no-sync": f"lw 2.5 pt 7 ps 0.8 lc rgb '#{HAUL:06x}'", "aria2c -x N -s N": "lw 1.5 pt 5 ps 0.8 lc rgb '#d08020'",
+                  "axel -n N": "lw 1.5 pt 9 ps 0.9 lc rgb '#40a040'", "curl -o FILE": "pt 13 ps 1.4 lc rgb '#a03030'",
+                  "wget -O": "pt 11 ps 1.4 lc rgb '#7040a0'"}
+        path = f"{directory}/rss-connections.svg"
+        lines = ['set terminal svg size 980,480 dynamic noenhanced font "sans,11" background rgb "white"',
+                 f"set output {gp_string(path)}", "set logscale x 2", "set xtics (1, 2, 4, 8, 16, 32) nomirror",
+                 "set xrange [0.8:40]", "set grid lc rgb '#e0e0e0'", "set key below", "set border 3", "set ytics nomirror",
+                 "set xlabel 'connections'"]
+        blocks = []
+        for i, (family, points) in enumerate(table.items()):
+            if not points:
+                continue
+            lines.append(f"$c{i} << EOD")
+            lines += [f"{n} {points[n]['rss']:.3f} {points[n]['rate']:.3f}" for n in sorted(points)]
+            lines.append("EOD")
+            kind = "linespoints" if len(points) > 1 else "points"
+            blocks.append((i, family, kind))
+        heading = two_lines(f"{results['args']['size_mib']} MiB over HTTP by connection count", subtitle(results))
+        lines.append(f"set multiplot layout 1,2 title {heading}")
+        lines += ["set title 'peak RSS (less is better; dashed: the 8 MiB target for haul at 16)'", "set ylabel 'MiB'", "set yrange [0:*]",
+                  "set arrow 1 from 0.8,8 to 40,8 nohead dt 2 lc rgb '#1f5fbf'",
+                  "plot " + ", ".join(f"$c{i} using 1:2 with {kind} {styles[f]} title {gp_string(f)}" for i, f, kind in blocks),
+                  "unset arrow 1", "set title 'throughput (more is better; haul --no-sync)'", "set ylabel 'MB/s'",
+                  "plot " + ", ".join(f"$c{i} using 1:3 with {kind} {styles[f]} title {gp_string(f)}" for i, f, kind in blocks),
+                  "unset multiplot"]
+        scripts["rss-connections.svg"] = lines
+    written = []
+    for name, lines in scripts.items():
+        result = subprocess.run(["gnuplot"], input="\n".join(lines) + "\n", text=True, capture_output=True)
+        if result.returncode != 0:
+            print(f"gnuplot failed for {name}: {result.stderr[-800:]}", file=sys.stderr)
+        else:
+            written.append(f"{directory}/{name}")
+    return written
+
+
+def save(results, text, directory):
+    os.makedirs(directory, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = f"{directory}/run-{stamp}.json"
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1)
+    shutil.copyfile(path, f"{directory}/latest.json")
+    with open(f"{directory}/latest.md", "w") as f:
+        f.write(text)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--haul", help="the haul binary (run.sh builds it)")
+    parser.add_argument("--parser-benchmark", help="the haul-parser-benchmark binary for (p) (run.sh builds it)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scenarios", default=ALL_SCENARIOS, help=f"comma-separated, from {ALL_SCENARIOS}")
+    parser.add_argument("--size-mib", type=int, default=1024, help="size of the big file of (a), (b), (e) and (h)")
+    parser.add_argument("--small-files", type=int, default=200, help="number of 256 KiB files in (d)")
+    parser.add_argument("--many-files", type=int, default=10000, help="number of 4 KiB files in (f)")
+    parser.add_argument("--huge-gib", type=int, default=16, help="size of the one file of (g)")
+    parser.add_argument("--huge-rounds", type=int, help="rounds of (g) (default: --rounds)")
+    parser.add_argument("--resume-signal", default="KILL", choices=["KILL", "INT", "TERM"],
+                        help="how (e) interrupts the first half")
+    parser.add_argument("--results-dir", default=f"{REPO}/Benchmarks/results", help="where the JSON of each run goes")
+    parser.add_argument("--charts-dir", default=f"{REPO}/docs/benchmarks", help="where the SVG charts go")
+    parser.add_argument("--no-charts", action="store_true", help="measure and save, but do not redraw the charts")
+    parser.add_argument("--charts-only", metavar="RESULTS_JSON", help="print the tables and draw the charts of a saved run; measure nothing")
+    args = parser.parse_args()
+
+    if args.charts_only:
+        with open(args.charts_only) as f:
+            results = json.load(f)
+        print(report(results))
+        for path in draw_charts(results, args.charts_dir):
+            print(f"chart: {os.path.relpath(path, REPO)}", file=sys.stderr)
+        return
+    if not args.haul:
+        parser.error("--haul is required (or --charts-only)")
+    unknown = set(args.scenarios.split(",")) - set(ALL_SCENARIOS.split(","))
+    if unknown:
+        parser.error(f"unknown scenarios: {','.join(sorted(unknown))} (choose from {ALL_SCENARIOS})")
+    if args.huge_rounds is None:
+        args.huge_rounds = args.rounds
+    # Every tool connects to the local nginx directly (only (x) names a proxy, on its command line): a proxy
+    # from the environment would put one between them in every scenario.
+    for name in ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        os.environ.pop(name, None)
+
+    # SIGTERM and SIGHUP end the run like Ctrl-C: the running tool's process group is killed, nginx stopped,
+    # the temporary directory (with the 16 GiB file and its copy) removed.
+    def interrupted(signum, _):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGHUP, interrupted)
+
+    try:
+        results = measure_all(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the running tool was stopped and the temporary directory removed", file=sys.stderr)
+        sys.exit(130)
+    text = report(results)
+    print("\n" + text)
+    path = save(results, text, args.results_dir)
+    print(f"results: {os.path.relpath(path, REPO)}", file=sys.stderr)
+    if not args.no_charts:
+        for chart in draw_charts(results, args.charts_dir):
+            print(f"chart: {os.path.relpath(chart, REPO)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
