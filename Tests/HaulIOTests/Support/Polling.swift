@@ -27,3 +27,10 @@ func poll(within seconds: Int = 30, until condition: () throws -> Bool) rethrows
     }
     return try condition()
 }
+
+/// Where the tests make their temporary files: `$TMPDIR` when set (Scripts/test.sh gives each run a directory of
+/// its own there and fails the run if anything named `haul-*` is left in it), else `/tmp`.
+func temporaryRoot() -> String {
+    guard let value = getenv("TMPDIR").map({ String(cString: $0) }), !value.isEmpty else { return "/tmp" }
+    return value.hasSuffix("/") && value.count > 1 ? String(value.dropLast()) : value
+}

@@ -22,7 +22,7 @@ struct TLSFixtures: Sendable {
     static let shared: Result<TLSFixtures, any Error> = Result { try TLSFixtures() }
 
     private init() throws {
-        var template = Array("/tmp/haul-tls-XXXXXX".utf8CString)
+        var template = Array("\(temporaryRoot())/haul-tls-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw SystemError(call: "mkdtemp", errno: errno) }
         directory = String(cString: made)
         TLSFixtures.removeAtExit(directory)
