@@ -35,6 +35,8 @@ swift build --build-tests
 # started that is still running. (SwiftPM's and the compiler's own entries, e.g. TemporaryDirectory.*, are not
 # ours.)
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/haul-test-run.XXXXXX")
+# Searchable by other users, as /tmp is: squid drops to its own user, and a daemon test connects as nobody.
+chmod 0755 "$run_tmp"
 set +e
 TMPDIR="$run_tmp" swift test --no-parallel
 status=$?

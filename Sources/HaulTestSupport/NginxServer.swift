@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// The system nginx, started as a child process on free loopback ports with a generated configuration.
 ///
@@ -72,6 +73,7 @@ public final class NginxServer: @unchecked Sendable {
                 self.httpsPort = httpsPort
                 self.configuration = configuration
                 self.process = process
+                Self.stopAtExit(self)
                 return
             case .exited, .timedOut:
                 Self.terminate(process)
@@ -91,6 +93,33 @@ public final class NginxServer: @unchecked Sendable {
     deinit {
         stop()
     }
+
+    /// A server still running when the test process exits is stopped then, which removes its directory (and
+    /// the data a fixture keeps in it): shared fixtures live for the whole run, and Swift Testing has no
+    /// run-wide teardown. (The watchdog only stops nginx; it leaves the directory.)
+    private static func stopAtExit(_ server: NginxServer) {
+        running.withLock { running in
+            running.removeAll { $0.server == nil }
+            running.append(WeakServer(server))
+        }
+        let isFirst = atExitRegistered.withLock { registered in
+            defer { registered = true }
+            return !registered
+        }
+        guard isFirst else { return }
+        atexit {
+            for entry in NginxServer.running.withLock({ $0 }) { entry.server?.stop() }
+        }
+    }
+
+    private final class WeakServer: @unchecked Sendable {
+        // @unchecked Sendable: `server` is written once in init; `weak` loads are atomic.
+        weak var server: NginxServer?
+        init(_ server: NginxServer) { self.server = server }
+    }
+
+    private static let running = Mutex<[WeakServer]>([])
+    private static let atExitRegistered = Mutex(false)
 
     /// A URL on this server: `http://127.0.0.1:PORT/path`, or with `tls` `https://localhost:PORT/path` (the
     /// name the test certificate is issued for), or with `ipv6` the `[::1]` equivalent.

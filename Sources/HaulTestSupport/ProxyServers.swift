@@ -331,7 +331,7 @@ final class SupervisedProcess: @unchecked Sendable {
         var pid: pid_t = 0
         let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &argv, environ)
         guard result == 0 else {
-            throw TestSupportError("could not start \(executable): \(String(cString: strerror(result)))")
+            throw TestSupportError("could not start \(executable): \(TestSupportError.describe(errno: result))")
         }
         self.pid = pid
     }
@@ -425,7 +425,7 @@ enum ProxyServerSupport {
         let group = entry.pointee.pw_gid
         for path in [directory] + ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).map({ directory + "/" + $0 }) {
             guard chown(path, owner, group) == 0 else {
-                throw TestSupportError("chown \(path) to proxy failed: \(String(cString: strerror(errno)))")
+                throw TestSupportError("chown \(path) to proxy failed: \(TestSupportError.describe(errno: errno))")
             }
         }
     }

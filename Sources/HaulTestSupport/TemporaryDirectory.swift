@@ -20,7 +20,7 @@ public final class TemporaryDirectory: Sendable {
     public init(prefix: String = "haul-test") throws {
         var template = Array("\(Self.root)/\(prefix)-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else {
-            throw TestSupportError("mkdtemp failed: \(String(cString: strerror(errno)))")
+            throw TestSupportError("mkdtemp failed: \(TestSupportError.describe(errno: errno))")
         }
         path = String(cString: created)
     }
