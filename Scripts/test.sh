@@ -30,14 +30,45 @@ swift build --build-tests
 # One test at a time: the integration tests time real downloads and pause them mid-way, and with suites in
 # parallel on two cores, heavy fixtures (hashing 256 MiB in a debug build) starve the shared cooperative
 # pool for seconds. Serial, the suite takes about a minute and its results do not depend on the machine's load.
-# The tests get a temporary directory of their own, so that what a run leaves behind is seen: anything
-# of ours (haul-*) still there afterwards fails the run. (SwiftPM's and the compiler's own entries are not
+# The tests get a temporary directory of their own (every fixture honours TMPDIR), so that what a run leaves
+# behind is seen: anything of ours (haul-*) still there afterwards fails the run, and so does a server the tests
+# started that is still running. (SwiftPM's and the compiler's own entries, e.g. TemporaryDirectory.*, are not
 # ours.)
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/haul-test-run.XXXXXX")
+# Searchable by other users, as /tmp is: squid drops to its own user, and a daemon test connects as nobody.
+chmod 0755 "$run_tmp"
 set +e
 TMPDIR="$run_tmp" swift test --no-parallel
 status=$?
 set -e
+
+# The servers the tests start (nginx, squid, stunnel, microsocks, openssl s_server, haul daemons) inherit the run's
+# TMPDIR or name a path inside it; the fixtures stop them, and their watchdogs stop them moments after the test
+# process is gone. One still running ten seconds later is a leak: it is named, stopped, and fails the run.
+run_processes() {
+    local pid
+    for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+        [ "$pid" = "$$" ] && continue
+        if tr '\0' '\n' 2>/dev/null < "/proc/$pid/environ" | grep -qxF "TMPDIR=$run_tmp" \
+            || tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -qF "$run_tmp/"; then
+            echo "$pid"
+        fi
+    done
+}
+running=$(run_processes)
+for _ in $(seq 50); do
+    [ -z "$running" ] && break
+    sleep 0.2   # polls for the watchdogs to finish stopping what the tests started
+    running=$(run_processes)
+done
+if [ -n "$running" ]; then
+    echo "the tests left these processes running:" >&2
+    for pid in $running; do
+        echo "  $pid $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+fi
+
 left=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'haul-*' -printf '%f\n' | sort)
 rm -rf "$run_tmp"
 if [ -n "$left" ]; then
@@ -45,4 +76,5 @@ if [ -n "$left" ]; then
     echo "$left" >&2
     exit 1
 fi
+[ -z "$running" ] || exit 1
 exit $status

@@ -50,8 +50,7 @@ public enum ChildProcess {
         } catch {
             throw TestSupportError("could not start \(executable): \(error)")
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(2_000) }
+        poll(every: .milliseconds(2), within: timeout) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -20,10 +20,10 @@ public enum LoopbackPorts {
             throw TestSupportError("not a loopback IP address: \(host)")
         }
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket failed: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TestSupportError("socket failed: \(TestSupportError.describe(errno: errno))") }
         defer { close(fd) }
         guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else {
-            throw TestSupportError("bind \(host):0 failed: \(String(cString: strerror(errno)))")
+            throw TestSupportError("bind \(host):0 failed: \(TestSupportError.describe(errno: errno))")
         }
         return try boundPort(of: fd)
     }
@@ -44,7 +44,7 @@ public enum LoopbackPorts {
         let result = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        guard result == 0 else { throw TestSupportError("getsockname failed: \(String(cString: strerror(errno)))") }
+        guard result == 0 else { throw TestSupportError("getsockname failed: \(TestSupportError.describe(errno: errno))") }
         let isIPv6 = storage.ss_family == sa_family_t(AF_INET6)
         return withUnsafePointer(to: &storage) { pointer in
             if isIPv6 {

@@ -31,24 +31,8 @@ extension MisbehavingServer {
         case interimFlood
     }
 
-    /// SplitMix64 (Steele, Lea, Flood 2014): a tiny, well-mixed generator whose whole state is one word, so a
-    /// stream is fully determined by its starting value.
-    public struct SplitMix64: RandomNumberGenerator, Sendable {
-        private var state: UInt64
-
-        /// A generator starting at `seed`.
-        public init(seed: UInt64) {
-            state = seed
-        }
-
-        public mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// The generator of the chaos script (now shared by every seeded test, see ``HaulTestSupport/SplitMix64``).
+    public typealias SplitMix64 = HaulTestSupport.SplitMix64
 }
 
 extension MisbehavingServer.Script {

@@ -72,11 +72,11 @@ public final class MisbehavingServer: Sendable {
         }
         let tls = try tlsCertificate.map { try ServerTLSContext(certificate: $0) }
         let listener = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw TestSupportError("socket failed: \(String(cString: strerror(errno)))") }
+        guard listener >= 0 else { throw TestSupportError("socket failed: \(TestSupportError.describe(errno: errno))") }
         var one: Int32 = 1
         _ = setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         guard address.withSockAddr({ bind(listener, $0, $1) }) == 0, listen(listener, 128) == 0 else {
-            let message = String(cString: strerror(errno))
+            let message = TestSupportError.describe(errno: errno)
             close(listener)
             throw TestSupportError("bind/listen on \(host) failed: \(message)")
         }

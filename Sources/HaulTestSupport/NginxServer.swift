@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// The system nginx, started as a child process on free loopback ports with a generated configuration.
 ///
@@ -72,6 +73,7 @@ public final class NginxServer: @unchecked Sendable {
                 self.httpsPort = httpsPort
                 self.configuration = configuration
                 self.process = process
+                Self.stopAtExit(self)
                 return
             case .exited, .timedOut:
                 Self.terminate(process)
@@ -92,6 +94,33 @@ public final class NginxServer: @unchecked Sendable {
         stop()
     }
 
+    /// A server still running when the test process exits is stopped then, which removes its directory (and
+    /// the data a fixture keeps in it): shared fixtures live for the whole run, and Swift Testing has no
+    /// run-wide teardown. (The watchdog only stops nginx; it leaves the directory.)
+    private static func stopAtExit(_ server: NginxServer) {
+        running.withLock { running in
+            running.removeAll { $0.server == nil }
+            running.append(WeakServer(server))
+        }
+        let isFirst = atExitRegistered.withLock { registered in
+            defer { registered = true }
+            return !registered
+        }
+        guard isFirst else { return }
+        atexit {
+            for entry in NginxServer.running.withLock({ $0 }) { entry.server?.stop() }
+        }
+    }
+
+    private final class WeakServer: @unchecked Sendable {
+        // @unchecked Sendable: `server` is written once in init; `weak` loads are atomic.
+        weak var server: NginxServer?
+        init(_ server: NginxServer) { self.server = server }
+    }
+
+    private static let running = Mutex<[WeakServer]>([])
+    private static let atExitRegistered = Mutex(false)
+
     /// A URL on this server: `http://127.0.0.1:PORT/path`, or with `tls` `https://localhost:PORT/path` (the
     /// name the test certificate is issued for), or with `ipv6` the `[::1]` equivalent.
     public func url(_ path: String, tls: Bool = false, ipv6: Bool = false) -> String {
@@ -111,13 +140,7 @@ public final class NginxServer: @unchecked Sendable {
     /// nginx logs a request when it finalizes it, which can be a moment after the client has read the last
     /// byte; tests that read the log right after a client exits use this instead of ``accessLog()``.
     public func accessLog(waitingForCount count: Int, timeout: Double = 5) -> [AccessLogEntry] {
-        let deadline = Date().addingTimeInterval(timeout)
-        var entries = accessLog()
-        while entries.count < count && Date() < deadline {
-            usleep(10_000)
-            entries = accessLog()
-        }
-        return entries
+        poll(every: .milliseconds(10), within: timeout, reading: accessLog, until: { $0.count >= count })
     }
 
     /// Stops nginx (fast shutdown: SIGTERM to the master, which stops its workers) and waits for it to exit.
@@ -140,7 +163,7 @@ public final class NginxServer: @unchecked Sendable {
         trap 'kill -TERM $nginx 2>/dev/null; wait $nginx; exit 0' TERM
         "$1" -p "$2/" -c "$2/nginx.conf" -e "$2/error.log" &
         nginx=$!
-        while kill -0 "$3" 2>/dev/null && kill -0 $nginx 2>/dev/null; do sleep 0.2; done
+        while kill -0 "$3" 2>/dev/null && kill -0 $nginx 2>/dev/null; do sleep 0.2; done  # polls for the test process's end
         kill -TERM $nginx 2>/dev/null
         wait $nginx
         """
@@ -167,14 +190,14 @@ public final class NginxServer: @unchecked Sendable {
 
     private static func waitUntilListening(_ process: Process, ports: [UInt16], ipv6: Bool) -> StartOutcome {
         let hosts = ipv6 ? ["127.0.0.1", "::1"] : ["127.0.0.1"]
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            guard process.isRunning else { return .exited }
+        var outcome = StartOutcome.timedOut
+        poll(within: 10) {
+            guard process.isRunning else { outcome = .exited; return true }
             let allListening = ports.allSatisfy { port in hosts.allSatisfy { LoopbackPorts.acceptsConnections(host: $0, port: port) } }
-            if allListening { return .listening }
-            usleep(5_000)
+            if allListening { outcome = .listening }
+            return allListening
         }
-        return .timedOut
+        return outcome
     }
 
     /// SIGTERM to the watchdog (which stops nginx and waits for it), after a grace period SIGKILL, then reap it.
@@ -184,8 +207,7 @@ public final class NginxServer: @unchecked Sendable {
             return
         }
         kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(5_000) }
+        poll(within: 5) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }

@@ -299,7 +299,7 @@ final class SupervisedProcess: @unchecked Sendable {
         trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM
         "$@" &
         child=$!
-        while kill -0 "$parent" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done
+        while kill -0 "$parent" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done  # polls for the test process's end
         kill -TERM $child 2>/dev/null
         wait $child
         """
@@ -331,7 +331,7 @@ final class SupervisedProcess: @unchecked Sendable {
         var pid: pid_t = 0
         let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &argv, environ)
         guard result == 0 else {
-            throw TestSupportError("could not start \(executable): \(String(cString: strerror(result)))")
+            throw TestSupportError("could not start \(executable): \(TestSupportError.describe(errno: result))")
         }
         self.pid = pid
     }
@@ -351,13 +351,13 @@ final class SupervisedProcess: @unchecked Sendable {
     /// Whether the server accepts connections on 127.0.0.1:`port` within `timeout` seconds (false as soon as it
     /// exits).
     func waitUntilListening(port: UInt16, timeout: Double = 15) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            guard isRunning else { return false }
-            if LoopbackPorts.acceptsConnections(host: "127.0.0.1", port: port) { return true }
-            usleep(10_000)
+        var listening = false
+        poll(every: .milliseconds(10), within: timeout) {
+            guard isRunning else { return true }
+            listening = LoopbackPorts.acceptsConnections(host: "127.0.0.1", port: port)
+            return listening
         }
-        return false
+        return listening
     }
 
     /// SIGTERM to the watchdog (which stops the server and waits for it); SIGKILL to the process group it leads
@@ -371,8 +371,7 @@ final class SupervisedProcess: @unchecked Sendable {
         guard shouldStop else { return false }
         guard isRunning else { return true }
         kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while isRunning && Date() < deadline { usleep(5_000) }
+        poll(within: 10) { !isRunning }
         if isRunning {
             kill(-pid, SIGKILL)
             lock.withLock {
@@ -426,7 +425,7 @@ enum ProxyServerSupport {
         let group = entry.pointee.pw_gid
         for path in [directory] + ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).map({ directory + "/" + $0 }) {
             guard chown(path, owner, group) == 0 else {
-                throw TestSupportError("chown \(path) to proxy failed: \(String(cString: strerror(errno)))")
+                throw TestSupportError("chown \(path) to proxy failed: \(TestSupportError.describe(errno: errno))")
             }
         }
     }
@@ -437,12 +436,6 @@ enum ProxyServerSupport {
     }
 
     static func poll<Value>(timeout: Double, read: () -> Value, until condition: (Value) -> Bool) -> Value {
-        let deadline = Date().addingTimeInterval(timeout)
-        var value = read()
-        while !condition(value) && Date() < deadline {
-            usleep(10_000)
-            value = read()
-        }
-        return value
+        HaulTestSupport.poll(every: .milliseconds(10), within: timeout, reading: read, until: condition)
     }
 }

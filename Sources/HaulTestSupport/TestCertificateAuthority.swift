@@ -51,7 +51,7 @@ public final class TestCertificateAuthority: Sendable {
     ///
     /// Prefer ``shared()``; a private instance is only worth its cost when a test needs a second, unrelated CA.
     public init() throws {
-        var template = Array("/tmp/haul-ca-XXXXXX".utf8CString)
+        var template = Array("\(TemporaryDirectory.root)/haul-ca-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else { throw TestSupportError("mkdtemp failed") }
         directory = String(cString: created)
         TemporaryPathsRemovedAtExit.register(directory)

@@ -18,7 +18,7 @@ public enum TestFiles {
     /// Writes `size` bytes of the pattern for `seed` to `path`, replacing any existing file.
     public static func create(at path: String, size: Int, seed: UInt64 = 0) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw TestSupportError("open \(path) failed: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TestSupportError("open \(path) failed: \(TestSupportError.describe(errno: errno))") }
         defer { close(fd) }
         let base = baseBlock(seed: seed)
         // Large writes: the syscall count, not the copying, dominates for multi-gigabyte files.
@@ -35,7 +35,7 @@ public enum TestFiles {
                 let result = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, count - written) }
                 if result < 0 {
                     if errno == EINTR { continue }
-                    throw TestSupportError("write \(path) failed: \(String(cString: strerror(errno)))")
+                    throw TestSupportError("write \(path) failed: \(TestSupportError.describe(errno: errno))")
                 }
                 written += result
             }
@@ -55,7 +55,7 @@ public enum TestFiles {
     /// The lowercase hex SHA-256 of a file, read in 1 MiB blocks.
     public static func sha256(ofFile path: String) throws -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw TestSupportError("open \(path) failed: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TestSupportError("open \(path) failed: \(TestSupportError.describe(errno: errno))") }
         defer { close(fd) }
         var digest = try SHA256Digest()
         var buffer = [UInt8](repeating: 0, count: blockSize)
@@ -63,7 +63,7 @@ public enum TestFiles {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw TestSupportError("read \(path) failed: \(String(cString: strerror(errno)))")
+                throw TestSupportError("read \(path) failed: \(TestSupportError.describe(errno: errno))")
             }
             if count == 0 { break }
             try buffer.withUnsafeBytes { try digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }

@@ -153,7 +153,10 @@ final class CLIFixture: Sendable {
         let errors = Pipe()
         process.standardError = errors
         try process.run()
-        usleep(800_000)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        // Interrupted once there is progress to save: the first checkpoint (1 MiB) has written the journal.
+        #expect(poll { FileManager.default.fileExists(atPath: output + ".part.haul") || !process.isRunning },
+                "no journal before the deadline")
         #expect(process.isRunning, "still downloading when interrupted")
         kill(process.processIdentifier, SIGINT)
         process.waitUntilExit()
@@ -180,8 +183,7 @@ final class CLIFixture: Sendable {
         try first.run()
         defer { if first.isRunning { kill(first.processIdentifier, SIGKILL); first.waitUntilExit() } }
         // Wait for the first to hold its `.part` (a deadline, not a guess).
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: output + ".part") && Date() < deadline && first.isRunning { usleep(10_000) }
+        poll { FileManager.default.fileExists(atPath: output + ".part") || !first.isRunning }
         #expect(FileManager.default.fileExists(atPath: output + ".part"), "the first download started")
 
         for extra in [[String](), ["--restart"]] {
@@ -659,14 +661,11 @@ final class CLIFixture: Sendable {
             try process.run()
             defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
             func errorText() -> String { (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? "" }
-            func waitFor(pause: useconds_t, _ condition: () -> Bool) {
-                let deadline = Date().addingTimeInterval(20)
-                while !condition() && Date() < deadline && process.isRunning { usleep(pause) }
-            }
-            waitFor(pause: 5_000) { FileManager.default.fileExists(atPath: output + ".part.haul") }
+            poll { FileManager.default.fileExists(atPath: output + ".part.haul") || !process.isRunning }
             #expect(process.isRunning, "still downloading when interrupted")
             kill(process.processIdentifier, SIGINT)
-            waitFor(pause: 200) { errorText().contains("saving progress") }
+            // Looked at every 0.2 ms: the window for the second signal is milliseconds wide.
+            poll(every: .microseconds(200)) { errorText().contains("saving progress") || !process.isRunning }
             kill(process.processIdentifier, SIGINT)
             process.waitUntilExit()
             let text = errorText()

@@ -62,12 +62,7 @@ import HaulTestSupport
 
         @discardableResult
         static func waitUntil(timeout: Double, pause: useconds_t = 20_000, _ condition: () -> Bool) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if condition() { return true }
-                usleep(pause)
-            }
-            return condition()
+            poll(every: .microseconds(Int64(pause)), within: timeout, until: condition)
         }
     }
 

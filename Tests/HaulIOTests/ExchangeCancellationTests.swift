@@ -4,16 +4,6 @@ import Synchronization
 import Testing
 @testable import HaulIO
 
-/// Polls `condition` every 10 ms until it holds or `seconds` pass; returns whether it held.
-func eventually(within seconds: Int = 10, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = MonotonicInstant.now().advanced(by: .seconds(seconds))
-    while MonotonicInstant.now() < deadline {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return try condition()
-}
-
 /// One exchange driven from a test: started and cancelled on the loop, its completion recorded with the time.
 final class ObservedExchange: Sendable {
     private let outcome = Mutex<(result: Result<ExchangeSummary, HTTPClientError>, at: MonotonicInstant)?>(nil)
@@ -71,13 +61,11 @@ struct ExchangeCancellationTests {
         var options = ConnectionOptions()
         options.timeouts.connect = .seconds(30)
         let client = HTTPClient(loop: loop, connectionOptions: options)
-        let started = MonotonicInstant.now()
         let exchange = try await ObservedExchange(try HTTPClientHeadTimeoutTests.request(port: server.port), on: client,
                                                   cancelAtOnce: true)
         let completion = try #require(try await exchange.completion(within: 20))
+        // "connect cancelled", not the 30 s connect timeout: the cancel ended it.
         Self.expectCancelled(completion.result, port: server.port)
-        // Far below the 30 s connect timeout, far above any scheduling delay.
-        #expect(completion.at.nanoseconds(since: started) < 10_000_000_000)
         #expect(try await loop.submit { client.pool.connectionsOpened } == 0)
         await client.shutdown()
     }
@@ -92,12 +80,10 @@ struct ExchangeCancellationTests {
         var options = ConnectionOptions()
         options.timeouts.tlsHandshake = .seconds(30)
         let client = HTTPClient(loop: loop, tls: .insecure, connectionOptions: options)
-        let started = MonotonicInstant.now()
         let exchange = try await ObservedExchange(try HTTPClientHeadTimeoutTests.request(port: server.port, scheme: "https"),
                                                   on: client, cancelAtOnce: true)
         let completion = try #require(try await exchange.completion(within: 40))
         Self.expectCancelled(completion.result, port: server.port)
-        #expect(completion.at.nanoseconds(since: started) < 10_000_000_000)
         // Anything the loop would still do for the attempt (a late connect, a handshake) is queued by now.
         _ = try await loop.submit { () }
         let handshakes = try await loop.submit { client.tls.context?.connectionsMade.load(ordering: .relaxed) }
@@ -126,10 +112,10 @@ struct ExchangeCancellationTests {
         let exchange = try await ObservedExchange(try HTTPClientHeadTimeoutTests.request(port: server.port, scheme: "https"),
                                                   on: client)
         #expect(try await eventually { seen.withLock { $0.helloBytes > 0 } }, "the server never got a ClientHello")
-        let cancelled = try await exchange.cancel()
+        _ = try await exchange.cancel()
         let completion = try #require(try await exchange.completion(within: 40))
+        // Cancelled, not failed by the 30 s handshake timeout.
         Self.expectCancelled(completion.result, port: server.port)
-        #expect(completion.at.nanoseconds(since: cancelled) < 10_000_000_000)
         #expect(try await eventually { seen.withLock { $0.closed } }, "the server never saw the connection close")
         #expect(try await loop.submit { client.tls.context?.connectionsMade.load(ordering: .relaxed) } == 1)
         await client.shutdown()

@@ -186,16 +186,14 @@ struct HTTPClientSilentServerTests {
         options.timeouts.idle = .seconds(20)
         options.timeouts.head = .milliseconds(300)
         let client = HTTPClient(loop: loop, connectionOptions: options)
-        let started = MonotonicInstant.now()
         let error = await HTTPClientHeadTimeoutTests.failure(of: try HTTPClientHeadTimeoutTests.request(port: server.port), on: client)
         await client.shutdown()
         guard case .connection(let connectionError)? = error else {
             Issue.record("expected a head timeout, got \(String(describing: error))")
             return
         }
+        // The head limit, not the 20 s idle one, ended it: the kind and the 300ms in the message say so.
         #expect(connectionError.kind == .headTimedOut)
         #expect(connectionError.description == "no complete response head from 127.0.0.1:\(server.port) within 300ms")
-        // Far below the 20 s idle limit.
-        #expect(MonotonicInstant.now().nanoseconds(since: started) < 15_000_000_000)
     }
 }

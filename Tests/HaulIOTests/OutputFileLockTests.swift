@@ -9,16 +9,6 @@ private let flockTool: String? = {
     return nil
 }()
 
-/// Polls `condition` every 10 ms until it holds or `seconds` pass; returns whether it held.
-private func eventually(within seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}
-
 @Suite struct OutputFileLockTests {
     @Test func aSecondOpenInTheSameProcessIsRefusedUntilTheFirstIsReleased() throws {
         let scratch = OutputFileScratch()
@@ -77,6 +67,7 @@ private func eventually(within seconds: Double = 10, _ condition: () -> Bool) ->
         scratch.write("f.part", "partial")
         let child = Process()
         child.executableURL = URL(fileURLWithPath: flockTool!)
+        // `sleep 30` is what flock(1) runs while it holds the lock, not a wait of the test: it is killed below.
         child.arguments = ["--no-fork", "--exclusive", path, "sleep", "30"]
         try child.run()
         defer {
@@ -86,7 +77,7 @@ private func eventually(within seconds: Double = 10, _ condition: () -> Bool) ->
             }
         }
         let pid = child.processIdentifier
-        #expect(eventually { OutputFile.lockHolder(of: path) == pid }, "flock(1), pid \(pid), never showed in /proc/locks")
+        #expect(poll { OutputFile.lockHolder(of: path) == pid }, "flock(1), pid \(pid), never showed in /proc/locks")
 
         let error = #expect(throws: SystemError.self) { try OutputFile.openForDownload(path) }
         #expect(error == SystemError(call: "flock", errno: EWOULDBLOCK))
@@ -96,7 +87,7 @@ private func eventually(within seconds: Double = 10, _ condition: () -> Bool) ->
         // SIGKILL: the test runner may leave SIGTERM ignored or blocked in children it spawns.
         kill(pid, SIGKILL)
         child.waitUntilExit()
-        #expect(eventually { OutputFile.lockHolder(of: path) == nil })
+        #expect(poll { OutputFile.lockHolder(of: path) == nil })
         let (file, created) = try OutputFile.openForDownload(path)
         #expect(try !created && file.size() == 7)
         #expect(OutputFile.lockHolder(of: path) == getpid())

@@ -2,12 +2,12 @@ import Glibc
 import Testing
 @testable import HaulIO
 
-/// A fresh directory under /tmp, removed with its entries (files and links, one level) when the test ends.
+/// A fresh directory under `$TMPDIR` (else /tmp), removed with its entries (files and links, one level) when the test ends.
 final class OutputFileScratch {
     let path: String
 
     init() {
-        var template = Array("/tmp/haul-outputfile-XXXXXX".utf8CString)
+        var template = Array("\(temporaryRoot())/haul-outputfile-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         path = String(cString: made!)

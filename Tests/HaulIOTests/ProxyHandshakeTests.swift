@@ -43,7 +43,7 @@ struct ProxyHandshakeTests {
         for byte in bytes {
             var value = byte
             _ = send(fd, &value, 1, Int32(MSG_NOSIGNAL))
-            usleep(1_000)
+            usleep(1_000)  // the proxy's pacing (so each byte arrives in its own read), not an ordering sleep
         }
     }
 
@@ -218,10 +218,8 @@ struct ProxyHandshakeTests {
         defer { server.stop() }
         let (client, loop) = try Self.client(proxy: "http://127.0.0.1:\(server.port)", timeout: .milliseconds(300))
         defer { loop.shutdown() }
-        let started = MonotonicInstant.now()
         let error = try #require(Self.proxyFailure(await Self.get("https://origin.test/", on: client)))
         #expect(error.description == "proxy http://127.0.0.1:\(server.port) did not complete the CONNECT to origin.test:443 within 300ms")
-        #expect(MonotonicInstant.now().nanoseconds(since: started) < 10_000_000_000)
         #expect(HTTPClientError.connection(error).isTransient)
         await client.shutdown()
     }
@@ -240,14 +238,14 @@ struct ProxyHandshakeTests {
         defer { loop.shutdown() }
         let exchange = try await ObservedExchange(try RequestHead(url: HTTPURL("https://origin.test/")), on: client)
         #expect(try await eventually { !transcript.messages.isEmpty }, "the proxy never got the CONNECT")
-        let cancelled = try await exchange.cancel()
+        _ = try await exchange.cancel()
         let completion = try #require(try await exchange.completion(within: 20))
         guard case .failure(.connection(let error)) = completion.result else {
             Issue.record("expected a cancelled connection, got \(completion.result)")
             return
         }
+        // Ended by the cancel (`.closed`), not by the 30 s connect timeout (which would be a proxy failure).
         #expect(error.kind == .closed)
-        #expect(completion.at.nanoseconds(since: cancelled) < 10_000_000_000)
         #expect(try await eventually { transcript.closed.withLock { $0 } }, "the proxy never saw the connection close")
         await client.shutdown()
     }

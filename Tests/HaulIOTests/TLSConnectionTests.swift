@@ -34,7 +34,9 @@ struct TLSConnectionTests {
         #expect(connection.tlsDetails?.applicationProtocol == "http/1.1")
         #expect(connection.tlsDetails?.protocolVersion == "TLSv1.3")
         // Session tickets arrive right after the handshake; they must not make the idle connection look dead.
-        try await Task.sleep(for: .milliseconds(100))
+        // Asked once they are in our socket (TLS 1.3 servers send them after reading our Finished).
+        #expect(try await eventually { KernelSockets.pendingBytes(connection.socket.fileDescriptor) > 0 },
+                "the server's session tickets never arrived")
         #expect(try await loop.submit { connection.isReusableOnLoop() })
         let (response, _) = try await fetchStatusPage(over: connection)
         #expect(response.hasPrefix("HTTP/1.0 200 ok"))
@@ -163,9 +165,14 @@ struct TLSConnectionTests {
         let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
         let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
         defer { connection.close() }
-        // Killing the server makes its kernel close the TCP connection without any TLS alert. Give it time to read
+        // Killing the server makes its kernel close the TCP connection without any TLS alert. It must have read
         // our Finished first: a socket closed with unread data is reset (ECONNRESET) instead of closed with FIN.
-        try await Task.sleep(for: .milliseconds(300))
+        // So wait until the server's end of the connection has nothing left unread.
+        let port = server.port
+        #expect(try await eventually {
+            let ends = KernelSockets.entries().filter { $0.localPort == port && $0.state == KernelSockets.Entry.established }
+            return !ends.isEmpty && ends.allSatisfy { $0.receiveQueue == 0 }
+        }, "the server never read what we sent")
         server.stop()
         let end = try await connection.readLoop { _ in .continueReading }
         #expect(end == .endOfStream(.withoutCloseNotify))

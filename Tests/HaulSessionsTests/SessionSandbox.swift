@@ -106,12 +106,7 @@ final class SessionSandbox: Sendable {
     /// Polls `condition` every 10 ms until it holds or `timeout` seconds pass; returns whether it held.
     @discardableResult
     static func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
+        poll(every: .milliseconds(10), within: timeout, until: condition)
     }
 }
 
@@ -127,6 +122,7 @@ func collectEvents(_ session: HaulSession, timeout: Double, until stop: @escapin
             return events
         }
         group.addTask {
+            // The deadline of the collection (it races the events), not an ordering sleep.
             try? await Task.sleep(for: .seconds(timeout))
             return nil
         }
@@ -145,6 +141,7 @@ func within<T: Sendable>(_ timeout: Double, _ body: @escaping @Sendable () async
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await body() }
         group.addTask {
+            // The deadline (it races `body`), not an ordering sleep.
             try await Task.sleep(for: .seconds(timeout))
             return nil
         }

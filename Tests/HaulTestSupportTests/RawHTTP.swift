@@ -18,7 +18,7 @@ enum RawHTTP {
     static func get(port: UInt16, target: String = "/f", fields: [String] = ["Connection: close"], timeout: Double = 10,
                     stop: (Reply) -> Bool = { _ in false }) throws -> Reply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TestSupportError("socket: \(TestSupportError.describe(errno: errno))") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -27,12 +27,12 @@ enum RawHTTP {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw TestSupportError("connect: \(String(cString: strerror(errno)))") }
+        guard connected == 0 else { throw TestSupportError("connect: \(TestSupportError.describe(errno: errno))") }
         var slice = timeval(tv_sec: 0, tv_usec: 50_000)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, socklen_t(MemoryLayout<timeval>.size))
         let request = Array((["GET \(target) HTTP/1.1", "Host: 127.0.0.1:\(port)"] + fields + ["", ""]).joined(separator: "\r\n").utf8)
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
-            throw TestSupportError("send: \(String(cString: strerror(errno)))")
+            throw TestSupportError("send: \(TestSupportError.describe(errno: errno))")
         }
         let started = Date()
         var reply = Reply()

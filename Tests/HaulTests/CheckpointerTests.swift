@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+import HaulTestSupport
 @testable import Haul
 
 /// A stand-in for `fdatasync` of the data file: counts calls, can hold a call until released (to line
@@ -35,31 +36,16 @@ private final class FakeDataSync: Sendable {
             return state.calls
         }
         defer { state.withLock { $0.inFlight -= 1 } }
-        // Held with a deadline, so that a broken test fails instead of hanging.
-        let deadline = MonotonicDeadline(seconds: 20)
-        while state.withLock({ state in
-            state.held = state.holding.contains(call)
-            return state.held
-        }), !deadline.passed {
-            usleep(1000)
+        // Held until released, polled with a deadline so that a broken test fails instead of hanging.
+        poll(every: .milliseconds(1), within: 20) {
+            state.withLock { state in
+                state.held = state.holding.contains(call)
+                return !state.held
+            }
         }
         state.withLock { $0.held = false }
         if state.withLock({ $0.failing.contains(call) }) { throw SystemError(call: "fdatasync", errno: EIO) }
         try file.synchronize()
-    }
-}
-
-private struct MonotonicDeadline {
-    let end: timespec
-    init(seconds: Int) {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        end = timespec(tv_sec: now.tv_sec + seconds, tv_nsec: now.tv_nsec)
-    }
-    var passed: Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)
     }
 }
 
@@ -68,16 +54,6 @@ private final class Events: Sendable {
     private let list = Mutex<[String]>([])
     func add(_ event: String) { list.withLock { $0.append(event) } }
     var all: [String] { list.withLock { $0 } }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-private func eventually(within seconds: Int = 20, _ condition: () -> Bool) async -> Bool {
-    let deadline = MonotonicDeadline(seconds: seconds)
-    while !deadline.passed {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return condition()
 }
 
 /// One checkpointer over a real data file and journal in a temp directory, on its own loop.

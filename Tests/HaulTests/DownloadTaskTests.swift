@@ -89,7 +89,9 @@ final class DownloadTaskFixture: Sendable {
         #expect(state.durable.count == paused.bytesDone, "the journal lists every byte written before the pause")
         #expect(!FileManager.default.fileExists(atPath: path))
 
-        // Nothing moves while paused.
+        // Nothing moves while paused. Not an ordering sleep: the absence of movement can only be watched over a
+        // window, and in 300 ms a download that had not really stopped would add about a megabyte (3 MB/s per
+        // connection from /slow/). A shorter window could only miss a fault, never fail a correct pause.
         try await Task.sleep(for: .milliseconds(300))
         #expect(task.currentProgress.bytesDone == paused.bytesDone)
         #expect(try ResumeJournal.open(path: path + ".part.haul").1.durable == state.durable)
@@ -154,8 +156,10 @@ final class DownloadTaskFixture: Sendable {
         let haul = try client()
         let request = DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(path))
         let running = Task { try await haul.download(request) }
-        try await Task.sleep(for: .milliseconds(400))
+        // Cancelled once there is something to keep: the first checkpoint has written the journal.
+        let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
         running.cancel()
+        try #require(journaled, "the download wrote no journal before the deadline")
         await #expect { _ = try await running.value } throws: { error in
             guard case HaulError.cancelled = error else { return false }
             return true

@@ -55,14 +55,14 @@ import HaulTestSupport
         defer { server.stop() }
         var options = options(connections: 1)
         options.totalTimeout = .milliseconds(500)
-        let started = ContinuousClock.now
         await #expect {
             _ = try await download(server.url("/f"), options: options)
         } throws: { error in
             guard case HaulError.timedOut = error else { return false }
             return true
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // Stopped by the total timeout, not by the end of the file: the drip would take many seconds more.
+        #expect(server.bodyBytesSent < FaultTests.size, "the download was stopped before the server had sent the file")
     }
 
     @Test func tlsWithoutCloseNotifyAfterACompleteBodyIsFine() async throws {
@@ -239,14 +239,13 @@ import HaulTestSupport
     func outOfSpaceFailsAtOnce(_ mountPoint: String) async throws {
         let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
-        let started = ContinuousClock.now
         await #expect {
             _ = try await HaulClient(options: options()).download(server.url("/f"), to: mountPoint + "/f")
         } throws: { error in
             guard case HaulError.insufficientSpace(_, let needed, let available) = error else { return false }
             return needed == Int64(FaultTests.size) && available < needed
         }
-        #expect(ContinuousClock.now - started < .seconds(2))
+        // "At once" is shown by what was fetched, not by a clock: the file was refused before it was downloaded.
         #expect(server.bodyBytesSent < FaultTests.size, "failed before downloading the file")
     }
 }

@@ -224,10 +224,7 @@ import HaulTestSupport
 
         let client = try HaulClient(options: options)
         let task = client.start(request)
-        let deadline = ContinuousClock.now + HostileServerTests.deadline
-        while task.currentProgress.bytesDone < 2 << 20 && task.currentProgress.phase != .failed && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        await eventually { task.currentProgress.bytesDone >= 2 << 20 || task.currentProgress.phase == .failed }
         try #require(task.currentProgress.bytesDone >= 2 << 20, "the first run got going: \(task.currentProgress)")
         try await task.pause()
         let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
@@ -296,10 +293,7 @@ import HaulTestSupport
         let request = DownloadRequest(url: server.url("/f"), destination: .file(path))
         let firstClient = try HaulClient(options: options)
         let first = firstClient.start(request)
-        let deadline = ContinuousClock.now + HostileServerTests.deadline
-        while first.currentProgress.bytesDone == 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await eventually { first.currentProgress.bytesDone > 0 }
         try #require(first.currentProgress.bytesDone > 0 && first.currentProgress.phase == .downloading)
 
         let secondClient = if sameClient { firstClient } else { try HaulClient(options: options) }

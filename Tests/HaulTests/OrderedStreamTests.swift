@@ -38,8 +38,7 @@ import HaulTestSupport
         /// Closes the write end and returns everything read once the reader has seen the end.
         func finish() -> [UInt8] {
             close(writeEnd)
-            let deadline = Date().addingTimeInterval(30)
-            while !thread.isFinished && Date() < deadline { usleep(1000) }
+            poll(every: .milliseconds(1)) { thread.isFinished }
             close(readEnd)
             return collected.value.withLock { $0 }
         }

@@ -113,6 +113,7 @@ import HaulTestSupport
                 do { return .success(try await waiter.value) } catch let error as HaulError { return .failure(error) } catch { return nil }
             }
             group.addTask {
+                // The deadline (it races the waiter), not an ordering sleep.
                 try? await Task.sleep(for: limit)
                 return nil
             }

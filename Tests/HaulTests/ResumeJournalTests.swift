@@ -1,13 +1,14 @@
 import Glibc
 import Testing
+import HaulTestSupport
 @testable import Haul
 
-/// A fresh directory under /tmp, removed (with its files) when the test ends.
+/// A fresh directory under `$TMPDIR` (else /tmp), removed (with its files) when the test ends.
 final class JournalTestDirectory {
     let path: String
 
     init() {
-        var template = Array("/tmp/haul-journal-XXXXXX".utf8CString)
+        var template = Array("\(TemporaryDirectory.root)/haul-journal-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         path = String(cString: made!)

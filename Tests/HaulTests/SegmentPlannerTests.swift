@@ -1,4 +1,5 @@
 import Testing
+import HaulTestSupport
 @testable import Haul
 
 @Suite struct ByteRangeSetTests {
@@ -92,9 +93,11 @@ import Testing
         #expect(work?.range == (4 * mib)..<(6 * mib))
     }
 
+    /// A byte is requested a second time only after the request that held it was released before writing it.
     @Test func randomWorkloadsNeverRequestAByteTwiceAndFinish() {
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<300 {
+        let seed = TestSeed(for: "SegmentPlannerTests.randomWorkloads", default: 0x5345_474D)
+        var generator = seed.generator()
+        for workload in 0..<300 {
             let total = Int64.random(in: 1...(40 * mib), using: &generator)
             var planner = SegmentPlanner(total: total, minimumSegment: Int64.random(in: 1...mib, using: &generator))
             let workers = Int.random(in: 1...16, using: &generator)
@@ -103,8 +106,10 @@ import Testing
             var inFlight: [Int: (segment: Int, next: Int64, end: Int64)] = [:]
             var requestedBytes: Int64 = 0
             var lostBytes: Int64 = 0
+            // Bytes ever handed back unwritten (by `release`): the only ones that may be requested again.
+            var released = ByteRangeSet()
             var requested = ByteRangeSet()
-            var overlaps = 0
+            var overlapBytes: Int64 = 0
             var steps = 0
             while !planner.isComplete && steps < 200_000 {
                 steps += 1
@@ -115,6 +120,7 @@ import Testing
                     #expect(work.end <= planner.end(of: work.segment) || planner.end(of: work.segment) == 0)
                     if Int.random(in: 0..<40, using: &generator) == 0 {
                         lostBytes += work.end - work.next
+                        released.insert(work.next..<work.end)
                         planner.release(work.segment)
                         inFlight[worker] = nil
                         continue
@@ -137,15 +143,25 @@ import Testing
                 func record(_ next: (segment: Int, range: Range<Int64>)) {
                     inFlight[worker] = (next.segment, next.range.lowerBound, next.range.upperBound)
                     requestedBytes += Int64(next.range.count)
-                    let before = requested.count
+                    // The parts of this request some earlier request already covered.
+                    var cursor = next.range.lowerBound
+                    for fresh in requested.gaps(in: next.range) + [next.range.upperBound..<next.range.upperBound] {
+                        let again = cursor..<fresh.lowerBound
+                        if !again.isEmpty {
+                            overlapBytes += Int64(again.count)
+                            #expect(released.contains(again),
+                                    "workload \(workload): \(again) requested twice without being released (\(seed))")
+                        }
+                        cursor = fresh.upperBound
+                    }
                     requested.insert(next.range)
-                    if requested.count - before != Int64(next.range.count) { overlaps += 1 }
                 }
             }
-            #expect(planner.isComplete)
-            #expect(planner.written.ranges == [0..<total])
-            #expect(requestedBytes == total + lostBytes, "only lost bytes are requested again")
-            _ = overlaps
+            let context = "workload \(workload), total \(total), \(workers) workers (\(seed))"
+            #expect(planner.isComplete, "\(context)")
+            #expect(planner.written.ranges == [0..<total], "\(context)")
+            #expect(requestedBytes == total + lostBytes, "only lost bytes are requested again: \(context)")
+            #expect(overlapBytes == lostBytes, "every released byte is requested once more, no other byte is: \(context)")
         }
     }
 

@@ -8,6 +8,7 @@ func outcomeWithin(_ limit: Duration, of task: DownloadTask) async -> Result<Dow
     await withTaskGroup(of: Result<DownloadResult, HaulError>?.self) { group in
         group.addTask { await task.outcome() }
         group.addTask {
+            // The deadline (it races the download), not an ordering sleep.
             try? await Task.sleep(for: limit)
             return nil
         }

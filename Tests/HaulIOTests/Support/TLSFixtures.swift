@@ -22,7 +22,7 @@ struct TLSFixtures: Sendable {
     static let shared: Result<TLSFixtures, any Error> = Result { try TLSFixtures() }
 
     private init() throws {
-        var template = Array("/tmp/haul-tls-XXXXXX".utf8CString)
+        var template = Array("\(temporaryRoot())/haul-tls-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw SystemError(call: "mkdtemp", errno: errno) }
         directory = String(cString: made)
         TLSFixtures.removeAtExit(directory)
@@ -114,7 +114,7 @@ final class OpenSSLServer: @unchecked Sendable {
             let result = try address.withSockAddr { (pointer, length) throws(SystemError) in connect(fd, pointer, length) }
             close(fd)
             if result == 0 { return }
-            usleep(25_000)
+            usleep(25_000)  // the polling interval of this wait for the listener (200 looks), not an ordering sleep
         }
         stop()
         throw FixtureError(message: "openssl s_server did not start listening on port \(port)")
