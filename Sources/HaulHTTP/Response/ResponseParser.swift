@@ -39,7 +39,6 @@ public struct ResponseParser {
     private var state: State = .head
     private var section: FieldSectionParser
     private var chunked: ChunkedDecoder
-    private var pendingTrailers = HTTPFields()
     private var streamOffset = 0
     private var responseStartOffset = 0
     /// Interim (1xx) responses seen for the current request.
@@ -66,7 +65,6 @@ public struct ResponseParser {
         responseStartOffset = streamOffset
         interimResponses = 0
         section.reset(mode: .responseHead, sectionOffset: streamOffset)
-        pendingTrailers = HTTPFields()
     }
 
     /// Bytes consumed since the parser was created.
@@ -108,7 +106,7 @@ public struct ResponseParser {
 
         case .endPending:
             state = .done
-            return (.end(trailers: pendingTrailers), 0)
+            return (.end(trailers: HTTPFields()), 0)
 
         case .contentLength(let remaining):
             guard !input.isEmpty else { return (.needMoreInput, 0) }
@@ -166,7 +164,7 @@ public struct ResponseParser {
             try section.finishIncomplete()
         case .endPending:
             state = .done
-            return .end(trailers: pendingTrailers)
+            return .end(trailers: HTTPFields())
         case .contentLength(let remaining):
             throw HTTPParseError(.incompleteMessage("body ended after \(bodyBytes) of \(bodyBytes + remaining) bytes"), offset: streamOffset)
         case .chunked:
@@ -190,9 +188,7 @@ public struct ResponseParser {
         let headOffset = endOffset - section.receivedCount
         if status == 101 { throw HTTPParseError(.unexpectedSwitchingProtocols, offset: headOffset) }
 
-        let framingFields = try fields.storage.withUnsafeBufferPointer { p throws(HTTPParseError) in
-            try FramingFields(p, entries: fields.entries, headOffset: headOffset)
-        }
+        let framingFields = try section.framingFields(headOffset: headOffset)
         let persistent = line.minor >= 1 ? !framingFields.connectionClose
                                          : (framingFields.connectionKeepAlive && !framingFields.connectionClose)
         let framing: BodyFraming
@@ -242,17 +238,33 @@ struct FramingFields {
     var connectionClose = false
     var connectionKeepAlive = false
 
-    init(_ p: UnsafeBufferPointer<UInt8>, entries: [HTTPFields.Entry], headOffset: Int) throws(HTTPParseError) {
+    /// - Parameter candidates: bit k set for every field k that may be one of the three (by the length of
+    ///   its name), all bits when fields past the 64th may be; other fields are not looked at.
+    init(_ p: UnsafeBufferPointer<UInt8>, entries: UnsafeBufferPointer<HTTPFields.Entry>, candidates: UInt64,
+         headOffset: Int) throws(HTTPParseError) {
         var transferEncodingSeen = false
         var transferEncodingChunked = true
         var firstTransferEncoding: Range<Int>? = nil
         var contentLengthText: Range<Int>? = nil
-        for entry in entries {
+        var remaining = candidates
+        var next = 0
+        while next < entries.count && remaining != 0 {
+            // Every field in order when fields past the 64th are candidates, else only the candidates.
+            let index = candidates == UInt64.max ? next : remaining.trailingZeroBitCount
+            next = index &+ 1
+            remaining = candidates == UInt64.max ? remaining : remaining & (remaining &- 1)
+            let entry = entries[index]
             let name = entry.nameRange
             let value = Int(entry.valueStart)..<Int(entry.valueEnd)
             switch name.count {
             case 14 where equalsLowercase(p, name, "content-length"):
-                try addContentLength(p, value, previous: &contentLengthText, offset: headOffset + value.lowerBound)
+                // The usual value, one number, read at once; anything else (a list, a repeat) takes the long way.
+                if contentLength == nil, value.count <= 18, let length = parseShortDecimal(p, value) {
+                    contentLength = length
+                    contentLengthText = value
+                } else {
+                    try addContentLength(p, value, previous: &contentLengthText, offset: headOffset + value.lowerBound)
+                }
             case 17 where equalsLowercase(p, name, "transfer-encoding"):
                 // Several fields form one list (RFC 9110 §5.3); only a lone "chunked" is supported.
                 if firstTransferEncoding == nil { firstTransferEncoding = value }
@@ -263,6 +275,15 @@ struct FramingFields {
                 }
                 if value.isEmpty { transferEncodingChunked = false }
             case 10 where equalsLowercase(p, name, "connection"):
+                // One option alone is the usual value.
+                if equalsLowercase(p, value, "keep-alive") {
+                    connectionKeepAlive = true
+                    continue
+                }
+                if equalsLowercase(p, value, "close") {
+                    connectionClose = true
+                    continue
+                }
                 forEachListItem(p, value) { item in
                     if equalsLowercase(p, item, "close") { connectionClose = true }
                     if equalsLowercase(p, item, "keep-alive") { connectionKeepAlive = true }
@@ -304,7 +325,7 @@ struct FramingFields {
     }
 
     /// Every value of the named field joined with ", ", for error messages.
-    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: [HTTPFields.Entry]) -> String? {
+    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: UnsafeBufferPointer<HTTPFields.Entry>) -> String? {
         let values = entries.filter { $0.nameRange.count == name.utf8CodeUnitCount && equalsLowercase(p, $0.nameRange, name) }
             .map { latin1String(p[Int($0.valueStart)..<Int($0.valueEnd)]) }
         return values.isEmpty ? nil : values.joined(separator: ", ")
@@ -348,6 +369,23 @@ func forEachListItem(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ bod
         if a < b { body(a..<b) }
         start = end &+ 1
     }
+}
+
+/// `1*DIGIT` of 1 to 18 digits (which cannot overflow Int64); nil for anything else.
+@inline(__always)
+func parseShortDecimal(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int64? {
+    guard !range.isEmpty && range.count <= 18 else { return nil }
+    var value: Int64 = 0
+    var i = range.lowerBound
+    let end = range.upperBound
+    let base = p.baseAddress!
+    while i < end {
+        let digit = base[i] &- 0x30
+        guard digit < 10 else { return nil }
+        value = value &* 10 &+ Int64(digit)
+        i &+= 1
+    }
+    return value
 }
 
 /// `1*DIGIT` within Int64; nil for anything else, including overflow.
