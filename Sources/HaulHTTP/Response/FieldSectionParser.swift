@@ -329,14 +329,11 @@ struct FieldSectionParser {
     /// What the completed head's framing fields say (see `FramingFields`).
     func framingFields(headOffset: Int) throws(HTTPParseError) -> FramingFields {
         let candidates = framingCandidates
-        let outcome = storage.withUnsafeBufferPointer { bytes in
-            entries.withUnsafeBufferPointer { entries in
-                Result { () throws(HTTPParseError) -> FramingFields in
-                    try FramingFields(bytes, entries: entries, candidates: candidates, headOffset: headOffset)
-                }
+        return try storage.withUnsafeBufferPointer { bytes throws(HTTPParseError) in
+            try entries.withUnsafeBufferPointer { entries throws(HTTPParseError) in
+                try FramingFields(bytes, entries: entries, candidates: candidates, headOffset: headOffset)
             }
         }
-        return try outcome.get()
     }
 
     /// `HTTP-version SP status-code SP reason-phrase CRLF`; nil when the line is not complete yet.

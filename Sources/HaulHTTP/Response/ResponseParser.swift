@@ -349,6 +349,12 @@ func equalsLowercase(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ low
         guard a == expected.loadUnaligned(fromByteOffset: k, as: UInt64.self) else { return false }
         k &+= 8
     }
+    if k < count && count >= 8 {
+        // The rest as the last eight bytes, overlapping bytes already compared.
+        let last = count &- 8
+        let a = actual.loadUnaligned(fromByteOffset: last, as: UInt64.self) | 0x2020_2020_2020_2020
+        return a == expected.loadUnaligned(fromByteOffset: last, as: UInt64.self)
+    }
     while k < count {
         guard actual.load(fromByteOffset: k, as: UInt8.self) | 0x20 == expected.load(fromByteOffset: k, as: UInt8.self) else { return false }
         k &+= 1
@@ -371,21 +377,43 @@ func forEachListItem(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ bod
     }
 }
 
-/// `1*DIGIT` of 1 to 18 digits (which cannot overflow Int64); nil for anything else.
+/// `1*DIGIT` of 1 to 18 digits (which cannot overflow Int64); nil for anything else. Eight digits at a
+/// time: a Content-Length is read for every response.
 @inline(__always)
 func parseShortDecimal(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int64? {
-    guard !range.isEmpty && range.count <= 18 else { return nil }
+    let count = range.count
+    guard count > 0 && count <= 18 else { return nil }
+    let start = UnsafeRawPointer(p.baseAddress! + range.lowerBound)
     var value: Int64 = 0
-    var i = range.lowerBound
-    let end = range.upperBound
-    let base = p.baseAddress!
-    while i < end {
-        let digit = base[i] &- 0x30
+    var k = 0
+    while k &+ 8 <= count {
+        guard let eight = eightDigits(start.loadUnaligned(fromByteOffset: k, as: UInt64.self)) else { return nil }
+        value = value &* 100_000_000 &+ Int64(eight)
+        k &+= 8
+    }
+    while k < count {
+        let digit = start.load(fromByteOffset: k, as: UInt8.self) &- 0x30
         guard digit < 10 else { return nil }
         value = value &* 10 &+ Int64(digit)
-        i &+= 1
+        k &+= 1
     }
     return value
+}
+
+/// The number written by eight ASCII digits loaded little-endian (the first digit in the low byte), or nil
+/// when any byte is not a digit.
+@inline(__always)
+func eightDigits(_ chunk: UInt64) -> UInt64? {
+    // A byte is a digit when its high nibble is 3 and adding 6 leaves it there (0x30-0x39; 0x3A-0x3F carry).
+    let highNibbles = chunk & 0xF0F0_F0F0_F0F0_F0F0
+    let carried = (chunk &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0
+    guard highNibbles | (carried &>> 4) == 0x3333_3333_3333_3333 else { return nil }
+    // Pairs, then fours, then all eight (each step multiplies the higher-placed half and adds).
+    var v = chunk &- 0x3030_3030_3030_3030
+    v = (v &* 10) &+ (v &>> 8)
+    v = (((v & 0x0000_00FF_0000_00FF) &* 0x000F_4240_0000_0064)
+        &+ (((v &>> 16) & 0x0000_00FF_0000_00FF) &* 0x0000_2710_0000_0001)) &>> 32
+    return v & 0xFFFF_FFFF
 }
 
 /// `1*DIGIT` within Int64; nil for anything else, including overflow.
