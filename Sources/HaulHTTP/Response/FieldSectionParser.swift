@@ -237,7 +237,7 @@ struct FieldSectionParser {
     @inline(__always)
     private mutating func takePlainLines(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int? {
         var i = lineStart
-        var controls = ControlBytes(p, n)
+        var controls = ControlBytes(p, n, from: i)
         if !statusLineDone {
             guard let line = Self.plainStatusLine(p, n, from: i, &controls) else { return nil }
             statusLine = line.statusLine
@@ -246,6 +246,7 @@ struct FieldSectionParser {
             lineStart = i
         }
         let table = ByteClass.table
+        let crlf = UInt16(asciiLF) &<< 8 | UInt16(asciiCR)
         var room = maxFields &- entries.count
         return withUnsafeTemporaryAllocation(of: HTTPFields.Entry.self, capacity: 32) { scratch -> Int? in
             let table32 = scratch.baseAddress!
@@ -253,9 +254,10 @@ struct FieldSectionParser {
             var end: Int? = nil
             while true {
                 // The line ends at its first control byte other than HTAB (which field content allows).
-                var e = controls.next(from: i)
-                while e < n && p[e] == asciiHT { e = controls.next(from: e &+ 1) }
-                guard e &+ 1 < n && p[e] == asciiCR && p[e &+ 1] == asciiLF else { break }
+                var e = controls.next()
+                while e < n && p[e] == asciiHT { e = controls.next() }
+                guard e &+ 1 < n && UnsafeRawPointer(p + e).loadUnaligned(as: UInt16.self) == crlf else { break }
+                _ = controls.next()  // the LF at e + 1
                 if e == i {
                     end = e &+ 2
                     break
@@ -264,7 +266,9 @@ struct FieldSectionParser {
                 // the name cannot run past this line.
                 let colon = ByteClass.skipToken(p, from: i, to: n, table: table)
                 guard colon != i && p[colon] == asciiColon && room > 0 else { break }
+                // Usually one space before the value and none after it; p[e] is CR, so neither loop runs past it.
                 var valueStart = colon &+ 1
+                if p[valueStart] == asciiSP { valueStart &+= 1 }
                 while p[valueStart] == asciiSP || p[valueStart] == asciiHT { valueStart &+= 1 }
                 var valueEnd = e
                 while valueEnd > valueStart && (p[valueEnd &- 1] == asciiSP || p[valueEnd &- 1] == asciiHT) { valueEnd &-= 1 }
@@ -301,9 +305,11 @@ struct FieldSectionParser {
         guard minor < 10 && d0 < 10 && d1 < 10 && d2 < 10 && d0 != 0 else { return nil }
         guard p[i &+ 8] == asciiSP && p[i &+ 12] == asciiSP else { return nil }
         let reasonStart = i &+ 13
-        var e = controls.next(from: reasonStart)
-        while e < n && p[e] == asciiHT { e = controls.next(from: e &+ 1) }
+        // The 13 bytes checked above hold no control byte, so the first one handed out ends the reason.
+        var e = controls.next()
+        while e < n && p[e] == asciiHT { e = controls.next() }
         guard e &+ 1 < n && p[e] == asciiCR && p[e &+ 1] == asciiLF else { return nil }
+        _ = controls.next()  // the LF at e + 1
         let status = Int(d0) &* 100 &+ Int(d1) &* 10 &+ Int(d2)
         return (StatusLine(major: 1, minor: Int(minor), status: status, reasonStart: reasonStart, reasonEnd: e), e &+ 2)
     }
@@ -404,35 +410,39 @@ extension HTTPFields.Entry {
     var nameRange: Range<Int> { Int(nameStart)..<Int(nameEnd) }
 }
 
-/// Positions of control bytes (and DEL) in `p[0..<n]`, found for 64 bytes at a time (aligned to `p`, so each
-/// block is scanned once) and handed out in order.
+/// Positions of control bytes (and DEL) in `p[start..<n]`, found for 64 bytes at a time (aligned to `p`) and
+/// handed out in order, each once. Taking the next one clears the lowest bit of the block's mask, so the
+/// line ends of a head come out at a cycle or two apiece, without waiting on the work done for each line.
 struct ControlBytes {
     private let p: UnsafePointer<UInt8>
     private let n: Int
-    /// The 64-byte block `mask` describes, by index; -1 before the first.
-    private var block = -1
-    private var mask: UInt64 = 0
+    /// The 64-byte block `bits` describes, by index.
+    private var block: Int
+    /// Control bytes of `block` not handed out yet.
+    private var bits: UInt64
 
     @inline(__always)
-    init(_ p: UnsafePointer<UInt8>, _ n: Int) {
+    init(_ p: UnsafePointer<UInt8>, _ n: Int, from start: Int) {
         self.p = p
         self.n = n
+        block = start &>> 6
+        bits = start < n ? haul_control_mask64(p, block &<< 6, n) & (UInt64.max &<< UInt64(start & 63)) : 0
     }
 
-    /// The first control byte at or after `start`, or `n` when there is none.
+    /// The next control byte's position, or `n` when there is none.
     @inline(__always)
-    mutating func next(from start: Int) -> Int {
-        var i = start
-        while true {
-            let index = i &>> 6
-            if index != block {
-                guard i < n else { return n }
-                block = index
-                mask = haul_control_mask64(p, index &<< 6, n)
+    mutating func next() -> Int {
+        while bits == 0 {
+            block &+= 1
+            let start = block &<< 6
+            guard start < n else {
+                block &-= 1
+                return n
             }
-            let bits = mask & (UInt64.max &<< UInt64(truncatingIfNeeded: i & 63))
-            if bits != 0 { return index &<< 6 | bits.trailingZeroBitCount }
-            i = (index &+ 1) &<< 6
+            bits = haul_control_mask64(p, start, n)
         }
+        let position = block &<< 6 | bits.trailingZeroBitCount
+        bits &= bits &- 1
+        return position
     }
 }
