@@ -99,7 +99,7 @@ static inline size_t haul_scan_token(const uint8_t *p, size_t n, const uint8_t *
         unsigned other = (unsigned)_mm_movemask_epi8(common) ^ 0xFFFFu;
         if (other) {
             size_t stop = i + (size_t)__builtin_ctz(other);
-            if (!(token_table[p[stop]] & 1)) return stop;
+            if (p[stop] == ':' || !(token_table[p[stop]] & 1)) return stop;
             i = stop;
             break;
         }

@@ -181,6 +181,7 @@ public struct ResponseParser {
     }
 
     /// Decides framing and persistence once the head is complete (RFC 9112 §6.3, §9.3).
+    @inline(__always)
     private mutating func finishHead(endOffset: Int) throws(HTTPParseError) -> ResponseHead {
         let line = section.statusLine
         let fields = section.fields
@@ -240,6 +241,7 @@ struct FramingFields {
 
     /// - Parameter candidates: bit k set for every field k that may be one of the three (by the length of
     ///   its name), all bits when fields past the 64th may be; other fields are not looked at.
+    @inline(__always)
     init(_ p: UnsafeBufferPointer<UInt8>, entries: UnsafeBufferPointer<HTTPFields.Entry>, candidates: UInt64,
          headOffset: Int) throws(HTTPParseError) {
         var transferEncodingSeen = false
