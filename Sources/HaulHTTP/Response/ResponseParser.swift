@@ -92,6 +92,7 @@ public struct ResponseParser {
         return result
     }
 
+    @inline(__always)
     private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> (event: ResponseEvent, consumed: Int) {
         switch state {
         case .head:
