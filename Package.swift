@@ -41,9 +41,11 @@ let package = Package(
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",
-            dependencies: ["HaulHTTP"],
+            dependencies: ["HaulHTTP", "CPicoHTTPParser"],
             path: "Benchmarks/ParserBenchmark"
         ),
+        // picohttpparser, vendored as the benchmark's same-run reference; nothing else depends on it.
+        .target(name: "CPicoHTTPParser", path: "Benchmarks/PicoHTTPParser", exclude: ["picohttpparser.c"]),
 
         // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
         .target(name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"]),

@@ -199,40 +199,46 @@ func describe(_ head: ResponseHead) -> [String] {
     head.fields.pairs.map { "\($0.name): \($0.value)" }
 }
 
+/// Parses `c` whole and in every split; all must give what the case says.
+func checkValidCase(_ c: ValidCase) throws {
+    let input = latin1Bytes(c.input)
+    let whole = CollectedResponse.parse(pieces: [input], requestWasHead: c.requestWasHead)
+    #expect(whole.error == nil)
+    let head = try #require(whole.head)
+    #expect(head.status == c.status)
+    #expect(describe(head) == c.fields)
+    #expect(latin1String(whole.body) == c.body)
+    #expect(head.framing.name == c.framing)
+    #expect(head.keepAlive == c.keepAlive)
+    #expect(whole.trailers.pairs.map { "\($0.name): \($0.value)" } == c.trailers)
+    #expect(whole.interim.map(\.status) == c.interim)
+    if let interimFields = c.interimFields { #expect(whole.interim.map(describe) == interimFields) }
+    #expect(whole.isComplete)
+    #expect(whole.consumed == input.count - c.leftover)
+
+    for pieces in splits(of: input) {
+        let split = CollectedResponse.parse(pieces: pieces, requestWasHead: c.requestWasHead)
+        #expect(split == whole, "split into \(pieces.map(\.count)) differs")
+    }
+}
+
+/// Parses `c` whole and in every split; all must fail with the case's error at its offset.
+func checkHostileCase(_ c: HostileCase) {
+    let whole = CollectedResponse.parse(pieces: [c.input], limits: c.limits)
+    #expect(whole.error == HTTPParseError(c.kind, offset: c.offset), "got \(String(describing: whole.error))")
+    #expect(!whole.isComplete)
+    for pieces in splits(of: c.input) {
+        let split = CollectedResponse.parse(pieces: pieces, limits: c.limits)
+        #expect(split.error == whole.error, "split into \(pieces.map(\.count)) gave \(String(describing: split.error))")
+    }
+}
+
 @Suite struct ResponseParserTests {
     @Test(arguments: validCases)
-    func validResponse(_ c: ValidCase) throws {
-        let input = latin1Bytes(c.input)
-        let whole = CollectedResponse.parse(pieces: [input], requestWasHead: c.requestWasHead)
-        #expect(whole.error == nil)
-        let head = try #require(whole.head)
-        #expect(head.status == c.status)
-        #expect(describe(head) == c.fields)
-        #expect(latin1String(whole.body) == c.body)
-        #expect(head.framing.name == c.framing)
-        #expect(head.keepAlive == c.keepAlive)
-        #expect(whole.trailers.pairs.map { "\($0.name): \($0.value)" } == c.trailers)
-        #expect(whole.interim.map(\.status) == c.interim)
-        if let interimFields = c.interimFields { #expect(whole.interim.map(describe) == interimFields) }
-        #expect(whole.isComplete)
-        #expect(whole.consumed == input.count - c.leftover)
-
-        for pieces in splits(of: input) {
-            let split = CollectedResponse.parse(pieces: pieces, requestWasHead: c.requestWasHead)
-            #expect(split == whole, "split into \(pieces.map(\.count)) differs")
-        }
-    }
+    func validResponse(_ c: ValidCase) throws { try checkValidCase(c) }
 
     @Test(arguments: hostileCases)
-    func hostileInput(_ c: HostileCase) {
-        let whole = CollectedResponse.parse(pieces: [c.input], limits: c.limits)
-        #expect(whole.error == HTTPParseError(c.kind, offset: c.offset), "got \(String(describing: whole.error))")
-        #expect(!whole.isComplete)
-        for pieces in splits(of: c.input) {
-            let split = CollectedResponse.parse(pieces: pieces, limits: c.limits)
-            #expect(split.error == whole.error, "split into \(pieces.map(\.count)) gave \(String(describing: split.error))")
-        }
-    }
+    func hostileInput(_ c: HostileCase) { checkHostileCase(c) }
 
     @Test func errorDescriptionNamesTheProblemAndOffset() {
         let error = HTTPParseError(.invalidFieldValueCharacter(field: "X-Evil", byte: 0), offset: 26)

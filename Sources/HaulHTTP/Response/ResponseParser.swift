@@ -39,7 +39,6 @@ public struct ResponseParser {
     private var state: State = .head
     private var section: FieldSectionParser
     private var chunked: ChunkedDecoder
-    private var pendingTrailers = HTTPFields()
     private var streamOffset = 0
     private var responseStartOffset = 0
     /// Interim (1xx) responses seen for the current request.
@@ -66,7 +65,6 @@ public struct ResponseParser {
         responseStartOffset = streamOffset
         interimResponses = 0
         section.reset(mode: .responseHead, sectionOffset: streamOffset)
-        pendingTrailers = HTTPFields()
     }
 
     /// Bytes consumed since the parser was created.
@@ -94,6 +92,7 @@ public struct ResponseParser {
         return result
     }
 
+    @inline(__always)
     private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> (event: ResponseEvent, consumed: Int) {
         switch state {
         case .head:
@@ -108,7 +107,7 @@ public struct ResponseParser {
 
         case .endPending:
             state = .done
-            return (.end(trailers: pendingTrailers), 0)
+            return (.end(trailers: HTTPFields()), 0)
 
         case .contentLength(let remaining):
             guard !input.isEmpty else { return (.needMoreInput, 0) }
@@ -166,7 +165,7 @@ public struct ResponseParser {
             try section.finishIncomplete()
         case .endPending:
             state = .done
-            return .end(trailers: pendingTrailers)
+            return .end(trailers: HTTPFields())
         case .contentLength(let remaining):
             throw HTTPParseError(.incompleteMessage("body ended after \(bodyBytes) of \(bodyBytes + remaining) bytes"), offset: streamOffset)
         case .chunked:
@@ -183,6 +182,7 @@ public struct ResponseParser {
     }
 
     /// Decides framing and persistence once the head is complete (RFC 9112 §6.3, §9.3).
+    @inline(__always)
     private mutating func finishHead(endOffset: Int) throws(HTTPParseError) -> ResponseHead {
         let line = section.statusLine
         let fields = section.fields
@@ -190,9 +190,7 @@ public struct ResponseParser {
         let headOffset = endOffset - section.receivedCount
         if status == 101 { throw HTTPParseError(.unexpectedSwitchingProtocols, offset: headOffset) }
 
-        let framingFields = try fields.storage.withUnsafeBufferPointer { p throws(HTTPParseError) in
-            try FramingFields(p, entries: fields.entries, headOffset: headOffset)
-        }
+        let framingFields = try section.framingFields(headOffset: headOffset)
         let persistent = line.minor >= 1 ? !framingFields.connectionClose
                                          : (framingFields.connectionKeepAlive && !framingFields.connectionClose)
         let framing: BodyFraming
@@ -242,17 +240,34 @@ struct FramingFields {
     var connectionClose = false
     var connectionKeepAlive = false
 
-    init(_ p: UnsafeBufferPointer<UInt8>, entries: [HTTPFields.Entry], headOffset: Int) throws(HTTPParseError) {
+    /// - Parameter candidates: bit k set for every field k that may be one of the three (by the length of
+    ///   its name), all bits when fields past the 64th may be; other fields are not looked at.
+    @inline(__always)
+    init(_ p: UnsafeBufferPointer<UInt8>, entries: UnsafeBufferPointer<HTTPFields.Entry>, candidates: UInt64,
+         headOffset: Int) throws(HTTPParseError) {
         var transferEncodingSeen = false
         var transferEncodingChunked = true
         var firstTransferEncoding: Range<Int>? = nil
         var contentLengthText: Range<Int>? = nil
-        for entry in entries {
+        var remaining = candidates
+        var next = 0
+        while next < entries.count && remaining != 0 {
+            // Every field in order when fields past the 64th are candidates, else only the candidates.
+            let index = candidates == UInt64.max ? next : remaining.trailingZeroBitCount
+            next = index &+ 1
+            remaining = candidates == UInt64.max ? remaining : remaining & (remaining &- 1)
+            let entry = entries[index]
             let name = entry.nameRange
             let value = Int(entry.valueStart)..<Int(entry.valueEnd)
             switch name.count {
             case 14 where equalsLowercase(p, name, "content-length"):
-                try addContentLength(p, value, previous: &contentLengthText, offset: headOffset + value.lowerBound)
+                // The usual value, one number, read at once; anything else (a list, a repeat) takes the long way.
+                if contentLength == nil, value.count <= 18, let length = parseShortDecimal(p, value) {
+                    contentLength = length
+                    contentLengthText = value
+                } else {
+                    try addContentLength(p, value, previous: &contentLengthText, offset: headOffset + value.lowerBound)
+                }
             case 17 where equalsLowercase(p, name, "transfer-encoding"):
                 // Several fields form one list (RFC 9110 §5.3); only a lone "chunked" is supported.
                 if firstTransferEncoding == nil { firstTransferEncoding = value }
@@ -263,6 +278,15 @@ struct FramingFields {
                 }
                 if value.isEmpty { transferEncodingChunked = false }
             case 10 where equalsLowercase(p, name, "connection"):
+                // One option alone is the usual value.
+                if equalsLowercase(p, value, "keep-alive") {
+                    connectionKeepAlive = true
+                    continue
+                }
+                if equalsLowercase(p, value, "close") {
+                    connectionClose = true
+                    continue
+                }
                 forEachListItem(p, value) { item in
                     if equalsLowercase(p, item, "close") { connectionClose = true }
                     if equalsLowercase(p, item, "keep-alive") { connectionKeepAlive = true }
@@ -304,7 +328,7 @@ struct FramingFields {
     }
 
     /// Every value of the named field joined with ", ", for error messages.
-    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: [HTTPFields.Entry]) -> String? {
+    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: UnsafeBufferPointer<HTTPFields.Entry>) -> String? {
         let values = entries.filter { $0.nameRange.count == name.utf8CodeUnitCount && equalsLowercase(p, $0.nameRange, name) }
             .map { latin1String(p[Int($0.valueStart)..<Int($0.valueEnd)]) }
         return values.isEmpty ? nil : values.joined(separator: ", ")
@@ -328,6 +352,12 @@ func equalsLowercase(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ low
         guard a == expected.loadUnaligned(fromByteOffset: k, as: UInt64.self) else { return false }
         k &+= 8
     }
+    if k < count && count >= 8 {
+        // The rest as the last eight bytes, overlapping bytes already compared.
+        let last = count &- 8
+        let a = actual.loadUnaligned(fromByteOffset: last, as: UInt64.self) | 0x2020_2020_2020_2020
+        return a == expected.loadUnaligned(fromByteOffset: last, as: UInt64.self)
+    }
     while k < count {
         guard actual.load(fromByteOffset: k, as: UInt8.self) | 0x20 == expected.load(fromByteOffset: k, as: UInt8.self) else { return false }
         k &+= 1
@@ -348,6 +378,45 @@ func forEachListItem(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ bod
         if a < b { body(a..<b) }
         start = end &+ 1
     }
+}
+
+/// `1*DIGIT` of 1 to 18 digits (which cannot overflow Int64); nil for anything else. Eight digits at a
+/// time: a Content-Length is read for every response.
+@inline(__always)
+func parseShortDecimal(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int64? {
+    let count = range.count
+    guard count > 0 && count <= 18 else { return nil }
+    let start = UnsafeRawPointer(p.baseAddress! + range.lowerBound)
+    var value: Int64 = 0
+    var k = 0
+    while k &+ 8 <= count {
+        guard let eight = eightDigits(start.loadUnaligned(fromByteOffset: k, as: UInt64.self)) else { return nil }
+        value = value &* 100_000_000 &+ Int64(eight)
+        k &+= 8
+    }
+    while k < count {
+        let digit = start.load(fromByteOffset: k, as: UInt8.self) &- 0x30
+        guard digit < 10 else { return nil }
+        value = value &* 10 &+ Int64(digit)
+        k &+= 1
+    }
+    return value
+}
+
+/// The number written by eight ASCII digits loaded little-endian (the first digit in the low byte), or nil
+/// when any byte is not a digit.
+@inline(__always)
+func eightDigits(_ chunk: UInt64) -> UInt64? {
+    // A byte is a digit when its high nibble is 3 and adding 6 leaves it there (0x30-0x39; 0x3A-0x3F carry).
+    let highNibbles = chunk & 0xF0F0_F0F0_F0F0_F0F0
+    let carried = (chunk &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0
+    guard highNibbles | (carried &>> 4) == 0x3333_3333_3333_3333 else { return nil }
+    // Pairs, then fours, then all eight (each step multiplies the higher-placed half and adds).
+    var v = chunk &- 0x3030_3030_3030_3030
+    v = (v &* 10) &+ (v &>> 8)
+    v = (((v & 0x0000_00FF_0000_00FF) &* 0x000F_4240_0000_0064)
+        &+ (((v &>> 16) & 0x0000_00FF_0000_00FF) &* 0x0000_2710_0000_0001)) &>> 32
+    return v & 0xFFFF_FFFF
 }
 
 /// `1*DIGIT` within Int64; nil for anything else, including overflow.
