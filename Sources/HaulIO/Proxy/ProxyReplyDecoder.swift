@@ -1,12 +1,13 @@
 import HaulHTTP
 
 /// Decodes one reply of a proxy handshake and says what it means, without I/O: bytes in, a decision out.
-/// ``ProxyHandshake`` does the reading and writing and acts on the decisions; keeping the decoding here lets
+/// `ProxyHandshake` does the reading and writing and acts on the decisions; keeping the decoding here lets
 /// tests and the fuzzer drive every byte sequence a proxy could send.
 ///
 /// One decoder reads one reply (the handshake makes a new one per step). Feed it the bytes as they arrive,
 /// in pieces of any size; it answers ``Decision/needMoreInput`` until the reply is whole, then the same
-/// decision for every later call. The decision depends only on the bytes received, not on how they were cut.
+/// decision for every later call. The decision depends only on the bytes received, not on how they were cut,
+/// with one allowance: the HTTP head parser may find a broken line sooner when more of it arrives at once.
 public struct ProxyReplyDecoder {
     /// The reply expected: what was just sent decides what may come back.
     public enum Reply: Sendable, Hashable {
