@@ -8,6 +8,9 @@ let package = Package(
         .library(name: "Haul", targets: ["Haul"]),
         .library(name: "HaulHTTP", targets: ["HaulHTTP"]),
         .library(name: "HaulSessions", targets: ["HaulSessions"]),
+        // The CLI's pure pieces, for the fuzz harnesses (Fuzz/) of the parsers among them (.netrc). HaulSessions
+        // already links this target; the product only makes it importable from outside the package.
+        .library(name: "HaulCommandLine", targets: ["HaulCommandLine"]),
         .executable(name: "haul", targets: ["haul"]),
         .executable(name: "haul-parse", targets: ["haul-parse"]),
     ],

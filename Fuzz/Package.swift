@@ -4,11 +4,20 @@ import PackageDescription
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
-                 "FuzzSessions", "FuzzProxySettings"]
-// Harnesses for formats that live in the engine (the resume journal) link the whole `Haul` library; the
-// session log and protocol live in `HaulSessions`.
-let engineHarnesses: Set<String> = ["FuzzJournal"]
+                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc"]
+// Harnesses for formats that live in the engine (the resume journal) or in HaulIO (proxy replies; `Haul`
+// re-exports HaulIO) link the whole `Haul` library; the session log and protocol live in `HaulSessions`,
+// the .netrc parser in `HaulCommandLine`.
+let engineHarnesses: Set<String> = ["FuzzJournal", "FuzzProxyReplies"]
 let sessionHarnesses: Set<String> = ["FuzzSessions"]
+let commandLineHarnesses: Set<String> = ["FuzzNetrc"]
+
+func library(for harness: String) -> String {
+    if sessionHarnesses.contains(harness) { return "HaulSessions" }
+    if commandLineHarnesses.contains(harness) { return "HaulCommandLine" }
+    if engineHarnesses.contains(harness) { return "Haul" }
+    return "HaulHTTP"
+}
 
 let package = Package(
     name: "HaulFuzz",
@@ -21,8 +30,7 @@ let package = Package(
             name: name,
             dependencies: [
                 "FuzzDriver",
-                .product(name: sessionHarnesses.contains(name) ? "HaulSessions" : engineHarnesses.contains(name) ? "Haul" : "HaulHTTP",
-                         package: "Haul"),
+                .product(name: library(for: name), package: "Haul"),
             ]
         )
     },

@@ -9,12 +9,13 @@ seconds=${1:-30}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 fuzz="$root/Fuzz"
-all_harnesses=(FuzzResponseParser FuzzChunkedDecoder FuzzURL FuzzContentDisposition FuzzFieldValues FuzzJournal FuzzSessions FuzzProxySettings)
+all_harnesses=(FuzzResponseParser FuzzChunkedDecoder FuzzURL FuzzContentDisposition FuzzFieldValues FuzzJournal FuzzSessions FuzzProxySettings FuzzProxyReplies FuzzNetrc)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all_harnesses[@]}")
 jobs=${FUZZ_JOBS:-$(nproc)}
 
-declare -A dictionary=([FuzzResponseParser]=http.dict [FuzzChunkedDecoder]=http.dict [FuzzURL]=url.dict)
+declare -A dictionary=([FuzzResponseParser]=http.dict [FuzzChunkedDecoder]=http.dict [FuzzURL]=url.dict
+                      [FuzzProxyReplies]=http.dict [FuzzNetrc]=netrc.dict)
 
 echo "building fuzz harnesses (release, -sanitize=fuzzer,address)..."
 # gold crashes on ASan-instrumented objects; lld links them.

@@ -27,6 +27,8 @@ import HaulCommandLine
 
     @Test(arguments: [("machine", 1, "without a host name"), ("login x", 1, "before any"),
                       ("machine a\nlogin", 2, "without a value"), ("machine a password \"open", 1, "unterminated"),
+                      ("machine a password \"open\\\nx\"", 1, "unterminated"),
+                      ("machine a password \"open\\\r\nx\"", 1, "unterminated"),
                       ("machine a\n\nfrobnicate 1", 3, "unexpected \"frobnicate\"")])
     func errorsNameTheLine(text: String, line: Int, message: String) {
         #expect { try Netrc(parsing: text) } throws: { error in

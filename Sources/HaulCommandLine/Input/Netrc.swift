@@ -90,7 +90,9 @@ private struct NetrcTokens {
                 let scalar = scalars[index]
                 index += 1
                 if scalar == "\"" { break }
-                if scalar == "\\", index < scalars.count {
+                // A backslash before the line break escapes nothing: a quoted token ends on its line (a
+                // CRLF file would otherwise read differently from the same file with LF).
+                if scalar == "\\", index < scalars.count, scalars[index] != "\n" {
                     let escaped = scalars[index]
                     index += 1
                     switch escaped {

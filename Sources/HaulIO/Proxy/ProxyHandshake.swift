@@ -15,8 +15,9 @@ struct ProxyPlan: Sendable {
     var proxy: ProxyURL { route.proxy }
 }
 
-/// Sets up a tunnel on a connection to a proxy: an HTTP `CONNECT` (read back with ``ConnectReplyReader``) or
-/// the SOCKS5 greeting, optional username/password and CONNECT. Runs on the connection's loop; completes once,
+/// Sets up a tunnel on a connection to a proxy: an HTTP `CONNECT` or the SOCKS5 greeting, optional
+/// username/password and CONNECT. The replies are decoded, and their meaning decided, by ``ProxyReplyDecoder``;
+/// this class only does the I/O and moves between steps. Runs on the connection's loop; completes once,
 /// with a ``ConnectionError`` naming the proxy and the step on failure. The whole exchange must finish within
 /// `timeout` (the connect timeout).
 final class ProxyHandshake: @unchecked Sendable {
@@ -28,11 +29,8 @@ final class ProxyHandshake: @unchecked Sendable {
     private var completion: ((Result<Void, ConnectionError>) -> Void)?
     private var timer: TimerID?
     private var step: ProxyFailure.Step
-    /// Bytes received and not yet consumed by a decoder.
-    private var received: [UInt8] = []
     /// Where each read lands; owned here, lent to the connection for one read at a time.
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
-    private var replyReader = ConnectReplyReader()
 
     init(connection: Connection, plan: ProxyPlan, timeout: Duration) {
         self.connection = connection
@@ -77,30 +75,10 @@ final class ProxyHandshake: @unchecked Sendable {
             fail(.unrepresentable("invalid CONNECT request: \(error)"))
             return
         }
-        send(bytes) { [self] in readConnectReply() }
-    }
-
-    private func readConnectReply() {
-        readSome { [self] count in
-            let outcome: ConnectReplyReader.Outcome
-            do throws(HTTPParseError) {
-                outcome = try replyReader.feed(UnsafeRawBufferPointer(rebasing: scratch[..<count]))
-            } catch {
-                fail(.malformedReply(error.description))
-                return
-            }
-            switch outcome {
-            case .needMoreInput:
-                readConnectReply()
-            case .head(let head, let bytesAfterHead):
-                if let reason = ConnectReplyReader.failure(for: head, credentialsSent: plan.proxy.basicAuthorization != nil) {
-                    fail(reason)
-                } else if bytesAfterHead > 0 {
-                    // The client speaks first in a tunnel (TLS ClientHello): nothing may come before it.
-                    fail(.malformedReply("\(bytesAfterHead) unexpected bytes after the \(head.status) reply"))
-                } else {
-                    succeed()
-                }
+        send(bytes) { [self] in
+            receive(.httpConnect(credentialsSent: plan.proxy.basicAuthorization != nil)) { [self] decision in
+                expect(decision == .tunnelOpen, decision)
+                succeed()
             }
         }
     }
@@ -110,18 +88,12 @@ final class ProxyHandshake: @unchecked Sendable {
     private func startSOCKS() {
         let credentials = plan.proxy.userInfo
         send(SOCKS5.greeting(offeringUsernamePassword: credentials != nil)) { [self] in
-            receive({ bytes throws(SOCKS5.ProtocolError) in
-                try SOCKS5.parseMethodSelection(bytes).map { ($0.method, $0.consumed) }
-            }) { [self] method in
-                switch SOCKS5.Method(rawValue: method) {
-                case .noAuthentication:
+            receive(.socksMethodSelection(credentialsOffered: credentials != nil)) { [self] decision in
+                if decision == .authenticate, let credentials {
+                    socksAuthenticate(user: credentials.user, password: credentials.password ?? "")
+                } else {
+                    expect(decision == .connect, decision)
                     socksConnect()
-                case .usernamePassword where credentials != nil:
-                    socksAuthenticate(user: credentials!.user, password: credentials!.password ?? "")
-                case .noAcceptableMethods:
-                    fail(.socksNoAcceptableMethod(credentialsOffered: credentials != nil))
-                default:
-                    fail(.malformedReply("the proxy chose authentication method \(method), which was not offered"))
                 }
             }
         }
@@ -137,14 +109,9 @@ final class ProxyHandshake: @unchecked Sendable {
             return
         }
         send(request) { [self] in
-            receive({ bytes throws(SOCKS5.ProtocolError) in
-                try SOCKS5.parseAuthenticationReply(bytes).map { ($0.status, $0.consumed) }
-            }) { [self] status in
-                if status == 0 {
-                    socksConnect()
-                } else {
-                    fail(.socksCredentialsRejected(status: status))
-                }
+            receive(.socksAuthentication) { [self] decision in
+                expect(decision == .connect, decision)
+                socksConnect()
             }
         }
     }
@@ -185,14 +152,9 @@ final class ProxyHandshake: @unchecked Sendable {
             return
         }
         send(request) { [self] in
-            receive({ bytes throws(SOCKS5.ProtocolError) in
-                try SOCKS5.parseConnectReply(bytes).map { ($0.reply, $0.consumed) }
-            }) { [self] reply in
-                if reply.code == .succeeded {
-                    succeed()
-                } else {
-                    fail(.socksConnectFailed(reply.code))
-                }
+            receive(.socksConnect) { [self] decision in
+                expect(decision == .tunnelOpen, decision)
+                succeed()
             }
         }
     }
@@ -228,32 +190,28 @@ final class ProxyHandshake: @unchecked Sendable {
         }
     }
 
-    /// Reads until `decode` finds a whole message in what was received; bytes beyond it are a protocol error,
-    /// since a SOCKS5 server says nothing more before the client has acted on its message.
-    private func receive<Message>(
-        _ decode: @escaping ([UInt8]) throws(SOCKS5.ProtocolError) -> (Message, Int)?,
-        then handle: @escaping (Message) -> Void
-    ) {
-        readSome { [self] count in
-            received += UnsafeRawBufferPointer(rebasing: scratch[..<count])
-            let decoded: (Message, Int)?
-            do throws(SOCKS5.ProtocolError) {
-                decoded = try decode(received)
-            } catch {
-                fail(.malformedReply(error.message))
-                return
+    /// Reads until `reply` is whole and calls `handle` with what it means; failures end the handshake
+    /// instead, so `handle` sees only the decisions that move it on.
+    private func receive(_ reply: ProxyReplyDecoder.Reply, then handle: @escaping (ProxyReplyDecoder.Decision) -> Void) {
+        var decoder = ProxyReplyDecoder(expecting: reply)
+        func readMore() {
+            readSome { [self] count in
+                switch decoder.feed(UnsafeRawBufferPointer(rebasing: scratch[..<count])) {
+                case .needMoreInput:
+                    readMore()
+                case .failed(let reason):
+                    fail(reason)
+                case let decision:
+                    handle(decision)
+                }
             }
-            guard let (message, consumed) = decoded else {
-                receive(decode, then: handle)
-                return
-            }
-            guard consumed == received.count else {
-                fail(.malformedReply("\(received.count - consumed) unexpected bytes after the reply"))
-                return
-            }
-            received.removeAll()
-            handle(message)
         }
+        readMore()
+    }
+
+    /// A decision the step cannot act on is a bug in the decoder, not the proxy's fault.
+    private func expect(_ condition: Bool, _ decision: ProxyReplyDecoder.Decision) {
+        precondition(condition, "unexpected proxy handshake decision \(decision) at \(step)")
     }
 
     private func succeed() {
