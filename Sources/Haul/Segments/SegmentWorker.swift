@@ -20,8 +20,10 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
 
     /// Largest remainder of a response read and dropped (to keep the connection) after a segment shrank.
     static let maxDrainBytes: Int64 = 256 * 1024
-    /// Write-back is started behind the write front in steps of this size.
-    static let writeBackStep: Int64 = 8 << 20
+    /// In durable mode, write-back is started behind the write front in steps of this size (on a thread of
+    /// its own, see ``OutputFile/writeBackInBackground(offset:length:)``), so that the disk writes while the
+    /// network delivers and a checkpoint's `fdatasync` finds little left to write.
+    static let writeBackStep: Int64 = 2 << 20
 
     let id: Int
     /// Strong on purpose: an exchange's completion can arrive after the download has ended and let go of its
@@ -66,7 +68,11 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// Bytes written, for the speed watch.
     var bytesWritten: Int64 = 0
     private var bytesSinceRateCheck = 0
+    /// Bytes this worker wrote in one run, `writeBackFrom..<writeFront`, whose write-back is not started yet.
+    /// The run goes on across requests that continue where the last one ended (a segment is fetched in
+    /// several requests), so that it is not cut into pieces of less than a step.
     private var writeBackFrom: Int64 = 0
+    private var writeFront: Int64 = 0
 
     enum Verdict {
         case none
@@ -94,7 +100,6 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         self.role = role
         requestFirst = first
         requestEnd = end
-        writeBackFrom = first
         window = nil
         draining = false
         drained = 0
@@ -167,11 +172,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
             try download.write(UnsafeRawBufferPointer(rebasing: bytes[0..<writable]), at: at, proven: !provisional)
             bytesWritten += Int64(writable)
             if !provisional { download.recordWritten(Int64(writable), in: segment) }
-            let written = at + Int64(writable)
-            if download.options.synchronizesToDisk && written - writeBackFrom >= Self.writeBackStep {
-                download.startWriteBack(from: writeBackFrom, to: written)
-                writeBackFrom = written
-            }
+            if download.options.synchronizesToDisk { noteWritten(at: at, count: Int64(writable)) }
         }
         if step.overrun > 0 {
             throw HaulError.faultyResponse(url: url!.description, detail: "the body ran past the \(window.end! - window.start) bytes of range \(window.start)-\(window.end! - 1)")
@@ -180,11 +181,29 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         // The segment is done. The response may still carry bytes that now belong to another connection:
         // drain a small remainder to keep the connection, else close it.
         segment = nil
+        startWriteBack()
         let inFlight = (window.end ?? window.position) - window.position
         if inFlight <= 0 { return .continue }
         draining = true
         drained = Int64(bytes.count - writable)
         return inFlight <= Self.maxDrainBytes ? .continue : .stop
+    }
+
+    /// Extends the current run of written bytes (or starts a new one where a write does not continue it) and
+    /// starts write-back of each full step.
+    private func noteWritten(at offset: Int64, count: Int64) {
+        if offset != writeFront {
+            startWriteBack()
+            writeBackFrom = offset
+        }
+        writeFront = offset + count
+        if writeFront - writeBackFrom >= Self.writeBackStep { startWriteBack() }
+    }
+
+    /// Starts write-back of the run written so far (durable mode only; a no-op otherwise).
+    private func startWriteBack() {
+        if writeFront > writeBackFrom { download.startWriteBack(from: writeBackFrom, to: writeFront) }
+        writeBackFrom = writeFront
     }
 
     func pauseBeforeNextRead() -> Duration? {

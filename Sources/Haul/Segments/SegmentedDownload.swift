@@ -703,8 +703,9 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
+    /// Starts write-back of `start..<end` off the loop; a failure surfaces at the next sync of the file.
     func startWriteBack(from start: Int64, to end: Int64) {
-        try? file?.startWriteBack(offset: start, length: end - start)
+        file?.writeBackInBackground(offset: start, length: end - start)
     }
 
     /// Bytes written for `segment` (nil: a single stream of unknown length).

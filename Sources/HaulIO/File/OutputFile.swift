@@ -1,5 +1,6 @@
 import CHaulSystem
 import Glibc
+import Synchronization
 
 /// A file being downloaded into: positional writes from any offset, preallocation, durability.
 ///
@@ -10,6 +11,12 @@ public final class OutputFile: Sendable {
     public let path: String
     /// The open descriptor.
     public let fileDescriptor: Int32
+    /// The first failed `fdatasync` or write-back of this file, kept for good: Linux reports a write-back
+    /// error to one sync of an open file only, and may drop the pages whose write-back failed, so a later
+    /// sync that succeeds says nothing about them. Every later ``synchronize()`` throws it again.
+    private let syncFailure = Mutex<SystemError?>(nil)
+    /// Ranges waiting for ``writeBackInBackground(offset:length:)`` to start their write-back.
+    let writeBehind = WriteBehindQueue()
 
     private init(path: String, fileDescriptor: Int32) {
         self.path = path
@@ -183,17 +190,53 @@ public final class OutputFile: Sendable {
         return Int64(info.st_size)
     }
 
-    /// Starts write-back of `length` bytes at `offset` without waiting for it, so that the final sync has
-    /// little left to do.
+    /// Starts write-back of `length` bytes at `offset` without waiting for it, so that the next sync has
+    /// little left to do. Blocks while the device's queue is full; see
+    /// ``writeBackInBackground(offset:length:)`` for a caller that must not block.
+    ///
+    /// Only `SYNC_FILE_RANGE_WRITE`, never its wait flags: waiting through `sync_file_range` would hand a
+    /// write-back error to this call and no longer to the next `fdatasync` of the file. A failure is kept
+    /// and thrown by every later ``synchronize()``.
     public func startWriteBack(offset: Int64, length: Int64) throws(SystemError) {
-        _ = try blockingSyscall("sync_file_range") {
-            haul_sync_file_range(fileDescriptor, offset, length, haul_SYNC_FILE_RANGE_WRITE)
+        do {
+            _ = try blockingSyscall("sync_file_range") {
+                haul_sync_file_range(fileDescriptor, offset, length, haul_SYNC_FILE_RANGE_WRITE)
+            }
+        } catch {
+            recordSyncFailure(error)
+            throw error
         }
     }
 
-    /// Makes the written data durable (`fdatasync`).
+    /// Queues ``startWriteBack(offset:length:)`` of `length` bytes at `offset` for a blocking-work thread and
+    /// returns at once: starting write-back submits I/O and may wait for room in the device's queue, which an
+    /// event loop must not. Adjacent ranges queued meanwhile are started as one. A failure is not thrown
+    /// here but kept for ``synchronize()``.
+    public func writeBackInBackground(offset: Int64, length: Int64) {
+        guard length > 0, writeBehind.add(offset..<offset + length) else { return }
+        BlockingWork.start(name: "haul-write-back") { [self] in
+            while let ranges = writeBehind.take() {
+                for range in ranges {
+                    try? startWriteBack(offset: range.lowerBound, length: range.upperBound - range.lowerBound)
+                }
+            }
+        }
+    }
+
+    /// Makes the written data durable (`fdatasync`). Once a sync or a write-back of this file has failed,
+    /// throws that failure every time without syncing (see ``syncFailure``).
     public func synchronize() throws(SystemError) {
-        _ = try blockingSyscall("fdatasync") { fdatasync(fileDescriptor) }
+        if let failure = syncFailure.withLock({ $0 }) { throw failure }
+        do {
+            _ = try blockingSyscall("fdatasync") { fdatasync(fileDescriptor) }
+        } catch {
+            recordSyncFailure(error)
+            throw error
+        }
+    }
+
+    private func recordSyncFailure(_ error: SystemError) {
+        syncFailure.withLock { if $0 == nil { $0 = error } }
     }
 
     /// Makes the directory entries in the directory holding `path` durable (`fsync` of the directory):
