@@ -17,7 +17,9 @@ let package = Package(
     targets: [
         // Linux calls Swift's Glibc module does not expose (epoll, eventfd, splice, fallocate, pipe2, ...).
         .target(name: "CHaulSystem"),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL 3's headers (libssl-dev); the libraries are loaded with dlopen on first use, not linked
+        // (Sources/COpenSSL/OpenSSLLoader.c).
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("dl")]),
 
         // SSE2 byte scanners for the head parser, header-only so that they inline into Swift.
         .target(name: "CHaulScan"),
@@ -44,7 +46,11 @@ let package = Package(
         ),
 
         // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
-        .target(name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"]),
+        // It calls OpenSSL beyond what COpenSSL loads (certificates, a TLS server), so it links the libraries.
+        .target(
+            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"],
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+        ),
 
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
