@@ -146,9 +146,7 @@ final class CLIFixture: Sendable {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/big.bin"
-        // --limit-rate keeps the download going for seconds: nginx's limit_rate lets each request's first
-        // socket-buffer-full go at once, so 16 MiB in 2 MiB requests can finish before the interrupt.
-        let arguments = ["--no-sync", "-c", "8", "--limit-rate", "4M", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        let arguments = ["--no-sync", "-c", "8", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
@@ -645,8 +643,7 @@ final class CLIFixture: Sendable {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/big.bin"
-        // --limit-rate: see sigintPausesWithExit130AndARerunResumes.
-        let arguments = ["-c", "8", "--limit-rate", "4M", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        let arguments = ["-c", "8", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
         var secondCaught = false
         for attempt in 0..<5 where !secondCaught {
             try? FileManager.default.removeItem(atPath: output + ".part")
