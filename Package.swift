@@ -1,5 +1,45 @@
 // swift-tools-version:6.0
 import PackageDescription
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Link settings for the release `haul` executable that keep its peak RSS low (docs/benchmarks.md, "Memory:
+// per download and per connection"). Release builds only: tests and debug builds link as SwiftPM does.
+// - lld instead of gold, for the two options below.
+// - `-z pack-relative-relocs`: the binary's ~40,000 relative relocations (Swift metadata pointers) as a
+//   bitmap of a few KiB instead of a 0.9 MiB table the dynamic loader reads page by page at every start.
+//   Needs glibc 2.36 at run time (lld then records the GLIBC_ABI_DT_RELR version), so only where the
+//   building machine's glibc has it.
+// - `--no-export-dynamic`: nothing loads plug-ins into haul; exporting its ~4,800 Swift symbols only made
+//   the loader search them for every symbol libssl, libcrypto and libc look up.
+// - A symbol ordering file: the functions a download runs, placed together so that the kernel's fault-around
+//   (64 KiB per page fault) maps code that runs rather than its neighbours. Stale names are ignored; see
+//   Sources/haul/Link/make-order-file.sh.
+// - libstdc++ linked statically (Sources/haul/Link/libstdc++.so is a linker script naming libstdc++.a):
+//   the static Swift runtime uses a few of its functions; the shared library relocated and initialized
+//   all of it at start (0.9 MiB resident).
+let haulLinkDirectory = Context.packageDirectory + "/Sources/haul/Link"
+let glibcHasPackedRelocations: Bool = {
+    #if canImport(Glibc)
+    var buffer = [CChar](repeating: 0, count: 64)
+    guard confstr(Int32(_CS_GNU_LIBC_VERSION), &buffer, buffer.count) > 0 else { return false }
+    let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    // "glibc 2.36"
+    let numbers = text.split(separator: " ").last?.split(separator: ".").compactMap { Int($0) } ?? []
+    guard numbers.count >= 2 else { return false }
+    return numbers[0] > 2 || (numbers[0] == 2 && numbers[1] >= 36)
+    #else
+    return false
+    #endif
+}()
+let haulReleaseLinkerFlags: [String] = [
+    "-use-ld=lld",
+    "-Xlinker", "--no-export-dynamic",
+    "-Xlinker", "--symbol-ordering-file=\(haulLinkDirectory)/haul.order",
+    "-Xlinker", "--no-warn-symbol-ordering",
+    "-L", haulLinkDirectory,
+] + (glibcHasPackedRelocations ? ["-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] : [])
 
 // Layers point one way: HaulHTTP (pure codec) <- HaulIO (syscalls, loop, TLS) <- Haul (engine) <- haul (CLI).
 let package = Package(
@@ -22,7 +62,9 @@ let package = Package(
     targets: [
         // Linux calls Swift's Glibc module does not expose (epoll, eventfd, splice, fallocate, pipe2, ...).
         .target(name: "CHaulSystem"),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL 3's headers (libssl-dev); the libraries are loaded with dlopen on first use, not linked
+        // (Sources/COpenSSL/OpenSSLLoader.c).
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("dl")]),
 
         // SSE2 byte scanners for the head parser, header-only so that they inline into Swift.
         .target(name: "CHaulScan"),
@@ -36,7 +78,9 @@ let package = Package(
 
         .executableTarget(
             name: "haul",
-            dependencies: ["Haul", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Haul", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            exclude: ["Link"],
+            linkerSettings: [.unsafeFlags(haulReleaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
         ),
         // The CLI's pure pieces (progress lines, JSON events, exit codes, input files, sizes), testable
         // without a terminal or a network; no ArgumentParser and no Foundation.
@@ -51,7 +95,11 @@ let package = Package(
         .target(name: "CPicoHTTPParser", path: "Benchmarks/PicoHTTPParser", exclude: ["picohttpparser.c"]),
 
         // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
-        .target(name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"]),
+        // It calls OpenSSL beyond what COpenSSL loads (certificates, a TLS server), so it links the libraries.
+        .target(
+            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"],
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+        ),
 
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),

@@ -9,7 +9,7 @@ import Glibc
 /// `haul [options] URL [MIRROR-URL...]`: parses the command line into a ``CommandPlan`` and runs it.
 ///
 /// Exit codes are ``ExitStatus``: one per class of failure, documented in `--help` and the README.
-@main
+/// The process starts in ``HaulEntry``.
 struct HaulCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
@@ -144,9 +144,11 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("V"), .long], help: "Print the version and exit.")
     var version = false
 
+    /// Parses the command line and runs it; every path ends the process with `exit`.
+    ///
     /// Usage errors exit with ``ExitStatus/usage`` (ArgumentParser's own would be 64), as one line with one
     /// `haul: ` prefix, or one JSON object when `--progress json` was asked for.
-    static func main() async {
+    static func start() async -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if SessionCommands.handles(arguments) { await SessionCommands.main(arguments) }
         let command: HaulCommand

@@ -32,6 +32,11 @@ public final class TLSContext: Sendable {
     /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
     public init(configuration: TLSConfiguration = TLSConfiguration()) throws(TLSSetupError) {
         self.configuration = configuration
+        // libssl and libcrypto are loaded here, on the first TLS context, not at process start.
+        var reason = [CChar](repeating: 0, count: 512)
+        guard haul_openssl_load(&reason, UInt(reason.count)) == 1 else {
+            throw TLSSetupError(reason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
         TLSErrorQueue.clear()
         guard let context = SSL_CTX_new(TLS_client_method()) else {
             throw TLSSetupError(reason: "SSL_CTX_new failed: \(TLSErrorQueue.drain().joined(separator: ": "))")

@@ -7,6 +7,12 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+// OpenSSL is not linked: the functions Haul calls are defined in OpenSSLLoader.c, which loads libssl and
+// libcrypto with dlopen the first time one is called, so that a plain-HTTP run never maps them (they were
+// 1.7 MiB of a download's resident memory, mostly their relocations). Call this first where a failure can
+// be reported: 1 when the libraries are loaded, else 0 with the reason in `message`.
+int haul_openssl_load(char *message, unsigned long capacity);
+
 // OpenSSL spells these as macros, which Swift cannot call.
 static inline long haul_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
     return SSL_set_tlsext_host_name(ssl, name);
