@@ -1,6 +1,10 @@
 /// The header (or trailer) fields of one message, in the order received.
 ///
-/// The fields share one byte buffer: a value is an `ArraySlice` of it, so reading a field copies nothing.
+/// Everything lives in one byte array: the section's bytes, then (from `entriesOffset`, 16-byte aligned) one
+/// `Entry` of byte ranges per field; bytes past the entries are unused. A value is an `ArraySlice` of that
+/// array, so reading a field copies nothing, and a parsed head holds a single reference: handing it out and
+/// dropping it costs one retain/release pair, and the parser overwrites the same array for the next head
+/// when nobody kept the last (copy-on-write otherwise).
 /// Names compare ASCII case-insensitively; values are raw octets (ASCII, or obs-text read as latin-1).
 public struct HTTPFields: Sendable, Equatable {
     /// Byte ranges of one field inside `storage`.
@@ -12,53 +16,85 @@ public struct HTTPFields: Sendable, Equatable {
         @usableFromInline var valueEnd: Int32
     }
 
+    /// The bytes the entries point into, then the entries themselves.
     @usableFromInline var storage: [UInt8]
-    @usableFromInline var entries: [Entry]
+    /// Where the entries start in `storage` (a multiple of 16).
+    @usableFromInline var entriesOffset: Int32
+    /// The number of entries.
+    @usableFromInline var entryCount: Int32
 
     /// No fields.
     public init() {
         storage = []
-        entries = []
+        entriesOffset = 0
+        entryCount = 0
     }
 
     /// Fields built from name/value pairs (used by tests and by request serialization).
     public init(_ pairs: [(name: String, value: String)]) {
         storage = []
-        entries = []
+        entriesOffset = 0
+        entryCount = 0
         for (name, value) in pairs { append(name: Array(name.utf8), value: Array(value.utf8)) }
     }
 
+    /// Fields over `storage`, whose `count` entries start at `entriesOffset` (16-byte aligned).
     @usableFromInline
-    init(storage: [UInt8], entries: [Entry]) {
+    init(storage: [UInt8], entriesOffset: Int, count: Int) {
         self.storage = storage
-        self.entries = entries
+        self.entriesOffset = Int32(truncatingIfNeeded: entriesOffset)
+        self.entryCount = Int32(truncatingIfNeeded: count)
     }
 
-    /// Appends a field by copying its bytes.
+    /// Where entries would start after `byteCount` bytes: the next multiple of 16, so they load aligned.
+    @inline(__always)
+    static func entriesOffset(afterBytes byteCount: Int) -> Int { (byteCount &+ 15) & ~15 }
+
+    /// Appends a field by copying its bytes (the entries move up past them).
     public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
-        let nameStart = storage.count
-        storage.append(contentsOf: name)
-        let valueStart = storage.count
-        storage.append(contentsOf: value)
-        entries.append(Entry(nameStart: Int32(nameStart), nameEnd: Int32(valueStart),
-                             valueStart: Int32(valueStart), valueEnd: Int32(storage.count)))
+        let oldOffset = Int(entriesOffset)
+        let oldCount = count
+        let used = oldOffset + oldCount * MemoryLayout<Entry>.stride
+        if storage.count > used { storage.removeSubrange(used...) }
+        let nameStart = oldOffset, valueStart = nameStart + name.count, valueEnd = valueStart + value.count
+        let newOffset = Self.entriesOffset(afterBytes: valueEnd)
+        storage.append(contentsOf: repeatElement(0, count: newOffset - oldOffset + MemoryLayout<Entry>.stride))
+        storage.withUnsafeMutableBytes { raw in
+            let base = raw.baseAddress!
+            (base + newOffset).copyMemory(from: base + oldOffset, byteCount: oldCount * MemoryLayout<Entry>.stride)
+            var k = nameStart
+            for byte in name { raw[k] = byte; k += 1 }
+            for byte in value { raw[k] = byte; k += 1 }
+            for pad in k..<newOffset { raw[pad] = 0 }
+            (base + newOffset + oldCount * MemoryLayout<Entry>.stride).storeBytes(
+                of: Entry(nameStart: Int32(nameStart), nameEnd: Int32(valueStart),
+                          valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)), as: Entry.self)
+        }
+        entriesOffset = Int32(newOffset)
+        entryCount += 1
     }
 
     /// The number of fields.
-    public var count: Int { entries.count }
+    public var count: Int { Int(entryCount) }
 
     /// Whether there are no fields.
-    public var isEmpty: Bool { entries.isEmpty }
+    public var isEmpty: Bool { entryCount == 0 }
+
+    @inline(__always)
+    func entry(_ index: Int) -> Entry {
+        precondition(index >= 0 && index < count, "HTTPFields index out of range")
+        return storage.withUnsafeBytes { $0.load(fromByteOffset: Int(entriesOffset) &+ index &<< 4, as: Entry.self) }
+    }
 
     /// The name of field `index`, as received.
     public func name(at index: Int) -> ArraySlice<UInt8> {
-        let e = entries[index]
+        let e = entry(index)
         return storage[Int(e.nameStart)..<Int(e.nameEnd)]
     }
 
     /// The value of field `index`, without leading or trailing whitespace.
     public func value(at index: Int) -> ArraySlice<UInt8> {
-        let e = entries[index]
+        let e = entry(index)
         return storage[Int(e.valueStart)..<Int(e.valueEnd)]
     }
 
@@ -66,7 +102,7 @@ public struct HTTPFields: Sendable, Equatable {
     public func first(_ name: String) -> ArraySlice<UInt8>? {
         var name = name
         return name.withUTF8 { key in
-            for i in entries.indices where nameEquals(i, key) { return value(at: i) }
+            for i in 0..<count where nameEquals(i, key) { return value(at: i) }
             return nil
         }
     }
@@ -74,7 +110,7 @@ public struct HTTPFields: Sendable, Equatable {
     /// The values of every field named `name`, in order.
     public func all(_ name: String) -> [ArraySlice<UInt8>] {
         var name = name
-        return name.withUTF8 { key in entries.indices.filter { nameEquals($0, key) }.map { value(at: $0) } }
+        return name.withUTF8 { key in (0..<count).filter { nameEquals($0, key) }.map { value(at: $0) } }
     }
 
     /// The first value of `name` as a `String` (latin-1 for octets above 0x7F).
@@ -87,17 +123,19 @@ public struct HTTPFields: Sendable, Equatable {
 
     /// Every field as a (name, value) pair of latin-1 strings, in order.
     public var pairs: [(name: String, value: String)] {
-        entries.indices.map { (latin1String(name(at: $0)), latin1String(value(at: $0))) }
+        (0..<count).map { (latin1String(name(at: $0)), latin1String(value(at: $0))) }
     }
 
     @inline(__always)
     func nameEquals(_ index: Int, _ key: UnsafeBufferPointer<UInt8>) -> Bool {
-        let e = entries[index]
+        let e = entry(index)
         let length = Int(e.nameEnd - e.nameStart)
         guard length == key.count else { return false }
         let start = Int(e.nameStart)
-        for j in 0..<length where asciiLowercase(storage[start + j]) != asciiLowercase(key[j]) { return false }
-        return true
+        return storage.withUnsafeBufferPointer { bytes in
+            for j in 0..<length where asciiLowercase(bytes[start + j]) != asciiLowercase(key[j]) { return false }
+            return true
+        }
     }
 
     public static func == (lhs: HTTPFields, rhs: HTTPFields) -> Bool {

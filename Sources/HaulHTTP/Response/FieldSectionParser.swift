@@ -3,9 +3,10 @@ import CHaulScan
 /// Parses a block of lines that ends with an empty line: a response head (status line, then fields) or a
 /// trailer section (fields only).
 ///
-/// When the whole section arrives in one piece it is validated in place and copied once; otherwise the
-/// pieces are gathered (up to the size limit) and each complete line is validated exactly once, so feeding
-/// one byte at a time costs no more than feeding everything at once. Every check looks only at bytes up to
+/// When the whole section arrives in one piece it is validated in place and copied once, into the array that
+/// the section's `HTTPFields` shares (bytes, then entries); otherwise the pieces are gathered (up to the
+/// size limit), each complete line is validated exactly once, so feeding one byte at a time costs no more
+/// than feeding everything at once, and the gathered bytes are copied into that array at the end. Every check looks only at bytes up to
 /// the one it judges, which is what makes the result independent of how the input was split.
 struct FieldSectionParser {
     enum Mode { case responseHead, trailers }
@@ -26,9 +27,16 @@ struct FieldSectionParser {
     /// Stream offset of the section's first byte, for error offsets.
     private var sectionOffset: Int
 
-    /// The section's bytes gathered so far (only when it spans several inputs) or, once complete, all of it.
+    /// The section's bytes gathered so far, only when it spans several inputs.
     private(set) var storage: [UInt8] = []
-    private(set) var entries: [HTTPFields.Entry] = []
+    /// Entries of the lines validated so far when they are more than the fast path's table holds at once, or
+    /// when lines were validated in several calls; never handed out, so it is refilled without copying.
+    private var entries: [HTTPFields.Entry] = []
+    /// The completed section's fields. The parser keeps them to overwrite for the next section: in place
+    /// when the caller let go of the last one, so a section costs one retain/release pair and no allocation.
+    private var completed = HTTPFields()
+    /// The completed section's length in bytes.
+    private(set) var completedLength = 0
     /// Bit k is set when field k's name has the length of Connection, Content-Length or Transfer-Encoding
     /// (10, 14, 17), so that framing looks at those fields alone; all bits are set once a field past the
     /// 64th has such a length. Noted while the lines are parsed, where the name's length is at hand.
@@ -49,16 +57,14 @@ struct FieldSectionParser {
         self.maxFields = maxFields
         self.sectionOffset = sectionOffset
         self.statusLineDone = mode == .trailers
-        storage.reserveCapacity(512)
-        entries.reserveCapacity(16)
     }
 
     /// Starts a new section, keeping the buffers' capacity when nobody else holds them.
     mutating func reset(mode: Mode, sectionOffset: Int) {
         self.mode = mode
         self.sectionOffset = sectionOffset
-        storage.removeAll(keepingCapacity: true)
-        entries.removeAll(keepingCapacity: true)
+        if !storage.isEmpty { storage.removeAll(keepingCapacity: true) }
+        if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
         if !folds.isEmpty { folds.removeAll(keepingCapacity: true) }
         framingCandidates = 0
         statusLine = StatusLine()
@@ -69,8 +75,8 @@ struct FieldSectionParser {
     /// Bytes of this section received so far.
     var receivedCount: Int { storage.count }
 
-    /// The completed section's fields, sharing the section's storage.
-    var fields: HTTPFields { HTTPFields(storage: storage, entries: entries) }
+    /// The completed section's fields.
+    var fields: HTTPFields { completed }
 
     private func tooLarge() -> HTTPParseError.Kind {
         mode == .responseHead ? .headTooLarge(limit: limit) : .trailersTooLarge(limit: limit)
@@ -82,8 +88,6 @@ struct FieldSectionParser {
             let window = UnsafeRawBufferPointer(rebasing: input[0..<min(input.count, limit)])
             switch try parseLines(window) {
             case .complete(let end):
-                storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[0..<end]))
-                applyFolds()
                 return (end, true)
             case .incomplete:
                 if window.count == limit { throw HTTPParseError(tooLarge(), offset: sectionOffset + limit) }
@@ -100,8 +104,6 @@ struct FieldSectionParser {
         guard sawLineEnd || storage.count == limit else { return (taken, false) }
         switch try parseStoredLines() {
         case .complete(let end):
-            storage.removeSubrange(end...)
-            applyFolds()
             return (end - previous, true)
         case .incomplete:
             if storage.count == limit { throw HTTPParseError(tooLarge(), offset: sectionOffset + limit) }
@@ -117,11 +119,38 @@ struct FieldSectionParser {
                              offset: sectionOffset + storage.count)
     }
 
-    private mutating func applyFolds() {
-        guard !folds.isEmpty else { return }
-        storage.withUnsafeMutableBufferPointer { bytes in
-            for fold in folds {
-                for position in fold { bytes[position] = asciiSP }
+    /// Stores the completed section: its first `end` bytes at `p`, folds turned into spaces, then the entries
+    /// gathered in `entries` followed by `table`, as one array.
+    @inline(__always)
+    private mutating func complete(_ p: UnsafePointer<UInt8>, end: Int, table: UnsafeBufferPointer<HTTPFields.Entry>) {
+        let offset = HTTPFields.entriesOffset(afterBytes: end)
+        let stride = MemoryLayout<HTTPFields.Entry>.stride
+        let gathered = entries.count
+        let total = offset &+ (gathered &+ table.count) &* stride
+        // Room for the usual head, so the array is rarely replaced; bytes past `total` are left as they are.
+        if completed.storage.count < total { completed.storage = [UInt8](repeating: 0, count: max(total, 1024)) }
+        entries.withUnsafeBytes { gatheredEntries in
+            // Copies the array first only when a caller still holds the last section's fields.
+            completed.storage.withUnsafeMutableBytes { raw in
+                let base = raw.baseAddress!
+                // The padding before the entries keeps whatever it held: nothing reads it.
+                base.copyMemory(from: p, byteCount: end)
+                if gathered > 0 {
+                    (base + offset).copyMemory(from: gatheredEntries.baseAddress!, byteCount: gatheredEntries.count)
+                }
+                if table.count > 0 {
+                    (base + (offset &+ gathered &* stride)).copyMemory(from: table.baseAddress!, byteCount: table.count &* stride)
+                }
+            }
+        }
+        completed.entriesOffset = Int32(truncatingIfNeeded: offset)
+        completed.entryCount = Int32(truncatingIfNeeded: gathered &+ table.count)
+        completedLength = end
+        if !folds.isEmpty {
+            completed.storage.withUnsafeMutableBufferPointer { bytes in
+                for fold in folds {
+                    for position in fold { bytes[position] = asciiSP }
+                }
             }
         }
     }
@@ -163,6 +192,7 @@ struct FieldSectionParser {
             if first == asciiCR {
                 guard i + 1 < n else { return .incomplete }
                 guard p[i + 1] == asciiLF else { throw fail(.bareCR, i) }
+                complete(p, end: i + 2, table: UnsafeBufferPointer(start: nil, count: 0))
                 return .complete(end: i + 2)
             }
             if first == asciiLF { throw fail(.bareLF, i) }
@@ -233,7 +263,7 @@ struct FieldSectionParser {
     ///
     /// Speed comes from finding line ends for 64 bytes at a time (`ControlBytes`), so each line's name scan
     /// does not wait for the previous line's scans, and from writing entries into a stack table that is
-    /// appended to `entries` once.
+    /// copied once, straight into the completed section's array when the section ends here.
     @inline(__always)
     private mutating func takePlainLines(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int? {
         var i = lineStart
@@ -260,6 +290,8 @@ struct FieldSectionParser {
                 _ = controls.next()  // the LF at e + 1
                 if e == i {
                     end = e &+ 2
+                    complete(p, end: e &+ 2, table: UnsafeBufferPointer(start: table32, count: taken))
+                    taken = 0
                     break
                 }
                 // The name runs to the first non-token byte, which must be a colon; CR is not a token byte, so
@@ -335,10 +367,11 @@ struct FieldSectionParser {
     /// What the completed head's framing fields say (see `FramingFields`).
     func framingFields(headOffset: Int) throws(HTTPParseError) -> FramingFields {
         let candidates = framingCandidates
-        return try storage.withUnsafeBufferPointer { bytes throws(HTTPParseError) in
-            try entries.withUnsafeBufferPointer { entries throws(HTTPParseError) in
-                try FramingFields(bytes, entries: entries, candidates: candidates, headOffset: headOffset)
-            }
+        let offset = Int(completed.entriesOffset)
+        let count = completed.count
+        return try completed.storage.withUnsafeBufferPointer { bytes throws(HTTPParseError) in
+            let entries = UnsafeRawPointer(bytes.baseAddress! + offset)
+            return try FramingFields(bytes, entries: entries, count: count, candidates: candidates, headOffset: headOffset)
         }
     }
 

@@ -185,9 +185,8 @@ public struct ResponseParser {
     @inline(__always)
     private mutating func finishHead(endOffset: Int) throws(HTTPParseError) -> ResponseHead {
         let line = section.statusLine
-        let fields = section.fields
         let status = line.status
-        let headOffset = endOffset - section.receivedCount
+        let headOffset = endOffset - section.completedLength
         if status == 101 { throw HTTPParseError(.unexpectedSwitchingProtocols, offset: headOffset) }
 
         let framingFields = try section.framingFields(headOffset: headOffset)
@@ -206,7 +205,7 @@ public struct ResponseParser {
         // A 1.0 message with Transfer-Encoding may have been mangled by an old proxy: never reuse it.
         keepAlive = persistent && framing != .untilClose && !(framingFields.isChunked && line.minor == 0)
 
-        let head = ResponseHead(major: line.major, minor: line.minor, status: status, fields: fields,
+        let head = ResponseHead(major: line.major, minor: line.minor, status: status, fields: section.fields,
                                 framing: framing, keepAlive: keepAlive, reasonRange: line.reasonStart..<line.reasonEnd)
         if head.isInterim {
             // Judged once the head is complete, like every other head-level check, so the verdict cannot
@@ -243,7 +242,8 @@ struct FramingFields {
     /// - Parameter candidates: bit k set for every field k that may be one of the three (by the length of
     ///   its name), all bits when fields past the 64th may be; other fields are not looked at.
     @inline(__always)
-    init(_ p: UnsafeBufferPointer<UInt8>, entries: UnsafeBufferPointer<HTTPFields.Entry>, candidates: UInt64,
+    /// - Parameter entries: `count` `HTTPFields.Entry` values, one per field, in order (loaded, not bound).
+    init(_ p: UnsafeBufferPointer<UInt8>, entries: UnsafeRawPointer, count: Int, candidates: UInt64,
          headOffset: Int) throws(HTTPParseError) {
         var transferEncodingSeen = false
         var transferEncodingChunked = true
@@ -251,12 +251,12 @@ struct FramingFields {
         var contentLengthText: Range<Int>? = nil
         var remaining = candidates
         var next = 0
-        while next < entries.count && remaining != 0 {
+        while next < count && remaining != 0 {
             // Every field in order when fields past the 64th are candidates, else only the candidates.
             let index = candidates == UInt64.max ? next : remaining.trailingZeroBitCount
             next = index &+ 1
             remaining = candidates == UInt64.max ? remaining : remaining & (remaining &- 1)
-            let entry = entries[index]
+            let entry = entries.load(fromByteOffset: index &<< 4, as: HTTPFields.Entry.self)
             let name = entry.nameRange
             let value = Int(entry.valueStart)..<Int(entry.valueEnd)
             switch name.count {
@@ -298,7 +298,7 @@ struct FramingFields {
         if let encoding = firstTransferEncoding {
             if contentLength != nil { throw HTTPParseError(.contentLengthWithTransferEncoding, offset: headOffset) }
             guard transferEncodingSeen && transferEncodingChunked else {
-                let text = Self.allValues(named: "transfer-encoding", p, entries) ?? latin1String(p[encoding])
+                let text = Self.allValues(named: "transfer-encoding", p, entries, count) ?? latin1String(p[encoding])
                 throw HTTPParseError(.unsupportedTransferCoding(text), offset: headOffset)
             }
             isChunked = true
@@ -328,8 +328,9 @@ struct FramingFields {
     }
 
     /// Every value of the named field joined with ", ", for error messages.
-    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: UnsafeBufferPointer<HTTPFields.Entry>) -> String? {
-        let values = entries.filter { $0.nameRange.count == name.utf8CodeUnitCount && equalsLowercase(p, $0.nameRange, name) }
+    private static func allValues(named name: StaticString, _ p: UnsafeBufferPointer<UInt8>, _ entries: UnsafeRawPointer, _ count: Int) -> String? {
+        let values = (0..<count).map { entries.load(fromByteOffset: $0 &<< 4, as: HTTPFields.Entry.self) }
+            .filter { $0.nameRange.count == name.utf8CodeUnitCount && equalsLowercase(p, $0.nameRange, name) }
             .map { latin1String(p[Int($0.valueStart)..<Int($0.valueEnd)]) }
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
