@@ -70,9 +70,16 @@ final class CommandRun: Sendable {
                     }
                     let task = client.start(download.request)
                     running.withLock { $0[index] = task }
-                    group.addTask {
+                    group.addTask { [self] in
                         await task.transferEnded()
-                        return .transferEnded(index, task, download)
+                        // Ended already (no durable commit to wait for, or it failed): report it here rather
+                        // than in a second task.
+                        switch task.currentProgress.phase {
+                        case .completed, .failed, .cancelled:
+                            return .transferAndFinishEnded(await outcome(index: index, task: task, download: download))
+                        default:
+                            return .transferEnded(index, task, download)
+                        }
                     }
                     return true
                 }
@@ -92,6 +99,9 @@ final class CommandRun: Sendable {
                     finishing -= 1
                     // The first failure decides the exit status; later ones are reported but do not override it.
                     if worst == .success { worst = status }
+                case .transferAndFinishEnded(let status):
+                    transferring -= 1
+                    if worst == .success { worst = status }
                 }
                 fill()
             }
@@ -110,6 +120,8 @@ final class CommandRun: Sendable {
     private enum Event: Sendable {
         case transferEnded(Int, DownloadTask, CommandPlan.Download)
         case ended(ExitStatus)
+        /// Both at once.
+        case transferAndFinishEnded(ExitStatus)
     }
 
     /// Waits for the end of `task`, reports it, and says how it went.

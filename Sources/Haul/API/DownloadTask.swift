@@ -270,7 +270,6 @@ public final class DownloadTask: @unchecked Sendable {
         case .finished(let finished):
             state = .finishing
             publish(snapshot, phase: .finishing)
-            endTransfer()
             let request = self.request
             let synchronizes = client.options.synchronizesToDisk
             let destination = download.destination
@@ -290,6 +289,8 @@ public final class DownloadTask: @unchecked Sendable {
             // A durable file goes to the client's group commit, which syncs it together with every other
             // file finishing meanwhile; hashing comes first, off the loop.
             if synchronizes, let file = finished.file {
+                // The wait for the disk is shared with other files: a caller may start the next download.
+                endTransfer()
                 let commits = client.commits
                 let entry = GroupCommit.Entry(
                     file: file, partPath: finished.partPath, destination: destination,
@@ -315,6 +316,7 @@ public final class DownloadTask: @unchecked Sendable {
             }
             // Hashing takes long; without it the finish is one rename, quicker done here.
             if request.checksum != nil {
+                endTransfer()
                 BlockingWork.start(name: "haul-finish", finish)
             } else {
                 finish()

@@ -38,6 +38,8 @@ final class GroupCommit: @unchecked Sendable {
 
     /// The system calls a batch makes, replaceable for tests.
     struct Operations: Sendable {
+        /// Starts writing a file's data without waiting (best effort: the sync reports any failure).
+        var startWriteBack: @Sendable (OutputFile) -> Void = { _ in }
         var syncData: @Sendable (OutputFile) throws(SystemError) -> Void
         var rename: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void
         /// Syncs the directory itself (its path, not a file in it).
@@ -45,6 +47,7 @@ final class GroupCommit: @unchecked Sendable {
         var removeJournal: @Sendable (String) -> Void
 
         static let system = Operations(
+            startWriteBack: { file in try? file.startWriteBack(offset: 0, length: 0) },
             syncData: { file throws(SystemError) in try file.synchronize() },
             rename: { from, to throws(SystemError) in try OutputFile.rename(from, to: to) },
             syncDirectory: { directory throws(SystemError) in
@@ -54,7 +57,8 @@ final class GroupCommit: @unchecked Sendable {
             removeJournal: { path in try? ResumeJournal.remove(path: path) })
     }
 
-    /// How many threads sync data at once within one batch.
+    /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
+    /// one thread took 8–28 s, eight 1.2–1.7 s; sixteen were no better than eight.
     let parallelSyncs: Int
     private let operations: Operations
     private let start: @Sendable (@escaping @Sendable () -> Void) -> Void
@@ -153,6 +157,12 @@ final class GroupCommit: @unchecked Sendable {
     /// Syncs every file's data, using up to ``parallelSyncs`` threads (this one included); returns the error
     /// of each file, nil where the sync succeeded.
     private func syncAll(_ batch: [Entry]) -> [SystemError?] {
+        // Every file's write-back starts first, so the blocks of the whole batch are allocated and on their
+        // way before the first sync waits: its journal commit then covers the batch, and the later syncs
+        // find little left to do.
+        if batch.count > 1 {
+            for entry in batch { operations.startWriteBack(entry.file) }
+        }
         let results = SyncResults(count: batch.count)
         let helpers = min(parallelSyncs, batch.count) - 1
         let work: @Sendable () -> Void = { [operations] in
