@@ -34,7 +34,7 @@ struct CommandPlan {
     }
 
     var options: DownloadOptions
-    var downloads: [Download]
+    var downloads: DownloadList
     var jobs: Int
     var progress: ProgressStyle
     var messages: MessageFormat
@@ -102,7 +102,12 @@ extension HaulCommand {
         let netrcFile = try loadNetrc()
         let explicitAuthorization = options.headers.contains { $0.name.lowercased() == "authorization" }
         var downloads: [CommandPlan.Download] = []
-        func add(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) {
+        let dir = self.dir
+        let allowOverwrite = self.allowOverwrite
+        let onChange = self.onChange.policy
+        let restart = self.restart
+        let user = self.user
+        func make(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) -> CommandPlan.Download {
             let destination: DownloadRequest.Destination
             switch output {
             case "-": destination = .stream(STDOUT_FILENO)   // curl's and wget's `-o -`: in order to stdout
@@ -110,7 +115,7 @@ extension HaulCommand {
             case nil: destination = .directory(dir ?? ".")
             }
             var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
-                                          replacesExisting: allowOverwrite, checksum: expected, onChange: onChange.policy,
+                                          replacesExisting: allowOverwrite, checksum: expected, onChange: onChange,
                                           discardsPartialDownload: restart)
             if !explicitAuthorization, let authorization = Self.authorization(for: url, user: user, netrc: netrcFile) {
                 request.headers.append(("Authorization", authorization))
@@ -123,8 +128,12 @@ extension HaulCommand {
                 let name = URLText.fileName(forURL: url) ?? "index.html"
                 path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
             }
-            downloads.append(CommandPlan.Download(request: request, source: source, expectedPath: path))
+            return CommandPlan.Download(request: request, source: source, expectedPath: path)
         }
+        func add(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) {
+            downloads.append(make(url, mirrors: mirrors, output: output, source: source))
+        }
+        var list: DownloadList?
         if let inputFile {
             guard urls.isEmpty else { throw UsageError("give URLs either on the command line or with --input-file, not both") }
             guard !parallel else {
@@ -132,14 +141,12 @@ extension HaulCommand {
             }
             guard output == nil else { throw UsageError("--output names one file; with --input-file use out=NAME lines and --dir") }
             guard checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with --input-file") }
-            let text: String
-            do { text = try TextFile.read(inputFile) } catch { throw UsageError("cannot read --input-file \(inputFile): \(error)") }
-            let entries: [InputEntry]
-            do { entries = try InputFile.parse(text) } catch { throw UsageError("\(inputFile): \(error)") }
-            guard !entries.isEmpty else { throw UsageError("\(inputFile) lists no URLs") }
-            for entry in entries {
-                try Self.checkURL(entry.url, where: "\(inputFile) line \(entry.line)")
-                add(entry.url, mirrors: entry.mirrors, output: entry.outputName, source: .inputFile)
+            // Read twice, entry by entry, never whole: once now to check every line and count the entries
+            // (a bad line stops the run before any download starts), then again as downloads start.
+            let count = try InputList.check(inputFile)
+            guard count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
+            list = DownloadList(inputFile: inputFile, count: count) { entry in
+                make(entry.url, mirrors: entry.mirrors, output: entry.outputName, source: .inputFile)
             }
         } else {
             guard !urls.isEmpty else { throw UsageError("no URL given (see haul --help)") }
@@ -164,7 +171,7 @@ extension HaulCommand {
         case (_, .some(.json)): style = .json
         case (_, .some(.bar)), (_, nil): style = isatty(2) == 1 ? .bar : .plain
         }
-        return CommandPlan(options: options, downloads: downloads, jobs: jobs, progress: style,
+        return CommandPlan(options: options, downloads: list ?? DownloadList(downloads), jobs: jobs, progress: style,
                            messages: progress == .json ? .json : .text, skipsExisting: skipExisting)
     }
 
@@ -251,5 +258,109 @@ enum TextFile {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The downloads of a run, handed out one at a time: from the command line (a few, held), or from an input
+/// file read entry by entry, so that memory does not grow with the list's length.
+///
+/// Used by one task at a time (the run loop), hence @unchecked Sendable.
+final class DownloadList: @unchecked Sendable {
+    /// How many downloads the list holds (an input file was counted when it was checked).
+    let count: Int
+    /// A problem met while reading the input file again (it changed since it was checked, or cannot be
+    /// read any more): no further download starts.
+    private(set) var error: UsageError?
+    private var held: [CommandPlan.Download]
+    private var reader: InputList?
+    private let make: (InputEntry) -> CommandPlan.Download
+    private var position = 0
+
+    init(_ downloads: [CommandPlan.Download]) {
+        count = downloads.count
+        held = downloads
+        make = { _ in fatalError("a list given on the command line reads no input file") }
+    }
+
+    init(inputFile: String, count: Int, make: @escaping (InputEntry) -> CommandPlan.Download) {
+        self.count = count
+        held = []
+        reader = InputList(path: inputFile)
+        self.make = make
+    }
+
+    /// The next download and its index (0-based), or nil when there is none left.
+    func next() -> (Int, CommandPlan.Download)? {
+        let index = position
+        guard index < count, error == nil else { return nil }
+        if reader == nil {
+            position += 1
+            return (index, held[index])
+        }
+        do {
+            guard let entry = try reader!.next() else {
+                error = UsageError("\(reader!.path) changed while it was being downloaded: it ends after \(index) of its \(count) entries")
+                return nil
+            }
+            position += 1
+            return (index, make(entry))
+        } catch {
+            self.error = error as? UsageError ?? UsageError("\(error)")
+            return nil
+        }
+    }
+
+    /// Where its downloads were listed (the same for every download of one run).
+    var source: ErrorText.Source { held.first?.source ?? .inputFile }
+}
+
+/// An input file read entry by entry (see ``InputFileReader``), with the CLI's messages for its problems.
+final class InputList {
+    let path: String
+    private var file: UnsafeMutablePointer<FILE>?
+    private var reader: InputFileReader?
+    private var opened = false
+
+    init(path: String) {
+        self.path = path
+    }
+
+    deinit {
+        if let file { fclose(file) }
+    }
+
+    /// Reads `path` once through, checking every entry; returns how many there are.
+    static func check(_ path: String) throws -> Int {
+        let list = InputList(path: path)
+        var count = 0
+        while let entry = try list.next() {
+            try HaulCommand.checkURL(entry.url, where: "\(path) line \(entry.line)")
+            count += 1
+        }
+        return count
+    }
+
+    /// The next entry, or nil at the end; the errors are ``UsageError``s naming the file (and the line).
+    func next() throws -> InputEntry? {
+        if !opened {
+            opened = true
+            guard let handle = fopen(path, "rb") else {
+                throw UsageError("cannot read --input-file \(path): \(TextFile.ReadError(errno: errno))")
+            }
+            file = handle
+            reader = InputFileReader { buffer in
+                let count = fread(buffer.baseAddress, 1, buffer.count, handle)
+                if count < buffer.count, ferror(handle) != 0 { throw TextFile.ReadError(errno: errno) }
+                return count
+            }
+        }
+        guard let reader else { return nil }
+        do {
+            return try reader.next()
+        } catch let error as InputFileError {
+            throw UsageError("\(path): \(error)")
+        } catch {
+            throw UsageError("cannot read --input-file \(path): \(error)")
+        }
     }
 }

@@ -52,15 +52,18 @@ final class CommandRun: Sendable {
             }
         }
         var worst = ExitStatus.success
-        await withTaskGroup(of: ExitStatus.self) { group in
-            var next = 0
+        // `-j` bounds the downloads transferring at once. A download whose bytes are all in waits for its
+        // durable commit without holding a slot (commits are grouped: many files share one wait for the
+        // disk), up to `finishingLimit` of them, which bounds open files and memory.
+        let finishingLimit = min(256, max(16, plan.jobs * 8))
+        let downloads = plan.downloads
+        await withTaskGroup(of: Event.self) { group in
+            var transferring = 0
+            var finishing = 0
             /// Starts the next download that is not already complete; false when none is left.
             func startNext() -> Bool {
-                while next < plan.downloads.count, !stopping.withLock({ $0 }) {
-                    let index = next
-                    next += 1
-                    started.withLock { $0 = next }
-                    let download = plan.downloads[index]
+                while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
+                    started.withLock { $0 = index + 1 }
                     if alreadyComplete(download, path: download.expectedPath) {
                         reporter.alreadyComplete(index: index, path: download.expectedPath)
                         continue
@@ -68,44 +71,84 @@ final class CommandRun: Sendable {
                     let task = client.start(download.request)
                     running.withLock { $0[index] = task }
                     group.addTask { [self] in
-                        let status: ExitStatus
-                        do {
-                            let result = try await task.value
-                            if plan.usedOneConnectionForLackOfRanges(result) {
-                                reporter.note(name: ProgressReporter.fileName(result.path),
-                                              "the server does not support ranges; used one connection")
-                            }
-                            reporter.finished(index: index, result: result)
-                            status = .success
-                        } catch {
-                            if case HaulError.destinationExists(let path) = error, alreadyComplete(download, path: path) {
-                                // Named by the server after all, and that file is there: an earlier run's.
-                                reporter.alreadyComplete(index: index, path: path)
-                                status = .success
-                            } else {
-                                reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
-                                                source: download.source)
-                                status = ExitStatus(classifying: error)
-                            }
+                        await task.transferEnded()
+                        // Ended already (no durable commit to wait for, or it failed): report it here rather
+                        // than in a second task.
+                        switch task.currentProgress.phase {
+                        case .completed, .failed, .cancelled:
+                            return .transferAndFinishEnded(await outcome(index: index, task: task, download: download))
+                        default:
+                            return .transferEnded(index, task, download)
                         }
-                        running.withLock { _ = $0.removeValue(forKey: index) }
-                        return status
                     }
                     return true
                 }
                 return false
             }
-            for _ in 0..<min(plan.jobs, plan.downloads.count) { _ = startNext() }
-            for await status in group {
-                // The first failure decides the exit status; later ones are reported but do not override it.
-                if worst == .success { worst = status }
-                _ = startNext()
+            func fill() {
+                while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
+            }
+            fill()
+            for await event in group {
+                switch event {
+                case .transferEnded(let index, let task, let download):
+                    transferring -= 1
+                    finishing += 1
+                    group.addTask { [self] in .ended(await outcome(index: index, task: task, download: download)) }
+                case .ended(let status):
+                    finishing -= 1
+                    // The first failure decides the exit status; later ones are reported but do not override it.
+                    if worst == .success { worst = status }
+                case .transferAndFinishEnded(let status):
+                    transferring -= 1
+                    if worst == .success { worst = status }
+                }
+                fill()
+            }
+            if let error = downloads.error {
+                reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
+                if worst == .success { worst = ExitStatus(classifying: error) }
             }
         }
         ticker.cancel()
         reporter.close()
         await client.shutdown()
         return worst
+    }
+
+    /// What the run loop hears from a download: its bytes are all in (the next one may start), or it ended.
+    private enum Event: Sendable {
+        case transferEnded(Int, DownloadTask, CommandPlan.Download)
+        case ended(ExitStatus)
+        /// Both at once.
+        case transferAndFinishEnded(ExitStatus)
+    }
+
+    /// Waits for the end of `task`, reports it, and says how it went.
+    private func outcome(index: Int, task: DownloadTask, download: CommandPlan.Download) async -> ExitStatus {
+        let status: ExitStatus
+        do {
+            let result = try await task.value
+            if plan.usedOneConnectionForLackOfRanges(result) {
+                reporter.note(name: ProgressReporter.fileName(result.path),
+                              "the server does not support ranges; used one connection")
+            }
+            reporter.finished(index: index, result: result)
+            status = .success
+        } catch {
+            if case HaulError.destinationExists(let path) = error, alreadyComplete(download, path: path) {
+                // Named by the server after all, and that file is there: an earlier run's.
+                reporter.alreadyComplete(index: index, path: path)
+                status = .success
+            } else {
+                reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
+                                source: download.source)
+                status = ExitStatus(classifying: error)
+            }
+        }
+        running.withLock { _ = $0.removeValue(forKey: index) }
+        reporter.forget(index: index)
+        return status
     }
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
@@ -134,7 +177,7 @@ final class CommandRun: Sendable {
                         try await task.pause()
                     } catch {
                         reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
-                                        source: plan.downloads[index].source)
+                                        source: plan.downloads.source)
                     }
                 }
             }
@@ -165,6 +208,16 @@ final class ProgressReporter: Sendable {
         var warned: Set<Int> = []
         /// How many of each download's notices were printed.
         var noticesShown: [Int: Int] = [:]
+    }
+
+    /// Drops what was kept about a download that has ended, so that a long list costs no more memory than
+    /// a short one.
+    func forget(index: Int) {
+        state.withLock { state in
+            state.throttles[index] = nil
+            state.warned.remove(index)
+            state.noticesShown[index] = nil
+        }
     }
 
     init(style: CommandPlan.ProgressStyle, messages: CommandPlan.MessageFormat, count: Int) {
@@ -252,6 +305,7 @@ final class ProgressReporter: Sendable {
     private func showNotices(_ tasks: [Int: DownloadTask]) {
         for (index, task) in tasks.sorted(by: { $0.key < $1.key }) {
             let notices = task.currentProgress.notices
+            guard !notices.isEmpty else { continue }
             let fresh = state.withLock { state -> ArraySlice<String> in
                 let shown = state.noticesShown[index] ?? 0
                 state.noticesShown[index] = notices.count

@@ -53,6 +53,24 @@ struct EventLoopTests {
         #expect(queue.nextDeadline() == nil)
     }
 
+    @Test func cancelledTimersDoNotPileUpAndTheRestFireInOrder() {
+        var queue = TimerQueue()
+        var fired: [UInt64] = []
+        func deadline(_ index: UInt64) -> UInt64 { 1_000_000 + (index * 7_919) % 100_000 }
+        // Long timers cancelled right away (idle timeouts of requests that ended), a few kept alive.
+        for index in UInt64(0)..<100_000 {
+            let id = queue.schedule(at: MonotonicInstant(nanoseconds: deadline(index))) { fired.append(index) }
+            if index % 1_000 != 0 { queue.cancel(id) }
+        }
+        #expect(queue.count == 100)
+        #expect(queue.heldEntries <= 4 * queue.count + 64, "held \(queue.heldEntries) entries for \(queue.count) timers")
+        for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 2_000_000)) { callback() }
+        let kept: [UInt64] = (UInt64(0)..<100_000).filter { $0 % 1_000 == 0 }
+        let expected = kept.sorted { a, b in (deadline(a), a) < (deadline(b), b) }
+        #expect(fired == expected)
+        #expect(queue.nextDeadline() == nil)
+    }
+
     @Test func registeredDescriptorReportsReadability() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }

@@ -28,6 +28,9 @@ public final class DownloadTask: @unchecked Sendable {
         var waiters: [CheckedContinuation<Result<DownloadResult, HaulError>, Never>] = []
         var subscribers: [Int: AsyncStream<DownloadProgress>.Continuation] = [:]
         var nextSubscriber = 0
+        /// Set once every byte is in (the finish remains) or the download ended.
+        var transferEnded = false
+        var transferWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     // MARK: Loop-confined
@@ -79,6 +82,22 @@ public final class DownloadTask: @unchecked Sendable {
             } onCancel: {
                 stop()
             }.get()
+        }
+    }
+
+    /// Returns once the download needs no connection any more: every byte is in and only its finish
+    /// remains (checksum, the durable commit, the rename), or it has ended. A pause is not an end.
+    ///
+    /// For callers that limit how many downloads transfer at once: the next one can start here, while this
+    /// one waits for the disk (durable commits are grouped, so many finishing files share one wait).
+    public func transferEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = published.withLock { published in
+                if published.transferEnded { return true }
+                published.transferWaiters.append(continuation)
+                return false
+            }
+            if ended { continuation.resume() }
         }
     }
 
@@ -255,20 +274,49 @@ public final class DownloadTask: @unchecked Sendable {
             let synchronizes = client.options.synchronizesToDisk
             let destination = download.destination
             let started = runStarted
-            let finish = { @Sendable [self] in
-                let result = Result { () throws(HaulError) in
-                    try Self.finish(finished, destination: destination, checksum: request.checksum, synchronizes: synchronizes)
-                    return DownloadResult(
+            let loop = client.loop
+            let report: @Sendable (Result<Void, HaulError>) -> Void = { [self] outcome in
+                let result = outcome.map {
+                    DownloadResult(
                         path: destination, bytes: finished.bytes,
                         duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: started))),
                         finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
                         redirects: finished.redirects, connections: finished.connections,
                         bytesRequested: finished.bytesRequested, retries: finished.retries)
                 }
-                client.loop.execute { [self] in end(result) }
+                if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }
-            // Hashing and fdatasync take long; without them the finish is one rename, quicker done here.
-            if request.checksum != nil || synchronizes {
+            // A durable file goes to the client's group commit, which syncs it together with every other
+            // file finishing meanwhile; hashing comes first, off the loop.
+            if synchronizes, let file = finished.file {
+                // The wait for the disk is shared with other files: a caller may start the next download.
+                endTransfer()
+                let commits = client.commits
+                let entry = GroupCommit.Entry(
+                    file: file, partPath: finished.partPath, destination: destination,
+                    journalPath: finished.journaled ? finished.journalPath : nil, completion: report)
+                if let checksum = request.checksum {
+                    BlockingWork.start(name: "haul-checksum") {
+                        do throws(HaulError) {
+                            try Self.verify(finished, checksum: checksum)
+                            commits.submit(entry)
+                        } catch {
+                            report(.failure(error))
+                        }
+                    }
+                } else {
+                    commits.submit(entry)
+                }
+                return
+            }
+            let finish = { @Sendable in
+                report(Result { () throws(HaulError) in
+                    try Self.finish(finished, destination: destination, checksum: request.checksum, synchronizes: false)
+                })
+            }
+            // Hashing takes long; without it the finish is one rename, quicker done here.
+            if request.checksum != nil {
+                endTransfer()
                 BlockingWork.start(name: "haul-finish", finish)
             } else {
                 finish()
@@ -317,7 +365,18 @@ public final class DownloadTask: @unchecked Sendable {
         return path.isEmpty ? nil : path
     }
 
+    /// Wakes ``transferEnded()`` waiters (once).
+    private func endTransfer() {
+        let waiters = published.withLock { published in
+            published.transferEnded = true
+            defer { published.transferWaiters = [] }
+            return published.transferWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     private func end(_ result: Result<DownloadResult, HaulError>) {
+        endTransfer()
         if let ticker { client.loop.cancelTimer(ticker) }
         ticker = nil
         state = .ended
@@ -508,19 +567,23 @@ extension DownloadTask {
         }
     }
 
-    /// Checksum, sync, atomic rename, journal removal.
+    /// Checks the `.part` file against the expected checksum.
+    static func verify(_ finished: SegmentedDownload.Finished, checksum: Checksum) throws(HaulError) {
+        let actual: String
+        do { actual = try FileDigest.hex(of: finished.partPath, algorithm: checksum.algorithm) } catch {
+            throw .disk(path: finished.partPath, error)
+        }
+        guard actual == checksum.hex else {
+            throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
+        }
+    }
+
+    /// Checksum, sync, atomic rename, journal removal, for one file on its own (a durable download of a
+    /// client goes through its ``GroupCommit`` instead).
     static func finish(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool) throws(HaulError) {
         // A streamed download has delivered everything already: there is no file to check or rename.
         guard let file = finished.file else { return }
-        if let checksum {
-            let actual: String
-            do { actual = try FileDigest.hex(of: finished.partPath, algorithm: checksum.algorithm) } catch {
-                throw .disk(path: finished.partPath, error)
-            }
-            guard actual == checksum.hex else {
-                throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
-            }
-        }
+        if let checksum { try verify(finished, checksum: checksum) }
         do {
             if synchronizes { try file.synchronize() }
             try OutputFile.rename(finished.partPath, to: destination)

@@ -19,6 +19,8 @@ public final class HaulClient: Sendable {
     public let client: HTTPClient
     let loop: EventLoop
     let budget: ConnectionBudget
+    /// Makes finished files durable in batches shared by all of this client's downloads.
+    let commits = GroupCommit()
 
     /// Starts the client's event-loop thread; fails only when the system refuses a thread or an epoll instance.
     public init(options: DownloadOptions = DownloadOptions()) throws(HaulError) {

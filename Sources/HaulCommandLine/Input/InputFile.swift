@@ -39,45 +39,71 @@ public struct InputEntry: Sendable, Hashable {
 public enum InputFile {
     /// Parses the text of an input file. Throws on the first problem, naming its line.
     public static func parse(_ text: String) throws(InputFileError) -> [InputEntry] {
+        var parser = Parser()
         var entries: [InputEntry] = []
-        var outputLines: [String: Int] = [:]
-        var lineNumber = 0
         var content = Substring(text)
         if content.first == "\u{FEFF}" { content.removeFirst() }
 
         // Split on "\n" only (a Character of "\r\n" is one grapheme; split on scalars to see both ends).
         let lines = content.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
         for scalars in lines {
+            if let entry = try parser.add(line: String(String.UnicodeScalarView(scalars))) { entries.append(entry) }
+        }
+        if let entry = parser.finish() { entries.append(entry) }
+        return entries
+    }
+
+    /// Parses an input file line by line, so that a long list is never held whole: each entry comes out
+    /// once the line after it shows that no option line continues it (or at ``finish()``).
+    ///
+    /// What it keeps grows only with the `out=NAME` names given (to refuse a name used twice).
+    public struct Parser: Sendable {
+        private var pending: InputEntry?
+        private var outputLines: [String: Int] = [:]
+        /// The number of the last line added (1-based).
+        public private(set) var lineNumber = 0
+
+        public init() {}
+
+        /// Adds the next line (without its `\n`; a trailing `\r` is dropped) and returns the entry it
+        /// completed, if any. The caller removes a byte order mark at the start of the file.
+        public mutating func add(line text: String) throws(InputFileError) -> InputEntry? {
             lineNumber += 1
-            var line = String(String.UnicodeScalarView(scalars))
+            var line = text
             if line.hasSuffix("\r") { line.removeLast() }
-            let trimmed = trimmed(line[...])
-            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            let trimmed = InputFile.trimmed(line[...])
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { return nil }
 
             if line.first == " " || line.first == "\t" {
-                guard !entries.isEmpty else {
+                guard pending != nil else {
                     throw InputFileError(line: lineNumber, reason: .continuationWithoutEntry(String(trimmed)))
                 }
-                for field in trimmed.split(separator: "\t") where !self.trimmed(field).isEmpty {
-                    let name = try outputName(in: self.trimmed(field), line: lineNumber, continuation: true)
-                    try setOutput(name, of: &entries[entries.count - 1], line: lineNumber, used: &outputLines)
+                for field in trimmed.split(separator: "\t") where !InputFile.trimmed(field).isEmpty {
+                    let name = try InputFile.outputName(in: InputFile.trimmed(field), line: lineNumber, continuation: true)
+                    try InputFile.setOutput(name, of: &pending!, line: lineNumber, used: &outputLines)
                 }
-                continue
+                return nil
             }
 
-            let fields = line.split(separator: "\t").map { self.trimmed($0) }.filter { !$0.isEmpty }
-            var entry = InputEntry(url: try checkedURL(fields[0], line: lineNumber), line: lineNumber)
+            let fields = line.split(separator: "\t").map { InputFile.trimmed($0) }.filter { !$0.isEmpty }
+            var entry = InputEntry(url: try InputFile.checkedURL(fields[0], line: lineNumber), line: lineNumber)
             for field in fields.dropFirst() {
-                if isOption(field) {
-                    let name = try outputName(in: field, line: lineNumber, continuation: false)
-                    try setOutput(name, of: &entry, line: lineNumber, used: &outputLines)
+                if InputFile.isOption(field) {
+                    let name = try InputFile.outputName(in: field, line: lineNumber, continuation: false)
+                    try InputFile.setOutput(name, of: &entry, line: lineNumber, used: &outputLines)
                 } else {
-                    entry.mirrors.append(try checkedURL(field, line: lineNumber))
+                    entry.mirrors.append(try InputFile.checkedURL(field, line: lineNumber))
                 }
             }
-            entries.append(entry)
+            defer { pending = entry }
+            return pending
         }
-        return entries
+
+        /// The last entry, once every line is added.
+        public mutating func finish() -> InputEntry? {
+            defer { pending = nil }
+            return pending
+        }
     }
 
     private static func trimmed(_ text: Substring) -> Substring {

@@ -25,6 +25,8 @@ struct TimerQueue {
 
     /// The number of timers that are scheduled and not cancelled.
     var count: Int { callbacks.count }
+    /// Entries held, cancelled ones included (for tests of the compaction).
+    var heldEntries: Int { heap.count }
 
     /// Schedules `callback` for `deadline` and returns the handle that cancels it.
     mutating func schedule(at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> TimerID {
@@ -39,7 +41,22 @@ struct TimerQueue {
     /// Cancels a timer; returns `false` if it already fired or was cancelled.
     @discardableResult
     mutating func cancel(_ timer: TimerID) -> Bool {
-        callbacks.removeValue(forKey: timer.rawValue) != nil
+        guard callbacks.removeValue(forKey: timer.rawValue) != nil else { return false }
+        // Cancelled entries far from the top (a 30 s idle timer per request) would otherwise pile up, one
+        // per request, until their deadlines pass: thousands of small downloads grew the heap by as many.
+        // Rebuilding once they outnumber live timers 4 to 1 keeps it bounded, at O(1) amortized per cancel.
+        if heap.count > 64, heap.count > 4 * callbacks.count { compact() }
+        return true
+    }
+
+    /// Drops every cancelled entry and restores the heap order.
+    private mutating func compact() {
+        heap.removeAll { callbacks[$0.id] == nil }
+        var index = heap.count / 2
+        while index > 0 {
+            index -= 1
+            siftDown(from: index)
+        }
     }
 
     /// The earliest deadline that will still fire, dropping cancelled entries on the way.

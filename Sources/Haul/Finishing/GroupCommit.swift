@@ -1,0 +1,248 @@
+import Glibc
+import HaulIO
+
+/// Makes finished downloads durable in batches: one synchronous `fdatasync` plus a directory `fsync` per
+/// file made many small downloads wait for the disk once or twice each, one after the other.
+///
+/// Files handed in while a batch is on the disk wait for the next batch, which takes all of them: under load
+/// the batches grow by themselves, and a lone file is committed at once (no timer, no added latency).
+/// Each batch, in this order:
+/// 1. syncs the data of every file, in parallel (several threads, so the file system can merge the journal
+///    commits those syncs need);
+/// 2. renames each file whose data is durable from its `.part` name to its final name — a final name only
+///    ever appears for complete, synced data;
+/// 3. syncs each distinct directory of the batch once, so the renames survive a power cut;
+/// 4. removes the journals of the files now durable, and reports every file.
+///
+/// A file whose data sync fails keeps its `.part` file and journal and fails with a disk error; a file whose
+/// rename fails likewise. When a directory sync fails, the renames into that directory are not proven
+/// durable: they are undone (the files go back to their `.part` names, journals kept) and those files fail.
+/// Files in other directories, or whose syncs succeeded, are not affected.
+///
+/// The work runs on ``BlockingWork`` threads, never on the event loop. Thread-safe.
+final class GroupCommit: @unchecked Sendable {
+    // @unchecked Sendable: `pending` and `committing` are guarded by `lock`; the rest is immutable.
+
+    /// One file waiting for its commit.
+    struct Entry: @unchecked Sendable {
+        // @unchecked Sendable: `file` is an `OutputFile` (Sendable); the completion is called once, on a
+        // blocking-work thread, and its owner hops to its own loop.
+        var file: OutputFile
+        var partPath: String
+        var destination: String
+        /// The journal to remove once the file is durable under its final name (nil: none was written).
+        var journalPath: String?
+        /// Called once with the outcome; a failure is a ``HaulError/disk(path:_:)``.
+        var completion: @Sendable (Result<Void, HaulError>) -> Void
+    }
+
+    /// The system calls a batch makes, replaceable for tests.
+    struct Operations: Sendable {
+        /// Starts writing a file's data without waiting (best effort: the sync reports any failure).
+        var startWriteBack: @Sendable (OutputFile) -> Void = { _ in }
+        var syncData: @Sendable (OutputFile) throws(SystemError) -> Void
+        var rename: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void
+        /// Syncs the directory itself (its path, not a file in it).
+        var syncDirectory: @Sendable (String) throws(SystemError) -> Void
+        var removeJournal: @Sendable (String) -> Void
+
+        static let system = Operations(
+            startWriteBack: { file in try? file.startWriteBack(offset: 0, length: 0) },
+            syncData: { file throws(SystemError) in try file.synchronize() },
+            rename: { from, to throws(SystemError) in try OutputFile.rename(from, to: to) },
+            syncDirectory: { directory throws(SystemError) in
+                // `synchronizeDirectory(containing:)` syncs the directory holding its argument.
+                try OutputFile.synchronizeDirectory(containing: directory + "/.")
+            },
+            removeJournal: { path in try? ResumeJournal.remove(path: path) })
+    }
+
+    /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
+    /// one thread took 8–28 s, eight 1.2–1.7 s; sixteen were no better than eight.
+    let parallelSyncs: Int
+    private let operations: Operations
+    private let start: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let lock = CommitLock()
+    private var pending: [Entry] = []
+    private var committing = false
+    /// Batches committed so far.
+    private var batches = 0
+
+    /// `start` runs work on another thread (``BlockingWork`` unless a test runs it otherwise).
+    init(parallelSyncs: Int = 8, operations: Operations = .system,
+         start: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { BlockingWork.start(name: "haul-commit", $0) }) {
+        self.parallelSyncs = max(1, parallelSyncs)
+        self.operations = operations
+        self.start = start
+    }
+
+    /// Queues `entry` for the next batch; starts that batch unless one is on the disk already.
+    func submit(_ entry: Entry) {
+        let startsBatch = lock.withLock { () -> Bool in
+            pending.append(entry)
+            guard !committing else { return false }
+            committing = true
+            return true
+        }
+        if startsBatch { start { [self] in commitWhilePending() } }
+    }
+
+    /// Number of batches committed so far.
+    var batchCount: Int { lock.withLock { batches } }
+
+    private func commitWhilePending() {
+        while true {
+            let batch = lock.withLock { () -> [Entry] in
+                let taken = pending
+                pending = []
+                if taken.isEmpty { committing = false } else { batches += 1 }
+                return taken
+            }
+            guard !batch.isEmpty else { return }
+            commit(batch)
+        }
+    }
+
+    /// Commits one batch (see the type's description) and reports every entry of it.
+    func commit(_ batch: [Entry]) {
+        var outcomes = [Result<Void, HaulError>?](repeating: nil, count: batch.count)
+
+        // 1. Data, in parallel.
+        let syncErrors = syncAll(batch)
+        for (index, error) in syncErrors.enumerated() {
+            if let error { outcomes[index] = .failure(.disk(path: batch[index].partPath, error)) }
+        }
+
+        // 2. Renames, only of files whose data is durable.
+        var renamedByDirectory: [String: [Int]] = [:]
+        var directories: [String] = []
+        for index in batch.indices where outcomes[index] == nil {
+            let entry = batch[index]
+            do throws(SystemError) {
+                try operations.rename(entry.partPath, entry.destination)
+            } catch {
+                outcomes[index] = .failure(.disk(path: entry.destination, error))
+                continue
+            }
+            let directory = OutputFile.directory(containing: entry.destination)
+            if renamedByDirectory[directory] == nil { directories.append(directory) }
+            renamedByDirectory[directory, default: []].append(index)
+        }
+
+        // 3. One sync per directory; a failure un-proves every rename into it.
+        for directory in directories {
+            let indices = renamedByDirectory[directory] ?? []
+            do throws(SystemError) {
+                try operations.syncDirectory(directory)
+                for index in indices { outcomes[index] = .success(()) }
+            } catch {
+                for index in indices {
+                    let entry = batch[index]
+                    // Back to the `.part` name, so that nothing claims to be complete and a rerun resumes.
+                    try? operations.rename(entry.destination, entry.partPath)
+                    outcomes[index] = .failure(.disk(path: entry.destination, error))
+                }
+            }
+        }
+
+        // 4. Journals of durable files, then the reports.
+        for index in batch.indices {
+            if case .success = outcomes[index], let journal = batch[index].journalPath { operations.removeJournal(journal) }
+        }
+        for index in batch.indices {
+            batch[index].completion(outcomes[index] ?? .failure(.unexpected("the commit did not decide this file")))
+        }
+    }
+
+    /// Syncs every file's data, using up to ``parallelSyncs`` threads (this one included); returns the error
+    /// of each file, nil where the sync succeeded.
+    private func syncAll(_ batch: [Entry]) -> [SystemError?] {
+        // Every file's write-back starts first, so the blocks of the whole batch are allocated and on their
+        // way before the first sync waits: its journal commit then covers the batch, and the later syncs
+        // find little left to do.
+        if batch.count > 1 {
+            for entry in batch { operations.startWriteBack(entry.file) }
+        }
+        let results = SyncResults(count: batch.count)
+        let helpers = min(parallelSyncs, batch.count) - 1
+        let work: @Sendable () -> Void = { [operations] in
+            while let index = results.claim() {
+                do throws(SystemError) {
+                    try operations.syncData(batch[index].file)
+                    results.finish(index, nil)
+                } catch {
+                    results.finish(index, error)
+                }
+            }
+        }
+        for _ in 0..<max(0, helpers) { start(work) }
+        work()
+        return results.waitForAll()
+    }
+}
+
+/// The per-file outcomes of one batch's data syncs, claimed and filled in by several threads.
+private final class SyncResults: @unchecked Sendable {
+    // @unchecked Sendable: every field is guarded by `mutex`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var errors: [SystemError?]
+    private var next = 0
+    private var finished = 0
+
+    init(count: Int) {
+        errors = Array(repeating: nil, count: count)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(done, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(done)
+        pthread_mutex_destroy(mutex)
+        done.deallocate()
+        mutex.deallocate()
+    }
+
+    func claim() -> Int? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard next < errors.count else { return nil }
+        next += 1
+        return next - 1
+    }
+
+    func finish(_ index: Int, _ error: SystemError?) {
+        pthread_mutex_lock(mutex)
+        errors[index] = error
+        finished += 1
+        if finished == errors.count { pthread_cond_broadcast(done) }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits until every file is synced (helpers that start late find nothing left to claim and return).
+    func waitForAll() -> [SystemError?] {
+        pthread_mutex_lock(mutex)
+        while finished < errors.count { pthread_cond_wait(done, mutex) }
+        let result = errors
+        pthread_mutex_unlock(mutex)
+        return result
+    }
+}
+
+/// A plain mutex guarding several fields of its owner.
+private final class CommitLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

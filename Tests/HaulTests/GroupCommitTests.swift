@@ -1,0 +1,189 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Haul
+import HaulIO
+
+/// The group commit's promises, with the system calls replaced by recorders: data synced before any rename,
+/// renames before the directory sync, one sync per directory per batch, and a failure that fails exactly the
+/// files it leaves unproven (their `.part` and journal kept).
+@Suite struct GroupCommitTests {
+    /// What the injected operations saw, in order.
+    final class Recorder: Sendable {
+        let log = Mutex<[String]>([])
+        let failSync = Mutex<Set<String>>([])
+        let failDirectory = Mutex<Set<String>>([])
+        let failRename = Mutex<Set<String>>([])
+
+        func note(_ line: String) { log.withLock { $0.append(line) } }
+
+        var operations: GroupCommit.Operations {
+            GroupCommit.Operations(
+                syncData: { [self] file throws(SystemError) in
+                    note("sync \(file.path)")
+                    if failSync.withLock({ $0.contains(file.path) }) { throw SystemError(call: "fdatasync", errno: EIO) }
+                },
+                rename: { [self] from, to throws(SystemError) in
+                    note("rename \(from) \(to)")
+                    if failRename.withLock({ $0.contains(from) }) { throw SystemError(call: "rename", errno: EXDEV) }
+                },
+                syncDirectory: { [self] directory throws(SystemError) in
+                    note("dirsync \(directory)")
+                    if failDirectory.withLock({ $0.contains(directory) }) { throw SystemError(call: "fsync", errno: EIO) }
+                },
+                removeJournal: { [self] path in note("unjournal \(path)") })
+        }
+    }
+
+    /// A scratch directory with empty `.part` files to hand to the commit (the operations never touch them).
+    final class Scratch: Sendable {
+        let root: String
+        init() throws {
+            root = NSTemporaryDirectory() + "haul-group-commit-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: root + "/a", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: root + "/b", withIntermediateDirectories: true)
+        }
+        deinit { try? FileManager.default.removeItem(atPath: root) }
+
+        func file(_ name: String) throws -> OutputFile { try OutputFile.open(root + "/" + name + ".part", truncate: true) }
+    }
+
+    final class Outcomes: Sendable {
+        let results = Mutex<[String: Result<Void, HaulError>]>([:])
+        func completion(_ name: String) -> @Sendable (Result<Void, HaulError>) -> Void {
+            { [self] result in results.withLock { $0[name] = result } }
+        }
+        subscript(name: String) -> Result<Void, HaulError>? { results.withLock { $0[name] } }
+    }
+
+    func entry(_ scratch: Scratch, _ name: String, journal: Bool = true, outcomes: Outcomes) throws -> GroupCommit.Entry {
+        GroupCommit.Entry(file: try scratch.file(name), partPath: scratch.root + "/" + name + ".part",
+                          destination: scratch.root + "/" + name,
+                          journalPath: journal ? scratch.root + "/" + name + ".part.haul" : nil,
+                          completion: outcomes.completion(name))
+    }
+
+    @Test func syncsEveryFileBeforeAnyRenameAndEachDirectoryOnceAfterTheRenames() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 3, operations: recorder.operations, start: { $0() })
+        let names = ["a/1", "b/2", "a/3", "a/4", "b/5"]
+        commit.commit(try names.map { try entry(scratch, $0, journal: $0 != "a/4", outcomes: outcomes) })
+
+        let log = recorder.log.withLock { $0 }
+        let kinds = log.map { $0.split(separator: " ")[0] }
+        let lastSync = kinds.lastIndex(of: "sync")!, firstRename = kinds.firstIndex(of: "rename")!
+        let lastRename = kinds.lastIndex(of: "rename")!, firstDirectory = kinds.firstIndex(of: "dirsync")!
+        let lastDirectory = kinds.lastIndex(of: "dirsync")!, firstJournal = kinds.firstIndex(of: "unjournal")!
+        #expect(lastSync < firstRename, "\(log)")
+        #expect(lastRename < firstDirectory, "\(log)")
+        #expect(lastDirectory < firstJournal, "\(log)")
+        #expect(Set(log.filter { $0.hasPrefix("sync ") }) == Set(names.map { "sync \(scratch.root)/\($0).part" }))
+        #expect(log.filter { $0.hasPrefix("dirsync") }.sorted() == ["dirsync \(scratch.root)/a", "dirsync \(scratch.root)/b"])
+        #expect(log.filter { $0.hasPrefix("unjournal") }.count == 4, "no journal was written for a/4: \(log)")
+        for name in names {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+        }
+    }
+
+    @Test func aFailedDataSyncFailsThatFileOnlyAndLeavesItsPartAndJournal() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        recorder.failSync.withLock { $0 = [scratch.root + "/a/2.part"] }
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 2, operations: recorder.operations, start: { $0() })
+        commit.commit(try ["a/1", "a/2", "a/3"].map { try entry(scratch, $0, outcomes: outcomes) })
+
+        let log = recorder.log.withLock { $0 }
+        #expect(!log.contains { $0.hasPrefix("rename \(scratch.root)/a/2.part") }, "never renamed: \(log)")
+        #expect(!log.contains("unjournal \(scratch.root)/a/2.part.haul"), "journal kept: \(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") } == ["dirsync \(scratch.root)/a"])
+        guard case .failure(.disk(let path, let error)) = outcomes["a/2"] else {
+            Issue.record("a/2: \(String(describing: outcomes["a/2"]))")
+            return
+        }
+        #expect(path == scratch.root + "/a/2.part")
+        #expect(error == SystemError(call: "fdatasync", errno: EIO))
+        for name in ["a/1", "a/3"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+        }
+    }
+
+    @Test func aFailedDirectorySyncUndoesTheRenamesIntoThatDirectoryAndFailsThoseFiles() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        recorder.failDirectory.withLock { $0 = [scratch.root + "/b"] }
+        recorder.failRename.withLock { $0 = [scratch.root + "/a/3.part"] }
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 1, operations: recorder.operations, start: { $0() })
+        commit.commit(try ["a/1", "b/2", "a/3", "b/4"].map { try entry(scratch, $0, outcomes: outcomes) })
+
+        let log = recorder.log.withLock { $0 }
+        for name in ["b/2", "b/4"] {
+            #expect(log.contains("rename \(scratch.root)/\(name) \(scratch.root)/\(name).part"), "renamed back: \(log)")
+            #expect(!log.contains("unjournal \(scratch.root)/\(name).part.haul"), "journal kept: \(log)")
+            guard case .failure(.disk(let path, let error)) = outcomes[name] else {
+                Issue.record("\(name): \(String(describing: outcomes[name]))")
+                continue
+            }
+            #expect(path == "\(scratch.root)/\(name)")
+            #expect(error.call == "fsync")
+        }
+        guard case .failure(.disk(_, let renameError)) = outcomes["a/3"] else {
+            Issue.record("a/3: \(String(describing: outcomes["a/3"]))")
+            return
+        }
+        #expect(renameError.call == "rename")
+        #expect(!log.contains("unjournal \(scratch.root)/a/3.part.haul"))
+        guard case .success = outcomes["a/1"] else { Issue.record("a/1: \(String(describing: outcomes["a/1"]))"); return }
+        #expect(log.contains("unjournal \(scratch.root)/a/1.part.haul"))
+    }
+
+    @Test func filesArrivingDuringABatchShareTheNextOne() async throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let gate = Mutex(false)
+        var operations = recorder.operations
+        let record = operations.syncData
+        // The first file's sync holds its batch on the "disk" until the test lets it go.
+        operations.syncData = { file throws(SystemError) in
+            try record(file)
+            if file.path.hasSuffix("/a/0.part") {
+                while !gate.withLock({ $0 }) { usleep(1000) }
+            }
+        }
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 1, operations: operations,
+                                 start: { work in Thread { work() }.start() })
+        commit.submit(try entry(scratch, "a/0", outcomes: outcomes))
+        try await waitUntil { recorder.log.withLock { $0.contains("sync \(scratch.root)/a/0.part") } }
+        for index in 1...5 { commit.submit(try entry(scratch, "a/\(index)", outcomes: outcomes)) }
+        gate.withLock { $0 = true }
+        try await waitUntil { outcomes.results.withLock { $0.count } == 6 }
+
+        #expect(commit.batchCount == 2)
+        let log = recorder.log.withLock { $0 }
+        #expect(log.filter { $0.hasPrefix("dirsync") }.count == 2, "one directory sync per batch: \(log)")
+        // The second batch: five syncs, then five renames, then one directory sync.
+        let second = Array(log.drop { !$0.hasPrefix("sync \(scratch.root)/a/1") && !$0.hasPrefix("sync \(scratch.root)/a/2") })
+        #expect(second.prefix(5).allSatisfy { $0.hasPrefix("sync ") }, "\(log)")
+        #expect(second.dropFirst(5).prefix(5).allSatisfy { $0.hasPrefix("rename ") }, "\(log)")
+        #expect(second.dropFirst(10).first?.hasPrefix("dirsync") == true, "\(log)")
+        for index in 0...5 {
+            guard case .success = outcomes["a/\(index)"] else { Issue.record("a/\(index)"); continue }
+        }
+    }
+
+    /// Polls `condition` until it holds; fails after a generous deadline instead of hanging.
+    func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("condition not met before the deadline")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
