@@ -257,14 +257,9 @@ public final class ResumeJournal: Sendable {
     }
 
     /// Runs a system call, retrying `EINTR`; -1 becomes ``JournalError/io(call:errno:path:)``.
-    private static func call<T: FixedWidthInteger>(_ name: String, _ path: String, _ body: () -> T) throws(JournalError) -> T {
-        while true {
-            let result = body()
-            if result != -1 { return result }
-            let code = errno
-            if code == EINTR { continue }
-            throw .io(call: name, errno: code, path: path)
-        }
+    /// The package's one syscall wrapper (EINTR retried), with the journal's path added to its error.
+    private static func call<T: FixedWidthInteger>(_ name: StaticString, _ path: String, _ body: () -> T) throws(JournalError) -> T {
+        do { return try blockingSyscall(name, body) } catch { throw .io(call: error.call, errno: error.errno, path: path) }
     }
 }
 

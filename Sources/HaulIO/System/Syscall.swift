@@ -12,7 +12,7 @@ extension IOResult: Sendable where Value: Sendable {}
 extension IOResult: Equatable where Value: Equatable {}
 
 /// How a system call wants `EAGAIN` and `EINTR` treated.
-enum SyscallBehaviour {
+package enum SyscallBehaviour {
     /// The descriptor is non-blocking: `EAGAIN`, `EWOULDBLOCK` and `EINPROGRESS` become ``IOResult/wouldBlock``.
     case nonBlocking
     /// The call cannot legitimately report `EAGAIN`; every failure except `EINTR` is thrown.
@@ -22,13 +22,13 @@ enum SyscallBehaviour {
     case noRetry
 }
 
-/// Runs one system call the way every call in HaulIO is run.
+/// Runs one system call the way every call in the package is run (HaulIO, the journal, sessions).
 ///
 /// Retries on `EINTR`, maps the "try again later" errnos to ``IOResult/wouldBlock`` when `behaviour` is
 /// `.nonBlocking`, and throws a ``SystemError`` naming `name` for everything else. Modelled on SwiftNIO's
 /// `syscall(blocking:where:_:)`; a call counts as failed when it returns `-1`.
 @inline(__always)
-func syscall<Result: FixedWidthInteger>(
+package func syscall<Result: FixedWidthInteger>(
     _ name: StaticString,
     _ behaviour: SyscallBehaviour = .failOnWouldBlock,
     _ body: () -> Result
@@ -47,7 +47,7 @@ func syscall<Result: FixedWidthInteger>(
 
 /// ``syscall(_:_:_:)`` for calls that never report "would block": returns the call's result directly.
 @inline(__always)
-func blockingSyscall<Result: FixedWidthInteger>(
+package func blockingSyscall<Result: FixedWidthInteger>(
     _ name: StaticString,
     retryOnInterrupt: Bool = true,
     _ body: () -> Result

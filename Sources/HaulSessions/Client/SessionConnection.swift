@@ -104,13 +104,17 @@ final class SessionConnection: @unchecked Sendable {
         guard closedWith == nil, events.contains(.readable) || events.contains(.hangup) || events.contains(.error) else { return }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         for _ in 0..<16 {
-            let count = buffer.withUnsafeMutableBytes { recv(fileDescriptor, $0.baseAddress, $0.count, 0) }
-            if count == 0 { return shut(.disconnected, notify: true) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                return shut(.disconnected, notify: true)
+            let fd = fileDescriptor
+            let received = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try syscall("recv", .nonBlocking) { recv(fd, raw.baseAddress, raw.count, 0) } }
             }
+            let count: Int
+            switch received {
+            case .success(.processed(let value)): count = value
+            case .success(.wouldBlock): return
+            case .failure: return shut(.disconnected, notify: true)
+            }
+            if count == 0 { return shut(.disconnected, notify: true) }
             let lines: [[UInt8]]
             do { lines = try splitter.feed(buffer[0..<count]) } catch {
                 return shut(.protocolViolation("a line longer than \(SessionProtocol.maximumLineBytes) bytes"), notify: true)
@@ -148,15 +152,17 @@ final class SessionConnection: @unchecked Sendable {
         guard closedWith == nil else { return }
         var sent = 0
         while sent < output.count {
-            let count = output.withUnsafeBytes { raw in
-                send(fileDescriptor, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+            let fd = fileDescriptor
+            let outcome = output.withUnsafeBytes { raw in
+                Result { () throws(SystemError) in
+                    try syscall("send", .nonBlocking) { send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL)) }
+                }
             }
-            if count < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            guard case .success(let result) = outcome else {
                 output.removeFirst(sent)
                 return shut(.disconnected, notify: true)
             }
+            guard case .processed(let count) = result else { break }
             sent += count
         }
         output.removeFirst(sent)

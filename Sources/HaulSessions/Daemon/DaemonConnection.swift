@@ -43,14 +43,17 @@ final class DaemonConnection {
         var reads = 0
         while reads < 16 {
             reads += 1
-            let count = buffer.withUnsafeMutableBytes { recv(fileDescriptor, $0.baseAddress, $0.count, 0) }
-            if count == 0 { return .closed(reason: nil) }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN || code == EWOULDBLOCK { break }
-                return .closed(reason: SystemError(call: "recv", errno: code).description)
+            let fd = fileDescriptor
+            let received = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try syscall("recv", .nonBlocking) { recv(fd, raw.baseAddress, raw.count, 0) } }
             }
+            let count: Int
+            switch received {
+            case .success(.processed(let value)): count = value
+            case .success(.wouldBlock): return .lines
+            case .failure(let error): return .closed(reason: error.description)
+            }
+            if count == 0 { return .closed(reason: nil) }
             do {
                 pendingLines += try splitter.feed(buffer[0..<count])
             } catch {
@@ -75,15 +78,14 @@ final class DaemonConnection {
     /// Sends buffered output; false when the client must be dropped.
     func flush(loop: EventLoop) -> Bool {
         while outputStart < output.count {
-            let count = output.withUnsafeBytes { raw in
-                Glibc.send(fileDescriptor, raw.baseAddress! + outputStart, raw.count - outputStart, Int32(MSG_NOSIGNAL))
+            let fd = fileDescriptor, from = outputStart
+            let outcome = output.withUnsafeBytes { raw in
+                Result { () throws(SystemError) in
+                    try syscall("send", .nonBlocking) { Glibc.send(fd, raw.baseAddress! + from, raw.count - from, Int32(MSG_NOSIGNAL)) }
+                }
             }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN || code == EWOULDBLOCK { break }
-                return false
-            }
+            guard case .success(let result) = outcome else { return false }
+            guard case .processed(let count) = result else { break }
             outputStart += count
         }
         if outputStart == output.count {

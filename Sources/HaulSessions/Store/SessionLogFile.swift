@@ -117,26 +117,23 @@ final class SessionLogFile: @unchecked Sendable {
             bytes += SessionLogCodec.record(number: firstNumber + UInt64(index), payload: payload)
         }
         let start = end
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in
-                pwrite(fileDescriptor, raw.baseAddress! + written, raw.count - written, off_t(start + written))
+        let fd = fileDescriptor
+        let writeFailure: SystemError? = bytes.withUnsafeBytes { raw in
+            var written = 0
+            while written < raw.count {
+                do throws(SystemError) { written += try blockingSyscall("pwrite") { pwrite(fd, raw.baseAddress! + written, raw.count - written, off_t(start + written)) } }
+                catch { return error }
             }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                // Nothing of these records counts: cut back whatever part of them landed.
-                if ftruncate(fileDescriptor, off_t(start)) != 0 {
-                    failure = .io(path: path, SystemError(call: "ftruncate", errno: errno))
-                }
-                throw .io(path: path, SystemError(call: "pwrite", errno: code))
-            }
-            written += count
+            return nil
         }
-        guard fdatasync(fileDescriptor) == 0 else {
-            let error = SessionError.io(path: path, SystemError(call: "fdatasync", errno: errno))
-            failure = error
-            throw error
+        if let writeFailure {
+            // Nothing of these records counts: cut back whatever part of them landed.
+            do { _ = try blockingSyscall("ftruncate") { ftruncate(fd, off_t(start)) } } catch { failure = .io(path: path, error) }
+            throw .io(path: path, writeFailure)
+        }
+        do { _ = try blockingSyscall("fdatasync") { fdatasync(fd) } } catch {
+            failure = .io(path: path, error)
+            throw .io(path: path, error)
         }
         end = start + bytes.count
     }
@@ -166,10 +163,13 @@ final class SessionLogFile: @unchecked Sendable {
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var done = 0
         while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, SystemError(call: "pread", errno: errno))
+            let outcome = bytes.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try blockingSyscall("pread") { pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done)) } }
+            }
+            let count: Int
+            switch outcome {
+            case .success(let value): count = value
+            case .failure(let error): throw .io(path: path, error)
             }
             if count == 0 { break }
             done += count

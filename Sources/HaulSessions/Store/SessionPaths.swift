@@ -122,8 +122,10 @@ enum SmallFile {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while bytes.count < limit {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 { if errno == EINTR { continue }; return nil }
+            let outcome = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try blockingSyscall("read") { Glibc.read(fd, raw.baseAddress, raw.count) } }
+            }
+            guard case .success(let count) = outcome else { return nil }
             if count == 0 { break }
             bytes += buffer[0..<count]
         }
