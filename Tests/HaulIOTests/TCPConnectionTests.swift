@@ -82,6 +82,34 @@ struct TCPConnectionTests {
         #expect(received.withLock { $0 } == 3)
     }
 
+    /// Between requests a connection keeps its epoll registration for reading (no `epoll_ctl` per request);
+    /// the peer's close, which level-triggered epoll would report over and over, removes it.
+    @Test func anIdleConnectionKeepsItsRegistrationUntilThePeerCloses() async throws {
+        let server = try LoopbackServer(behaviour: .echo)
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        defer { connection.close() }
+        let received = Mutex(0)
+        // The read waits in epoll (registered) before the bytes are sent, as a response does.
+        let reading = Task {
+            try await connection.readLoop { bytes in
+                received.withLock { $0 += bytes.count }
+                return received.withLock { $0 } >= 2 ? .stop : .continueReading
+            }
+        }
+        #expect(try await eventually { try await loop.submit { connection.registration != nil } })
+        try await connection.write(Array("hi".utf8))
+        #expect(try await reading.value == .stopped)
+        let kept = try await loop.submit { connection.registration != nil && connection.registeredInterest == .readable }
+        #expect(kept, "still registered for reading while idle")
+        _ = try await loop.submit { shutdown(connection.socket.fileDescriptor, Int32(SHUT_WR)) }
+        let released = try await eventually { try await loop.submit { connection.registration == nil } }
+        #expect(released, "the peer's close while idle removes the registration")
+        #expect(!(try await loop.submit { connection.isReusableOnLoop() }))
+    }
+
     @Test func idleConnectionIsNoLongerReusableOnceThePeerCloses() async throws {
         let server = try LoopbackServer(behaviour: .silent)
         let loop = try EventLoop()

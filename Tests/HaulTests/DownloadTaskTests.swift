@@ -199,6 +199,35 @@ final class DownloadTaskFixture: Sendable {
         #expect(FileManager.default.fileExists(atPath: directory + "/no/such/f"))
     }
 
+    /// The directory is checked before a download only when it was not found recently; one removed since
+    /// (or a file where a parent should be) still gives the error naming it.
+    @Test func aDirectoryRemovedSinceAnEarlierDownloadIsCheckedAgain() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let target = directory + "/d"
+        _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-2.bin"), destination: .directory(target),
+                                                        createsDirectories: true))
+        try FileManager.default.removeItem(atPath: target)
+        await #expect {
+            _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-2.bin"), destination: .directory(target)))
+        } throws: { error in
+            guard case HaulError.disk(let path, let system) = error else { return false }
+            return path == target && system.errno == ENOENT
+        }
+        #expect(!FileManager.default.fileExists(atPath: target))
+        _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-2.bin"), destination: .directory(target),
+                                                        createsDirectories: true))
+        #expect(FileManager.default.fileExists(atPath: target + "/small-2.bin"))
+
+        try Data("x".utf8).write(to: URL(fileURLWithPath: directory + "/plain"))
+        await #expect {
+            _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/plain/f")))
+        } throws: { error in
+            guard case HaulError.disk(let path, let system) = error else { return false }
+            return path == directory + "/plain" && system.errno == ENOTDIR
+        }
+    }
+
     @Test func anExistingFileIsNotReplacedUnlessAllowed() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

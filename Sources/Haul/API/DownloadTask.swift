@@ -497,8 +497,16 @@ extension DownloadTask {
         switch request.destination {
         case .file(let path):
             let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-            try prepareDirectory(parent, create: request.createsDirectories)
-            let (file, created) = try lockedPartialFile(path + ".part")
+            // The parent is looked at only when the `.part` cannot be created in it: the common case (it is
+            // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
+            let opened: (OutputFile, created: Bool)
+            do throws(HaulError) {
+                opened = try lockedPartialFile(path + ".part")
+            } catch .disk(_, let error) where !parent.isEmpty && (error.errno == ENOENT || error.errno == ENOTDIR) {
+                try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
+                opened = try lockedPartialFile(path + ".part")
+            }
+            let (file, created) = opened
             do throws(HaulError) {
                 let resume = try interruptedDownload(at: path + ".part", file: file, url: urls[0], restart: request.discardsPartialDownload)
                 if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
@@ -534,13 +542,27 @@ extension DownloadTask {
         }
     }
 
-    private static func prepareDirectory(_ directory: String, create: Bool) throws(HaulError) {
-        guard !directory.isEmpty, !OutputFile.isDirectory(directory) else { return }
+    private static func prepareDirectory(_ directory: String, create: Bool, rechecking: Bool = false) throws(HaulError) {
+        guard !directory.isEmpty else { return }
+        // A list of thousands of downloads into one directory would check it once per download. A recent
+        // answer is taken instead: should the directory go meanwhile, creating the `.part` in it fails and
+        // ``resolveName(in:head:url:request:)`` comes back here to check (and create) it again.
+        let now = MonotonicInstant.now()
+        if !rechecking, recentDirectory.withLock({ $0.map { $0.path == directory && now < $0.checked.advanced(by: .seconds(1)) } ?? false }) {
+            return
+        }
+        guard !OutputFile.isDirectory(directory) else {
+            recentDirectory.withLock { $0 = (directory, now) }
+            return
+        }
         guard create else {
             throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
         }
         do { try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
     }
+
+    /// The directory ``prepareDirectory(_:create:)`` last found, and when.
+    private static let recentDirectory = Mutex<(path: String, checked: MonotonicInstant)?>(nil)
 
     static func nameResolver(directory: String, request: DownloadRequest) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
         { head, url in try resolveName(in: directory, head: head, url: url, request: request) }
@@ -554,7 +576,15 @@ extension DownloadTask {
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         let primary: HTTPURL
         do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
-        let (file, created) = try lockedPartialFile(path + ".part")
+        let opened: (OutputFile, created: Bool)
+        do throws(HaulError) {
+            opened = try lockedPartialFile(path + ".part")
+        } catch .disk(_, let error) where error.errno == ENOENT || error.errno == ENOTDIR {
+            // The directory checked at prepare (or recently, for another download) is gone or was replaced.
+            try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
+            opened = try lockedPartialFile(path + ".part")
+        }
+        let (file, created) = opened
         do throws(HaulError) {
             if let resume = try interruptedDownload(at: path + ".part", file: file, url: primary, restart: request.discardsPartialDownload) {
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)

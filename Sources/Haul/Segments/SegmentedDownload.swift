@@ -653,7 +653,7 @@ final class SegmentedDownload: @unchecked Sendable {
         do {
             if file == nil { file = try OutputFile.open(partPath, truncate: true) }
             let held = try file!.size()
-            let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory)
+            let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory, forWriting: length)
             if length > available + held {
                 throw HaulError.insufficientSpace(path: partPath, needed: length, available: available + held)
             }

@@ -272,10 +272,15 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: Readiness
 
-    /// Brings the epoll registration in line with what pending operations wait for. With nothing pending the
-    /// descriptor is removed from epoll entirely: level-triggered epoll would otherwise report a peer's reset or
-    /// unread data over and over while nobody is listening.
-    func updateInterest() {
+    /// Brings the epoll registration in line with what pending operations wait for.
+    ///
+    /// With nothing pending, a registration for `.readable` alone is kept: a pooled connection goes idle
+    /// and back to reading once per request, and dropping and re-adding it cost two `epoll_ctl` calls per
+    /// request. A quiet idle connection gets no events from it. The first event it does get while idle (a
+    /// peer's reset or close, unread bytes) removes the descriptor from epoll (`releasingIdle`), since
+    /// level-triggered epoll would report it over and over while nobody is listening. Any other interest
+    /// (`.writable`, which is nearly always ready) is removed as soon as nothing waits for it.
+    func updateInterest(releasingIdle: Bool = false) {
         guard terminalError == nil else { return }
         var wanted: IOEvents = []
         if let handshake {
@@ -287,6 +292,7 @@ public final class Connection: @unchecked Sendable {
         guard wanted != registeredInterest || (registration == nil && !wanted.isEmpty) else { return }
         do {
             if wanted.isEmpty {
+                if !releasingIdle && registeredInterest == .readable { return }
                 if let registration { loop.deregister(registration) }
                 registration = nil
             } else if let registration {
@@ -307,9 +313,11 @@ public final class Connection: @unchecked Sendable {
             driveHandshake()
             return
         }
-        if case .idle = reader {} else { performReads() }
+        let wasIdle: Bool
+        if case .idle = reader { wasIdle = writer == nil } else { wasIdle = false; performReads() }
         if writer != nil { performWrites() }
-        updateInterest()
+        // An event for a connection that had nothing pending: stop watching it (see updateInterest).
+        updateInterest(releasingIdle: wasIdle)
     }
 
     // MARK: Idle timeout

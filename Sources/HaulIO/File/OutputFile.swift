@@ -277,6 +277,49 @@ public final class OutputFile: Sendable {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
+    /// Free space for a file of `length` bytes in `directory`: ``availableSpace(in:)``, or, for a small
+    /// file, a figure measured under a second ago for the same directory less what was handed out since.
+    ///
+    /// Thousands of small files in one directory would otherwise cost a `statvfs` each. The recent figure
+    /// is used only while what remains of it, after this file, is at least ``spaceMargin``; below that (a
+    /// disk that is really getting full) every call measures again, so a refusal for lack of space is as
+    /// exact as before. A file larger than ``smallFileLimit`` always measures.
+    public static func availableSpace(in directory: String, forWriting length: Int64) throws(SystemError) -> Int64 {
+        let now = MonotonicInstant.now()
+        if length >= 0, length <= smallFileLimit {
+            let recent: Int64? = spaceFigures.withLock { figures in
+                guard var figure = figures[directory], now < figure.measured.advanced(by: .seconds(1)),
+                      figure.remaining - length >= spaceMargin
+                else { return nil }
+                let remaining = figure.remaining
+                figure.remaining -= length
+                figures[directory] = figure
+                return remaining
+            }
+            if let recent { return recent }
+        }
+        let available = try availableSpace(in: directory)
+        spaceFigures.withLock { figures in
+            // A bound on memory for a run over many directories: forgetting only costs a `statvfs`.
+            if figures.count >= 64 { figures.removeAll(keepingCapacity: true) }
+            figures[directory] = SpaceFigure(remaining: available - max(0, length), measured: now)
+        }
+        return available
+    }
+
+    /// The largest file ``availableSpace(in:forWriting:)`` may answer from a recent figure.
+    static let smallFileLimit: Int64 = 1 << 20
+    /// What must be left of a recent figure for ``availableSpace(in:forWriting:)`` to use it.
+    static let spaceMargin: Int64 = 1 << 30
+
+    private struct SpaceFigure {
+        /// The measured free space less the lengths handed out since.
+        var remaining: Int64
+        var measured: MonotonicInstant
+    }
+
+    private static let spaceFigures = Mutex<[String: SpaceFigure]>([:])
+
     /// Whether something exists at `path`.
     public static func exists(_ path: String) -> Bool {
         var info = stat()
