@@ -61,7 +61,7 @@ struct DaemonCommand: AsyncParsableCommand {
             if let onComplete { arguments += ["--on-complete", onComplete] }
             let launch = arguments
             // Spawning is a blocking system call: never on the cooperative pool.
-            let started = await BlockingWork.run(name: "haul-detach") { () -> Result<Int32, SessionError> in
+            let started = await BlockingWork.run { () -> Result<Int32, SessionError> in
                 do throws(SessionError) { return .success(try SessionDaemon.startDetached(launch, paths: paths)) } catch { return .failure(error) }
             }
             if case .failure(let error) = started { throw CommandFailure(error) }

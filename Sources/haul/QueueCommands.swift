@@ -208,7 +208,7 @@ struct QueueAdd: AsyncParsableCommand {
     func run() async throws {
         let command = self
         // spec() may read a netrc file: off the cooperative pool.
-        let made = await BlockingWork.run(name: "haul-queue-add") { () -> Result<TaskSpec, CommandFailure> in
+        let made = await BlockingWork.run { () -> Result<TaskSpec, CommandFailure> in
             do { return .success(try command.spec()) } catch let failure as CommandFailure { return .failure(failure) } catch {
                 return .failure(CommandFailure(.usage, String(describing: error)))
             }

@@ -140,7 +140,7 @@ struct ExchangeCancellationTests {
         let client = HTTPClient(loop: loop)
         let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
         let first = try await client.execute(request, handler: CollectingHandler())
-        #expect(first.connectionReused)
+        #expect(first.connectionReusable)
 
         let exchange = try await ObservedExchange(request, on: client, cancelAtOnce: true)
         let completion = try #require(try await exchange.completion(within: 10))

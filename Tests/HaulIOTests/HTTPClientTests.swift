@@ -130,7 +130,7 @@ struct HTTPClientHeadTimeoutTests {
             let summary = try await client.execute(try Self.request(port: server.port), handler: handler)
             #expect(summary.head.status == 200)
             #expect(summary.complete)
-            #expect(summary.connectionReused)
+            #expect(summary.connectionReusable)
             #expect(try await loop.submit { handler.body } == Array("hello".utf8))
         }
         #expect(try await loop.submit { client.pool.connectionsOpened } == 1)

@@ -271,7 +271,7 @@ struct ProxyHandshakeTests {
         defer { loop.shutdown() }
         let first = try await Self.get("http://origin.test:8080/a?b=1", on: client).get()
         #expect(first.1 == Array("ok".utf8))
-        #expect(first.0.connectionReused)
+        #expect(first.0.connectionReusable)
         let second = try await Self.get("http://origin.test:8080/c", on: client).get()
         #expect(second.1 == Array("OK".utf8))
         let third = await Self.get("http://origin.test:8080/d", on: client)

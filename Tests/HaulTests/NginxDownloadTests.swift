@@ -66,7 +66,7 @@ func scratchDirectory() throws -> String {
 
     func connectionsOpened(_ downloader: HaulClient) async -> Int {
         await withCheckedContinuation { continuation in
-            downloader.client.loop.execute { continuation.resume(returning: downloader.client.pool.connectionsOpened) }
+            downloader.httpClient.loop.execute { continuation.resume(returning: downloader.httpClient.pool.connectionsOpened) }
         }
     }
 

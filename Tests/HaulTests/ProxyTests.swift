@@ -49,7 +49,7 @@ import HaulTestSupport
         let client = try HaulClient(options: options)
         let task = client.start(DownloadRequest(url: url, destination: .file(path), replacesExisting: true))
         let outcome = try #require(await outcomeWithin(.seconds(60), of: task), "download of \(url) hung")
-        await client.client.shutdown()
+        await client.httpClient.shutdown()
         let result = try outcome.get()
         #expect(result.bytes == Int64(Self.fileSize))
         #expect(try TestFiles.sha256(ofFile: path) == sha256, "\(url) through \(options.proxy.map { "\($0.https!)" } ?? "-")")
@@ -61,7 +61,7 @@ import HaulTestSupport
         let client = try HaulClient(options: options)
         let task = client.start(DownloadRequest(url: url, destination: .file(directory + "/failed"), replacesExisting: true))
         let outcome = try #require(await outcomeWithin(.seconds(60), of: task), "download of \(url) hung")
-        await client.client.shutdown()
+        await client.httpClient.shutdown()
         guard case .failure(let error) = outcome else {
             Issue.record("download of \(url) succeeded although it should have failed")
             throw CancellationError()
@@ -334,7 +334,7 @@ import HaulTestSupport
             let handler = CountingHandler()
             let summary = try await client.execute(RequestHead(url: try HTTPURL(origin.url(tls: tls))), handler: handler)
             #expect(summary.head.status == 200)
-            #expect(summary.connectionReused)
+            #expect(summary.connectionReusable)
             #expect(handler.count == Self.fileSize)
         }
         let opened = await withCheckedContinuation { continuation in

@@ -248,7 +248,7 @@ public final class DownloadTask: @unchecked Sendable {
         }
         let request = self.request
         let download = SegmentedDownload(
-            loop: client.loop, client: client.client, options: client.options, budget: client.budget,
+            loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
             mirrors: prepared.mirrors, destination: prepared.destination,
             resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
             checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
@@ -296,7 +296,7 @@ public final class DownloadTask: @unchecked Sendable {
                     file: file, partPath: finished.partPath, destination: destination,
                     journalPath: finished.journaled ? finished.journalPath : nil, completion: report)
                 if let checksum = request.checksum {
-                    BlockingWork.start(name: "haul-checksum") {
+                    BlockingWork.start {
                         do throws(HaulError) {
                             try Self.verify(finished, checksum: checksum)
                             commits.submit(entry)
@@ -317,7 +317,7 @@ public final class DownloadTask: @unchecked Sendable {
             // Hashing takes long; without it the finish is one rename, quicker done here.
             if request.checksum != nil {
                 endTransfer()
-                BlockingWork.start(name: "haul-finish", finish)
+                BlockingWork.start(finish)
             } else {
                 finish()
             }
@@ -354,7 +354,7 @@ public final class DownloadTask: @unchecked Sendable {
             paths = lastPartialPath.map { [$0 + ".haul", $0] } ?? []
         }
         state = .finishing
-        BlockingWork.start(name: "haul-cancel") { [self] in
+        BlockingWork.start { [self] in
             for path in paths { try? OutputFile.remove(path) }
             client.loop.execute { [self] in end(.failure(.cancelled)) }
         }

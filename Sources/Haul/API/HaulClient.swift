@@ -16,7 +16,7 @@ public final class HaulClient: Sendable {
     /// The settings every download of this client uses.
     public let options: DownloadOptions
     /// The HTTP client (its pool counts connections, for tests and statistics).
-    public let client: HTTPClient
+    package let httpClient: HTTPClient
     let loop: EventLoop
     let budget: ConnectionBudget
     /// Makes finished files durable in batches shared by all of this client's downloads.
@@ -32,7 +32,7 @@ public final class HaulClient: Sendable {
         }
         var connectionOptions = ConnectionOptions()
         connectionOptions.timeouts = options.timeouts
-        client = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions, proxy: options.proxy)
+        httpClient = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions, proxy: options.proxy)
         budget = ConnectionBudget(limit: options.maximumConnections)
     }
 
@@ -41,7 +41,7 @@ public final class HaulClient: Sendable {
         // cannot wait for its own end: then another thread does the waiting.
         let loop = self.loop
         if loop.inEventLoop {
-            BlockingWork.start(name: "haul-shutdown") { loop.shutdown() }
+            BlockingWork.start { loop.shutdown() }
         } else {
             loop.shutdown()
         }
@@ -55,7 +55,7 @@ public final class HaulClient: Sendable {
         let loop = self.loop
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Joining a thread blocks: never on the cooperative pool.
-            BlockingWork.start(name: "haul-shutdown") {
+            BlockingWork.start {
                 loop.shutdown()
                 continuation.resume()
             }

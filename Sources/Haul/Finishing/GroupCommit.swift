@@ -70,7 +70,7 @@ final class GroupCommit: @unchecked Sendable {
 
     /// `start` runs work on another thread (``BlockingWork`` unless a test runs it otherwise).
     init(parallelSyncs: Int = 8, operations: Operations = .system,
-         start: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { BlockingWork.start(name: "haul-commit", $0) }) {
+         start: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { BlockingWork.start($0) }) {
         self.parallelSyncs = max(1, parallelSyncs)
         self.operations = operations
         self.start = start

@@ -1,8 +1,8 @@
 /// The one retry policy: which failures are retried, how often, and how long to wait.
 ///
-/// Waits grow exponentially from `baseDelay` to `maxDelay` with full jitter (a random wait between half and
-/// all of the step, so that many connections failing together do not come back together); a server's
-/// `Retry-After` is honoured up to `maxRetryAfter`.
+/// Waits double from `baseDelay` up to `maxDelay`, each drawn at random between half and all of its step
+/// ("equal jitter": never shorter than half the step, yet many connections failing together do not come
+/// back together); a server's `Retry-After` is honoured up to `maxRetryAfter`.
 public struct RetryPolicy: Sendable, Hashable {
     /// Tries for one range before its mirror counts as failed (the first try included).
     public var triesPerRange: Int
@@ -28,8 +28,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// No retries at all.
     public static let none = RetryPolicy(triesPerRange: 1, totalRetries: 0)
 
-    /// Whether `error` is worth another try: network failures, timeouts, truncation, 408, 429 and 5xx.
-    /// Other 4xx, TLS verification failures, malformed responses and local errors are not.
+    /// Whether `error` is worth another try: ``HaulError/isTransient`` — network failures, timeouts,
+    /// truncation, malformed or faulty responses (a lying range is tried again), 408, 429 and 5xx. Other
+    /// 4xx, TLS verification failures, proxy authentication failures and local errors are not.
     public func isRetriable(_ error: HaulError) -> Bool { error.isTransient }
 
     /// The wait before retry number `attempt` (1 for the first retry), or the server's `retryAfter`.

@@ -88,7 +88,7 @@ final class Checkpointer: @unchecked Sendable {
         runningCompletions = completions
         let job = Job(journal: journal, path: journalPath, file: file, syncsData: syncsData, state: next,
                       synchronizeData: synchronizeData)
-        BlockingWork.start(name: "haul-checkpoint") { [self] in
+        BlockingWork.start { [self] in
             let outcome = job.perform()
             loop.execute { [self] in finished(outcome) }
         }

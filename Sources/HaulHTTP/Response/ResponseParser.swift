@@ -169,8 +169,8 @@ public struct ResponseParser {
         case .contentLength(let remaining):
             throw HTTPParseError(.incompleteMessage("body ended after \(bodyBytes) of \(bodyBytes + remaining) bytes"), offset: streamOffset)
         case .chunked:
-            let where_ = chunked.isAtChunkBoundary ? "before the last chunk" : "inside a chunk"
-            throw HTTPParseError(.incompleteMessage("chunked body ended \(where_) after \(bodyBytes) bytes"), offset: streamOffset)
+            let position = chunked.isAtChunkBoundary ? "before the last chunk" : "inside a chunk"
+            throw HTTPParseError(.incompleteMessage("chunked body ended \(position) after \(bodyBytes) bytes"), offset: streamOffset)
         case .trailers:
             try section.finishIncomplete()
         case .untilClose:

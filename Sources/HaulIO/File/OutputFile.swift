@@ -214,7 +214,7 @@ public final class OutputFile: Sendable {
     /// here but kept for ``synchronize()``.
     public func writeBackInBackground(offset: Int64, length: Int64) {
         guard length > 0, writeBehind.add(offset..<offset + length) else { return }
-        BlockingWork.start(name: "haul-write-back") { [self] in
+        BlockingWork.start { [self] in
             while let ranges = writeBehind.take() {
                 for range in ranges {
                     try? startWriteBack(offset: range.lowerBound, length: range.upperBound - range.lowerBound)

@@ -3,7 +3,7 @@ import HaulHTTP
 /// Idle keep-alive connections, per origin (scheme, host, port) and proxy, on one event loop.
 ///
 /// A connection comes back only when its last response ended cleanly and the server allowed reuse (see
-/// ``ExchangeSummary/connectionReused``). A connection through a proxy (a tunnel, or a connection to an HTTP
+/// ``ExchangeSummary/connectionReusable``). A connection through a proxy (a tunnel, or a connection to an HTTP
 /// proxy carrying absolute-form requests) is reused only for the same origin through the same proxy.
 /// Loop-confined.
 public final class ConnectionPool: @unchecked Sendable {

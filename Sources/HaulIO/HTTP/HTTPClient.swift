@@ -80,7 +80,7 @@ public final class HTTPClient: Sendable {
                 cancellation.connection = nil
                 switch result {
                 case .success(let summary):
-                    if summary.connectionReused { pool.returnOnLoop(connection) }
+                    if summary.connectionReusable { pool.returnOnLoop(connection) }
                     completion(result)
                 // A cancelled exchange closed its connection itself: that is no stale connection to retry.
                 case .failure(let error) where reused && !connection.latestExchangeSawHead && !cancellation.isCancelled

@@ -18,8 +18,6 @@ public final class HTTPConnection: @unchecked Sendable {
     /// Whether requests go to an HTTP proxy in absolute form (rather than through a tunnel or directly): then a
     /// `407` is the proxy's, and fails the exchange as a ``ConnectionError/Kind/proxyFailed`` error.
     let forwardsThroughProxy: Bool
-    /// Requests completed on this connection so far.
-    public private(set) var requestsServed = 0
     /// Whether the latest exchange got as far as a response head; a reused connection that fails before
     /// one was most likely closed by the server while idle, and the request can be sent again.
     public private(set) var latestExchangeSawHead = false
@@ -164,7 +162,7 @@ public final class HTTPConnection: @unchecked Sendable {
 
     private func summary(complete: Bool, trailers: HTTPFields, reusable: Bool) -> ExchangeSummary {
         ExchangeSummary(head: active!.head!, bodyBytes: parser.bodyBytesDelivered, complete: complete,
-                        trailers: trailers, connectionReused: reusable)
+                        trailers: trailers, connectionReusable: reusable)
     }
 
     private func headTimerFired(limit: Duration) {
@@ -196,11 +194,8 @@ public final class HTTPConnection: @unchecked Sendable {
         guard let exchange = active else { return }
         active = nil
         cancelHeadTimer()
-        if case .success(let summary) = result, summary.connectionReused {
-            requestsServed += 1
-        } else {
-            transport.closeOnLoop()
-        }
+        let reusable = if case .success(let summary) = result { summary.connectionReusable } else { false }
+        if !reusable { transport.closeOnLoop() }
         // Usually we are inside the transport's read handler here. The caller will often start the next
         // request at once, which needs this connection idle (no reader installed), so the completion runs on
         // the loop's next turn, after the handler has returned.

@@ -44,6 +44,7 @@ public struct ExchangeSummary: Sendable {
     public var complete: Bool
     /// Chunked trailers, if any.
     public var trailers: HTTPFields
-    /// Whether the connection went back to the pool for reuse.
-    public var connectionReused: Bool
+    /// Whether the connection can carry another request (the response was framed and complete, and
+    /// neither side asked to close); the client then returns it to the pool.
+    public var connectionReusable: Bool
 }

@@ -8,14 +8,14 @@ import Glibc
 /// busy (up to ``BlockingThreadPool/maximumThreads``), so a slow `fdatasync` does not hold up other work.
 public enum BlockingWork {
     /// Runs `body` on a blocking-work thread and returns at once (the caller hears back however `body`
-    /// reports, for example through ``EventLoop/execute(_:)``). `name` says what the work is, for debugging.
-    public static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+    /// reports, for example through ``EventLoop/execute(_:)``).
+    public static func start(_ body: @escaping @Sendable () -> Void) {
         BlockingThreadPool.shared.submit(body)
     }
 
     /// Runs `body` on a blocking-work thread and returns its result.
     public static func run<Value: Sendable, Failure: Error>(
-        name: String, _ body: @escaping @Sendable () throws(Failure) -> Value
+        _ body: @escaping @Sendable () throws(Failure) -> Value
     ) async throws(Failure) -> Value {
         let result: Result<Value, Failure> = await withCheckedContinuation { continuation in
             BlockingThreadPool.shared.submit {

@@ -52,7 +52,7 @@ enum DaemonLauncher {
             guard configuration.startsDaemon else { throw lastError }
             let now = MonotonicInstant.now()
             if now.nanoseconds(since: start) > UInt64(configuration.startTimeout.milliseconds) * 1_000_000 {
-                let lastLine = await BlockingWork.run(name: "haul-session-log") {
+                let lastLine = await BlockingWork.run {
                     SmallFile.read(paths.daemonLog)?.split(separator: "\n").last.map(String.init)
                 }
                 let log = lastLine.map { ": daemon.log says: \($0)" } ?? ""
@@ -63,7 +63,7 @@ enum DaemonLauncher {
             let sinceSpawn = lastSpawn.map { now.nanoseconds(since: $0) } ?? UInt64.max
             var mayStart = sinceSpawn > 3_000_000_000
             if mayStart, lastSpawn != nil {
-                mayStart = await !BlockingWork.run(name: "haul-session-lock") { SessionLock.isHeld(paths) }
+                mayStart = await !BlockingWork.run { SessionLock.isHeld(paths) }
             }
             if mayStart {
                 try await spawn(paths, configuration: configuration)
@@ -80,7 +80,7 @@ enum DaemonLauncher {
             throw .daemonUnavailable("no haul executable to start a daemon with (set HAUL_EXECUTABLE or put haul on PATH)")
         }
         let arguments = [executable, "daemon", "--session", paths.identifier, "--state-dir", paths.stateDirectory, "--detach"]
-        let result: Result<Void, SessionError> = await BlockingWork.run(name: "haul-session-spawn") {
+        let result: Result<Void, SessionError> = await BlockingWork.run {
             do throws(SessionError) {
                 try paths.prepareDirectory()
                 let pid: pid_t

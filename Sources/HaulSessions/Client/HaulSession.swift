@@ -56,7 +56,7 @@ public final class HaulSession: Sendable {
         eventContinuation.finish()
         shared.withLock { $0.connection }?.close()
         let loop = self.loop
-        BlockingWork.start(name: "haul-session-end") { loop.shutdown() }
+        BlockingWork.start { loop.shutdown() }
     }
 
     /// Connects to the daemon of session `identifier` (starting one when none runs), re-attaches to all
@@ -141,7 +141,7 @@ public final class HaulSession: Sendable {
         connection.close()
         let paths = self.paths
         let start = MonotonicInstant.now()
-        while await BlockingWork.run(name: "haul-session-lock", { SessionLock.isHeld(paths) }) {
+        while await BlockingWork.run({ SessionLock.isHeld(paths) }) {
             guard MonotonicInstant.now().nanoseconds(since: start) < 30_000_000_000 else {
                 throw .daemonUnavailable("the daemon answered the stop but still holds \(paths.directory) after 30 s")
             }

@@ -37,7 +37,7 @@ final class SessionConnection: @unchecked Sendable {
                      onClose: @escaping @Sendable (SessionError) -> Void) async throws(SessionError) -> (SessionConnection, ReplyBody) {
         // Connecting a Unix socket does not wait on anything remote (it fails or succeeds at once), but it
         // is a system call all the same: made on a blocking-work thread, not the cooperative pool.
-        let result: Result<Int32, SessionError> = await BlockingWork.run(name: "haul-session-connect") {
+        let result: Result<Int32, SessionError> = await BlockingWork.run {
             let fd: Int32
             do { fd = try UnixSocket.connect(to: path) } catch {
                 return .failure(.daemonUnavailable("\(path): \(error)"))

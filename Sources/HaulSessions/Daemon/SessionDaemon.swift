@@ -28,7 +28,7 @@ public final class SessionDaemon: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         // File-system work (and the fdatasync of a torn tail's truncation) runs on a blocking-work thread,
         // never on the cooperative pool.
-        let (lock, opened) = try await BlockingWork.run(name: "haul-session-open") { () throws(SessionError) -> (SessionLock, SessionLogFile.Opened) in
+        let (lock, opened) = try await BlockingWork.run { () throws(SessionError) -> (SessionLock, SessionLogFile.Opened) in
             try paths.prepareDirectory()
             let lock = try SessionLock.acquire(paths)
             let opened = try SessionLogFile.open(path: paths.log)
@@ -42,9 +42,9 @@ public final class SessionDaemon: @unchecked Sendable {
             configuration.log("session \(paths.identifier): cut off a torn record at the end of the log (\(torn))")
         }
         do {
-            try await BlockingWork.run(name: "haul-session-start") { () throws(SessionError) in try daemon.startUp() }
+            try await BlockingWork.run { () throws(SessionError) in try daemon.startUp() }
         } catch {
-            await BlockingWork.run(name: "haul-session-stop") {
+            await BlockingWork.run {
                 loop.shutdown()
                 lock.removePID()
             }
@@ -54,7 +54,7 @@ public final class SessionDaemon: @unchecked Sendable {
             loop.execute { daemon.serve(continuation) }
         }
         for client in daemon.clientsToShutDown() { await client.shutdown() }
-        await BlockingWork.run(name: "haul-session-stop") {
+        await BlockingWork.run {
             loop.shutdown()
             lock.removePID()
         }
@@ -350,7 +350,7 @@ public final class SessionDaemon: @unchecked Sendable {
         case .success(let result):
             engine.phase = .finishing
             let checksum = state.task(id)?.spec.checksum
-            BlockingWork.start(name: "haul-session-digest") { [self] in
+            BlockingWork.start { [self] in
                 let digest = Self.digest(of: result.path, checksum: checksum)
                 loop.execute { [self] in completed(id, engine, result, digest: digest) }
             }
@@ -426,7 +426,7 @@ public final class SessionDaemon: @unchecked Sendable {
             return
         }
         hooksRunning += 1
-        BlockingWork.start(name: "haul-session-hook") { [self] in
+        BlockingWork.start { [self] in
             let status = ChildProcesses.wait(for: pid)
             loop.execute { [self] in
                 hooksRunning -= 1
@@ -817,7 +817,7 @@ public final class SessionDaemon: @unchecked Sendable {
         cancelling.insert(id)
         whenSettled(id) { done(nil) }
         let paths = task.knownPath.map { [$0 + ".part", $0 + ".part.haul", $0 + ".part.haul.tmp"] } ?? []
-        BlockingWork.start(name: "haul-session-cancel") { [self] in
+        BlockingWork.start { [self] in
             for path in paths { _ = unlink(path) }
             loop.execute { [self] in
                 cancelling.remove(id)
