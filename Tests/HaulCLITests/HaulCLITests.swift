@@ -21,7 +21,9 @@ final class CLIFixture: Sendable {
         Self.removeAtExit(data)
         var configuration = NginxConfiguration()
         configuration.dataDirectory = data
-        // 8 connections × 1 MB/s: the 16 MiB file takes about two seconds, time enough to interrupt it.
+        // /slow/ paces each request at 1 MB/s. That is no bound on a download (nginx paces per request, and
+        // lets each new request send a second's worth at once), so a test that must act while a download
+        // still runs paces it with haul's own `--limit-rate` (`paced`) instead, whatever its requests.
         configuration.rateLimitedLocation = .init(prefix: "/slow/", rate: "1m")
         // /noranges/ answers every request with the whole file (200), as a server without range support does.
         // alice:s3cret for /private/ (the hash made by openssl, as htpasswd would).
@@ -63,6 +65,10 @@ final class CLIFixture: Sendable {
 
 @Suite(.serialized) struct HaulCLITests {
     let fixture = CLIFixture.shared
+
+    /// `--limit-rate` for a download a test acts on while it runs: the 16 MiB file takes about four seconds
+    /// whatever requests haul makes and however the server paces them.
+    static let paced = "4M"
 
     static var binary: String {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -146,7 +152,8 @@ final class CLIFixture: Sendable {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/big.bin"
-        let arguments = ["--no-sync", "-c", "8", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        let arguments = ["--no-sync", "-c", "8", "--checkpoint-bytes", "1M", "--limit-rate", Self.paced, "-o", output,
+                         fixture.nginx.url("/big.bin")]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
@@ -179,7 +186,7 @@ final class CLIFixture: Sendable {
         let output = directory + "/big.bin"
         let first = Process()
         first.executableURL = URL(fileURLWithPath: Self.binary)
-        first.arguments = ["--no-sync", "-c", "4", "-q", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        first.arguments = ["--no-sync", "-c", "4", "-q", "--limit-rate", Self.paced, "-o", output, fixture.nginx.url("/big.bin")]
         try first.run()
         defer { if first.isRunning { kill(first.processIdentifier, SIGKILL); first.waitUntilExit() } }
         // Wait for the first to hold its `.part` (a deadline, not a guess).
@@ -187,7 +194,7 @@ final class CLIFixture: Sendable {
         #expect(FileManager.default.fileExists(atPath: output + ".part"), "the first download started")
 
         for extra in [[String](), ["--restart"]] {
-            let second = try haul(extra + ["-o", output, fixture.nginx.url("/slow/big.bin")])
+            let second = try haul(extra + ["-o", output, fixture.nginx.url("/big.bin")])
             #expect(second.exitStatus == 9, "\(second.errorText)")
             #expect(second.errorText.contains("\(output) is being written by another download (process \(first.processIdentifier))"), "\(second.errorText)")
         }
@@ -201,7 +208,8 @@ final class CLIFixture: Sendable {
     @Test func progressJSONIsOneObjectPerLine() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let run = try haul(["--progress", "json", "-c", "4", "-o", directory + "/j.bin", fixture.nginx.url("/slow/big.bin")])
+        let run = try haul(["--progress", "json", "-c", "4", "--limit-rate", Self.paced, "-o", directory + "/j.bin",
+                            fixture.nginx.url("/big.bin")])
         #expect(run.exitStatus == 0, "\(run.errorText)")
         let lines = run.errorText.split(separator: "\n")
         var types: [String] = []
@@ -222,7 +230,8 @@ final class CLIFixture: Sendable {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // `script` gives haul a pseudo-terminal as stderr; what haul draws comes out on script's stdout.
-        let command = [Self.binary, "--no-sync", "-c", "4", "-o", directory + "/tty.bin", fixture.nginx.url("/slow/big.bin")]
+        let command = [Self.binary, "--no-sync", "-c", "4", "--limit-rate", Self.paced, "-o", directory + "/tty.bin",
+                       fixture.nginx.url("/big.bin")]
             .map { "'" + $0 + "'" }.joined(separator: " ")
         let run = try ChildProcess.run("/usr/bin/script", ["-q", "-e", "-c", "stty cols 100; exec " + command, "/dev/null"])
         #expect(run.exitStatus == 0, "\(run.outputText)")
@@ -645,7 +654,7 @@ final class CLIFixture: Sendable {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/big.bin"
-        let arguments = ["-c", "8", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")]
+        let arguments = ["-c", "8", "--checkpoint-bytes", "1M", "--limit-rate", Self.paced, "-o", output, fixture.nginx.url("/big.bin")]
         var secondCaught = false
         for attempt in 0..<5 where !secondCaught {
             try? FileManager.default.removeItem(atPath: output + ".part")

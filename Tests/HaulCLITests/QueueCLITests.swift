@@ -82,8 +82,9 @@ import HaulTestSupport
         }
     }()
 
-    /// The test: three 64 MiB downloads from a paced nginx (1 MB/s per connection, 4 connections
-    /// each) are added to a session; `haul queue wait` follows them; the daemon is killed with SIGKILL twice
+    /// The test: three 64 MiB downloads (4 connections each) paced by haul's own limit, 4 MiB/s
+    /// each, which holds whatever requests haul makes; they come from nginx's /slow/ (1 MB/s per request) so
+    /// that little is on the wire when the daemon is killed. They are added to a session; `haul queue wait` follows them; the daemon is killed with SIGKILL twice
     /// mid-download, and `wait` starts it again each time. All three complete byte-identical, nothing is
     /// fetched again beyond the journal's window, and the event log has each completion exactly once, in
     /// order.
@@ -93,7 +94,7 @@ import HaulTestSupport
         let files = Self.largeFiles
         let checkpoint = 2 << 20
         for (index, file) in files.enumerated() {
-            let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "4", "--checkpoint-bytes", "2M",
+            let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "4", "--checkpoint-bytes", "2M", "--limit-rate", "4M",
                                         "-o", sandbox.output + "/" + file.name, fixture.nginx.url("/slow/" + file.name)])
             #expect(add.exitStatus == 0, "\(add.errorText)")
             #expect(add.outputText == "\(index + 1)\n", "add prints the task id: \(add.outputText)")
@@ -189,8 +190,8 @@ import HaulTestSupport
         #expect(failed.errorText.contains("haul: task 3: HTTP 404"), "\(failed.errorText)")
         #expect(try TestFiles.sha256(ofFile: out + "/sub/f2.bin") == fixture.sha256("f2.bin"))
 
-        let slow = try sandbox.haul(["queue", "add", "-c", "2", "--checkpoint-bytes", "1M", "--json", "-o", out + "/big.bin",
-                                     fixture.nginx.url("/slow/big.bin")])
+        let slow = try sandbox.haul(["queue", "add", "-c", "2", "--checkpoint-bytes", "1M", "--json", "--limit-rate", HaulCLITests.paced,
+                                     "-o", out + "/big.bin", fixture.nginx.url("/big.bin")])
         let added = try #require(try Self.jsonLines(slow.outputText).first)
         #expect(added["id"] as? NSNumber == 4 && added["path"] as? String == out + "/big.bin", "\(slow.outputText)")
         #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) {
@@ -279,7 +280,8 @@ import HaulTestSupport
         #expect(second.exitStatus == 9 && second.errorText.contains("(process \(daemon.processIdentifier))"), "\(second.errorText)")
 
         let output = sandbox.output + "/big.bin"
-        let add = try sandbox.haul(["queue", "add", "-c", "4", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/slow/big.bin")])
+        let add = try sandbox.haul(["queue", "add", "-c", "4", "--checkpoint-bytes", "1M", "--limit-rate", HaulCLITests.paced,
+                                    "-o", output, fixture.nginx.url("/big.bin")])
         #expect(add.exitStatus == 0 && add.outputText == "1\n", "\(add.errorText)")
         #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) {
             let tasks = (try? Self.jsonLines(try sandbox.haul(["queue", "list", "--json"]).outputText)) ?? []
@@ -311,7 +313,8 @@ import HaulTestSupport
     @Test func onATerminalQueueWaitRedrawsItsProgressLine() throws {
         let sandbox = try Sandbox()
         defer { sandbox.cleanUp() }
-        let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "4", "-o", sandbox.output + "/tty.bin", fixture.nginx.url("/slow/big.bin")])
+        let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "4", "--limit-rate", HaulCLITests.paced, "-o", sandbox.output + "/tty.bin",
+                                    fixture.nginx.url("/big.bin")])
         #expect(add.exitStatus == 0, "\(add.errorText)")
         // `script` gives haul a pseudo-terminal as stderr; what haul draws comes out on script's stdout.
         let command = ["/usr/bin/env", "HAUL_STATE_DIR=" + sandbox.state, HaulCLITests.binary, "queue", "wait"]

@@ -133,9 +133,12 @@ import Testing
         options.connections = 8
         options.checkpointBytes = 1 << 20
         options.synchronizesToDisk = false
+        // Both are still downloading when the test pauses or cancels them: 16 MiB at 4 MiB/s, whatever requests
+        // haul makes (a server's per-request pacing is no bound on a download).
+        options.rateLimit = 4 << 20
         let big = sandbox.output + "/big.bin"
-        let first = try await session.add(DownloadRequest(url: server.nginx.url("/slow/big.bin"), destination: .file(big)), options: options)
-        let second = try await session.add(DownloadRequest(url: server.nginx.url("/slow/big.bin"), destination: .file(sandbox.output + "/big2.bin")),
+        let first = try await session.add(DownloadRequest(url: server.nginx.url("/big.bin"), destination: .file(big)), options: options)
+        let second = try await session.add(DownloadRequest(url: server.nginx.url("/big.bin"), destination: .file(sandbox.output + "/big2.bin")),
                                            options: options)
         // Progress arrives while it downloads; the second waits for the one job.
         let moving = try await within(30) {

@@ -6,7 +6,8 @@ import Synchronization
 import Testing
 @testable import HaulSessions
 
-/// The nginx every daemon test downloads from: `/` at full speed, `/slow/` at 1 MB/s per connection.
+/// The nginx every daemon test downloads from, at full speed: a test that needs a download to last sets
+/// `TaskOptions.rateLimit`, which holds whatever requests haul makes (nginx's `limit_rate` paces each request).
 final class SessionServer: Sendable {
     static let shared: SessionServer = try! SessionServer()
 
@@ -24,7 +25,6 @@ final class SessionServer: Sendable {
         var configuration = NginxConfiguration()
         configuration.dataDirectory = data
         configuration.enableTLS = false
-        configuration.rateLimitedLocation = .init(prefix: "/slow/", rate: "1m")
         let server = try NginxServer(configuration: configuration)
         nginx = server
         Self.serverToStop.withLock { $0 = server }

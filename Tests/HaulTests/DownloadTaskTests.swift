@@ -3,8 +3,8 @@ import Testing
 import HaulTestSupport
 @testable import Haul
 
-/// One nginx for the API tests: a throttled location (so a download is still running when a test pauses or
-/// cancels it) and one that suggests a hostile file name.
+/// One nginx for the API tests, with a location that suggests a hostile file name. A download that must still
+/// be running when a test pauses or cancels it is paced by the client (``DownloadTaskTests/paced``).
 final class DownloadTaskFixture: Sendable {
     static let shared: DownloadTaskFixture = try! DownloadTaskFixture()
 
@@ -19,9 +19,6 @@ final class DownloadTaskFixture: Sendable {
         RunScopedDirectories.removeAtExit(data)
         var configuration = NginxConfiguration()
         configuration.dataDirectory = data
-        // 4 connections × 3 MB/s: the 24 MiB file takes about two seconds, long enough to act on mid-way even
-        // when the whole suite shares two cores.
-        configuration.rateLimitedLocation = .init(prefix: "/slow/", rate: "3m")
         configuration.extraServerDirectives = """
             location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="../../up/\\\\evil name.bin"'; }
             """
@@ -38,9 +35,15 @@ final class DownloadTaskFixture: Sendable {
 @Suite(.serialized) struct DownloadTaskTests {
     let fixture = DownloadTaskFixture.shared
 
-    func client(connections: Int = 4, maximumConnections: Int = 64) throws -> HaulClient {
+    /// The client's rate limit for a download a test acts on mid-way: the 24 MiB file takes about three
+    /// seconds whatever requests it makes. (nginx's `limit_rate` paces each request, so it bounds nothing once
+    /// a download is made of many requests.)
+    static let paced: Int64 = 8 << 20
+
+    func client(connections: Int = 4, maximumConnections: Int = 64, rateLimit: Int64? = nil) throws -> HaulClient {
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, maximumConnections: maximumConnections,
                                       minimumSegment: 512 << 10, checkpointBytes: 1 << 20, progressInterval: .milliseconds(50))
+        options.rateLimit = rateLimit
         options.tls.caFile = fixture.ca.caCertificatePath
         return try HaulClient(options: options)
     }
@@ -56,7 +59,7 @@ final class DownloadTaskFixture: Sendable {
     @Test func progressIsMonotonicAndEndsCompleted() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let task = try client().start(DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(directory + "/f")))
+        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(directory + "/f")))
         var snapshots: [DownloadProgress] = []
         for await progress in task.progress { snapshots.append(progress) }
         let result = try await task.value
@@ -78,7 +81,7 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client().start(DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(path)))
+        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: Int64(fixture.size / 4)))
         try await task.pause()
 
@@ -90,8 +93,8 @@ final class DownloadTaskFixture: Sendable {
         #expect(!FileManager.default.fileExists(atPath: path))
 
         // Nothing moves while paused. Not an ordering sleep: the absence of movement can only be watched over a
-        // window, and in 300 ms a download that had not really stopped would add about a megabyte (3 MB/s per
-        // connection from /slow/). A shorter window could only miss a fault, never fail a correct pause.
+        // window, and in 300 ms a download that had not really stopped would add about 2.4 MiB (`paced`). A
+        // shorter window could only miss a fault, never fail a correct pause.
         try await Task.sleep(for: .milliseconds(300))
         #expect(task.currentProgress.bytesDone == paused.bytesDone)
         #expect(try ResumeJournal.open(path: path + ".part.haul").1.durable == state.durable)
@@ -107,8 +110,8 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let request = DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(path))
-        let first = try client().start(request)
+        let request = DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path))
+        let first = try client(rateLimit: Self.paced).start(request)
         _ = try #require(await waitForBytes(first, atLeast: Int64(fixture.size / 3)))
         try await first.pause()
         let durable = try ResumeJournal.open(path: path + ".part.haul").1.durable.count
@@ -122,7 +125,7 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client().start(DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(path)))
+        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: 4 << 20))
         #expect(FileManager.default.fileExists(atPath: path + ".part"))
         await task.cancel()
@@ -140,7 +143,7 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client().start(DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(path)))
+        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: 4 << 20))
         try await task.pause()
         #expect(FileManager.default.fileExists(atPath: path + ".part.haul"))
@@ -153,8 +156,8 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let haul = try client()
-        let request = DownloadRequest(url: fixture.nginx.url("/slow/file.bin"), destination: .file(path))
+        let haul = try client(rateLimit: Self.paced)
+        let request = DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path))
         let running = Task { try await haul.download(request) }
         // Cancelled once there is something to keep: the first checkpoint has written the journal.
         let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }

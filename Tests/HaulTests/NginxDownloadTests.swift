@@ -64,6 +64,25 @@ func scratchDirectory() throws -> String {
         #expect(opened <= connections + 1)
     }
 
+    /// The probe asks for one request's worth when other connections share the file (so that its segment
+    /// can be shared out like any other), for everything with one connection; either way, and for a file
+    /// smaller than that bound, the file is whole and no byte is asked for twice.
+    @Test(arguments: [(8, "/big.bin", "bytes=0-4194303"), (1, "/big.bin", "bytes=0-"), (8, "/small-3.bin", "bytes=0-4194303")])
+    func theProbeIsBoundedOnlyWhenConnectionsShareTheFile(connections: Int, path: String, probeRange: String) async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let before = fixture.nginx.accessLog().count
+        let size = path == fixture.bigFile ? Int64(fixture.bigSize) : 100_003
+        let result = try await HaulClient(options: options(connections: connections)).download(fixture.nginx.url(path), to: directory + "/f")
+        #expect(result.bytes == size && result.bytesRequested == size, "no byte requested twice")
+        #expect(try TestFiles.sha256(ofFile: directory + "/f") == TestFiles.sha256(ofFile: fixture.nginx.dataDirectory + path))
+        // nginx logs a request when it ends, so the probe's entry is waited for, not assumed to be first.
+        let probes = poll(reading: { fixture.nginx.accessLog().dropFirst(before).filter { $0.range?.hasPrefix("bytes=0-") == true } },
+                          until: { !$0.isEmpty })
+        #expect(probes.map(\.range) == [probeRange], "\(probes)")
+        #expect(probes.first?.status == 206)
+    }
+
     func connectionsOpened(_ downloader: HaulClient) async -> Int {
         await withCheckedContinuation { continuation in
             downloader.httpClient.loop.execute { continuation.resume(returning: downloader.httpClient.pool.connectionsOpened) }

@@ -66,6 +66,43 @@ import HaulTestSupport
         #expect(planner.end(of: b.segment) == 14 * mib)    // the owner's range shrank: no byte requested twice
     }
 
+    @Test func aBoundedProbeLeavesTheRestOfItsSegmentToShare() throws {
+        // The probe asked for the first request's worth of its 32 MiB segment: the other connection, out of
+        // work, takes half of what is not yet asked for, not nothing (as with an open-ended probe).
+        var planner = SegmentPlanner(total: 64 * mib, minimumSegment: mib)
+        planner.splitForStart(connections: 2)
+        let probeWork = planner.nextRequest(for: 0)
+        let probe = try #require(probeWork)
+        planner.markRequested(probe.segment, upTo: planner.requestChunk)
+        #expect(planner.nextRequest(for: 1) != nil)
+        planner.advance(1, by: 32 * mib)
+        let stolenWork = planner.nextRequest(for: 1)
+        let stolen = try #require(stolenWork)
+        let unrequested = 32 * mib - planner.requestChunk
+        #expect(stolen.range.lowerBound == planner.requestChunk + unrequested / 2)
+        #expect(planner.end(of: probe.segment) == stolen.range.lowerBound)
+
+        var openEnded = SegmentPlanner(total: 64 * mib, minimumSegment: mib)
+        openEnded.splitForStart(connections: 2)
+        let firstWork = openEnded.nextRequest(for: 0)
+        let first = try #require(firstWork)
+        openEnded.markRequestedToEnd(first.segment)
+        #expect(openEnded.nextRequest(for: 1) != nil)
+        openEnded.advance(1, by: 32 * mib)
+        #expect(openEnded.nextRequest(for: 1) == nil)
+    }
+
+    @Test func markingRequestedNeverGoesBackOrPastTheEnd() throws {
+        var planner = SegmentPlanner(total: 8 * mib, minimumSegment: mib)
+        let firstWork = planner.nextRequest(for: 0)
+        let work = try #require(firstWork)
+        #expect(work.range == 0..<(4 * mib))
+        planner.markRequested(work.segment, upTo: mib)
+        #expect(planner.segments[work.segment]?.requested == 4 * mib)
+        planner.markRequested(work.segment, upTo: 100 * mib)
+        #expect(planner.segments[work.segment]?.requested == 8 * mib)
+    }
+
     @Test func nothingToStealBelowTwiceTheMinimum() throws {
         var planner = SegmentPlanner(total: 3 * mib, minimumSegment: mib)
         let aWork = planner.nextRequest(for: 0)

@@ -23,6 +23,8 @@ struct SegmentPlanner {
     /// Most bytes one request asks for: small enough that the tail can be shared out, large enough that
     /// request overhead stays negligible.
     let requestChunk: Int64
+    /// ``requestChunk`` unless the minimum segment is larger or the caller asks for another.
+    static let defaultRequestChunk: Int64 = 4 << 20
     private(set) var segments: [Int: Segment] = [:]
     /// Bytes written by finished and active segments (in [start, next) of each).
     private(set) var written: ByteRangeSet
@@ -38,7 +40,7 @@ struct SegmentPlanner {
          requestChunk: Int64? = nil) {
         self.total = total
         self.minimumSegment = max(1, minimumSegment)
-        self.requestChunk = requestChunk ?? max(self.minimumSegment, 4 << 20)
+        self.requestChunk = requestChunk ?? max(self.minimumSegment, Self.defaultRequestChunk)
         self.written = alreadyDone
         self.horizon = min(total, max(0, horizon ?? total))
         for gap in alreadyDone.gaps(in: 0..<self.horizon) { addSegment(gap) }
@@ -103,6 +105,12 @@ struct SegmentPlanner {
     mutating func markRequestedToEnd(_ segment: Int) {
         guard let s = segments[segment] else { return }
         segments[segment]!.requested = s.end
+    }
+
+    /// Marks `segment` as requested up to `offset` (at most its end): what a request already sent covers.
+    mutating func markRequested(_ segment: Int, upTo offset: Int64) {
+        guard let s = segments[segment] else { return }
+        segments[segment]!.requested = max(s.requested, min(offset, s.end))
     }
 
     /// Splits unowned work so that `connections` workers can start at once (used at the start of a download).

@@ -160,9 +160,19 @@ final class SegmentedDownload: @unchecked Sendable {
         if let resumeState {
             resume(from: resumeState, first: first)
         } else {
-            first.request(first: 0, end: nil, role: .probe)
+            first.request(first: 0, end: probeEnd, role: .probe)
         }
         scheduleSpeedChecks()
+    }
+
+    /// Where the probe's range ends: one request's worth when other connections will share the file, so that
+    /// the first connection asks for its segment a request at a time like the others, and a connection that
+    /// runs out of work can take half of what the first one has left (an open-ended request makes its whole
+    /// segment "in flight", which nobody may split, and the first connection became the download's tail).
+    /// Open-ended with one connection (no other request, no extra round trip) and for a stream.
+    private var probeEnd: Int64? {
+        guard options.connections > 1, stream == nil else { return nil }
+        return max(options.minimumSegment, SegmentPlanner.defaultRequestChunk)
     }
 
     /// A new connection's worker, when the client-wide budget has a slot for it.
@@ -413,7 +423,7 @@ final class SegmentedDownload: @unchecked Sendable {
         let startOver = { [self] in
             Checkpointer.discard(path: journalPath)
             guard !isFinished else { return }
-            probe.request(first: 0, end: nil, role: .probe)
+            probe.request(first: 0, end: probeEnd, role: .probe)
             scheduleSpeedChecks()
         }
         if let previous { previous.whenIdle(startOver) } else { startOver() }
@@ -463,6 +473,8 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// The probe's head decides the shape of the whole download (``ProbeResponseDecision``).
     func acceptProbe(_ head: ResponseHead, _ facts: ResponseFacts, from worker: SegmentWorker) throws -> HeadDecision {
+        // A bounded probe counted its range when it was sent; what it carries is counted below, per decision.
+        if let end = worker.requestEnd { bytesRequested -= end - worker.requestFirst }
         let url = worker.url!
         let decision = ProbeResponseDecision.decide(facts, url: url.description)
         switch decision {
@@ -507,12 +519,14 @@ final class SegmentedDownload: @unchecked Sendable {
             let work = planner.nextRequest(for: worker.id)!
             precondition(work.range.lowerBound == 0, "the probe's segment starts at byte 0")
             if streamBody {
-                // The probe asked for everything: its whole segment is in flight and nobody may take part of it.
-                planner.markRequestedToEnd(work.segment)
+                // What the response carries of the probe's segment is in flight and nobody may take part of it
+                // (all of the segment for an open-ended probe); the rest is asked for a request at a time.
+                let inFlight = min(planner.end(of: work.segment), served.upperBound)
+                planner.markRequested(work.segment, upTo: inFlight)
                 worker.segment = work.segment
                 worker.requestEnd = served.upperBound
                 worker.window = BodyWindow(start: 0, end: served.upperBound, bounded: true)
-                bytesRequested += planner.end(of: work.segment)
+                bytesRequested += inFlight
             } else {
                 // A body without a length to hold it to: fetch the same bytes again in bounded ranges.
                 planner.release(work.segment)
@@ -800,9 +814,8 @@ final class SegmentedDownload: @unchecked Sendable {
         guard worker.mirror == worker.requestMirror else { return resume(worker) }
         mirrors.noteRedirect(worker.mirror, to: target)
         redirects += 1
-        if let end = worker.requestEnd, worker.role == .ranged { bytesRequested -= end - worker.requestFirst }
-        worker.request(first: worker.requestFirst, end: worker.role == .probe ? nil : worker.requestEnd,
-                       role: worker.role, hop: target)
+        if let end = worker.requestEnd, worker.role != .mirrorCheck { bytesRequested -= end - worker.requestFirst }
+        worker.request(first: worker.requestFirst, end: worker.requestEnd, role: worker.role, hop: target)
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
