@@ -68,3 +68,11 @@ func checkErrorNumber(_ name: StaticString, _ code: Int32) throws(SystemError) {
 func closeDescriptor(_ fd: Int32) throws(SystemError) {
     _ = try blockingSyscall("close", retryOnInterrupt: false) { Glibc.close(fd) }
 }
+
+/// One `recv` from a non-blocking socket into `buffer`: the byte count (0: the peer closed), would-block, or
+/// the failure. For the session protocol's sockets, which read lines outside the HTTP connection types.
+package func receive(from fd: Int32, into buffer: inout [UInt8]) -> Result<IOResult<Int>, SystemError> {
+    buffer.withUnsafeMutableBytes { raw in
+        Result { () throws(SystemError) in try syscall("recv", .nonBlocking) { recv(fd, raw.baseAddress, raw.count, 0) } }
+    }
+}

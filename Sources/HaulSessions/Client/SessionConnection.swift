@@ -104,12 +104,8 @@ final class SessionConnection: @unchecked Sendable {
         guard closedWith == nil, events.contains(.readable) || events.contains(.hangup) || events.contains(.error) else { return }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         for _ in 0..<16 {
-            let fd = fileDescriptor
-            let received = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try syscall("recv", .nonBlocking) { recv(fd, raw.baseAddress, raw.count, 0) } }
-            }
             let count: Int
-            switch received {
+            switch receive(from: fileDescriptor, into: &buffer) {
             case .success(.processed(let value)): count = value
             case .success(.wouldBlock): return
             case .failure: return shut(.disconnected, notify: true)

@@ -43,12 +43,8 @@ final class DaemonConnection {
         var reads = 0
         while reads < 16 {
             reads += 1
-            let fd = fileDescriptor
-            let received = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try syscall("recv", .nonBlocking) { recv(fd, raw.baseAddress, raw.count, 0) } }
-            }
             let count: Int
-            switch received {
+            switch receive(from: fileDescriptor, into: &buffer) {
             case .success(.processed(let value)): count = value
             case .success(.wouldBlock): return .lines
             case .failure(let error): return .closed(reason: error.description)
