@@ -160,7 +160,7 @@ final class CommandRun: Sendable {
         // Only the checks the verdict can depend on: with a list of thousands of small files, two `stat`
         // calls per file that cannot change the answer are a measurable share of the work.
         let destinationExists = !allowOverwrite && (skipExisting || fromInputFile) && OutputFile.exists(path)
-        let partialExists = destinationExists && !skipExisting && OutputFile.exists(path + ".part")
+        let partialExists = destinationExists && !skipExisting && OutputFile.exists(WorkingFileNames.partial(of: path))
         let verdict = ExistingDestination.verdict(
             destinationExists: destinationExists, partialExists: partialExists,
             skipExisting: skipExisting, fromInputFile: fromInputFile, allowOverwrite: allowOverwrite)
@@ -234,7 +234,7 @@ final class ProgressReporter: Sendable {
     /// The name a download is shown under: its file name once known, else the URL's last segment.
     static func name(of task: DownloadTask) -> String {
         var path = task.currentProgress.partialPath
-        if path.hasSuffix(".part") { path.removeLast(5) }
+        if let destination = WorkingFileNames.destination(ofPartial: path) { path = destination }
         if path.isEmpty {
             switch task.request.destination {
             case .file(let file): path = file

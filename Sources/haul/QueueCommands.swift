@@ -182,7 +182,7 @@ struct QueueAdd: AsyncParsableCommand {
         spec.hook = onComplete
         if let problem = spec.problem() { throw CommandFailure(.usage, problem) }
         // The daemon's engine would refuse it anyway; saying so now spares a queued task that can only fail.
-        if let path = spec.filePath, !allowOverwrite, OutputFile.exists(path), !OutputFile.exists(path + ".part") {
+        if let path = spec.filePath, !allowOverwrite, OutputFile.exists(path), !OutputFile.exists(WorkingFileNames.partial(of: path)) {
             throw CommandFailure(.output, "\(path) already exists (use --allow-overwrite to replace it)")
         }
         return spec

@@ -349,7 +349,7 @@ public final class DownloadTask: @unchecked Sendable {
         if case .running(let download) = state, !download.partPath.isEmpty {
             paths = [download.journalPath, download.partPath]
         } else if case .file(let path) = request.destination {
-            paths = [path + ".part.haul", path + ".part"]
+            paths = [WorkingFileNames.journal(of: path), WorkingFileNames.partial(of: path)]
         } else {
             paths = lastPartialPath.map { [$0 + ".haul", $0] } ?? []
         }
@@ -501,20 +501,20 @@ extension DownloadTask {
             // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
             let opened: (OutputFile, created: Bool)
             do throws(HaulError) {
-                opened = try lockedPartialFile(path + ".part")
+                opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             } catch .disk(_, let error) where !parent.isEmpty && (error.errno == ENOENT || error.errno == ENOTDIR) {
                 try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
-                opened = try lockedPartialFile(path + ".part")
+                opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }
             let (file, created) = opened
             do throws(HaulError) {
-                let resume = try interruptedDownload(at: path + ".part", file: file, url: urls[0], restart: request.discardsPartialDownload)
+                let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
                 if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
                                 resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file)
             } catch {
                 // Nothing of this download may stay behind: not even the empty `.part` it just made.
-                if created { try? OutputFile.remove(path + ".part") }
+                if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
                 throw error
             }
         case .stream(let descriptor):
@@ -535,7 +535,7 @@ extension DownloadTask {
             let opened = try OutputFile.openForDownload(partPath)
             return (opened.file, opened.created)
         } catch where error.call == "flock" && error.errno == EWOULDBLOCK {
-            let destination = partPath.hasSuffix(".part") ? String(partPath.dropLast(5)) : partPath
+            let destination = WorkingFileNames.destination(ofPartial: partPath) ?? partPath
             throw .destinationBusy(path: destination, holder: OutputFile.lockHolder(of: partPath))
         } catch {
             throw .disk(path: partPath, error)
@@ -578,21 +578,21 @@ extension DownloadTask {
         do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
         let opened: (OutputFile, created: Bool)
         do throws(HaulError) {
-            opened = try lockedPartialFile(path + ".part")
+            opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         } catch .disk(_, let error) where error.errno == ENOENT || error.errno == ENOTDIR {
             // The directory checked at prepare (or recently, for another download) is gone or was replaced.
             try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
-            opened = try lockedPartialFile(path + ".part")
+            opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         }
         let (file, created) = opened
         do throws(HaulError) {
-            if let resume = try interruptedDownload(at: path + ".part", file: file, url: primary, restart: request.discardsPartialDownload) {
+            if let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: primary, restart: request.discardsPartialDownload) {
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
             }
             if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: file)
         } catch {
-            if created { try? OutputFile.remove(path + ".part") }
+            if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
             throw error
         }
     }

@@ -7,7 +7,7 @@
 /// logs, and a leading `.` would hide the file.
 public enum SuggestedFileName {
     /// Longest working suffix the engine appends to a destination name (`NAME.part.haul.tmp`).
-    static let longestWorkingSuffix = ".part.haul.tmp"
+    static let longestWorkingSuffix = WorkingFileNames.journalTemporarySuffix
     /// Longest name, in UTF-8 bytes: what common Linux filesystems accept (255) less the longest working
     /// suffix, so that every file the download creates beside the destination can be named too.
     static let maximumBytes = 255 - longestWorkingSuffix.utf8.count

@@ -110,8 +110,8 @@ final class SegmentedDownload: @unchecked Sendable {
          stream: OrderedStream? = nil) {
         precondition(destination != nil || resolveName != nil || stream != nil, "a download needs a destination or a way to name it")
         self.destination = destination ?? ""
-        self.partPath = destination.map { $0 + ".part" } ?? ""
-        self.journalPath = destination.map { $0 + ".part.haul" } ?? ""
+        self.partPath = destination.map(WorkingFileNames.partial(of:)) ?? ""
+        self.journalPath = destination.map(WorkingFileNames.journal(of:)) ?? ""
         self.resolveName = destination == nil ? resolveName : nil
         self.checksum = checksum
         self.onChange = onChange
@@ -643,8 +643,8 @@ final class SegmentedDownload: @unchecked Sendable {
 
     private func setDestination(_ path: String) {
         destination = path
-        partPath = path + ".part"
-        journalPath = path + ".part.haul"
+        partPath = WorkingFileNames.partial(of: path)
+        journalPath = WorkingFileNames.journal(of: path)
     }
 
     /// Drops the probe and continues the interrupted download the journal describes.

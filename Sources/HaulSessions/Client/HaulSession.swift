@@ -498,8 +498,8 @@ public final class SessionTask: Sendable {
             published.info.total = report.total
             published.info.bytesPerSecond = report.bytesPerSecond
             published.info.connections = report.connections
-            if published.info.path == nil, let partial = report.partialPath, partial.hasSuffix(".part") {
-                published.info.path = String(partial.dropLast(5))
+            if published.info.path == nil, let partial = report.partialPath, let destination = WorkingFileNames.destination(ofPartial: partial) {
+                published.info.path = destination
             }
             var progress = Self.progress(for: published.info)
             switch report.phase {
@@ -567,6 +567,6 @@ public final class SessionTask: Sendable {
         }
         return DownloadProgress(phase: phase, bytesDone: info.bytes, total: info.total, bytesPerSecond: Double(info.bytesPerSecond),
                                 estimatedTimeRemaining: remaining, activeConnections: info.connections, completedRanges: [],
-                                segments: [], elapsed: .zero, partialPath: info.path.map { info.state.hasEnded ? $0 : $0 + ".part" } ?? "")
+                                segments: [], elapsed: .zero, partialPath: info.path.map { info.state.hasEnded ? $0 : WorkingFileNames.partial(of: $0) } ?? "")
     }
 }

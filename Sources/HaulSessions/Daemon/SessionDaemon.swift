@@ -157,7 +157,7 @@ public final class SessionDaemon: @unchecked Sendable {
             var info = stat()
             guard lstat(part.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
                   UInt64(info.st_dev) == part.device, UInt64(info.st_ino) == part.inode,
-                  !OutputFile.exists(part.path + ".part")
+                  !OutputFile.exists(WorkingFileNames.partial(of: part.path))
             else { continue }
             let digest = Self.digest(of: part.path, checksum: task.spec.checksum)
             try commit([.event(event(task.id, .completed(path: part.path, bytes: Int64(info.st_size), digest: digest, recovered: true)),
@@ -287,7 +287,7 @@ public final class SessionDaemon: @unchecked Sendable {
         var progress: (bytes: Int64, total: Int64?) = (0, nil)
         if let path = spec.filePath {
             (part, createdPart) = Self.preparePartFile(for: spec, path: path)
-            progress = JournalProgress.read(partPath: path + ".part") ?? (0, nil)
+            progress = JournalProgress.read(partPath: WorkingFileNames.partial(of: path)) ?? (0, nil)
             if firstStart && spec.discardsPartialDownload { progress = (0, nil) }
         }
         guard commitOrStop([.event(event(task.id, .started(bytes: progress.bytes, total: progress.total)), spec: nil, part: part)])
@@ -318,7 +318,7 @@ public final class SessionDaemon: @unchecked Sendable {
     /// an existing `.part` as it finds it; an empty one without a journal is a fresh start.) Nothing is
     /// created where the engine would refuse anyway (an existing destination it may not replace).
     static func preparePartFile(for spec: TaskSpec, path: String) -> (PartIdentity?, created: Bool) {
-        let partPath = path + ".part"
+        let partPath = WorkingFileNames.partial(of: path)
         var created = false
         if !OutputFile.exists(partPath) {
             if !spec.replacesExisting && OutputFile.exists(path) { return (nil, false) }
@@ -392,9 +392,10 @@ public final class SessionDaemon: @unchecked Sendable {
         // An empty `.part` the daemon made for this start, which never wrote anything, goes again — unless
         // another download holds it (then it is that download's).
         if case .destinationBusy = error { return }
-        if createdPart, let path = task.spec.filePath, !OutputFile.exists(path + ".part.haul") {
+        if createdPart, let path = task.spec.filePath, !OutputFile.exists(WorkingFileNames.journal(of: path)) {
             var info = stat()
-            if lstat(path + ".part", &info) == 0, info.st_size == 0, info.st_mode & S_IFMT == S_IFREG { _ = unlink(path + ".part") }
+            let partPath = WorkingFileNames.partial(of: path)
+            if lstat(partPath, &info) == 0, info.st_size == 0, info.st_mode & S_IFMT == S_IFREG { _ = unlink(partPath) }
         }
     }
 
@@ -466,8 +467,7 @@ public final class SessionDaemon: @unchecked Sendable {
     /// its identity is recorded like a `.file` task's is at its start.
     private func recordPartFileIfNamed(_ id: Int, _ progress: DownloadProgress) {
         guard let task = state.task(id), task.state == .running, task.spec.filePath == nil,
-              progress.partialPath.hasSuffix(".part") else { return }
-        let path = String(progress.partialPath.dropLast(5))
+              let path = WorkingFileNames.destination(ofPartial: progress.partialPath) else { return }
         var info = stat()
         guard lstat(progress.partialPath, &info) == 0 else { return }
         let part = PartIdentity(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
@@ -758,7 +758,7 @@ public final class SessionDaemon: @unchecked Sendable {
     private func pause(_ id: Int, _ done: @escaping (RemoteFailure?) -> Void) {
         guard let task = state.task(id), task.state == .queued || task.state == .running else { return done(nil) }
         guard let engine = engines[id] else {
-            let progress = task.knownPath.flatMap { JournalProgress.read(partPath: $0 + ".part") } ?? (task.bytes, task.total)
+            let progress = task.knownPath.flatMap { JournalProgress.read(partPath: WorkingFileNames.partial(of: $0)) } ?? (task.bytes, task.total)
             do { try commit([.event(event(id, .paused(bytes: progress.bytes, total: progress.total)), spec: nil, part: nil)]) } catch {
                 return done(RemoteFailure(code: "store", message: error.description))
             }
@@ -816,7 +816,7 @@ public final class SessionDaemon: @unchecked Sendable {
         guard !cancelling.contains(id) else { return whenSettled(id) { done(nil) } }
         cancelling.insert(id)
         whenSettled(id) { done(nil) }
-        let paths = task.knownPath.map { [$0 + ".part", $0 + ".part.haul", $0 + ".part.haul.tmp"] } ?? []
+        let paths = task.knownPath.map(WorkingFileNames.all(of:)) ?? []
         BlockingWork.start { [self] in
             for path in paths { _ = unlink(path) }
             loop.execute { [self] in
@@ -859,8 +859,8 @@ public final class SessionDaemon: @unchecked Sendable {
                     info.bytesPerSecond = Int64(progress.bytesPerSecond.rounded())
                     info.connections = progress.activeConnections
                 }
-                if info.path == nil, progress.partialPath.hasSuffix(".part") { info.path = String(progress.partialPath.dropLast(5)) }
-            } else if let path = task.knownPath, let journal = JournalProgress.read(partPath: path + ".part") {
+                if info.path == nil, let destination = WorkingFileNames.destination(ofPartial: progress.partialPath) { info.path = destination }
+            } else if let path = task.knownPath, let journal = JournalProgress.read(partPath: WorkingFileNames.partial(of: path)) {
                 info.bytes = journal.bytes
                 info.total = journal.total
             }
