@@ -82,9 +82,9 @@ let package = Package(
             exclude: ["Link"],
             linkerSettings: [.unsafeFlags(haulReleaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
         ),
-        // The CLI's pure pieces (progress lines, JSON events, exit codes, input files, sizes), testable
-        // without a terminal or a network; no ArgumentParser and no Foundation.
-        .target(name: "HaulCommandLine", dependencies: ["Haul"]),
+        // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable
+        // without a terminal or a network, and the program-wide stop signals; no ArgumentParser, no Foundation.
+        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem"]),
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",

@@ -6,7 +6,7 @@ import Glibc
 
 /// The second SIGINT or SIGTERM: say what happens, then exit at once with 130.
 ///
-/// HaulIO's ``StopSignals`` turns the first signal into a clean pause; its C handler would end the process
+/// ``StopSignals`` (HaulCommandLine) turns the first signal into a clean pause; its C handler would end the process
 /// silently on the second. Right after the first arrives (before the pause begins, so before haul says it
 /// is saving progress) the CLI puts these handlers in its place: each `write(2)`s one constant line and
 /// calls `_exit(2)` — both async-signal-safe; nothing is allocated, locked or formatted in the handler.

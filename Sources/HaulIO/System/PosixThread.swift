@@ -3,7 +3,7 @@ import Glibc
 
 /// Starts OS threads without Foundation, for work that must never run on Swift's cooperative pool
 /// (the event loop, blocking `getaddrinfo`).
-enum PosixThread {
+package enum PosixThread {
     private final class Entry {
         let name: String
         let body: () -> Void
@@ -19,7 +19,7 @@ enum PosixThread {
     }
 
     /// Starts a thread that cleans up after itself when `body` returns.
-    static func spawnDetached(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+    package static func spawnDetached(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
         _ = try start(name: name, detached: true, body)
     }
 

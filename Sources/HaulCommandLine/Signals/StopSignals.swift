@@ -1,8 +1,12 @@
 import CHaulSystem
 import Glibc
+import HaulIO
 
 /// SIGINT and SIGTERM, turned into a call on a thread of their own, so that a program can stop cleanly
 /// (write its journal, then exit) instead of dying mid-write. A second signal ends the process at once.
+///
+/// Signals belong to the program, not to a library embedded in it, so this lives with the command line
+/// (the `haul` CLI and the session daemon install it; the engine never does).
 public enum StopSignals {
     /// Installs the handlers; `onStop` runs once, on a dedicated thread, with the signal number.
     /// A second SIGINT or SIGTERM exits immediately with `immediateExitStatus`.
