@@ -241,7 +241,7 @@ extension HaulCommand {
 enum TextFile {
     struct ReadError: Error, CustomStringConvertible {
         var errno: Int32
-        var description: String { String(cString: strerror(errno)) }
+        var description: String { SystemError.describe(errno: errno) }
     }
 
     static func read(_ path: String) throws -> String {
