@@ -4,13 +4,13 @@ import PackageDescription
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
-                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc"]
+                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile"]
 // Harnesses for formats that live in the engine (the resume journal) or in HaulIO (proxy replies; `Haul`
 // re-exports HaulIO) link the whole `Haul` library; the session log and protocol live in `HaulSessions`,
-// the .netrc parser in `HaulCommandLine`.
+// the .netrc and `-i` list parsers in `HaulCommandLine`.
 let engineHarnesses: Set<String> = ["FuzzJournal", "FuzzProxyReplies"]
 let sessionHarnesses: Set<String> = ["FuzzSessions"]
-let commandLineHarnesses: Set<String> = ["FuzzNetrc"]
+let commandLineHarnesses: Set<String> = ["FuzzNetrc", "FuzzInputFile"]
 
 func library(for harness: String) -> String {
     if sessionHarnesses.contains(harness) { return "HaulSessions" }

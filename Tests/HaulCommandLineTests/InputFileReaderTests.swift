@@ -16,7 +16,10 @@ import HaulCommandLine
 
     /// Every entry, or the error, as the reader gives them reading `chunk` bytes at a time.
     static func read(_ text: String, chunk: Int) -> Result<[InputEntry], InputFileError> {
-        let bytes = Array(text.utf8)
+        read(bytes: Array(text.utf8), chunk: chunk)
+    }
+
+    static func read(bytes: [UInt8], chunk: Int) -> Result<[InputEntry], InputFileError> {
         var offset = 0
         let reader = InputFileReader(bufferSize: chunk) { buffer in
             let count = min(buffer.count, bytes.count - offset)
@@ -42,6 +45,21 @@ import HaulCommandLine
         let expected = Result { () throws(InputFileError) in try InputFile.parse(text) }
         for chunk in [1, 2, 3, 5, 7, 16, 64, 65536] {
             #expect(Self.read(text, chunk: chunk) == expected, "text \(index), \(chunk)-byte reads")
+        }
+    }
+
+    /// Bytes that are not UTF-8 read as U+FFFD in both, wherever the reads cut them; a combining mark right
+    /// after the `http://` the parser adds stays part of the URL.
+    @Test func invalidUTF8MatchesParse() {
+        let inputs: [[UInt8]] = [
+            [0xD6, 0xA4] + [UInt8](repeating: 0xFF, count: 27) + Array("t@r#".utf8),
+            Array("https://a.example/\n".utf8) + [0xE2, 0x82, 0x0A, 0xC3] + Array("\n  out=\u{301}x\nhttp://b/\u{FF}".utf8),
+        ]
+        for bytes in inputs {
+            let expected = Result { () throws(InputFileError) in try InputFile.parse(String(decoding: bytes, as: UTF8.self)) }
+            for chunk in [1, 2, 3, 10, 64] {
+                #expect(Self.read(bytes: bytes, chunk: chunk) == expected, "\(bytes), \(chunk)-byte reads")
+            }
         }
     }
 
