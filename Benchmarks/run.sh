@@ -34,6 +34,11 @@ if [ "$charts_only" -eq 0 ]; then
         command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || needed+=("$tool")
     done
     [ -x /usr/bin/time ] || needed+=(time)
+    # The release link of haul takes libstdc++ statically (Package.swift): make sure the archive is there.
+    case "$(gcc -print-file-name=libstdc++.a 2>/dev/null)" in
+        /*) ;;
+        *) needed+=("libstdc++-$(gcc -dumpversion 2>/dev/null | cut -d. -f1)-dev") ;;
+    esac
 fi
 command -v gnuplot >/dev/null 2>&1 || needed+=(gnuplot)
 if [ ${#needed[@]} -gt 0 ]; then

@@ -13,6 +13,11 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || needed+=(nginx)
 command -v openssl >/dev/null 2>&1 || needed+=(openssl)
 dpkg -s libssl-dev >/dev/null 2>&1 || needed+=(libssl-dev)
 command -v pkg-config >/dev/null 2>&1 || needed+=(pkg-config)
+# The release link of haul takes libstdc++ statically (Package.swift): make sure the archive is there.
+case "$(gcc -print-file-name=libstdc++.a 2>/dev/null)" in
+    /*) ;;
+    *) needed+=("libstdc++-$(gcc -dumpversion 2>/dev/null | cut -d. -f1)-dev") ;;
+esac
 if [ ${#needed[@]} -gt 0 ]; then
     echo "== installing: ${needed[*]}"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
