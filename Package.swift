@@ -56,6 +56,10 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Typed file descriptors, errno and paths for the files Haul writes (the output, the journal, the lock).
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The `Logger` embedders pass to HaulClient and HaulSession.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation` (Scripts/docs.sh); no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -69,8 +73,18 @@ let package = Package(
         // SSE2 byte scanners for the head parser, header-only so that they inline into Swift.
         .target(name: "CHaulScan"),
         .target(name: "HaulHTTP", dependencies: ["CHaulScan"]),
-        .target(name: "HaulIO", dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL"]),
-        .target(name: "Haul", dependencies: ["HaulIO", "HaulHTTP"]),
+        .target(
+            name: "HaulIO",
+            dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL", .product(name: "SystemPackage", package: "swift-system")]
+        ),
+        .target(
+            name: "Haul",
+            dependencies: [
+                "HaulIO", "HaulHTTP",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         // Background sessions: a durable queue and event log per session, the daemon that owns them, and
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
