@@ -19,13 +19,13 @@ public final class HTTPClient: Sendable {
     public let connectionOptions: ConnectionOptions
     /// The TLS settings; the context itself is built on the first https request, because loading the
     /// system CA store costs tens of milliseconds that a plain-HTTP download should not pay.
-    public let tlsConfiguration: TLSConfiguration
+    public let tlsConfiguration: TLSSettings
     /// Which proxy each origin is reached through; `nil` (or empty settings) for direct connections. HTTPS
     /// proxies are verified with ``tlsConfiguration`` against their own names.
     public let proxy: ProxySettings?
     let tls = LoopConfinedTLSContext()
 
-    public init(loop: EventLoop, tls: TLSConfiguration = TLSConfiguration(),
+    public init(loop: EventLoop, tls: TLSSettings = TLSSettings(),
                 connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16,
                 proxy: ProxySettings? = nil) {
         self.loop = loop
@@ -205,7 +205,7 @@ final class LoopConfinedTLSContext: @unchecked Sendable {
     /// The context, once built.
     private(set) var context: TLSContext?
 
-    func context(for configuration: TLSConfiguration) throws(TLSSetupError) -> TLSContext {
+    func context(for configuration: TLSSettings) throws(TLSSetupError) -> TLSContext {
         if let context { return context }
         let made = try TLSContext(configuration: configuration)
         context = made
