@@ -2,8 +2,8 @@ import HaulHTTP
 
 /// Runs HTTP/1.1 exchanges over pooled keep-alive connections on one event loop.
 ///
-/// ``executeOnLoop(_:handler:completion:)`` is the hot-path form (everything on the loop thread);
-/// ``execute(_:handler:)`` is the same from async code.
+/// Exchanges run with ``executeOnLoop(_:handler:completion:)``, everything on the loop thread (the engine's
+/// segment workers live there).
 ///
 /// With ``proxy`` settings, the client decides per request origin how to reach it
 /// (``ProxySettings/proxy(for:)``): directly, through an HTTP(S) proxy (plain-HTTP origins by absolute-form
@@ -110,14 +110,6 @@ public final class HTTPClient: Sendable {
             connectThenRun()
         }
         return cancellation
-    }
-
-    /// ``executeOnLoop(_:handler:completion:)`` from async code.
-    public func execute(_ request: RequestHead, handler: any ResponseHandler) async throws(HTTPClientError) -> ExchangeSummary {
-        let result: Result<ExchangeSummary, HTTPClientError> = await withCheckedContinuation { continuation in
-            loop.execute { self.executeOnLoop(request, handler: handler) { continuation.resume(returning: $0) } }
-        }
-        return try result.get()
     }
 
     /// Closes the pooled connections.
