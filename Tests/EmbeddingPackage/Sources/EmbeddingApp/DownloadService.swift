@@ -36,11 +36,15 @@ public final class DownloadService: Sendable {
             let host: HTTPHost = origin.host
             let tag: EntityTag? = result.entityTag
             let date: HTTPDate? = result.lastModified
-            return "\(host) \(tag?.description ?? "-") \(date?.description ?? "-") \(result == result)"
+            keep(request, result)
+            return "\(host) \(tag?.description ?? "-") \(date?.description ?? "-")"
         } catch {
             return describe(error)
         }
     }
+
+    /// Requests and results are values an app stores and compares (a job table, a cache of what it fetched).
+    func keep<Request: Codable & Equatable & Sendable, Result: Codable & Equatable & Sendable>(_ request: Request, _ result: Result) {}
 
     /// Names every type of the lower layers that Haul's API carries (HaulError's payloads among them), as
     /// a catch block or a log formatter does.
