@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SystemPackage
 
 /// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.
 ///
@@ -483,8 +484,8 @@ extension DownloadTask {
         var notices: [String] = []
         /// The `.part` file, opened and locked for this download (nil until a directory download is named).
         var file: OutputFile?
-        /// The descriptor of a download delivered in order to a stream.
-        var stream: Int32?
+        /// The descriptor of a download delivered in order to a stream (not owned: the request's caller's).
+        var stream: FileDescriptor?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -521,7 +522,7 @@ extension DownloadTask {
             guard request.checksum == nil else {
                 throw .invalidDestination("a checksum needs the whole file, which a stream does not keep")
             }
-            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: FileDescriptor(rawValue: descriptor))
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)

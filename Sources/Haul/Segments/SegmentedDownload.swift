@@ -1,4 +1,5 @@
 import Glibc
+import HaulJournal
 
 /// One download over up to N connections, all on one event loop: the driver that carries events from the
 /// connections to the engine's decisions and carries out what they decide.
