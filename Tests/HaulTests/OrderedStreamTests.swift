@@ -112,7 +112,7 @@ import SystemPackage
         var options = DownloadOptions(synchronizesToDisk: false, connections: 4, minimumSegment: 256 << 10)
         options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
         let drain = Drain()
-        let result = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .stream(drain.writeEnd)))
+        let result = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .stream(FileDescriptor(rawValue: drain.writeEnd))))
         let bytes = drain.finish()
         #expect(result.path == "-" && result.bytes == Int64(resource.bytes.count))
         #expect(sameBytes(bytes, resource.bytes))
@@ -123,7 +123,7 @@ import SystemPackage
     }
 
     @Test func aChecksumWithAStreamIsAnError() async throws {
-        let request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: .stream(1),
+        let request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: .stream(.standardOutput),
                                       checksum: Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64)))
         await #expect { _ = try await HaulClient().download(request) } throws: { error in
             guard case HaulError.invalidDestination = error else { return false }

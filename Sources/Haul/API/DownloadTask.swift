@@ -522,7 +522,7 @@ extension DownloadTask {
             guard request.checksum == nil else {
                 throw .invalidDestination("a checksum needs the whole file, which a stream does not keep")
             }
-            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: FileDescriptor(rawValue: descriptor))
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
