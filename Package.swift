@@ -118,7 +118,7 @@ let package = Package(
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
-        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
+        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport", .product(name: "Logging", package: "swift-log")]),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),

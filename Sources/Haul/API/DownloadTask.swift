@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import Synchronization
 
 /// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.
@@ -18,6 +19,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// What the download was asked to do.
     public let request: DownloadRequest
     private let client: HaulClient
+    /// Where this download logs (the client's logger unless it was started with its own).
+    let logger: Logger
     private let published = Mutex(Published())
 
     private struct Published {
@@ -63,9 +66,10 @@ public final class DownloadTask: @unchecked Sendable {
     private var lastBytes: Int64 = 0
     private var lastTotal: Int64?
 
-    init(request: DownloadRequest, client: HaulClient) {
+    init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled) {
         self.request = request
         self.client = client
+        self.logger = logger
     }
 
     // MARK: Public
@@ -252,7 +256,8 @@ public final class DownloadTask: @unchecked Sendable {
             mirrors: prepared.mirrors, destination: prepared.destination,
             resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
             checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
-            notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)))
+            notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
+            logger: logger)
         state = .running(download)
         runStarted = .now()
         rate = RateEstimator()
@@ -386,6 +391,17 @@ public final class DownloadTask: @unchecked Sendable {
         case .success: phase = .completed
         case .failure(.cancelled): phase = .cancelled
         case .failure: phase = .failed
+        }
+        switch result {
+        case .success(let value):
+            logger.debug("download finished", metadata: [
+                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
+                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
+            ])
+        case .failure(let error):
+            if case .cancelled = error { logger.debug("download cancelled") } else {
+                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
+            }
         }
         var final = published.withLock { $0.latest }
         final.phase = phase
