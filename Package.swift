@@ -88,7 +88,7 @@ let package = Package(
 
         // Background sessions: a durable queue and event log per session, the daemon that owns them, and
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
-        .target(name: "HaulSessions", dependencies: ["Haul", "HaulCommandLine"]),
+        .target(name: "HaulSessions", dependencies: ["Haul", "HaulCommandLine", .product(name: "Logging", package: "swift-log")]),
 
         .executableTarget(
             name: "haul",
@@ -111,7 +111,7 @@ let package = Package(
         // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
         // It calls OpenSSL beyond what COpenSSL loads (certificates, a TLS server), so it links the libraries.
         .target(
-            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"],
+            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP", .product(name: "Logging", package: "swift-log")],
             linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
@@ -122,7 +122,7 @@ let package = Package(
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
-        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport"]),
+        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport", .product(name: "Logging", package: "swift-log")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,48 +1,8 @@
 import Foundation
 import Logging
-import Synchronization
 import Testing
 import HaulTestSupport
 @testable import Haul
-
-/// A `LogHandler` that keeps every record, for tests to read back.
-struct CapturingLogHandler: LogHandler {
-    struct Record: Sendable {
-        var level: Logger.Level
-        var message: String
-        /// The logger's metadata merged with the record's.
-        var metadata: [String: String]
-    }
-
-    final class Store: Sendable {
-        private let records = Mutex<[Record]>([])
-        var all: [Record] { records.withLock { $0 } }
-        func append(_ record: Record) { records.withLock { $0.append(record) } }
-        func with(_ message: String) -> [Record] { all.filter { $0.message == message } }
-    }
-
-    let store: Store
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        store.append(Record(level: event.level, message: event.message.description, metadata: merged.mapValues { "\($0)" }))
-    }
-
-    /// A logger at `level` whose records land in `store`.
-    static func logger(_ store: Store, level: Logger.Level = .trace) -> Logger {
-        var logger = Logger(label: "haul.tests", factory: { _ in CapturingLogHandler(store: store) })
-        logger.logLevel = level
-        return logger
-    }
-}
 
 @Suite(.serialized) struct LoggingTests {
     let fixture = NginxFixture.shared

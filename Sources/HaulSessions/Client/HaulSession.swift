@@ -1,4 +1,5 @@
 import Haul
+import Logging
 import Synchronization
 
 /// A background session, seen from a client: downloads handed to the session's daemon outlive this
@@ -20,9 +21,14 @@ import Synchronization
 /// ``allTasks()`` gives every task of the session, each a ``SessionTask`` shaped like Haul's `DownloadTask`:
 /// progress, pause, resume, cancel, and its result. When the connection is lost the session connects
 /// again, starting a new daemon if the old one died (unless ``SessionConfiguration/reconnects`` is off).
+///
+/// Given a `Logger` (apple/swift-log), the session logs its side at `debug`: connecting to the daemon,
+/// requests sent, events received, connections lost and made again; records carry `haul.session`.
 public final class HaulSession: Sendable {
     public let paths: SessionPaths
     public let configuration: SessionConfiguration
+    /// Where the session logs (a logger that drops everything unless ``connect(_:configuration:logger:)`` got one).
+    public let logger: Logger
     /// The session identifier.
     public var identifier: String { paths.identifier }
 
@@ -45,9 +51,10 @@ public final class HaulSession: Sendable {
         var daemonPID: Int32?
     }
 
-    private init(paths: SessionPaths, configuration: SessionConfiguration, loop: EventLoop) {
+    private init(paths: SessionPaths, configuration: SessionConfiguration, loop: EventLoop, logger: Logger) {
         self.paths = paths
         self.configuration = configuration
+        self.logger = logger
         self.loop = loop
         (eventStream, eventContinuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
     }
@@ -61,13 +68,19 @@ public final class HaulSession: Sendable {
 
     /// Connects to the daemon of session `identifier` (starting one when none runs), re-attaches to all
     /// its tasks, and starts delivering the events the configured consumer has not acknowledged.
+    ///
+    /// `logger` receives the session's client-side records (the daemon's downloads run in the daemon); without
+    /// one nothing is logged.
     public static func connect(_ identifier: String = SessionPaths.defaultIdentifier,
-                               configuration: SessionConfiguration = SessionConfiguration()) async throws(SessionError) -> HaulSession {
+                               configuration: SessionConfiguration = SessionConfiguration(),
+                               logger: Logger? = nil) async throws(SessionError) -> HaulSession {
         let paths = try SessionPaths(identifier: identifier, stateDirectory: configuration.stateDirectory)
         if let consumer = configuration.consumer, !SessionPaths.isValidName(consumer) { throw .invalidIdentifier(consumer) }
         let loop: EventLoop
         do { loop = try EventLoop(name: "haul-session-c") } catch { throw .io(path: paths.directory, error) }
-        let session = HaulSession(paths: paths, configuration: configuration, loop: loop)
+        var logger = logger ?? Logger(label: "haul.session.disabled", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger[metadataKey: "haul.session"] = "\(paths.identifier)"
+        let session = HaulSession(paths: paths, configuration: configuration, loop: loop, logger: logger)
         _ = try await session.establish()
         return session
     }
@@ -169,9 +182,13 @@ public final class HaulSession: Sendable {
         var attempts = 0
         while true {
             let connection = try await currentConnection()
+            logger.debug("sending a request to the session daemon", metadata: ["haul.operation": "\(request.operation)"])
             do {
                 return try await connection.request(request)
             } catch {
+                logger.debug("the session daemon's reply failed", metadata: [
+                    "haul.operation": "\(request.operation)", "haul.reason": "\(error)",
+                ])
                 // A lost connection is made again for requests that are safe to repeat; an `add` that
                 // may have been recorded is not repeated (its task would be queued twice).
                 guard error == .disconnected, configuration.reconnects, attempts < 3 else { throw error }
@@ -207,6 +224,9 @@ public final class HaulSession: Sendable {
                     do throws(SessionError) {
                         return try await establish()
                     } catch {
+                        logger.debug("reconnecting to the session daemon failed", metadata: [
+                            "haul.reason": "\(error)", "haul.delay": "\(delay)",
+                        ])
                         if Task.isCancelled || self.shared.withLock({ $0.closed }) { throw SessionError.disconnected }
                         switch error {
                         case .refused, .corruptState, .unsupportedFormat, .invalidIdentifier, .unusableDirectory, .noStateDirectory:
@@ -231,6 +251,7 @@ public final class HaulSession: Sendable {
             return (true, !shared.closed && configuration.reconnects)
         }
         guard current else { return }
+        logger.debug("lost the connection to the session daemon", metadata: ["haul.reconnects": "\(reconnect)"])
         if reconnect {
             startReconnection()
         } else {
@@ -267,6 +288,9 @@ public final class HaulSession: Sendable {
             connection.close()
             throw .disconnected
         }
+        logger.debug("connected to the session daemon", metadata: [
+            "haul.daemon.pid": "\(hello.pid.map { "\($0)" } ?? "-")", "haul.events.after": "\(after.map { "\($0)" } ?? "-")",
+        ])
         return connection
     }
 
@@ -302,6 +326,9 @@ public final class HaulSession: Sendable {
                 }
                 return (deliver, task, affectsState)
             }
+            logger.debug("session event", metadata: [
+                "haul.event.sequence": "\(event.sequence)", "haul.event.type": "\(event.type)", "haul.task": "\(event.task)",
+            ])
             if affectsState { task?.apply(event) }
             if deliver { eventContinuation.yield(event) }
         case .progress(let reports):
