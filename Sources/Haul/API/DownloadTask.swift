@@ -2,7 +2,7 @@ import Glibc
 import Logging
 import Synchronization
 
-/// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.
+/// A running (or paused, or finished) download, as ``HaulClient/start(_:logger:)`` returns it.
 ///
 /// - ``value`` waits for the end: the ``DownloadResult``, or the ``HaulError`` that stopped it.
 /// - ``progress`` delivers ``DownloadProgress`` snapshots until the end.
@@ -77,7 +77,7 @@ public final class DownloadTask: @unchecked Sendable {
     /// The result, once the download has ended (a pause is not an end: this keeps waiting).
     ///
     /// Throws ``HaulError/cancelled`` after ``cancel()``. Cancelling the Swift task that awaits it stops
-    /// the download the way ``HaulClient/download(_:)`` does — like a pause, keeping the partial file and
+    /// the download the way ``HaulClient/download(_:logger:)`` does — like a pause, keeping the partial file and
     /// its journal for a later resume — and throws ``HaulError/cancelled``.
     public var value: DownloadResult {
         get async throws(HaulError) {

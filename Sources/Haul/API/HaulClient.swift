@@ -109,7 +109,7 @@ public final class HaulClient: Sendable {
     }
 
     /// Downloads `url` (and the same resource at `mirrors`) into the file `path`, replacing an existing file;
-    /// see ``download(_:)``.
+    /// see ``download(_:logger:)``.
     public func download(_ url: String, mirrors: [String] = [], to path: String, restart: Bool = false) async throws(HaulError) -> DownloadResult {
         try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), replacesExisting: true,
                                            discardsPartialDownload: restart))

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// A background session, seen from a client: downloads handed to the session's daemon outlive this
-/// process, and a later ``connect(_:configuration:)`` with the same identifier — in this process or another,
+/// process, and a later ``connect(_:configuration:logger:)`` with the same identifier — in this process or another,
 /// after any crash — finds them again with what happened meanwhile.
 ///
 /// ```swift
