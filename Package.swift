@@ -98,7 +98,7 @@ let package = Package(
         ),
         // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable
         // without a terminal or a network, and the program-wide stop signals; no ArgumentParser, no Foundation.
-        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem"]),
+        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",
@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport", .product(name: "Logging", package: "swift-log")]),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
-        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
+        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport", .product(name: "Logging", package: "swift-log")]),
     ],
     swiftLanguageModes: [.v6]
