@@ -89,7 +89,10 @@ public final class HaulClient: Sendable {
     /// metadata of the work it is done for (a request id, say), as with AsyncHTTPClient's `execute(logger:)`.
     public func start(_ request: DownloadRequest, logger: Logger? = nil) -> DownloadTask {
         var logger = logger ?? self.logger
-        logger[metadataKey: LogKey.download] = "\(downloadCount.add(1, ordering: .relaxed).newValue)"
+        let number = downloadCount.add(1, ordering: .relaxed).newValue
+        // Haul logs at `notice` at most: above that, no record is ever made and the id is not worth the copy
+        // of the logger's storage (an allocation per download) that setting metadata makes.
+        if logger.logLevel <= .notice { logger[metadataKey: LogKey.download] = "\(number)" }
         let task = DownloadTask(request: request, client: self, logger: logger)
         task.begin()
         return task

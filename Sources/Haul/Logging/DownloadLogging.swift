@@ -4,7 +4,8 @@ import Logging
 // metadata an embedder can filter on, and nothing at all unless a `Logger` is given. Nothing is logged per
 // byte or per read: the busiest points are one line per request sent and per response head, a few hundred
 // for a 1 GiB file. With the default logger each of them costs one level check (the message and metadata
-// are autoclosures that are never evaluated).
+// are autoclosures that are never evaluated). Nothing is logged above `notice`: ``HaulClient/start(_:logger:)``
+// relies on it to skip the per-download metadata for a logger set higher.
 
 extension Logger {
     /// The logger a client without one uses: it drops everything, and its level (`critical`) makes every
