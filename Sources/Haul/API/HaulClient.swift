@@ -18,7 +18,8 @@ import Synchronization
 ///
 /// Give it a `Logger` (apple/swift-log) to see what its downloads do, as AsyncHTTPClient logs its requests:
 /// at `debug`, each download's start, requests (`Range`), response heads, redirects, retries (with their
-/// reason and delay), resume decisions and end; at `trace`, ranges moving between connections. Records carry
+/// reason and delay), resume decisions and end; at `trace`, ranges moving between connections; at `notice`,
+/// only a dropped mirror or a file that changed on the server and starts over. Records carry
 /// `haul.download.id`, `haul.url`, `haul.range`, `haul.connection`, `haul.attempt`. Without one nothing is
 /// logged, at the cost of a level check per request.
 public final class HaulClient: Sendable {
