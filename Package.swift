@@ -96,7 +96,10 @@ let package = Package(
 
         // Background sessions: a durable queue and event log per session, the daemon that owns them, and
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
-        .target(name: "HaulSessions", dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine"]),
+        .target(
+            name: "HaulSessions",
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine", .product(name: "Logging", package: "swift-log")]
+        ),
 
         .executableTarget(
             name: "haul",
@@ -106,7 +109,7 @@ let package = Package(
         ),
         // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable
         // without a terminal or a network, and the program-wide stop signals; no ArgumentParser, no Foundation.
-        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem"]),
+        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",
@@ -119,7 +122,7 @@ let package = Package(
         // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
         // It calls OpenSSL beyond what COpenSSL loads (certificates, a TLS server), so it links the libraries.
         .target(
-            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"],
+            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP", .product(name: "Logging", package: "swift-log")],
             linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
@@ -128,12 +131,13 @@ let package = Package(
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(
             name: "HaulTests",
-            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulTestSupport", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulTestSupport",
+                           .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log")]
         ),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
-        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
-        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport"]),
+        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport", .product(name: "Logging", package: "swift-log")]),
     ],
     swiftLanguageModes: [.v6]
 )
