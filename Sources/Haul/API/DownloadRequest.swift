@@ -1,3 +1,5 @@
+import SystemPackage
+
 /// One download: what to fetch, where to put it, and the per-file choices.
 ///
 /// Connection counts, timeouts, TLS and the like belong to the ``HaulClient`` (its ``DownloadOptions``);
@@ -17,6 +19,11 @@ public struct DownloadRequest: Sendable {
         /// the stream has taken, so memory stays bounded by that window; writes block, so the stream's
         /// reader paces the download. The descriptor stays open.
         case stream(Int32)
+
+        /// This exact path.
+        public static func file(_ path: FilePath) -> Destination { .file(path.string) }
+        /// This directory, under the name the server suggests (as for the `String` form).
+        public static func directory(_ path: FilePath) -> Destination { .directory(path.string) }
     }
 
     /// The URL to fetch.
