@@ -99,7 +99,7 @@ final class DownloadTaskFixture: Sendable {
         #expect(task.currentProgress.bytesDone == paused.bytesDone)
         #expect(try ResumeJournal.open(path: path + ".part.haul").1.durable == state.durable)
 
-        task.resume()
+        try await task.resume()
         let result = try await task.value
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
         #expect(result.bytesRequested == Int64(fixture.size) - state.durable.count, "only the missing bytes were fetched")
