@@ -118,7 +118,9 @@ let package = Package(
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
-        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
+        .testTarget(name: "HaulTests", dependencies: [
+            "Haul", "HaulTestSupport", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),

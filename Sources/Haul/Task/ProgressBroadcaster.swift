@@ -37,6 +37,9 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     /// The outcome, once ended.
     package var outcome: Outcome? { state.withLock { $0.outcome } }
 
+    /// How many streams are subscribed (for tests).
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
     /// Snapshots from now until the end; each call is its own subscription.
     package var stream: AsyncStream<Progress> {
         AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
