@@ -11,7 +11,8 @@ import Synchronization
 /// - ``cancel()`` stops and deletes the partial file and its journal.
 ///
 /// Every method is safe to call from any thread or task, in any state; calls that make no sense in the
-/// current state (pausing a finished download) do nothing.
+/// current state (pausing a finished download) do nothing, except that resuming a download that failed or
+/// was cancelled throws what ended it.
 public final class DownloadTask: @unchecked Sendable {
     // @unchecked Sendable: `progressBroadcast` and `transfer` are thread-safe; everything under
     // "Loop-confined" is touched on the client's event loop only.
