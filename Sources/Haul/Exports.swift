@@ -35,3 +35,4 @@
 @_exported import enum HaulJournal.JournalError
 @_exported import struct SystemPackage.Errno
 @_exported import struct SystemPackage.FileDescriptor
+@_exported import struct SystemPackage.FilePath

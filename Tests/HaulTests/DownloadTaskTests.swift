@@ -3,6 +3,7 @@ import Testing
 import HaulTestSupport
 @testable import Haul
 @testable import HaulJournal
+import SystemPackage
 
 /// One nginx for the API tests, with a location that suggests a hostile file name. A download that must still
 /// be running when a test pauses or cancels it is paced by the client (``DownloadTaskTests/paced``).
@@ -100,11 +101,88 @@ final class DownloadTaskFixture: Sendable {
         #expect(task.currentProgress.bytesDone == paused.bytesDone)
         #expect(try ResumeJournal.open(path: path + ".part.haul").1.durable == state.durable)
 
-        task.resume()
+        try await task.resume()
+        // `resume()` returns once the download runs again: no longer paused.
+        #expect(task.currentProgress.phase != .paused)
         let result = try await task.value
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
-        #expect(result.bytesRequested == Int64(fixture.size) - state.durable.count, "only the missing bytes were fetched")
+        // The result covers both runs: the bytes the first one requested (at least the durable ones) and
+        // the missing ones the second fetched, and the time of both.
+        #expect(result.bytesRequested >= Int64(fixture.size), "bytes requested are summed over both runs")
+        #expect(result.duration >= paused.elapsed, "the duration includes the first run")
         #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"))
+    }
+
+    @Test func resumeAfterTheEndReportsHowItEnded() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let client = try client()
+        let done = client.start(DownloadRequest(url: fixture.nginx.url("/small-1.bin"), destination: .file(directory + "/a")))
+        _ = try await done.value
+        try await done.resume()  // completed: nothing to resume, no error
+        try await done.pause()   // nothing to pause
+
+        let cancelled = try self.client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(directory + "/b")))
+        _ = try #require(await waitForBytes(cancelled, atLeast: 1 << 20))
+        await cancelled.cancel()
+        await #expect { try await cancelled.resume() } throws: { error in
+            guard case HaulError.cancelled = error else { return false }
+            return true
+        }
+
+        let failed = client.start(DownloadRequest(url: fixture.nginx.url("/missing.bin"), destination: .file(directory + "/c")))
+        let failure: HaulError
+        do { _ = try await failed.value; Issue.record("a missing file downloaded"); return } catch { failure = error }
+        do {
+            try await failed.resume()
+            Issue.record("resuming a failed download succeeded")
+        } catch {
+            #expect("\(error)" == "\(failure)", "resume throws the error that ended the download")
+        }
+    }
+
+    @Test func resumeWhileRunningReturnsAndAPausedResumeThrowsWhenItCannotContinue() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
+        _ = try #require(await waitForBytes(task, atLeast: 1 << 20))
+        try await task.resume()  // running: returns at once
+        #expect(task.currentProgress.phase == .downloading)
+        try await task.pause()
+        // The journal is damaged while paused: preparing again cannot trust it, and says so.
+        try Data(repeating: 0x55, count: 64).write(to: URL(fileURLWithPath: path + ".part.haul"))
+        await #expect { try await task.resume() } throws: { error in
+            guard case HaulError.journal = error else { return false }
+            return true
+        }
+        await #expect { _ = try await task.value } throws: { error in
+            guard case HaulError.journal = error else { return false }
+            return true
+        }
+        #expect(task.currentProgress.phase == .failed)
+    }
+
+    @Test func downloadToAPathRefusesAnExistingFileUnlessToldToReplaceIt() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        try Data("old".utf8).write(to: URL(fileURLWithPath: path))
+        let client = try client()
+        await #expect {
+            _ = try await client.download(fixture.nginx.url("/small-2.bin"), to: path)
+        } throws: { error in
+            guard case HaulError.destinationExists(path) = error else { return false }
+            return true
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "old")
+        #expect(!FileManager.default.fileExists(atPath: path + ".part"), "a refused download leaves nothing behind")
+        let result = try await client.download(fixture.nginx.url("/small-2.bin"), to: FilePath(path), replacingExisting: true)
+        #expect(result.bytes == 300_002)
+        #expect(try TestFiles.sha256(ofFile: path) == TestFiles.sha256(ofFile: fixture.data + "/small-2.bin"))
+        // A FilePath destination in a request is the same as its string.
+        #expect(DownloadRequest.Destination.file(FilePath(path)) == .file(path))
+        #expect(DownloadRequest.Destination.directory(FilePath(directory)) == .directory(directory))
     }
 
     @Test func pausedDownloadResumesInANewClient() async throws {

@@ -20,6 +20,11 @@ public struct DownloadRequest: Sendable {
         /// reader paces the download. The descriptor stays open: it is the caller's, e.g.
         /// `.stream(.standardOutput)`.
         case stream(FileDescriptor)
+
+        /// This exact path.
+        public static func file(_ path: FilePath) -> Destination { .file(path.string) }
+        /// This directory, under the name the server suggests (as for the `String` form).
+        public static func directory(_ path: FilePath) -> Destination { .directory(path.string) }
     }
 
     /// The URL to fetch.

@@ -1,6 +1,7 @@
 import HaulIO
 import Logging
 import Synchronization
+import SystemPackage
 
 /// Downloads files over HTTP/1.1: each over up to N parallel ranged connections, many at once under one
 /// connection cap, resuming by themselves after an interruption.
@@ -113,10 +114,21 @@ public final class HaulClient: Sendable {
         }.get()
     }
 
-    /// Downloads `url` (and the same resource at `mirrors`) into the file `path`, replacing an existing file;
-    /// see ``download(_:logger:)``.
-    public func download(_ url: String, mirrors: [String] = [], to path: String, restart: Bool = false) async throws(HaulError) -> DownloadResult {
-        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), replacesExisting: true,
-                                           discardsPartialDownload: restart))
+    /// Downloads `url` (and the same resource at `mirrors`) into the file `path`; see ``download(_:logger:)``.
+    ///
+    /// Like a ``DownloadRequest``, it refuses an existing file at `path` (``HaulError/destinationExists(path:)``,
+    /// before anything is fetched) unless `replacingExisting` is true. An interrupted download into `path`
+    /// resumes from its journal, unless `restart` discards it.
+    public func download(_ url: String, mirrors: [String] = [], to path: FilePath, replacingExisting: Bool = false,
+                         restart: Bool = false) async throws(HaulError) -> DownloadResult {
+        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path),
+                                           replacesExisting: replacingExisting, discardsPartialDownload: restart))
+    }
+
+    /// Downloads `url` into the file `path`, given as a string; the same as the `FilePath` form above.
+    public func download(_ url: String, mirrors: [String] = [], to path: String, replacingExisting: Bool = false,
+                         restart: Bool = false) async throws(HaulError) -> DownloadResult {
+        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path),
+                                           replacesExisting: replacingExisting, discardsPartialDownload: restart))
     }
 }

@@ -476,6 +476,11 @@ final class SegmentedDownload: @unchecked Sendable {
         var notices: [String]
     }
 
+    /// What this run has cost so far, for a result that covers every run of a paused and resumed download.
+    var runCounters: (bytesRequested: Int64, retries: Int, connections: Int) {
+        (bytesRequested, retries, peakConnections)
+    }
+
     func snapshot() -> Snapshot {
         let active = workers.filter(\.isBusy)
         var segments: [DownloadProgress.Segment] = []

@@ -385,22 +385,19 @@ public final class SessionTask: Sendable {
     public let id: Int
     private let session: WeakSession
     private let published: Mutex<Published>
+    /// Progress and the outcome, delivered the way Haul's `DownloadTask` delivers them (the same type).
+    private let broadcast: ProgressBroadcaster<DownloadProgress, Result<SessionTaskResult, SessionTaskError>>
 
     private struct Published {
         var spec: TaskSpec?
         var info: TaskInfo
-        var progress: DownloadProgress
-        var outcome: Result<SessionTaskResult, SessionTaskError>?
-        var waiters: [CheckedContinuation<Result<SessionTaskResult, SessionTaskError>, Never>] = []
-        var subscribers: [Int: AsyncStream<DownloadProgress>.Continuation] = [:]
-        var nextSubscriber = 0
     }
 
     init(id: Int, spec: TaskSpec?, info: TaskInfo, session: HaulSession) {
         self.id = id
         self.session = WeakSession(session)
-        let progress = Self.progress(for: info)
-        published = Mutex(Published(spec: spec, info: info, progress: progress, outcome: Self.outcome(for: info)))
+        published = Mutex(Published(spec: spec, info: info))
+        broadcast = ProgressBroadcaster(Self.progress(for: info), outcome: Self.outcome(for: info))
     }
 
     /// The task as the daemon last described it: state, path, bytes, how it ended.
@@ -414,39 +411,17 @@ public final class SessionTask: Sendable {
 
     /// The latest progress. A queued task reports `.connecting`; the segments and ranges are not sent
     /// over the session socket and stay empty.
-    public var currentProgress: DownloadProgress { published.withLock { $0.progress } }
+    public var currentProgress: DownloadProgress { broadcast.latest }
 
     /// Progress snapshots until the task ends (the last one completed, failed or cancelled); a consumer
     /// that falls behind gets the newest. Each call is its own subscription.
-    public var progress: AsyncStream<DownloadProgress> {
-        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let id: Int? = published.withLock { published in
-                continuation.yield(published.progress)
-                guard published.outcome == nil else { return nil }
-                let id = published.nextSubscriber
-                published.nextSubscriber += 1
-                published.subscribers[id] = continuation
-                return id
-            }
-            guard let id else { return continuation.finish() }
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.published.withLock { $0.subscribers.removeValue(forKey: id) }
-            }
-        }
-    }
+    public var progress: AsyncStream<DownloadProgress> { broadcast.stream }
 
     /// The result once the task has ended: the finished file, or why not. Keeps waiting across daemon
     /// restarts (the session reconnects); a pause is not an end.
     public var value: SessionTaskResult {
         get async throws(SessionTaskError) {
-            let result = await withCheckedContinuation { continuation in
-                let done: Result<SessionTaskResult, SessionTaskError>? = published.withLock { published in
-                    if let outcome = published.outcome { return outcome }
-                    published.waiters.append(continuation)
-                    return nil
-                }
-                if let done { continuation.resume(returning: done) }
-            }
+            let result = await broadcast.outcome()
             return try result.get()
         }
     }
@@ -473,8 +448,7 @@ public final class SessionTask: Sendable {
     func update(_ info: TaskInfo) {
         publish { published in
             published.info = info
-            published.progress = Self.progress(for: info)
-            if published.outcome == nil { published.outcome = Self.outcome(for: info) }
+            return Self.progress(for: info)
         }
     }
 
@@ -512,15 +486,14 @@ public final class SessionTask: Sendable {
             case .hook:
                 break
             }
-            published.progress = Self.progress(for: published.info)
-            if published.outcome == nil { published.outcome = Self.outcome(for: published.info) }
+            return Self.progress(for: published.info)
         }
     }
 
     /// A progress push.
     func apply(_ report: TaskProgress) {
         publish { published in
-            guard !published.info.state.hasEnded else { return }
+            guard !published.info.state.hasEnded else { return nil }
             published.info.state = .running
             published.info.bytes = report.bytes
             published.info.total = report.total
@@ -535,35 +508,28 @@ public final class SessionTask: Sendable {
             case "finishing": progress.phase = .finishing
             default: progress.phase = .connecting
             }
-            published.progress = progress
+            return progress
         }
     }
 
     /// The session was closed (or gave up reconnecting): waiters learn that no answer will come.
     func sessionClosed() {
-        publish { published in
-            if published.outcome == nil { published.outcome = .failure(.session(.disconnected)) }
-        }
+        broadcast.end(.failure(.session(.disconnected)), final: broadcast.latest)
     }
 
-    private func publish(_ change: (inout Published) -> Void) {
-        let (progress, subscribers, waiters, outcome) = published.withLock { published in
-            let hadOutcome = published.outcome != nil
-            change(&published)
-            let ended = !hadOutcome && published.outcome != nil
-            let subscribers = Array(published.subscribers.values)
-            let waiters = ended ? published.waiters : []
-            if ended {
-                published.waiters = []
-                published.subscribers = [:]
+    /// Applies `change` to the task's info and publishes the progress it returns (nil: nothing to publish);
+    /// the task ends once the info says it has. Publishing happens under the info's lock, so that two
+    /// updates racing (a reply and a push) reach subscribers in the order they changed the info.
+    private func publish(_ change: (inout Published) -> DownloadProgress?) {
+        published.withLock { published in
+            guard let progress = change(&published) else { return }
+            if let outcome = Self.outcome(for: published.info) {
+                // The first end wins; later snapshots of an ended task still update `currentProgress`.
+                if !broadcast.end(outcome, final: progress) { broadcast.publish(progress) }
+            } else {
+                broadcast.publish(progress)
             }
-            return (published.progress, subscribers, waiters, ended ? published.outcome : nil)
         }
-        for subscriber in subscribers {
-            subscriber.yield(progress)
-            if outcome != nil { subscriber.finish() }
-        }
-        if let outcome { for waiter in waiters { waiter.resume(returning: outcome) } }
     }
 
     static func outcome(for info: TaskInfo) -> Result<SessionTaskResult, SessionTaskError>? {
@@ -589,12 +555,9 @@ public final class SessionTask: Sendable {
         case .failed: phase = .failed
         case .cancelled: phase = .cancelled
         }
-        var remaining: Duration?
-        if let total = info.total, info.bytesPerSecond > 0 {
-            remaining = .milliseconds((total - info.bytes) * 1000 / info.bytesPerSecond)
-        }
-        return DownloadProgress(phase: phase, bytesDone: info.bytes, total: info.total, bytesPerSecond: Double(info.bytesPerSecond),
-                                estimatedTimeRemaining: remaining, activeConnections: info.connections, completedRanges: [],
+        let perSecond = Double(info.bytesPerSecond)
+        return DownloadProgress(phase: phase, bytesDone: info.bytes, total: info.total, bytesPerSecond: perSecond,
+                                estimatedTimeRemaining: DownloadProgress.estimatedTimeRemaining(done: info.bytes, total: info.total, bytesPerSecond: perSecond), activeConnections: info.connections, completedRanges: [],
                                 segments: [], elapsed: .zero, partialPath: info.path.map { info.state.hasEnded ? $0 : WorkingFileNames.partial(of: $0) } ?? "")
     }
 }

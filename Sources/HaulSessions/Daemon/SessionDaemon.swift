@@ -278,7 +278,7 @@ public final class SessionDaemon: @unchecked Sendable {
             else { return nil }
             engine.phase = .active
             engine.intent = .none
-            engine.task.resume()
+            engine.task.requestResume()
             return engine
         }
         let spec = task.spec

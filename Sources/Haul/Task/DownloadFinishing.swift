@@ -1,0 +1,77 @@
+import HaulIO
+import HaulJournal
+
+/// The end of a download whose bytes are all in: the checksum checked, the file made durable, renamed to
+/// its destination, its journal removed. (A durable download of a client goes through the client's
+/// ``GroupCommit`` instead, which syncs many finishing files together; the checksum comes first either way.)
+enum DownloadFinishing {
+    /// Finishes `finished` into `destination` and calls `report` once with the outcome (on whatever thread
+    /// finished it). `transferEnded` is called, on the caller's thread, as soon as the rest is only a wait
+    /// for the disk or the hash: a caller limiting concurrent transfers may start the next download then.
+    static func start(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool,
+                      commits: GroupCommit, transferEnded: () -> Void, report: @escaping @Sendable (Result<Void, HaulError>) -> Void) {
+        // A durable file goes to the client's group commit, which syncs it together with every other file
+        // finishing meanwhile; hashing comes first, off the loop.
+        if synchronizes, let file = finished.file {
+            transferEnded()
+            let entry = GroupCommit.Entry(
+                file: file, partPath: finished.partPath, destination: destination,
+                journalPath: finished.journaled ? finished.journalPath : nil, completion: report)
+            if let checksum {
+                BlockingWork.start {
+                    do throws(HaulError) {
+                        try verify(finished, checksum: checksum)
+                        commits.submit(entry)
+                    } catch {
+                        report(.failure(error))
+                    }
+                }
+            } else {
+                commits.submit(entry)
+            }
+            return
+        }
+        let finish = { @Sendable in
+            report(Result { () throws(HaulError) in
+                try Self.finish(finished, destination: destination, checksum: checksum, synchronizes: false)
+            })
+        }
+        // Hashing takes long; without it the finish is one rename, quicker done here.
+        if checksum != nil {
+            transferEnded()
+            BlockingWork.start(finish)
+        } else {
+            finish()
+        }
+    }
+
+    /// Checks the `.part` file against the expected checksum.
+    static func verify(_ finished: SegmentedDownload.Finished, checksum: Checksum) throws(HaulError) {
+        let actual: String
+        do { actual = try FileDigest.hex(of: finished.partPath, algorithm: checksum.algorithm) } catch {
+            throw .disk(path: finished.partPath, error)
+        }
+        guard actual == checksum.hex else {
+            throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
+        }
+    }
+
+    /// Checksum, sync, atomic rename, journal removal, for one file on its own (a durable download of a
+    /// client goes through its ``GroupCommit`` instead).
+    static func finish(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool) throws(HaulError) {
+        // A streamed download has delivered everything already: there is no file to check or rename.
+        guard let file = finished.file else { return }
+        if let checksum { try verify(finished, checksum: checksum) }
+        do {
+            if synchronizes { try file.synchronize() }
+            try OutputFile.rename(finished.partPath, to: destination)
+            // The rename is durable only once the directory is: without this a power cut could bring back
+            // `.part` (or nothing) after haul said the file was there.
+            if synchronizes { try OutputFile.synchronizeDirectory(containing: destination) }
+        } catch {
+            throw .disk(path: destination, error)
+        }
+        // The file is complete under its final name; the journal has nothing left to describe.
+        if finished.journaled { try? ResumeJournal.remove(path: finished.journalPath) }
+    }
+}

@@ -1,0 +1,179 @@
+import Glibc
+import HaulHTTP
+import HaulIO
+import HaulJournal
+import Synchronization
+import SystemPackage
+
+/// Getting a download ready to run, before any byte is fetched: the URLs and headers checked, the `.part`
+/// file opened and locked, the destination's directory checked (or created), an existing file refused
+/// unless it may be replaced, and the journal of an interrupted download of it found and checked.
+///
+/// Runs on the client's loop: these are metadata calls (`stat`, `mkdir`, `open`, `flock`) and reading a
+/// journal of a few KiB, each quicker than handing the work to another thread and back.
+enum DownloadPreparation {
+    /// The request, checked, and the journal of an interrupted download of it, if any.
+    struct Prepared: @unchecked Sendable {
+        // @unchecked Sendable: `ResumeJournal` is safe to hand from the preparing thread to the loop.
+        var mirrors: MirrorSet
+        /// The final path, or nil when a directory download still has to learn its name.
+        var destination: String?
+        var directory: String?
+        var resume: (journal: ResumeJournal, state: JournalState)?
+        var notices: [String] = []
+        /// The `.part` file, opened and locked for this download (nil until a directory download is named).
+        var file: OutputFile?
+        /// The descriptor of a download delivered in order to a stream (not owned: the request's caller's).
+        var stream: FileDescriptor?
+    }
+
+    static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
+        var urls: [HTTPURL] = []
+        for text in [request.url] + request.mirrors {
+            do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
+        }
+        let mirrors = MirrorSet(urls: urls, headers: HTTPFields(options.headers + request.headers), userAgent: options.userAgent)
+        do { _ = try mirrors.request(to: urls[0], range: .from(0), ifRange: nil).serialized() } catch { throw .invalidRequest(error) }
+        switch request.destination {
+        case .file(let path):
+            let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+            // The parent is looked at only when the `.part` cannot be created in it: the common case (it is
+            // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
+            let opened: (OutputFile, created: Bool)
+            do throws(HaulError) {
+                opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
+            } catch .disk(_, let error) where !parent.isEmpty && (error.errno == ENOENT || error.errno == ENOTDIR) {
+                try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
+                opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
+            }
+            let (file, created) = opened
+            do throws(HaulError) {
+                let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
+                if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+                return Prepared(mirrors: mirrors, destination: path, directory: nil,
+                                resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file)
+            } catch {
+                // Nothing of this download may stay behind: not even the empty `.part` it just made.
+                if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
+                throw error
+            }
+        case .stream(let descriptor):
+            guard request.checksum == nil else {
+                throw .invalidDestination("a checksum needs the whole file, which a stream does not keep")
+            }
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
+        case .directory(let directory):
+            try prepareDirectory(directory, create: request.createsDirectories)
+            return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
+        }
+    }
+
+    /// Opens (creating if needed) and locks the `.part` file, so that no other download — in this process
+    /// or another — writes the same destination. A symbolic link there is refused, never followed.
+    static func lockedPartialFile(_ partPath: String) throws(HaulError) -> (OutputFile, created: Bool) {
+        do {
+            let opened = try OutputFile.openForDownload(partPath)
+            return (opened.file, opened.created)
+        } catch where error.call == "flock" && error.errno == EWOULDBLOCK {
+            let destination = WorkingFileNames.destination(ofPartial: partPath) ?? partPath
+            throw .destinationBusy(path: destination, holder: OutputFile.lockHolder(of: partPath))
+        } catch {
+            throw .disk(path: partPath, error)
+        }
+    }
+
+    private static func prepareDirectory(_ directory: String, create: Bool, rechecking: Bool = false) throws(HaulError) {
+        guard !directory.isEmpty else { return }
+        // A list of thousands of downloads into one directory would check it once per download. A recent
+        // answer is taken instead: should the directory go meanwhile, creating the `.part` in it fails and
+        // ``resolveName(in:head:url:request:)`` comes back here to check (and create) it again.
+        let now = MonotonicInstant.now()
+        if !rechecking, recentDirectory.withLock({ $0.map { $0.path == directory && now < $0.checked.advanced(by: .seconds(1)) } ?? false }) {
+            return
+        }
+        guard !OutputFile.isDirectory(directory) else {
+            recentDirectory.withLock { $0 = (directory, now) }
+            return
+        }
+        guard create else {
+            throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
+        }
+        do { try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+    }
+
+    /// The directory ``prepareDirectory(_:create:)`` last found, and when.
+    private static let recentDirectory = Mutex<(path: String, checked: MonotonicInstant)?>(nil)
+
+    static func nameResolver(directory: String, request: DownloadRequest) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
+        { head, url in try resolveName(in: directory, head: head, url: url, request: request) }
+    }
+
+    /// Names a directory download once the probe's head is in: the suggested name, checked against an
+    /// existing file and an interrupted download of the same name. Runs on the loop; its file-system calls
+    /// are a `stat` and, rarely, reading a journal of a few KiB.
+    static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest) throws(HaulError) -> SegmentedDownload.NameResolution {
+        let name = SuggestedFileName.forResponse(head, url: url)
+        let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        let primary: HTTPURL
+        do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
+        let opened: (OutputFile, created: Bool)
+        do throws(HaulError) {
+            opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
+        } catch .disk(_, let error) where error.errno == ENOENT || error.errno == ENOTDIR {
+            // The directory checked at prepare (or recently, for another download) is gone or was replaced.
+            try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
+            opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
+        }
+        let (file, created) = opened
+        do throws(HaulError) {
+            if let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: primary, restart: request.discardsPartialDownload) {
+                return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
+            }
+            if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            return .fresh(destination: path, file: file)
+        } catch {
+            if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
+            throw error
+        }
+    }
+    /// The journal of an interrupted download at `partPath`, if there is one to resume.
+    ///
+    /// A journal without its `.part` file (or with one of the wrong size) cannot be trusted and is
+    /// discarded; a journal for another URL, or one that cannot be read, is an error unless `restart`.
+    /// `file` is the `.part` file, opened and locked by the caller: nothing is read or removed without the lock.
+    static func interruptedDownload(at partPath: String, file: OutputFile, url: HTTPURL, restart: Bool) throws(HaulError) -> (journal: ResumeJournal, state: JournalState, note: String?)? {
+        let journalPath = partPath + ".haul"
+        guard OutputFile.exists(journalPath) else { return nil }
+        if restart {
+            // The `.part` file stays (this download holds it open and locked); its content is truncated
+            // when the new download learns the length.
+            try? ResumeJournal.remove(path: journalPath)
+            return nil
+        }
+        let opened: (ResumeJournal, JournalState)
+        do {
+            opened = try ResumeJournal.open(path: journalPath)
+        } catch {
+            throw .journal(error)
+        }
+        let state = opened.1
+        var note: String?
+        switch DownloadIdentity.decide(journalURL: state.url, journalResolvedURL: state.resolvedURL, journalETag: state.etag, requested: url) {
+        case .same: break
+        case .sameValidator(let text): note = text
+        case .different(let detail): throw .partialDownloadMismatch(path: partPath, detail: detail)
+        }
+        let partSize: Int64
+        do {
+            partSize = try file.size()
+        } catch {
+            throw .disk(path: partPath, error)
+        }
+        guard partSize == state.totalLength else {
+            // The data the journal describes is gone (or was replaced): start over rather than trust it.
+            try? ResumeJournal.remove(path: journalPath)
+            return nil
+        }
+        return (opened.0, opened.1, note)
+    }
+}

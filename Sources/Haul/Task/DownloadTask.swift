@@ -1,0 +1,393 @@
+import HaulIO
+import Logging
+import Synchronization
+
+/// A running (or paused, or finished) download, as ``HaulClient/start(_:logger:)`` returns it.
+///
+/// - ``value`` waits for the end: the ``DownloadResult``, or the ``HaulError`` that stopped it.
+/// - ``progress`` delivers ``DownloadProgress`` snapshots until the end.
+/// - ``pause()`` stops every connection after making the journal durable and returns then; ``resume()``
+///   continues and returns once the download runs again. Both are `async` and return when their change has
+///   taken effect. A paused download also continues in another process — even after a crash — by starting
+///   the same request again.
+/// - ``cancel()`` stops and deletes the partial file and its journal.
+///
+/// Every method is safe to call from any thread or task, in any state; calls that make no sense in the
+/// current state (pausing a finished download) do nothing, except that resuming a download that failed or
+/// was cancelled throws what ended it.
+public final class DownloadTask: @unchecked Sendable {
+    // @unchecked Sendable: `progressBroadcast` and `transfer` are thread-safe; everything under
+    // "Loop-confined" is touched on the client's event loop only.
+
+    /// What the download was asked to do.
+    public let request: DownloadRequest
+    private let client: HaulClient
+    /// Where this download logs (the client's logger unless it was started with its own).
+    let logger: Logger
+    private let progressBroadcast = ProgressBroadcaster<DownloadProgress, Result<DownloadResult, HaulError>>(
+        DownloadProgress(phase: .connecting, bytesDone: 0, total: nil, bytesPerSecond: 0, estimatedTimeRemaining: nil,
+                         activeConnections: 0, completedRanges: [], segments: [], elapsed: .zero, partialPath: ""))
+
+    /// Set once every byte is in (the finish remains) or the download ended, with who waits for that.
+    private let transfer = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    // MARK: Loop-confined
+
+    private var lifecycle = DownloadLifecycle<SegmentedDownload>()
+    private var pauseWaiters: [CheckedContinuation<Result<Void, HaulError>, Never>] = []
+    private var resumeWaiters: [CheckedContinuation<Result<Void, HaulError>, Never>] = []
+    private var cancelWaiters: [CheckedContinuation<Void, Never>] = []
+    private var ticker: TimerID?
+    private var meter = ProgressMeter()
+    /// The runs before the current one (a download paused and resumed in this process has several).
+    private var earlierRuns = DownloadTotals()
+
+    init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled) {
+        self.request = request
+        self.client = client
+        self.logger = logger
+    }
+
+    // MARK: Public
+
+    /// The result, once the download has ended (a pause is not an end: this keeps waiting).
+    ///
+    /// Throws ``HaulError/cancelled`` after ``cancel()``. Cancelling the Swift task that awaits it stops
+    /// the download the way ``HaulClient/download(_:logger:)`` does — like a pause, keeping the partial file and
+    /// its journal for a later resume — and throws ``HaulError/cancelled``.
+    public var value: DownloadResult {
+        get async throws(HaulError) {
+            try await withTaskCancellationHandler {
+                await outcome()
+            } onCancel: {
+                stop()
+            }.get()
+        }
+    }
+
+    /// Returns once the download needs no connection any more: every byte is in and only its finish
+    /// remains (checksum, the durable commit, the rename), or it has ended. A pause is not an end.
+    ///
+    /// For callers that limit how many downloads transfer at once: the next one can start here, while this
+    /// one waits for the disk (durable commits are grouped, so many finishing files share one wait).
+    public func transferEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = transfer.withLock { transfer in
+                if transfer.ended { return true }
+                transfer.waiters.append(continuation)
+                return false
+            }
+            if ended { continuation.resume() }
+        }
+    }
+
+    /// The latest snapshot.
+    public var currentProgress: DownloadProgress {
+        progressBroadcast.latest
+    }
+
+    /// Snapshots from now until the download ends (the last one has phase `.completed`, `.failed` or
+    /// `.cancelled`); a consumer that falls behind gets the newest one. Each call is its own subscription.
+    public var progress: AsyncStream<DownloadProgress> {
+        progressBroadcast.stream
+    }
+
+    /// Stops every connection once the journal records every byte written, and returns then.
+    ///
+    /// The partial file and its journal stay; ``resume()`` continues in this process, and starting the same
+    /// request continues in another. Returns at once when there is nothing to pause (paused already,
+    /// finishing, ended). Throws ``HaulError/checkpointFailed(_:)`` when that last checkpoint could not be
+    /// written (a later resume then re-fetches what the previous checkpoint did not list).
+    public func pause() async throws(HaulError) {
+        let result = await withCheckedContinuation { continuation in
+            client.loop.execute { [self] in pauseOnLoop(continuation) }
+        }
+        try result.get()
+    }
+
+    /// Continues a paused download from its journal, and returns once it runs again (its connections are
+    /// being opened): only the bytes the journal does not list are fetched, each request carrying
+    /// `If-Range` so that a change on the server is noticed.
+    ///
+    /// - Returns at once when the download is running or finishing already; while it is still being
+    ///   prepared (a pause asked for meanwhile is withdrawn), once it runs.
+    /// - Returns, without resuming, when a ``pause()`` asked for after this call takes effect first.
+    /// - Throws the error that ended the download when it cannot continue: preparing it again failed (say,
+    ///   the partial file is gone or the destination now exists), it had failed, or ``HaulError/cancelled``
+    ///   after ``cancel()``. Resuming a download that completed returns at once.
+    public func resume() async throws(HaulError) {
+        let result = await withCheckedContinuation { continuation in
+            client.loop.execute { [self] in resumeOnLoop(continuation) }
+        }
+        try result.get()
+    }
+
+    /// Stops the download and deletes its partial file and journal; ``value`` then throws
+    /// ``HaulError/cancelled``. Returns once the files are gone. Does nothing to a finished download.
+    public func cancel() async {
+        await withCheckedContinuation { continuation in
+            client.loop.execute { [self] in cancelOnLoop(continuation) }
+        }
+    }
+
+    // MARK: For the client and the session daemon
+
+    /// Waits for the end without throwing (for callers that map the error themselves).
+    func outcome() async -> Result<DownloadResult, HaulError> {
+        await progressBroadcast.outcome()
+    }
+
+    /// Asks for a resume without waiting for it: for a caller that orders its requests on the loop (the
+    /// session daemon pauses and resumes from one thread, and a pause sent after this one must come after it).
+    package func requestResume() {
+        client.loop.execute { [self] in resumeOnLoop(nil) }
+    }
+
+    /// Starts the download: prepares it on the loop, then runs it.
+    func begin() {
+        client.loop.execute { [self] in prepareOnLoop() }
+    }
+
+    /// Stops like a pause (files kept for a later resume), then ends with ``HaulError/cancelled``.
+    func stop() {
+        client.loop.execute { [self] in
+            switch lifecycle.stop() {
+            case .nothing: break
+            case .pauseRun(let download): download.pauseOnLoop()
+            case .endNow: end(.failure(.cancelled))
+            }
+        }
+    }
+
+    // MARK: Driving the download (on the loop)
+
+    /// Checks the request and starts it. Preparing touches the file system with metadata calls and reads a
+    /// journal of a few KiB (see ``DownloadPreparation``): done here, on the loop.
+    private func prepareOnLoop() {
+        publish(phase: .connecting)
+        let options = client.options
+        launch(Result { () throws(HaulError) in try DownloadPreparation.prepare(request, options: options) })
+    }
+
+    private func pauseOnLoop(_ continuation: CheckedContinuation<Result<Void, HaulError>, Never>) {
+        switch lifecycle.pause() {
+        case .wait(let download):
+            pauseWaiters.append(continuation)
+            download?.pauseOnLoop()
+        case .nothing:
+            continuation.resume(returning: .success(()))
+        }
+    }
+
+    private func resumeOnLoop(_ continuation: CheckedContinuation<Result<Void, HaulError>, Never>?) {
+        switch lifecycle.resume() {
+        case .prepareAgain:
+            if let continuation { resumeWaiters.append(continuation) }
+            prepareOnLoop()
+        case .waitForLaunch:
+            if let continuation { resumeWaiters.append(continuation) }
+        case .alreadyRunning:
+            continuation?.resume(returning: .success(()))
+        case .ended:
+            continuation?.resume(returning: progressBroadcast.outcome.map { $0.map { _ in () } } ?? .success(()))
+        }
+    }
+
+    private func cancelOnLoop(_ continuation: CheckedContinuation<Void, Never>) {
+        switch lifecycle.cancel() {
+        case .wait(let download):
+            cancelWaiters.append(continuation)
+            download?.cancelOnLoop()
+        case .removeFiles:
+            cancelWaiters.append(continuation)
+            removeFilesAndEnd(run: nil)
+        case .nothing:
+            continuation.resume()
+        }
+    }
+
+    private func launch(_ outcome: Result<DownloadPreparation.Prepared, HaulError>) {
+        let succeeded = if case .success = outcome { true } else { false }
+        switch lifecycle.prepared(succeeded: succeeded) {
+        case .fail:
+            if case .failure(let error) = outcome { end(.failure(error)) }
+        case .removeFiles:
+            removeFilesAndEnd(run: nil)
+        case .endCancelled:
+            end(.failure(.cancelled))
+        case .paused:
+            publish(phase: .paused)
+            resolve(&pauseWaiters, .success(()))
+            resolve(&resumeWaiters, .success(()))
+        case .run:
+            guard case .success(let prepared) = outcome else { return }
+            let request = self.request
+            let download = SegmentedDownload(
+                loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
+                mirrors: prepared.mirrors, destination: prepared.destination,
+                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request) },
+                checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
+                notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
+                logger: logger)
+            lifecycle.started(download)
+            meter.restart()
+            publish(phase: .connecting)
+            scheduleTick()
+            download.startOnLoop { [self] outcome in downloadEnded(outcome) }
+            resolve(&resumeWaiters, .success(()))
+        }
+    }
+
+    private func downloadEnded(_ outcome: SegmentedDownload.Outcome) {
+        guard let download = lifecycle.run else { return }
+        if let ticker { client.loop.cancelTimer(ticker) }
+        ticker = nil
+        let snapshot = download.snapshot()
+        switch outcome {
+        case .finished(let finished):
+            lifecycle.finishing()
+            publish(snapshot, phase: .finishing)
+            let destination = download.destination
+            let started = meter.runStarted
+            let earlierRuns = self.earlierRuns
+            let loop = client.loop
+            let report: @Sendable (Result<Void, HaulError>) -> Void = { [self] outcome in
+                let result = outcome.map {
+                    earlierRuns.including(DownloadResult(
+                        path: destination, bytes: finished.bytes,
+                        duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: started))),
+                        finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
+                        redirects: finished.redirects, connections: finished.connections,
+                        bytesRequested: finished.bytesRequested, retries: finished.retries))
+                }
+                if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
+            }
+            DownloadFinishing.start(finished, destination: destination, checksum: request.checksum,
+                                    synchronizes: client.options.synchronizesToDisk, commits: client.commits,
+                                    transferEnded: endTransfer, report: report)
+        case .failed(let error):
+            publish(snapshot, phase: .failed)
+            end(.failure(error))
+        case .paused(let failure, let resumable):
+            let counters = download.runCounters
+            earlierRuns.add(duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: meter.runStarted))),
+                            bytesRequested: counters.bytesRequested, retries: counters.retries, connections: counters.connections)
+            switch lifecycle.runPaused() {
+            case .endCancelled:
+                end(.failure(.cancelled))
+            case .removeFiles:
+                removeFilesAndEnd(run: download)
+            case .paused:
+                var paused = snapshot
+                paused.checkpointFailure = failure
+                publish(paused, phase: .paused, canResume: resumable)
+                resolve(&pauseWaiters, failure.map { .failure(.checkpointFailed($0)) } ?? .success(()))
+            }
+        case .cancelled:
+            lifecycle.finishing()
+            removeFilesAndEnd(run: download)
+        }
+    }
+
+    /// Deletes the partial file and its journal (off the loop), then ends with ``HaulError/cancelled``.
+    /// `run` is the download that was running, if any (it knows the paths of a directory download).
+    private func removeFilesAndEnd(run: SegmentedDownload?) {
+        let paths: [String]
+        if let run, !run.partPath.isEmpty {
+            paths = [run.journalPath, run.partPath]
+        } else if case .file(let path) = request.destination {
+            paths = [WorkingFileNames.journal(of: path), WorkingFileNames.partial(of: path)]
+        } else {
+            let partial = progressBroadcast.latest.partialPath
+            paths = partial.isEmpty ? [] : [partial + ".haul", partial]
+        }
+        BlockingWork.start { [self] in
+            for path in paths { try? OutputFile.remove(path) }
+            client.loop.execute { [self] in end(.failure(.cancelled)) }
+        }
+    }
+
+    /// Wakes ``transferEnded()`` waiters (once).
+    private func endTransfer() {
+        let waiters = transfer.withLock { transfer in
+            transfer.ended = true
+            defer { transfer.waiters = [] }
+            return transfer.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func end(_ result: Result<DownloadResult, HaulError>) {
+        endTransfer()
+        if let ticker { client.loop.cancelTimer(ticker) }
+        ticker = nil
+        lifecycle.ended()
+        var final = progressBroadcast.latest
+        switch result {
+        case .success: final.phase = .completed
+        case .failure(.cancelled): final.phase = .cancelled
+        case .failure: final.phase = .failed
+        }
+        switch result {
+        case .success(let value):
+            logger.debug("download finished", metadata: [
+                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
+                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
+            ])
+        case .failure(let error):
+            if case .cancelled = error { logger.debug("download cancelled") } else {
+                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
+            }
+        }
+        final.activeConnections = 0
+        final.estimatedTimeRemaining = nil
+        if case .success(let value) = result {
+            final.bytesDone = value.bytes
+            final.total = value.bytes
+            final.completedRanges = value.bytes > 0 ? [0..<value.bytes] : []
+            final.segments = []
+            final.partialPath = value.path
+        }
+        progressBroadcast.end(result, final: final)
+        // A pause asked for while the download was ending has nothing left to pause; a resume learns how
+        // it ended.
+        resolve(&pauseWaiters, .success(()))
+        resolve(&resumeWaiters, result.map { _ in () })
+        let cancelled = cancelWaiters
+        cancelWaiters = []
+        for waiter in cancelled { waiter.resume() }
+    }
+
+    private func resolve(_ waiters: inout [CheckedContinuation<Result<Void, HaulError>, Never>], _ result: Result<Void, HaulError>) {
+        let resolved = waiters
+        waiters = []
+        for waiter in resolved { waiter.resume(returning: result) }
+    }
+
+    // MARK: Progress
+
+    private func scheduleTick() {
+        ticker = client.loop.scheduleTimer(after: client.options.progressInterval) { [self] in
+            ticker = nil
+            guard let download = lifecycle.run else { return }
+            let snapshot = download.snapshot()
+            publish(snapshot, phase: snapshot.total == nil && snapshot.bytesDone == 0 ? .connecting : .downloading)
+            scheduleTick()
+        }
+    }
+
+    private func publish(phase: DownloadProgress.Phase) {
+        progressBroadcast.update { latest in
+            latest.phase = phase
+            if phase == .connecting || phase == .paused {
+                latest.activeConnections = 0
+                latest.bytesPerSecond = 0
+                latest.estimatedTimeRemaining = nil
+            }
+        }
+    }
+
+    private func publish(_ snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase, canResume: Bool = true) {
+        progressBroadcast.publish(meter.progress(from: snapshot, phase: phase, canResume: canResume))
+    }
+}

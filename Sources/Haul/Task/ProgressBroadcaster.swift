@@ -1,0 +1,110 @@
+import HaulIO
+import Synchronization
+
+/// The latest progress of something that runs until it ends, handed to any number of readers: a snapshot
+/// to read at any time, a stream per subscriber, and waiters for the outcome.
+///
+/// The one implementation behind ``DownloadTask`` and HaulSessions' `SessionTask`, so that both deliver
+/// progress the same way:
+/// - each ``stream`` starts with the latest snapshot and keeps only the newest one unread
+///   (`bufferingNewest(1)`): a slow consumer never slows the producer and never holds a backlog;
+/// - every stream finishes, with the final snapshot, when ``end(_:final:)`` is called, and a stream asked
+///   for afterwards delivers that final snapshot and finishes;
+/// - ``outcome()`` waits for the end and returns at once after it.
+///
+/// Publishing is meant to come from one place at a time (the download's event loop, the session's lock):
+/// snapshots are delivered in the order ``publish(_:)`` is called, so concurrent publishers would need to
+/// order themselves. Continuations are resumed and streams finished outside the lock, because a finishing
+/// stream runs its termination handler, which takes the lock again.
+package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: Sendable {
+    private struct State {
+        var latest: Progress
+        var outcome: Outcome?
+        var waiters: [CheckedContinuation<Outcome, Never>] = []
+        var subscribers: [Int: AsyncStream<Progress>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    private let state: Mutex<State>
+
+    /// A broadcaster whose first snapshot is `initial`; one created with an `outcome` has already ended.
+    package init(_ initial: Progress, outcome: Outcome? = nil) {
+        state = Mutex(State(latest: initial, outcome: outcome))
+    }
+
+    /// The latest snapshot.
+    package var latest: Progress { state.withLock { $0.latest } }
+
+    /// The outcome, once ended.
+    package var outcome: Outcome? { state.withLock { $0.outcome } }
+
+    /// How many streams are subscribed (for tests).
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// Snapshots from now until the end; each call is its own subscription.
+    package var stream: AsyncStream<Progress> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id: Int? = state.withLock { state in
+                continuation.yield(state.latest)
+                guard state.outcome == nil else { return nil }
+                let id = state.nextSubscriber
+                state.nextSubscriber += 1
+                state.subscribers[id] = continuation
+                return id
+            }
+            guard let id else { return continuation.finish() }
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Makes `progress` the latest snapshot and delivers it to every subscriber (none after the end).
+    package func publish(_ progress: Progress) {
+        let subscribers = state.withLock { state in
+            state.latest = progress
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.yield(progress) }
+    }
+
+    /// Changes the latest snapshot in place and publishes the result.
+    package func update(_ change: (inout Progress) -> Void) {
+        var progress = latest
+        change(&progress)
+        publish(progress)
+    }
+
+    /// Ends: `final` becomes the latest snapshot, every subscriber gets it and finishes, every waiter gets
+    /// `outcome`. Returns false (and changes nothing) when it had ended already.
+    @discardableResult
+    package func end(_ outcome: Outcome, final: Progress) -> Bool {
+        let ended: (waiters: [CheckedContinuation<Outcome, Never>], subscribers: [AsyncStream<Progress>.Continuation])? =
+            state.withLock { state in
+                guard state.outcome == nil else { return nil }
+                state.latest = final
+                state.outcome = outcome
+                defer { state.waiters = []; state.subscribers = [:] }
+                return (state.waiters, Array(state.subscribers.values))
+            }
+        guard let ended else { return false }
+        for subscriber in ended.subscribers {
+            subscriber.yield(final)
+            subscriber.finish()
+        }
+        for waiter in ended.waiters { waiter.resume(returning: outcome) }
+        return true
+    }
+
+    /// Waits for the end (returns at once after it).
+    package func outcome() async -> Outcome {
+        await withCheckedContinuation { continuation in
+            let done: Outcome? = state.withLock { state in
+                if let outcome = state.outcome { return outcome }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let done { continuation.resume(returning: done) }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Testing
+@testable import Haul
+
+struct ProgressBroadcasterTests {
+    @Test func aStreamStartsWithTheLatestAndEndsWithTheFinalSnapshot() async {
+        let broadcaster = ProgressBroadcaster<Int, String>(0)
+        broadcaster.publish(1)
+        var iterator = broadcaster.stream.makeAsyncIterator()
+        #expect(await iterator.next() == 1, "a new subscriber gets the latest snapshot first")
+        broadcaster.publish(2)
+        broadcaster.publish(3)
+        #expect(await iterator.next() == 3, "an unread snapshot is replaced by a newer one")
+        #expect(broadcaster.end("done", final: 4))
+        #expect(await iterator.next() == 4)
+        #expect(await iterator.next() == nil, "the stream finishes at the end")
+        #expect(broadcaster.latest == 4)
+    }
+
+    @Test func theFirstEndWinsAndLaterSubscribersGetTheFinalSnapshotOnly() async {
+        let broadcaster = ProgressBroadcaster<Int, String>(0)
+        #expect(broadcaster.end("first", final: 7))
+        #expect(!broadcaster.end("second", final: 8))
+        #expect(broadcaster.outcome == "first" && broadcaster.latest == 7)
+        var snapshots: [Int] = []
+        for await snapshot in broadcaster.stream { snapshots.append(snapshot) }
+        #expect(snapshots == [7])
+        #expect(await broadcaster.outcome() == "first")
+    }
+
+    @Test func waitersGetTheOutcome() async {
+        let broadcaster = ProgressBroadcaster<Int, String>(0)
+        async let outcome = broadcaster.outcome()
+        // The waiter may or may not be registered yet when the end comes: either way it gets the outcome.
+        broadcaster.end("done", final: 1)
+        #expect(await outcome == "done")
+    }
+
+    @Test func aCancelledSubscriberIsForgotten() async throws {
+        let broadcaster = ProgressBroadcaster<Int, String>(0)
+        let consumer = Task {
+            for await _ in broadcaster.stream {}
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while broadcaster.subscriberCount == 0, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(broadcaster.subscriberCount == 1)
+        consumer.cancel()
+        await consumer.value
+        #expect(broadcaster.subscriberCount == 0, "a cancelled subscriber is removed, not published to until the end")
+        broadcaster.publish(1)
+        #expect(broadcaster.end("done", final: 2))
+    }
+
+    @Test func timeRemainingNeedsATotalAndARate() {
+        #expect(DownloadProgress.estimatedTimeRemaining(done: 0, total: nil, bytesPerSecond: 10) == nil)
+        #expect(DownloadProgress.estimatedTimeRemaining(done: 0, total: 100, bytesPerSecond: 0) == nil)
+        #expect(DownloadProgress.estimatedTimeRemaining(done: 50, total: 150, bytesPerSecond: 50) == .seconds(2))
+        #expect(DownloadProgress.estimatedTimeRemaining(done: 200, total: 150, bytesPerSecond: 50) == .zero, "never negative")
+    }
+}
