@@ -131,7 +131,7 @@ final class DownloadTaskFixture: Sendable {
         await task.cancel()
         await #expect(throws: HaulError.self) { _ = try await task.value }
         if case .failure(let error) = await task.outcome() {
-            guard case .cancelled = error else { Issue.record("expected .cancelled, got \(error)"); return }
+            guard case .cancelled = error.reason else { Issue.record("expected .cancelled, got \(error)"); return }
         }
         #expect(task.currentProgress.phase == .cancelled)
         for leftover in [path, path + ".part", path + ".part.haul"] {
@@ -164,7 +164,7 @@ final class DownloadTaskFixture: Sendable {
         running.cancel()
         try #require(journaled, "the download wrote no journal before the deadline")
         await #expect { _ = try await running.value } throws: { error in
-            guard case HaulError.cancelled = error else { return false }
+            guard case .cancelled? = (error as? HaulError)?.reason else { return false }
             return true
         }
         #expect(FileManager.default.fileExists(atPath: path + ".part.haul"), "the journal stays for a later resume")
@@ -194,7 +194,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/no/such/f")))
         } throws: { error in
-            guard case HaulError.disk(let path, let system) = error else { return false }
+            guard case .disk(let path, let system)? = (error as? HaulError)?.reason else { return false }
             return path == directory + "/no/such" && system.errno == ENOENT
         }
         _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/no/such/f"),
@@ -214,7 +214,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-2.bin"), destination: .directory(target)))
         } throws: { error in
-            guard case HaulError.disk(let path, let system) = error else { return false }
+            guard case .disk(let path, let system)? = (error as? HaulError)?.reason else { return false }
             return path == target && system.errno == ENOENT
         }
         #expect(!FileManager.default.fileExists(atPath: target))
@@ -226,7 +226,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/plain/f")))
         } throws: { error in
-            guard case HaulError.disk(let path, let system) = error else { return false }
+            guard case .disk(let path, let system)? = (error as? HaulError)?.reason else { return false }
             return path == directory + "/plain" && system.errno == ENOTDIR
         }
     }
@@ -239,7 +239,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(path)))
         } throws: { error in
-            guard case HaulError.destinationExists(path) = error else { return false }
+            guard case .destinationExists(path)? = (error as? HaulError)?.reason else { return false }
             return true
         }
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")

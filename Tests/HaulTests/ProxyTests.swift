@@ -214,7 +214,7 @@ import HaulTestSupport
             for tls in [false, true] {
                 let error = try await failure(origin.url(tls: tls), options: options(connections: 1, proxy: proxy, retry: .none),
                                               directory: directory)
-                guard case .network(let connectionError) = error, let proxyFailure = connectionError.proxyFailure else {
+                guard case .network(let connectionError) = error.reason, let proxyFailure = connectionError.proxyFailure else {
                     Issue.record("expected a proxy failure, got \(error)")
                     continue
                 }
@@ -251,7 +251,7 @@ import HaulTestSupport
         let wrong = ProxySettings(all: try ProxyURL(socks.url(user: Self.user, password: "wrong")))
         let wrongError = try await failure(origin.url(tls: true), options: options(connections: 1, proxy: wrong, retry: .none),
                                            directory: directory)
-        guard case .network(let rejected) = wrongError else {
+        guard case .network(let rejected) = wrongError.reason else {
             Issue.record("expected a network error, got \(wrongError)")
             return
         }
@@ -269,7 +269,7 @@ import HaulTestSupport
         let anonymous = ProxySettings(all: try ProxyURL(socks.url()))
         let anonymousError = try await failure(origin.url(tls: false), options: options(connections: 1, proxy: anonymous, retry: .none),
                                                directory: directory)
-        guard case .network(let noMethod) = anonymousError else {
+        guard case .network(let noMethod) = anonymousError.reason else {
             Issue.record("expected a network error, got \(anonymousError)")
             return
         }
@@ -307,7 +307,7 @@ import HaulTestSupport
         let proxy = ProxySettings(all: try ProxyURL("https://localhost:\(stunnel.port)"))
         let error = try await failure(origin.url(tls: true), options: options(connections: 1, proxy: proxy, retry: .none),
                                       directory: directory)
-        guard case .tls(let tlsError) = error else {
+        guard case .tls(let tlsError) = error.reason else {
             Issue.record("expected a TLS error, got \(error)")
             return
         }

@@ -376,6 +376,7 @@ public final class DownloadTask: @unchecked Sendable {
     }
 
     private func end(_ result: Result<DownloadResult, HaulError>) {
+        let result = result.mapError { $0.adding(url: request.url) }   // the download's URL, unless a nearer one is known
         endTransfer()
         if let ticker { client.loop.cancelTimer(ticker) }
         ticker = nil
@@ -384,7 +385,7 @@ public final class DownloadTask: @unchecked Sendable {
         let phase: DownloadProgress.Phase
         switch result {
         case .success: phase = .completed
-        case .failure(.cancelled): phase = .cancelled
+        case .failure(let error) where error.isCancellation: phase = .cancelled
         case .failure: phase = .failed
         }
         var final = published.withLock { $0.latest }
@@ -502,7 +503,7 @@ extension DownloadTask {
             let opened: (OutputFile, created: Bool)
             do throws(HaulError) {
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
-            } catch .disk(_, let error) where !parent.isEmpty && (error.errno == ENOENT || error.errno == ENOTDIR) {
+            } catch let error where !parent.isEmpty && error.isMissingDirectory {
                 try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }
@@ -579,7 +580,7 @@ extension DownloadTask {
         let opened: (OutputFile, created: Bool)
         do throws(HaulError) {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
-        } catch .disk(_, let error) where error.errno == ENOENT || error.errno == ENOTDIR {
+        } catch let error where error.isMissingDirectory {
             // The directory checked at prepare (or recently, for another download) is gone or was replaced.
             try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))

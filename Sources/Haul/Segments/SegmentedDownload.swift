@@ -222,7 +222,7 @@ final class SegmentedDownload: @unchecked Sendable {
             completion = nil
         }
         if let checkpointer, let planner {
-            if case .changedOnServer = error { return checkpointer.whenIdle(report) }
+            if case .changedOnServer = error.reason { return checkpointer.whenIdle(report) }
             checkpointer.checkpoint(planner.written, completion: report)
         } else {
             report()
@@ -819,8 +819,11 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
+        // The URL this request went to (a mirror's, a redirect's target) and its tries in a row, for an
+        // error that ends the download: the context a message needs beside the reason.
+        let failed = error.adding(url: worker.url?.description, attempts: worker.failuresInRow + 1)
         if worker.role == .mirrorCheck {
-            if case .mirrorMismatch = error { return fail(error) }
+            if case .mirrorMismatch = error.reason { return fail(failed) }
             return mirrorCheckEnded(worker)
         }
         if worker.provisional, let window = worker.window, let end = window.end {
@@ -842,9 +845,9 @@ final class SegmentedDownload: @unchecked Sendable {
         case .restart:
             restart()
         case .fail:
-            fail(error)
+            fail(failed)
         case .dropMirror:
-            dropMirror(mirror, worker: worker, error: error)
+            dropMirror(mirror, worker: worker, error: failed)
         case .retry(let attempt, let reResolve):
             retries += 1
             worker.failuresInRow += 1
