@@ -145,6 +145,11 @@ import HaulTestSupport
         }
         #expect(error.kind == .idleTimedOut)
         guard case .cancelled = HaulError.cancelled.reason else { Issue.record("cancelled"); return }
+        // Two reasons share their name and payload with HTTPClientError's cases: each factory still makes its own.
+        guard case .tlsSetup = HaulError.tlsSetup(TLSSetupError(reason: "no CA file")).reason else { Issue.record("tlsSetup"); return }
+        guard case .invalidRequest = HaulError.invalidRequest(RequestHeadError(.invalidHeaderValue(name: "X"))).reason else {
+            Issue.record("invalidRequest"); return
+        }
         #expect(HaulError.httpStatus(status: 503, reason: "", url: "u").isTransient)
         #expect(!HaulError.httpStatus(status: 404, reason: "", url: "u").isTransient)
     }

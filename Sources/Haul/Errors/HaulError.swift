@@ -199,127 +199,128 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
 
     /// ``Reason/invalidURL(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func invalidURL(_ error: URLParseError) -> HaulError {
-        HaulError(.invalidURL(error))
+        HaulError(Reason.invalidURL(error))
     }
     /// ``Reason/invalidRequest(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func invalidRequest(_ error: RequestHeadError) -> HaulError {
-        HaulError(.invalidRequest(error))
+        HaulError(Reason.invalidRequest(error))
     }
     /// ``Reason/network(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func network(_ error: ConnectionError) -> HaulError {
-        HaulError(.network(error))
+        HaulError(Reason.network(error))
     }
     /// ``Reason/tls(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func tls(_ error: ConnectionError) -> HaulError {
-        HaulError(.tls(error))
+        HaulError(Reason.tls(error))
     }
     /// ``Reason/tlsSetup(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func tlsSetup(_ error: TLSSetupError) -> HaulError {
-        HaulError(.tlsSetup(error))
+        HaulError(Reason.tlsSetup(error))
     }
     /// ``Reason/malformedResponse(_:server:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func malformedResponse(_ error: HTTPParseError, server: String) -> HaulError {
-        HaulError(.malformedResponse(error, server: server))
+        HaulError(Reason.malformedResponse(error, server: server))
     }
     /// ``Reason/truncatedTLS(server:bytesReceived:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func truncatedTLS(server: String, bytesReceived: Int64) -> HaulError {
-        HaulError(.truncatedTLS(server: server, bytesReceived: bytesReceived))
+        HaulError(Reason.truncatedTLS(server: server, bytesReceived: bytesReceived))
     }
     /// ``Reason/httpStatus(status:reason:url:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func httpStatus(status: Int, reason: String, url: String) -> HaulError {
-        HaulError(.httpStatus(status: status, reason: reason, url: url))
+        HaulError(Reason.httpStatus(status: status, reason: reason, url: url))
     }
     /// ``Reason/redirect(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func redirect(_ error: RedirectError) -> HaulError {
-        HaulError(.redirect(error))
+        HaulError(Reason.redirect(error))
     }
     /// ``Reason/timedOut(after:url:bytesReceived:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func timedOut(after: Duration, url: String, bytesReceived: Int64) -> HaulError {
-        HaulError(.timedOut(after: after, url: url, bytesReceived: bytesReceived))
+        HaulError(Reason.timedOut(after: after, url: url, bytesReceived: bytesReceived))
     }
     /// ``Reason/incomplete(url:expected:received:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func incomplete(url: String, expected: Int64, received: Int64) -> HaulError {
-        HaulError(.incomplete(url: url, expected: expected, received: received))
+        HaulError(Reason.incomplete(url: url, expected: expected, received: received))
     }
     /// ``Reason/disk(path:_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func disk(path: String, _ error: SystemError) -> HaulError {
-        HaulError(.disk(path: path, error))
+        HaulError(Reason.disk(path: path, error))
     }
     /// ``Reason/invalidDestination(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func invalidDestination(_ detail: String) -> HaulError {
-        HaulError(.invalidDestination(detail))
+        HaulError(Reason.invalidDestination(detail))
     }
     /// ``Reason/destinationExists(path:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func destinationExists(path: String) -> HaulError {
-        HaulError(.destinationExists(path: path))
+        HaulError(Reason.destinationExists(path: path))
     }
     /// ``Reason/changedOnServer(url:detail:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func changedOnServer(url: String, detail: String) -> HaulError {
-        HaulError(.changedOnServer(url: url, detail: detail))
+        HaulError(Reason.changedOnServer(url: url, detail: detail))
     }
     /// ``Reason/wrongContentRange(url:requested:received:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func wrongContentRange(url: String, requested: String, received: String) -> HaulError {
-        HaulError(.wrongContentRange(url: url, requested: requested, received: received))
+        HaulError(Reason.wrongContentRange(url: url, requested: requested, received: received))
     }
     /// ``Reason/faultyResponse(url:detail:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func faultyResponse(url: String, detail: String) -> HaulError {
-        HaulError(.faultyResponse(url: url, detail: detail))
+        HaulError(Reason.faultyResponse(url: url, detail: detail))
     }
     /// ``Reason/belowSpeedLimit(url:limit:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func belowSpeedLimit(url: String, limit: LowSpeedLimit) -> HaulError {
-        HaulError(.belowSpeedLimit(url: url, limit: limit))
+        HaulError(Reason.belowSpeedLimit(url: url, limit: limit))
     }
     /// ``Reason/outputClosed`` without context: the engine adds the URL and the tries where the download ends.
-    public static var outputClosed: HaulError { HaulError(.outputClosed) }
+    public static var outputClosed: HaulError { HaulError(Reason.outputClosed) }
     /// ``Reason/destinationBusy(path:holder:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func destinationBusy(path: String, holder: Int32?) -> HaulError {
-        HaulError(.destinationBusy(path: path, holder: holder))
+        HaulError(Reason.destinationBusy(path: path, holder: holder))
     }
     /// ``Reason/mirrorMismatch(url:detail:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func mirrorMismatch(url: String, detail: String) -> HaulError {
-        HaulError(.mirrorMismatch(url: url, detail: detail))
+        HaulError(Reason.mirrorMismatch(url: url, detail: detail))
     }
     /// ``Reason/checksumMismatch(path:expected:actual:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func checksumMismatch(path: String, expected: Checksum, actual: String) -> HaulError {
-        HaulError(.checksumMismatch(path: path, expected: expected, actual: actual))
+        HaulError(Reason.checksumMismatch(path: path, expected: expected, actual: actual))
     }
     /// ``Reason/insufficientSpace(path:needed:available:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func insufficientSpace(path: String, needed: Int64, available: Int64) -> HaulError {
-        HaulError(.insufficientSpace(path: path, needed: needed, available: available))
+        HaulError(Reason.insufficientSpace(path: path, needed: needed, available: available))
     }
     /// ``Reason/journal(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func journal(_ error: JournalError) -> HaulError {
-        HaulError(.journal(error))
+        HaulError(Reason.journal(error))
     }
     /// ``Reason/partialDownloadMismatch(path:detail:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func partialDownloadMismatch(path: String, detail: String) -> HaulError {
-        HaulError(.partialDownloadMismatch(path: path, detail: detail))
+        HaulError(Reason.partialDownloadMismatch(path: path, detail: detail))
     }
     /// ``Reason/cancelled`` without context: the engine adds the URL and the tries where the download ends.
-    public static var cancelled: HaulError { HaulError(.cancelled) }
+    public static var cancelled: HaulError { HaulError(Reason.cancelled) }
     /// ``Reason/checkpointFailed(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func checkpointFailed(_ error: JournalError) -> HaulError {
-        HaulError(.checkpointFailed(error))
+        HaulError(Reason.checkpointFailed(error))
     }
     /// ``Reason/unexpected(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func unexpected(_ what: String) -> HaulError {
-        HaulError(.unexpected(what))
+        HaulError(Reason.unexpected(what))
     }
 
-    /// Maps a failure of the HTTP layer into the engine's vocabulary.
-    init(_ error: HTTPClientError) {
+    /// Maps a failure of the HTTP layer into the engine's vocabulary. Labelled: `HaulError(.tlsSetup(x))`
+    /// must never mean `HTTPClientError.tlsSetup` (both enums have that case and `invalidRequest`).
+    init(mapping error: HTTPClientError) {
         switch error {
         case .connection(let error):
             switch error.kind {
-            case .tlsHandshakeFailed, .tlsHandshakeTimedOut, .tlsFailure: self.init(.tls(error))
-            default: self.init(.network(error))
+            case .tlsHandshakeFailed, .tlsHandshakeTimedOut, .tlsFailure: self.init(Reason.tls(error))
+            default: self.init(Reason.network(error))
             }
-        case .malformedResponse(let error, let origin): self.init(.malformedResponse(error, server: origin.hostAndPort))
-        case .truncatedTLSBody(let origin, let bytes): self.init(.truncatedTLS(server: origin.hostAndPort, bytesReceived: bytes))
-        case .invalidRequest(let error): self.init(.invalidRequest(error))
-        case .tlsSetup(let error): self.init(.tlsSetup(error))
+        case .malformedResponse(let error, let origin): self.init(Reason.malformedResponse(error, server: origin.hostAndPort))
+        case .truncatedTLSBody(let origin, let bytes): self.init(Reason.truncatedTLS(server: origin.hostAndPort, bytesReceived: bytes))
+        case .invalidRequest(let error): self.init(Reason.invalidRequest(error))
+        case .tlsSetup(let error): self.init(Reason.tlsSetup(error))
         case .handlerFailed(let error):
-            self = (error as? HaulError) ?? HaulError(.unexpected(String(describing: error)))
+            self = (error as? HaulError) ?? HaulError(Reason.unexpected(String(describing: error)))
         }
     }
 }

@@ -762,13 +762,13 @@ final class SegmentedDownload: @unchecked Sendable {
         if let interruption = worker.interruption { return handleFailure(interruption, worker: worker) }
         if worker.role == .mirrorCheck {
             // A mismatch fails the download; any other failure leaves the mirror to its first real response.
-            if case .failure(let error) = result { return handleFailure(HaulError(error), worker: worker) }
+            if case .failure(let error) = result { return handleFailure(HaulError(mapping: error), worker: worker) }
             if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
             return mirrorCheckEnded(worker)
         }
         let summary: ExchangeSummary
         switch result {
-        case .failure(let error): return handleFailure(HaulError(error), worker: worker)
+        case .failure(let error): return handleFailure(HaulError(mapping: error), worker: worker)
         case .success(let value): summary = value
         }
         if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
