@@ -222,7 +222,9 @@ import HaulTestSupport
                 #expect(proxyFailure.reason == expected)
                 #expect(proxyFailure.step == (tls ? .connectTunnel : .forwardedRequest))
                 #expect(proxyFailure.route.target == origin.authority(tls: tls))
-                let text = error.description
+                let text = error.reason.description
+                #expect(error.url == origin.url(tls: tls))
+                #expect(error.description == "\(origin.url(tls: tls)): \(text)", "the URL, then what the proxy did")
                 switch expected {
                 case .authenticationRequired:
                     #expect(text.hasPrefix("proxy http://127.0.0.1:\(squid.port) requires authentication (407) to reach \(origin.authority(tls: tls))"), "\(text)")
@@ -262,7 +264,8 @@ import HaulTestSupport
         }
         #expect(status != 0)
         #expect(rejected.proxyFailure?.step == .socksAuthentication)
-        #expect(wrongError.description == """
+        #expect(wrongError.url == origin.url(tls: true))
+        #expect(wrongError.reason.description == """
             SOCKS5 proxy 127.0.0.1:\(socks.port) rejected the username/password for user "alice" for \(origin.authority(tls: true)) (status \(status))
             """)
 
@@ -274,7 +277,7 @@ import HaulTestSupport
             return
         }
         #expect(noMethod.proxyFailure?.reason == .socksNoAcceptableMethod(credentialsOffered: false))
-        #expect(anonymousError.description.hasPrefix("SOCKS5 proxy 127.0.0.1:\(socks.port) accepts none of the offered authentication methods (none)"))
+        #expect(anonymousError.reason.description.hasPrefix("SOCKS5 proxy 127.0.0.1:\(socks.port) accepts none of the offered authentication methods (none)"))
         #expect(socks.connectedTargets().isEmpty)
         #expect(origin.nginx.accessLog().isEmpty)
     }
@@ -290,7 +293,7 @@ import HaulTestSupport
         let error = try await failure("http://127.0.0.1:\(closedPort)/x", options: options(connections: 1, proxy: proxy, retry: .none),
                                       directory: directory)
         #expect(error.description == """
-            SOCKS5 proxy 127.0.0.1:\(socks.port) refused the connection to 127.0.0.1:\(closedPort): connection refused (reply 5)
+            http://127.0.0.1:\(closedPort)/x: SOCKS5 proxy 127.0.0.1:\(socks.port) refused the connection to 127.0.0.1:\(closedPort): connection refused (reply 5)
             """)
     }
 

@@ -149,13 +149,15 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// What failed.
     public var reason: Reason
     /// The URL that was being fetched when the download failed: the request's URL, a mirror's, or the target
-    /// of a redirect. nil only for an error made outside a download (a ``HaulClient`` that cannot start).
+    /// of a redirect. nil for an error that ends no download: a ``HaulClient`` that cannot start, or a
+    /// ``DownloadTask/pause()`` whose last checkpoint failed.
     public var url: String?
     /// How many times the request that failed was tried, the failed try included: 1 when it was not retried.
     /// Retries follow the ``RetryPolicy`` (``DownloadOptions/retry``); only ``Reason/isTransient`` failures
     /// are retried.
     public var attempts: Int
 
+    /// An error for `reason`, with what is known of its context.
     public init(_ reason: Reason, url: String? = nil, attempts: Int = 1) {
         self.reason = reason
         self.url = url
