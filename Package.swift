@@ -47,6 +47,9 @@ let package = Package(
     products: [
         .library(name: "Haul", targets: ["Haul"]),
         .library(name: "HaulHTTP", targets: ["HaulHTTP"]),
+        // The resume journal's format (codec, state, CRC-32C), public for the fuzz harnesses (Fuzz/, another
+        // package, which `package` access does not reach) and for tools that inspect journals.
+        .library(name: "HaulJournal", targets: ["HaulJournal"]),
         .library(name: "HaulSessions", targets: ["HaulSessions"]),
         // The CLI's pure pieces, for the fuzz harnesses (Fuzz/) of the parsers among them (.netrc). HaulSessions
         // already links this target; the product only makes it importable from outside the package.
@@ -77,10 +80,15 @@ let package = Package(
             name: "HaulIO",
             dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        // The crash-safe resume journal beside a `.part` file: its format, its state and the file that holds it.
+        .target(
+            name: "HaulJournal",
+            dependencies: ["HaulIO", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         .target(
             name: "Haul",
             dependencies: [
-                "HaulIO", "HaulHTTP",
+                "HaulIO", "HaulHTTP", "HaulJournal",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -88,11 +96,11 @@ let package = Package(
 
         // Background sessions: a durable queue and event log per session, the daemon that owns them, and
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
-        .target(name: "HaulSessions", dependencies: ["Haul", "HaulCommandLine"]),
+        .target(name: "HaulSessions", dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine"]),
 
         .executableTarget(
             name: "haul",
-            dependencies: ["Haul", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             exclude: ["Link"],
             linkerSettings: [.unsafeFlags(haulReleaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
         ),
@@ -117,8 +125,11 @@ let package = Package(
 
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
-        .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
-        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
+        .testTarget(name: "HaulIOTests", dependencies: ["HaulIO", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(
+            name: "HaulTests",
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulTestSupport", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),

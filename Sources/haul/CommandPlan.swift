@@ -3,6 +3,7 @@ import HaulCommandLine
 
 #if canImport(Glibc)
 import Glibc
+import HaulHTTP
 #endif
 
 /// Everything the command line asked for, checked: client options, the downloads, and how to report.
@@ -110,7 +111,7 @@ extension HaulCommand {
         func make(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) -> CommandPlan.Download {
             let destination: DownloadRequest.Destination
             switch output {
-            case "-": destination = .stream(STDOUT_FILENO)   // curl's and wget's `-o -`: in order to stdout
+            case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
             case let output?: destination = .file(Self.join(dir, output))
             case nil: destination = .directory(dir ?? ".")
             }

@@ -1,5 +1,9 @@
 import Glibc
+import HaulHTTP
+import HaulIO
+import HaulJournal
 import Synchronization
+import SystemPackage
 
 /// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.
 ///
@@ -484,8 +488,8 @@ extension DownloadTask {
         var notices: [String] = []
         /// The `.part` file, opened and locked for this download (nil until a directory download is named).
         var file: OutputFile?
-        /// The descriptor of a download delivered in order to a stream.
-        var stream: Int32?
+        /// The descriptor of a download delivered in order to a stream (not owned: the request's caller's).
+        var stream: FileDescriptor?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {

@@ -1,4 +1,6 @@
 import Glibc
+import HaulIO
+import HaulJournal
 
 /// Why a download failed, and which download: the ``reason`` (one case per class of failure, each carrying what
 /// a person needs to act on it — which host, which status, which path, which errno or TLS reason), the ``url``

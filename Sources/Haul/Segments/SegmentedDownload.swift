@@ -1,4 +1,7 @@
 import Glibc
+import HaulHTTP
+import HaulIO
+import HaulJournal
 
 /// One download over up to N connections, all on one event loop: the driver that carries events from the
 /// connections to the engine's decisions and carries out what they decide.

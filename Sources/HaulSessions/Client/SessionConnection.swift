@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import Synchronization
 
 /// One connection to a session's daemon, on an event loop: requests out, replies matched to them, pushes

@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulCommandLine
+import HaulIO
 
 /// The one owner of a session: it holds the session directory's lock, appends to the log, runs the queued
 /// downloads (at most `jobs` at once, under one connection cap) and serves clients on the session's Unix

@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 
 /// The session log on disk (`session.haul`): read whole at start, then appended to, each append synced
 /// (`fdatasync`) before it returns — so whatever a caller acknowledges after ``append(_:firstNumber:)`` is
