@@ -84,7 +84,7 @@ import HaulCommandLine
                                 url: url, attempts: 3)
         #expect(ErrorText.message(for: refused, source: .commandLine)
             == "\(url): connect to files.example:443: refused (after 3 tries)")
-        let journal = HaulError(.journal(JournalError.io(call: "read", errno: 5, path: "a.iso.part.haul")), url: url)
+        let journal = HaulError(.journal(JournalError.io(call: "read", errno: .ioError, path: "a.iso.part.haul")), url: url)
         #expect(!journal.description.contains("--restart"), "the engine's words name no option")
         #expect(ErrorText.message(for: journal, source: .commandLine) == "\(journal) (pass --restart to discard the partial download)")
         let mismatch = HaulError(.partialDownloadMismatch(path: "a.iso.part", detail: "it belongs to another URL"), url: url)

@@ -8,7 +8,7 @@ import HaulTestSupport
 /// failed, the URL, the host, the tries — with no program's options in it.
 @Suite struct HaulErrorMessageTests {
     static let url = "https://files.example/a.iso"
-    static let journalError = JournalError.io(call: "write", errno: 28, path: "/srv/a.iso.haul")
+    static let journalError = JournalError.io(call: "write", errno: .noSpace, path: "/srv/a.iso.haul")
     static func connection(_ kind: ConnectionError.Kind) -> ConnectionError {
         ConnectionError(kind: kind, host: "files.example", port: 443, detail: "Connection refused")
     }
