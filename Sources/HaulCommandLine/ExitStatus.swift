@@ -117,7 +117,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     /// `incompleteMessage`) counts as ``network``: nothing the server sent was wrong, the connection just
     /// ended, and trying again may well succeed (``HaulError/isTransient`` agrees).
     public init(_ error: HaulError) {
-        switch error {
+        switch error.reason {
         case .invalidURL, .invalidRequest, .invalidDestination: self = .usage
         case .network, .truncatedTLS, .timedOut, .incomplete, .belowSpeedLimit: self = .network
         case .tls, .tlsSetup: self = .tls

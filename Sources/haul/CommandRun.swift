@@ -137,7 +137,7 @@ final class CommandRun: Sendable {
             reporter.finished(index: index, result: result)
             status = .success
         } catch {
-            if case HaulError.destinationExists(let path) = error, alreadyComplete(download, path: path) {
+            if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path) {
                 // Named by the server after all, and that file is there: an earlier run's.
                 reporter.alreadyComplete(index: index, path: path)
                 status = .success
@@ -408,9 +408,9 @@ final class ProgressReporter: Sendable {
             return
         }
         clearBar()
-        if case HaulError.cancelled = error { return }
+        if case .cancelled? = (error as? HaulError)?.reason { return }
         // `haul -o - URL | head`: the reader had what it wanted; that is no error worth a line (exit 9 says it).
-        if case HaulError.outputClosed = error { return }
+        if case .outputClosed? = (error as? HaulError)?.reason { return }
         StandardError.write(ErrorText.line(message) + "\n")
     }
 

@@ -575,6 +575,25 @@ final class CLIFixture: Sendable {
     }
 
     /// One `haul: ` prefix on every error line, whichever part of haul found the error.
+    /// The engine's words name the URL and the tries; `--progress json` gives them as fields too.
+    @Test func aRetriedFailureNamesTheURLAndTheTries() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let closedPort = try LoopbackPorts.freePort()
+        let url = "http://127.0.0.1:\(closedPort)/x"
+        let run = try haul(["--retries", "2", "-o", directory + "/x.bin", url])
+        #expect(run.exitStatus == 3, "\(run.errorText)")
+        #expect(run.errorText.hasPrefix("haul: \(url): connect to 127.0.0.1:\(closedPort): "), "\(run.errorText)")
+        #expect(run.errorText.hasSuffix(" (after 3 tries)\n"), "--retries 2 is three tries: \(run.errorText)")
+
+        let json = try haul(["-q", "--progress", "json", "--retries", "1", "-o", directory + "/y.bin", url])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.errorText.utf8)) as? [String: Any],
+                                  "one JSON object: \(json.errorText)")
+        #expect(object["url"] as? String == url)
+        #expect((object["attempts"] as? NSNumber)?.intValue == 2)
+        #expect((object["message"] as? String)?.hasSuffix(" (after 2 tries)") == true, "\(json.errorText)")
+    }
+
     @Test func everyErrorLineHasOnePrefix() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -78,6 +78,21 @@ import HaulCommandLine
         #expect(!message.contains("pass replace"))
     }
 
+    @Test func theCLIAddsItsHintsToTheEnginesWordsWhichNameTheURLAndTheTries() {
+        let url = "https://files.example/a.iso"
+        let refused = HaulError(.network(ConnectionError(kind: .connectFailed, host: "files.example", port: 443, detail: "refused")),
+                                url: url, attempts: 3)
+        #expect(ErrorText.message(for: refused, source: .commandLine)
+            == "\(url): connect to files.example:443: refused (after 3 tries)")
+        let journal = HaulError(.journal(JournalError.io(call: "read", errno: .ioError, path: "a.iso.part.haul")), url: url)
+        #expect(!journal.description.contains("--restart"), "the engine's words name no option")
+        #expect(ErrorText.message(for: journal, source: .commandLine) == "\(journal) (pass --restart to discard the partial download)")
+        let mismatch = HaulError(.partialDownloadMismatch(path: "a.iso.part", detail: "it belongs to another URL"), url: url)
+        #expect(!mismatch.description.contains("--restart"))
+        #expect(ErrorText.message(for: mismatch, source: .inputFile)
+            == "a.iso.part: it belongs to another URL (pass --restart to discard it)")
+    }
+
     @Test func aMirrorMismatchSaysHowToDownloadDifferentFiles() {
         let mismatch = HaulError.mirrorMismatch(url: "http://b/x", detail: "length 10, expected 20")
         #expect(ErrorText.message(for: mismatch, source: .commandLine)

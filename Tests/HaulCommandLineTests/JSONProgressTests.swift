@@ -50,6 +50,13 @@ import HaulCommandLine
         #expect(error["message"] == .string(refused.description))
         #expect(error["transient"] == .bool(true))
 
+        #expect(error["url"] == nil, "no URL known, none invented")
+        #expect(error["attempts"] == .number("1"))
+        let retried = try parse(JSONProgress.errorLine(file: "a.iso", error: HaulError(refused.reason, url: "http://h:1/a.iso", attempts: 4)))
+        #expect(retried["url"] == .string("http://h:1/a.iso"))
+        #expect(retried["attempts"] == .number("4"))
+        #expect(retried["message"] == .string("http://h:1/a.iso: connect to h:1: refused (after 4 tries)"))
+
         let checksum = HaulError.checksumMismatch(path: "a\"b", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11")
         let value = try parse(JSONProgress.errorLine(file: "a\"b", error: checksum))
         #expect(value["code"] == .number("8"))

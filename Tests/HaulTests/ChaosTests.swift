@@ -58,7 +58,7 @@ import HaulTestSupport
 
     /// The case name of a HaulError (`network`, `malformedResponse`, ...).
     static func errorClass(_ error: HaulError) -> String {
-        Mirror(reflecting: error).children.first?.label ?? String(describing: error)
+        Mirror(reflecting: error.reason).children.first?.label ?? String(describing: error.reason)
     }
 
     static func serverSeed(_ seed: UInt64, download index: Int) -> UInt64 {
@@ -101,7 +101,7 @@ import HaulTestSupport
                 }
             case .failure(let error)?:
                 outcome.ending = Self.errorClass(error)
-                if case .cancelled = error { outcome.problems.append("ended as cancelled: \(context)") }
+                if case .cancelled = error.reason { outcome.problems.append("ended as cancelled: \(context)") }
                 if FileManager.default.fileExists(atPath: path) {
                     outcome.problems.append("failed (\(error)) yet the destination exists; \(context)")
                 }

@@ -126,7 +126,7 @@ final class DownloadTaskFixture: Sendable {
         _ = try #require(await waitForBytes(cancelled, atLeast: 1 << 20))
         await cancelled.cancel()
         await #expect { try await cancelled.resume() } throws: { error in
-            guard case HaulError.cancelled = error else { return false }
+            guard let error = error as? HaulError, case .cancelled = error.reason else { return false }
             return true
         }
 
@@ -153,11 +153,11 @@ final class DownloadTaskFixture: Sendable {
         // The journal is damaged while paused: preparing again cannot trust it, and says so.
         try Data(repeating: 0x55, count: 64).write(to: URL(fileURLWithPath: path + ".part.haul"))
         await #expect { try await task.resume() } throws: { error in
-            guard case HaulError.journal = error else { return false }
+            guard let error = error as? HaulError, case .journal = error.reason else { return false }
             return true
         }
         await #expect { _ = try await task.value } throws: { error in
-            guard case HaulError.journal = error else { return false }
+            guard let error = error as? HaulError, case .journal = error.reason else { return false }
             return true
         }
         #expect(task.currentProgress.phase == .failed)
@@ -172,7 +172,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client.download(fixture.nginx.url("/small-2.bin"), to: path)
         } throws: { error in
-            guard case HaulError.destinationExists(path) = error else { return false }
+            guard let error = error as? HaulError, case .destinationExists(path) = error.reason else { return false }
             return true
         }
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "old")
@@ -210,7 +210,7 @@ final class DownloadTaskFixture: Sendable {
         await task.cancel()
         await #expect(throws: HaulError.self) { _ = try await task.value }
         if case .failure(let error) = await task.outcome() {
-            guard case .cancelled = error else { Issue.record("expected .cancelled, got \(error)"); return }
+            guard case .cancelled = error.reason else { Issue.record("expected .cancelled, got \(error)"); return }
         }
         #expect(task.currentProgress.phase == .cancelled)
         for leftover in [path, path + ".part", path + ".part.haul"] {
@@ -243,7 +243,7 @@ final class DownloadTaskFixture: Sendable {
         running.cancel()
         try #require(journaled, "the download wrote no journal before the deadline")
         await #expect { _ = try await running.value } throws: { error in
-            guard case HaulError.cancelled = error else { return false }
+            guard case .cancelled? = (error as? HaulError)?.reason else { return false }
             return true
         }
         #expect(FileManager.default.fileExists(atPath: path + ".part.haul"), "the journal stays for a later resume")
@@ -273,7 +273,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/no/such/f")))
         } throws: { error in
-            guard case HaulError.disk(let path, let system) = error else { return false }
+            guard case .disk(let path, let system)? = (error as? HaulError)?.reason else { return false }
             return path == directory + "/no/such" && system.errno == ENOENT
         }
         _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/no/such/f"),
@@ -293,7 +293,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-2.bin"), destination: .directory(target)))
         } throws: { error in
-            guard case HaulError.disk(let path, let system) = error else { return false }
+            guard case .disk(let path, let system)? = (error as? HaulError)?.reason else { return false }
             return path == target && system.errno == ENOENT
         }
         #expect(!FileManager.default.fileExists(atPath: target))
@@ -305,7 +305,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(directory + "/plain/f")))
         } throws: { error in
-            guard case HaulError.disk(let path, let system) = error else { return false }
+            guard case .disk(let path, let system)? = (error as? HaulError)?.reason else { return false }
             return path == directory + "/plain" && system.errno == ENOTDIR
         }
     }
@@ -318,7 +318,7 @@ final class DownloadTaskFixture: Sendable {
         await #expect {
             _ = try await client().download(DownloadRequest(url: fixture.nginx.url("/small-0.bin"), destination: .file(path)))
         } throws: { error in
-            guard case HaulError.destinationExists(path) = error else { return false }
+            guard case .destinationExists(path)? = (error as? HaulError)?.reason else { return false }
             return true
         }
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")

@@ -35,7 +35,7 @@ import HaulTestSupport
         await #expect {
             _ = try await download(server.url("/f"), options: options)
         } throws: { error in
-            guard case HaulError.network(let connectionError) = error else { return false }
+            guard case .network(let connectionError)? = (error as? HaulError)?.reason else { return false }
             return connectionError.kind == .idleTimedOut && String(describing: error).contains("stalled")
         }
     }
@@ -58,7 +58,7 @@ import HaulTestSupport
         await #expect {
             _ = try await download(server.url("/f"), options: options)
         } throws: { error in
-            guard case HaulError.timedOut = error else { return false }
+            guard case .timedOut? = (error as? HaulError)?.reason else { return false }
             return true
         }
         // Stopped by the total timeout, not by the end of the file: the drip would take many seconds more.
@@ -83,7 +83,7 @@ import HaulTestSupport
             await #expect {
                 _ = try await download(server.url("/f"), options: options())
             } throws: { error in
-                guard case HaulError.malformedResponse = error else { return false }
+                guard case .malformedResponse? = (error as? HaulError)?.reason else { return false }
                 return String(describing: error).contains(expected) && String(describing: error).contains("127.0.0.1:\(server.port)")
             }
         }
@@ -117,7 +117,7 @@ import HaulTestSupport
         await #expect {
             _ = try await download(server.url("/f"), options: options())
         } throws: { error in
-            guard case HaulError.changedOnServer = error else { return false }
+            guard case .changedOnServer? = (error as? HaulError)?.reason else { return false }
             return String(describing: error).contains("changed on the server")
         }
 
@@ -135,7 +135,7 @@ import HaulTestSupport
             await #expect {
                 _ = try await download(server.url("/f"), options: options())
             } throws: { error in
-                guard case HaulError.wrongContentRange = error else { return false }
+                guard case .wrongContentRange? = (error as? HaulError)?.reason else { return false }
                 return true
             }
         }
@@ -242,7 +242,7 @@ import HaulTestSupport
         await #expect {
             _ = try await HaulClient(options: options()).download(server.url("/f"), to: mountPoint + "/f")
         } throws: { error in
-            guard case HaulError.insufficientSpace(_, let needed, let available) = error else { return false }
+            guard case .insufficientSpace(_, let needed, let available)? = (error as? HaulError)?.reason else { return false }
             return needed == Int64(FaultTests.size) && available < needed
         }
         // "At once" is shown by what was fetched, not by a clock: the file was refused before it was downloaded.

@@ -99,7 +99,7 @@ import HaulIO
         #expect(!log.contains { $0.hasPrefix("rename \(scratch.root)/a/2.part") }, "never renamed: \(log)")
         #expect(!log.contains("unjournal \(scratch.root)/a/2.part.haul"), "journal kept: \(log)")
         #expect(log.filter { $0.hasPrefix("dirsync") } == ["dirsync \(scratch.root)/a"])
-        guard case .failure(.disk(let path, let error)) = outcomes["a/2"] else {
+        guard case .failure(let failure) = outcomes["a/2"], case .disk(let path, let error) = failure.reason else {
             Issue.record("a/2: \(String(describing: outcomes["a/2"]))")
             return
         }
@@ -123,14 +123,14 @@ import HaulIO
         for name in ["b/2", "b/4"] {
             #expect(log.contains("rename \(scratch.root)/\(name) \(scratch.root)/\(name).part"), "renamed back: \(log)")
             #expect(!log.contains("unjournal \(scratch.root)/\(name).part.haul"), "journal kept: \(log)")
-            guard case .failure(.disk(let path, let error)) = outcomes[name] else {
+            guard case .failure(let failure) = outcomes[name], case .disk(let path, let error) = failure.reason else {
                 Issue.record("\(name): \(String(describing: outcomes[name]))")
                 continue
             }
             #expect(path == "\(scratch.root)/\(name)")
             #expect(error.call == "fsync")
         }
-        guard case .failure(.disk(_, let renameError)) = outcomes["a/3"] else {
+        guard case .failure(let failure) = outcomes["a/3"], case .disk(_, let renameError) = failure.reason else {
             Issue.record("a/3: \(String(describing: outcomes["a/3"]))")
             return
         }

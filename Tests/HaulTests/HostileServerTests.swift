@@ -270,7 +270,7 @@ import HaulTestSupport
         case .success:
             expectFile(path, holds: small.bytes)
         case .failure(let error):
-            guard case .disk = error else {
+            guard case .disk = error.reason else {
                 Issue.record("expected success or a clear disk error, got \(error)")
                 return
             }
@@ -305,7 +305,7 @@ import HaulTestSupport
         switch secondResult {
         case .failure(let error)?:
             print("the second download into the same destination failed with: \(error)")
-            if case .cancelled = error { Issue.record("a clear error, not a cancellation") }
+            if case .cancelled = error.reason { Issue.record("a clear error, not a cancellation") }
             #expect(second.currentProgress.bytesDone == 0, "refused before writing: the second wrote \(second.currentProgress.bytesDone) bytes, then failed with: \(error)")
             #expect(firstPhaseThen == .downloading, "refused while the first was still running, not after it: \(error)")
         case .success?:
@@ -352,7 +352,7 @@ import HaulTestSupport
         case .success:
             Issue.record("\(name): expected a failure, the download succeeded after \(ContinuousClock.now - started)")
         case .failure(let error):
-            switch error {
+            switch error.reason {
             case .network, .malformedResponse, .timedOut: break
             default: Issue.record("\(name): expected a network or protocol error, got \(error)")
             }
@@ -421,7 +421,7 @@ import HaulTestSupport
         case .success:
             Issue.record("a \(status) became the file: \(String(decoding: fileBytes(path) ?? [], as: UTF8.self).debugDescription)")
         case .failure(let error):
-            guard case .httpStatus(let received, _, _) = error else {
+            guard case .httpStatus(let received, _, _) = error.reason else {
                 Issue.record("expected HTTP \(status), got \(error)")
                 return
             }
@@ -506,7 +506,7 @@ import HaulTestSupport
         await #expect {
             _ = try await HaulClient(options: options).download(request)
         } throws: { error in
-            guard case HaulError.mirrorMismatch(let url, let detail) = error else { return false }
+            guard case .mirrorMismatch(let url, let detail)? = (error as? HaulError)?.reason else { return false }
             return url == mirror.url("/f") && detail.contains("3145728") && detail.contains("4194304")
         }
         let partSize = (try? FileManager.default.attributesOfItem(atPath: directory + "/f.part")[.size] as? Int) ?? 0

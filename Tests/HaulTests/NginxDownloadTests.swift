@@ -122,7 +122,7 @@ func scratchDirectory() throws -> String {
         await #expect {
             _ = try await downloader.download(fixture.nginx.url("/loop-a"), to: directory + "/l.bin")
         } throws: { error in
-            guard case HaulError.redirect(let redirect) = error, case .loop = redirect.reason else { return false }
+            guard case .redirect(let redirect)? = (error as? HaulError)?.reason, case .loop = redirect.reason else { return false }
             return String(describing: error).contains("redirect loop")
         }
     }
@@ -134,7 +134,7 @@ func scratchDirectory() throws -> String {
         await #expect {
             _ = try await downloader.download(fixture.nginx.url("/nope.bin"), to: directory + "/n.bin")
         } throws: { error in
-            guard case HaulError.httpStatus(let status, _, _) = error else { return false }
+            guard case .httpStatus(let status, _, _)? = (error as? HaulError)?.reason else { return false }
             return status == 404
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/n.bin"))
@@ -149,7 +149,7 @@ func scratchDirectory() throws -> String {
         await #expect {
             _ = try await strict.download(fixture.nginx.url("/small-1.bin", tls: true), to: directory + "/t.bin")
         } throws: { error in
-            guard case HaulError.tls = error else { return false }
+            guard case .tls? = (error as? HaulError)?.reason else { return false }
             return String(describing: error).contains("certificate verify failed")
         }
         untrusting.tls.insecure = true
@@ -170,7 +170,7 @@ func scratchDirectory() throws -> String {
             _ = try await client.download(DownloadRequest(url: fixture.nginx.url(fixture.bigFile), destination: .file(directory + "/bad.bin"),
                                                           checksum: Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64))))
         } throws: { error in
-            guard case HaulError.checksumMismatch = error else { return false }
+            guard case .checksumMismatch? = (error as? HaulError)?.reason else { return false }
             return true
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/bad.bin"))

@@ -126,7 +126,7 @@ import SystemPackage
         let request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: .stream(.standardOutput),
                                       checksum: Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64)))
         await #expect { _ = try await HaulClient().download(request) } throws: { error in
-            guard case HaulError.invalidDestination = error else { return false }
+            guard case .invalidDestination? = (error as? HaulError)?.reason else { return false }
             return true
         }
     }

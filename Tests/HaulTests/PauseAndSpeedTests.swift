@@ -71,7 +71,7 @@ import HaulTestSupport
         await #expect {
             _ = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
         } throws: { error in
-            guard case HaulError.belowSpeedLimit(let url, let limit) = error else { return false }
+            guard case .belowSpeedLimit(let url, let limit)? = (error as? HaulError)?.reason else { return false }
             return url == server.url("/f") && limit.bytesPerSecond == 100_000 && String(describing: error).contains("below 100000 bytes/s for 2 s")
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/f"))
@@ -104,7 +104,7 @@ import HaulTestSupport
         waiter.cancel()
         // Bounded, not timed: the wait must end by itself long before the dripping download would.
         let ended = await outcomeOfWaiter(waiter, within: .seconds(20))
-        guard case .failure(HaulError.cancelled)? = ended else { Issue.record("expected cancelled, got \(String(describing: ended))"); return }
+        guard case .failure(let error)? = ended, case .cancelled = error.reason else { Issue.record("expected cancelled, got \(String(describing: ended))"); return }
         #expect(FileManager.default.fileExists(atPath: directory + "/f.part.haul"), "kept for a later resume, like a pause")
     }
 

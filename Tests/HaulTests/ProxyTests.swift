@@ -216,7 +216,7 @@ import Testing
             for tls in [false, true] {
                 let error = try await failure(origin.url(tls: tls), options: options(connections: 1, proxy: proxy, retry: .none),
                                               directory: directory)
-                guard case .network(let connectionError) = error, let proxyFailure = connectionError.proxyFailure else {
+                guard case .network(let connectionError) = error.reason, let proxyFailure = connectionError.proxyFailure else {
                     Issue.record("expected a proxy failure, got \(error)")
                     continue
                 }
@@ -224,7 +224,9 @@ import Testing
                 #expect(proxyFailure.reason == expected)
                 #expect(proxyFailure.step == (tls ? .connectTunnel : .forwardedRequest))
                 #expect(proxyFailure.route.target == origin.authority(tls: tls))
-                let text = error.description
+                let text = error.reason.description
+                #expect(error.url == origin.url(tls: tls))
+                #expect(error.description == "\(origin.url(tls: tls)): \(text)", "the URL, then what the proxy did")
                 switch expected {
                 case .authenticationRequired:
                     #expect(text.hasPrefix("proxy http://127.0.0.1:\(squid.port) requires authentication (407) to reach \(origin.authority(tls: tls))"), "\(text)")
@@ -253,7 +255,7 @@ import Testing
         let wrong = ProxySettings(all: try ProxyURL(socks.url(user: Self.user, password: "wrong")))
         let wrongError = try await failure(origin.url(tls: true), options: options(connections: 1, proxy: wrong, retry: .none),
                                            directory: directory)
-        guard case .network(let rejected) = wrongError else {
+        guard case .network(let rejected) = wrongError.reason else {
             Issue.record("expected a network error, got \(wrongError)")
             return
         }
@@ -264,19 +266,20 @@ import Testing
         }
         #expect(status != 0)
         #expect(rejected.proxyFailure?.step == .socksAuthentication)
-        #expect(wrongError.description == """
+        #expect(wrongError.url == origin.url(tls: true))
+        #expect(wrongError.reason.description == """
             SOCKS5 proxy 127.0.0.1:\(socks.port) rejected the username/password for user "alice" for \(origin.authority(tls: true)) (status \(status))
             """)
 
         let anonymous = ProxySettings(all: try ProxyURL(socks.url()))
         let anonymousError = try await failure(origin.url(tls: false), options: options(connections: 1, proxy: anonymous, retry: .none),
                                                directory: directory)
-        guard case .network(let noMethod) = anonymousError else {
+        guard case .network(let noMethod) = anonymousError.reason else {
             Issue.record("expected a network error, got \(anonymousError)")
             return
         }
         #expect(noMethod.proxyFailure?.reason == .socksNoAcceptableMethod(credentialsOffered: false))
-        #expect(anonymousError.description.hasPrefix("SOCKS5 proxy 127.0.0.1:\(socks.port) accepts none of the offered authentication methods (none)"))
+        #expect(anonymousError.reason.description.hasPrefix("SOCKS5 proxy 127.0.0.1:\(socks.port) accepts none of the offered authentication methods (none)"))
         #expect(socks.connectedTargets().isEmpty)
         #expect(origin.nginx.accessLog().isEmpty)
     }
@@ -292,7 +295,7 @@ import Testing
         let error = try await failure("http://127.0.0.1:\(closedPort)/x", options: options(connections: 1, proxy: proxy, retry: .none),
                                       directory: directory)
         #expect(error.description == """
-            SOCKS5 proxy 127.0.0.1:\(socks.port) refused the connection to 127.0.0.1:\(closedPort): connection refused (reply 5)
+            http://127.0.0.1:\(closedPort)/x: SOCKS5 proxy 127.0.0.1:\(socks.port) refused the connection to 127.0.0.1:\(closedPort): connection refused (reply 5)
             """)
     }
 
@@ -309,7 +312,7 @@ import Testing
         let proxy = ProxySettings(all: try ProxyURL("https://localhost:\(stunnel.port)"))
         let error = try await failure(origin.url(tls: true), options: options(connections: 1, proxy: proxy, retry: .none),
                                       directory: directory)
-        guard case .tls(let tlsError) = error else {
+        guard case .tls(let tlsError) = error.reason else {
             Issue.record("expected a TLS error, got \(error)")
             return
         }

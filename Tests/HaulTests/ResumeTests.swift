@@ -77,9 +77,10 @@ import HaulTestSupport
         await #expect {
             _ = try await HaulClient(options: options()).download(server.url("/other"), to: path)
         } throws: { error in
-            guard case HaulError.partialDownloadMismatch = error else { return false }
+            guard case .partialDownloadMismatch? = (error as? HaulError)?.reason else { return false }
             let text = String(describing: error)
-            return text.contains("not \(server.url("/other"))") && text.contains("no strong ETag") && text.contains("--restart")
+            // The engine names no option of the CLI's (`haul` adds "pass --restart").
+            return text.contains("not \(server.url("/other"))") && text.contains("no strong ETag") && !text.contains("--restart")
         }
         _ = try await HaulClient(options: options()).download(server.url("/other"), to: path, restart: true)
         #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
@@ -92,7 +93,7 @@ import HaulTestSupport
             await #expect {
                 _ = try await HaulClient(options: options()).download(server.url("/f"), to: path)
             } throws: { error in
-                guard case HaulError.changedOnServer = error else { return false }
+                guard case .changedOnServer? = (error as? HaulError)?.reason else { return false }
                 return String(describing: error).contains("no longer matches the partial download started")
             }
             #expect(!FileManager.default.fileExists(atPath: path), "no mixed file appears")
@@ -124,7 +125,7 @@ import HaulTestSupport
             await #expect {
                 _ = try await HaulClient(options: options()).download(server.url("/f"), to: path)
             } throws: { error in
-                guard case HaulError.journal = error else { return false }
+                guard case .journal? = (error as? HaulError)?.reason else { return false }
                 return String(describing: error).contains("cannot resume")
             }
             _ = try await HaulClient(options: options()).download(server.url("/f"), to: path, restart: true)

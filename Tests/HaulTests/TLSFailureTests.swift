@@ -39,7 +39,7 @@ import HaulTestSupport
             _ = try await HaulClient(options: options).download(nginx.url("/f.bin", tls: true), to: directory + "/f")
         } throws: { error in
             let text = String(describing: error)
-            guard case HaulError.tls = error else { return false }
+            guard case .tls? = (error as? HaulError)?.reason else { return false }
             return text.contains(expected) && text.contains("localhost:\(nginx.httpsPort!)")
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/f"))

@@ -29,7 +29,7 @@ enum FailurePolicy {
     static let maximumRestarts = 3
 
     static func decide(_ context: Context, retry: RetryPolicy, onChange: ChangePolicy) -> FailureAction {
-        switch context.error {
+        switch context.error.reason {
         case .changedOnServer:
             return onChange == .restart && context.restartsSoFar < maximumRestarts ? .restart : .fail
         case .disk, .insufficientSpace, .outputClosed, .destinationBusy, .unexpected:
@@ -54,7 +54,7 @@ enum FailurePolicy {
     }
 
     private static func expiredLink(_ error: HaulError) -> Bool {
-        if case .httpStatus(let status, _, _) = error { return [401, 403, 404, 410].contains(status) }
+        if case .httpStatus(let status, _, _) = error.reason { return [401, 403, 404, 410].contains(status) }
         return false
     }
 }

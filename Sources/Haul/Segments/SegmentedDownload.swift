@@ -234,7 +234,7 @@ final class SegmentedDownload: @unchecked Sendable {
             completion = nil
         }
         if let checkpointer, let planner {
-            if case .changedOnServer = error { return checkpointer.whenIdle(report) }
+            if case .changedOnServer = error.reason { return checkpointer.whenIdle(report) }
             checkpointer.checkpoint(planner.written, completion: report)
         } else {
             report()
@@ -799,13 +799,13 @@ final class SegmentedDownload: @unchecked Sendable {
         if let interruption = worker.interruption { return handleFailure(interruption, worker: worker) }
         if worker.role == .mirrorCheck {
             // A mismatch fails the download; any other failure leaves the mirror to its first real response.
-            if case .failure(let error) = result { return handleFailure(HaulError(error), worker: worker) }
+            if case .failure(let error) = result { return handleFailure(HaulError(mapping: error), worker: worker) }
             if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
             return mirrorCheckEnded(worker)
         }
         let summary: ExchangeSummary
         switch result {
-        case .failure(let error): return handleFailure(HaulError(error), worker: worker)
+        case .failure(let error): return handleFailure(HaulError(mapping: error), worker: worker)
         case .success(let value): summary = value
         }
         if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
@@ -860,8 +860,11 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
+        // The URL this request went to (a mirror's, a redirect's target) and its tries in a row, for an
+        // error that ends the download: the context a message needs beside the reason.
+        let failed = error.adding(url: worker.url?.description, attempts: worker.failuresInRow + 1)
         if worker.role == .mirrorCheck {
-            if case .mirrorMismatch = error { return fail(error) }
+            if case .mirrorMismatch = error.reason { return fail(failed) }
             return mirrorCheckEnded(worker)
         }
         if worker.provisional, let window = worker.window, let end = window.end {
@@ -883,12 +886,12 @@ final class SegmentedDownload: @unchecked Sendable {
         case .restart:
             restart()
         case .fail:
-            fail(error)
+            fail(failed)
         case .dropMirror:
             logger.notice("dropping a mirror after its tries", metadata: [
-                LogKey.url: "\(mirrors[mirror].given)", LogKey.reason: "\(error)", LogKey.connection: "\(worker.id)",
+                LogKey.url: "\(mirrors[mirror].given)", LogKey.reason: "\(failed)", LogKey.connection: "\(worker.id)",
             ])
-            dropMirror(mirror, worker: worker, error: error)
+            dropMirror(mirror, worker: worker, error: failed)
         case .retry(let attempt, let reResolve):
             retries += 1
             worker.failuresInRow += 1

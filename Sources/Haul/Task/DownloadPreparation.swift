@@ -42,7 +42,7 @@ enum DownloadPreparation {
             let opened: (OutputFile, created: Bool)
             do throws(HaulError) {
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
-            } catch .disk(_, let error) where !parent.isEmpty && (error.errno == ENOENT || error.errno == ENOTDIR) {
+            } catch let error where !parent.isEmpty && error.isMissingDirectory {
                 try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }
@@ -119,7 +119,7 @@ enum DownloadPreparation {
         let opened: (OutputFile, created: Bool)
         do throws(HaulError) {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
-        } catch .disk(_, let error) where error.errno == ENOENT || error.errno == ENOTDIR {
+        } catch let error where error.isMissingDirectory {
             // The directory checked at prepare (or recently, for another download) is gone or was replaced.
             try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))

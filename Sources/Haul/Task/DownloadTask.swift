@@ -318,6 +318,7 @@ public final class DownloadTask: @unchecked Sendable {
     }
 
     private func end(_ result: Result<DownloadResult, HaulError>) {
+        let result = result.mapError { $0.adding(url: request.url) }   // the download's URL, unless a nearer one is known
         endTransfer()
         if let ticker { client.loop.cancelTimer(ticker) }
         ticker = nil
@@ -325,7 +326,7 @@ public final class DownloadTask: @unchecked Sendable {
         var final = progressBroadcast.latest
         switch result {
         case .success: final.phase = .completed
-        case .failure(.cancelled): final.phase = .cancelled
+        case .failure(let error) where error.isCancellation: final.phase = .cancelled
         case .failure: final.phase = .failed
         }
         switch result {
@@ -335,7 +336,7 @@ public final class DownloadTask: @unchecked Sendable {
                 "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
             ])
         case .failure(let error):
-            if case .cancelled = error { logger.debug("download cancelled") } else {
+            if error.isCancellation { logger.debug("download cancelled") } else {
                 logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
             }
         }

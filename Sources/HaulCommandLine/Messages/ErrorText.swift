@@ -1,7 +1,8 @@
 import Haul
 
-/// How the CLI words a failure: the engine's own description, except where the CLI knows which option or
-/// habit to name (the engine's words are for any caller of its API; these are for someone at a shell).
+/// How the CLI words a failure: the engine's own description (which names the URL and the tries), plus a
+/// hint where the CLI knows which option or habit helps (the engine's words are for any caller of its API;
+/// the hints are for someone at a shell).
 public enum ErrorText {
     /// Where the URLs of a failed download came from, for the advice that goes with a mirror mismatch.
     public enum Source: Sendable, Hashable {
@@ -13,23 +14,31 @@ public enum ErrorText {
         case inputFile
     }
 
-    /// The message for `error` (without the `haul: ` prefix).
+    /// The message for `error` (without the `haul: ` prefix): the engine's description — what failed, the
+    /// URL, the tries — and, where the CLI knows which option or habit helps, a hint naming it (the engine's
+    /// words are for any caller of its API; the hints are for someone at a shell):
     ///
-    /// - `destinationExists` names the CLI's options, not the API's `replacesExisting`.
-    /// - `mirrorMismatch` adds how to download different files instead: `-Z` or `-i` on the command
-    ///   line, separate lines in an input file.
+    /// - `destinationExists`: `--allow-overwrite` or `--skip-existing`.
+    /// - `journal`, `partialDownloadMismatch`: `--restart` discards the partial download.
+    /// - `mirrorMismatch`: how to download different files instead: `-Z` or `-i` on the command line,
+    ///   separate lines in an input file.
     public static func message(for error: any Error, source: Source) -> String {
-        switch error as? HaulError {
-        case .destinationExists(let path)?:
-            return "\(path) already exists (use --allow-overwrite to replace it, or --skip-existing)"
-        case .mirrorMismatch?:
+        guard let error = error as? HaulError else { return String(describing: error) }
+        switch error.reason {
+        case .destinationExists:
+            return "\(error) (use --allow-overwrite to replace it, or --skip-existing)"
+        case .journal:
+            return "\(error) (pass --restart to discard the partial download)"
+        case .partialDownloadMismatch:
+            return "\(error) (pass --restart to discard it)"
+        case .mirrorMismatch:
             switch source {
             case .commandLine: return "\(error); if these are different files, use -Z (or -i)"
             case .inputFile: return "\(error); if these are different files, put each on its own line of the input file"
-            case .parallel: return String(describing: error)
+            case .parallel: return error.description
             }
         default:
-            return String(describing: error)
+            return error.description
         }
     }
 

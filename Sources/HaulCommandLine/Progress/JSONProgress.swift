@@ -59,16 +59,20 @@ public enum JSONProgress {
     }
 
     /// An `"error"` line for a failed download, classified by ``ExitStatus/init(classifying:)``; `message`
-    /// replaces the error's own description (the CLI's wording, ``ErrorText/message(for:source:)``).
+    /// replaces the error's own description (the CLI's wording, ``ErrorText/message(for:source:)``). An engine
+    /// error adds `"url"` (the URL being fetched when it failed) and `"attempts"` (the tries of the request
+    /// that failed).
     public static func errorLine(file: String?, error: any Error, message: String? = nil) -> String {
-        let transient = (error as? HaulError)?.isTransient ?? false
+        let haulError = error as? HaulError
         return errorLine(file: file, status: ExitStatus(classifying: error), message: message ?? String(describing: error),
-                         transient: transient)
+                         transient: haulError?.isTransient ?? false, url: haulError?.url, attempts: haulError?.attempts)
     }
 
     /// An `"error"` line with an explicit status and message (for failures that are not Swift errors,
-    /// like an interruption by a signal). `file` is null for errors that concern no one file (a usage error).
-    public static func errorLine(file: String?, status: ExitStatus, message: String, transient: Bool = false) -> String {
+    /// like an interruption by a signal). `file` is null for errors that concern no one file (a usage error);
+    /// `url` and `attempts` are left out when nil.
+    public static func errorLine(file: String?, status: ExitStatus, message: String, transient: Bool = false,
+                                 url: String? = nil, attempts: Int? = nil) -> String {
         var object = JSONObjectWriter()
         object.add("type", "error")
         object.add("file", file)
@@ -76,6 +80,8 @@ public enum JSONProgress {
         object.add("class", status.className)
         object.add("message", message)
         object.add("transient", transient)
+        if let url { object.add("url", url) }
+        if let attempts { object.add("attempts", attempts) }
         return object.json
     }
 

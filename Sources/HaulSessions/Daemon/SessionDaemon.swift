@@ -361,9 +361,8 @@ public final class SessionDaemon: @unchecked Sendable {
                 let digest = Self.digest(of: result.path, checksum: checksum)
                 loop.execute { [self] in completed(id, engine, result, digest: digest) }
             }
-        case .failure(.cancelled):
-            cancelled(id, engine)
         case .failure(let error):
+            if case .cancelled = error.reason { return cancelled(id, engine) }
             engines[id] = nil
             fail(id, error, createdPart: engine.createdPart)
             taskSettled(id)
@@ -398,7 +397,7 @@ public final class SessionDaemon: @unchecked Sendable {
                                                  className: status.className, code: status.code)), spec: nil, part: nil)])
         // An empty `.part` the daemon made for this start, which never wrote anything, goes again — unless
         // another download holds it (then it is that download's).
-        if case .destinationBusy = error { return }
+        if case .destinationBusy = error.reason { return }
         if createdPart, let path = task.spec.filePath, !OutputFile.exists(WorkingFileNames.journal(of: path)) {
             var info = stat()
             let partPath = WorkingFileNames.partial(of: path)

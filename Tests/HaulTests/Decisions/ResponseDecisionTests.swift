@@ -34,7 +34,8 @@ import HaulHTTP
 
     @Test(arguments: [Int64(1001), 999, 0])
     func aContentLengthThatContradictsTheRangeIsAFaultyResponse(length: Int64) {
-        guard case .faulty(.faultyResponse(_, let detail)) = decide(206, range: "bytes 0-999/1000", framing: .contentLength(length)) else {
+        guard case .faulty(let error) = decide(206, range: "bytes 0-999/1000", framing: .contentLength(length)),
+              case .faultyResponse(_, let detail) = error.reason else {
             Issue.record("expected faulty"); return
         }
         #expect(detail.contains("Content-Length \(length)"))
@@ -42,7 +43,8 @@ import HaulHTTP
 
     @Test(arguments: [nil, "bytes 5-999/1000", "bytes 0-999/*", "bytes */1000", "items 0-9/10", "garbage"])
     func aMissingOrWrongContentRangeIsAFaultyResponse(range: String?) {
-        guard case .faulty(.wrongContentRange(_, "0-", let received)) = decide(206, range: range, framing: .contentLength(995)) else {
+        guard case .faulty(let error) = decide(206, range: range, framing: .contentLength(995)),
+              case .wrongContentRange(_, "0-", let received) = error.reason else {
             Issue.record("expected wrongContentRange for \(range ?? "nil")"); return
         }
         #expect(received == (range ?? "(none)"))
@@ -68,13 +70,15 @@ import HaulHTTP
 
     @Test(arguments: [nil, "bytes */1000"] as [String?])
     func unsatisfiableFromZeroForANonEmptyResourceIsAnError(range: String?) {
-        guard case .failed(.httpStatus(416, _, _)) = decide(416, range: range) else { Issue.record("expected 416 error"); return }
+        guard case .failed(let error) = decide(416, range: range), case .httpStatus(416, _, _) = error.reason else {
+            Issue.record("expected 416 error"); return
+        }
     }
 
     @Test(arguments: [404, 403, 500, 503, 600, 799, 999])
     func errorStatusesFailWithTheStatusAndServerErrorsAreTransient(status: Int) {
         guard case .failed(let error) = decide(status, framing: .contentLength(50)) else { Issue.record("expected failure"); return }
-        guard case .httpStatus(status, _, url) = error else { Issue.record("expected httpStatus"); return }
+        guard case .httpStatus(status, _, url) = error.reason else { Issue.record("expected httpStatus"); return }
         #expect(error.isTransient == (status >= 500))
     }
 
@@ -106,7 +110,8 @@ import HaulHTTP
 
     @Test(arguments: [Int64(101), 150, 99, 0])
     func aContentLengthOtherThanTheRangeIsFaulty(length: Int64) {
-        guard case .faulty(.faultyResponse) = decide(206, range: "bytes 100-199/1000", framing: .contentLength(length)) else {
+        guard case .faulty(let error) = decide(206, range: "bytes 100-199/1000", framing: .contentLength(length)),
+              case .faultyResponse = error.reason else {
             Issue.record("expected faulty for \(length)"); return
         }
     }
@@ -118,15 +123,20 @@ import HaulHTTP
     }
 
     @Test func aMissingContentRangeIsFaulty() {
-        guard case .faulty(.wrongContentRange(_, "100-199", "(none)")) = decide(206, range: nil) else { Issue.record("expected faulty"); return }
+        guard case .faulty(let error) = decide(206, range: nil), case .wrongContentRange(_, "100-199", "(none)") = error.reason else {
+            Issue.record("expected faulty"); return
+        }
     }
 
     @Test func anotherTotalIsAChangeOnAVerifiedMirrorAndADisagreementOnANewOne() {
-        guard case .changed(.changedOnServer(_, let detail)) = decide(206, range: "bytes 100-199/2000") else { Issue.record("changed"); return }
+        guard case .changed(let changed) = decide(206, range: "bytes 100-199/2000"), case .changedOnServer(_, let detail) = changed.reason else {
+            Issue.record("changed"); return
+        }
         #expect(detail.contains("2000"))
         var fresh = known
         fresh.verified = false
-        guard case .mirrorDisagrees(.mirrorMismatch) = decide(206, range: "bytes 100-199/2000", known: fresh) else { Issue.record("mirror"); return }
+        guard case .mirrorDisagrees(let disagreement) = decide(206, range: "bytes 100-199/2000", known: fresh),
+              case .mirrorMismatch = disagreement.reason else { Issue.record("mirror"); return }
     }
 
     @Test func anotherStrongETagIsAChangeButWeakOnesProveNothing() {
@@ -152,7 +162,7 @@ import HaulHTTP
     }
 
     @Test func errorStatusesAndRedirects() {
-        guard case .failed(.httpStatus(503, _, _)) = decide(503, range: nil) else { Issue.record("503"); return }
+        guard case .failed(let error) = decide(503, range: nil), case .httpStatus(503, _, _) = error.reason else { Issue.record("503"); return }
         guard case .redirect = decide(307, range: nil) else { Issue.record("redirect"); return }
     }
 }
