@@ -88,7 +88,10 @@ let package = Package(
 
         // Background sessions: a durable queue and event log per session, the daemon that owns them, and
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
-        .target(name: "HaulSessions", dependencies: ["Haul", "HaulCommandLine"]),
+        .target(
+            name: "HaulSessions",
+            dependencies: ["Haul", "HaulCommandLine", .product(name: "SystemPackage", package: "swift-system")]
+        ),
 
         .executableTarget(
             name: "haul",
@@ -121,8 +124,12 @@ let package = Package(
         .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
-        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine"]),
-        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport"]),
+        // The strict JSON parser that checks the CLI's JSON lines is HaulSessions' (one parser for both).
+        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine", "HaulSessions"]),
+        .testTarget(
+            name: "HaulSessionsTests",
+            dependencies: ["HaulSessions", "HaulTestSupport", .product(name: "SystemPackage", package: "swift-system")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
