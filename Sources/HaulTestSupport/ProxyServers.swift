@@ -20,48 +20,45 @@ public final class SquidProxy: @unchecked Sendable {
     /// Squid's Basic authentication helper, reading an htpasswd-style file.
     public static let basicAuthHelperPath = "/usr/lib/squid/basic_ncsa_auth"
 
-    /// The port Squid listens on, on 127.0.0.1.
-    public let port: UInt16
     /// `http://127.0.0.1:PORT`, or with credentials `http://USER:PASSWORD@127.0.0.1:PORT`.
     public func url(user: String? = nil, password: String? = nil) -> String {
         "http://\(ProxyServerSupport.userInfo(user, password))127.0.0.1:\(port)"
     }
     /// Squid's private directory.
-    public var directory: String { temporaryDirectory.path }
+    public var directory: String { server.directory.path }
     /// The access log's path.
     public var accessLogPath: String { directory + "/access.log" }
 
-    private let temporaryDirectory: TemporaryDirectory
-    private let process: SupervisedProcess
+    private let server: ProxyServerProcess
+    /// The port Squid listens on, on 127.0.0.1.
+    public var port: UInt16 { server.port }
 
     /// Starts Squid and returns once it accepts connections. With `credentials`, every request must carry
     /// `Proxy-Authorization: Basic` for that user (checked by `basic_ncsa_auth` against an `openssl passwd
     /// -apr1` hash), and anything else gets `407`.
     public init(credentials: (user: String, password: String)? = nil) throws {
-        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "squid")
-        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-squid")
-        let directory = temporaryDirectory.path
-        var authentication = ""
-        if let credentials {
-            try ProxyServerSupport.requireExecutable(Self.basicAuthHelperPath, package: "squid")
-            let hash = try ChildProcess.runChecked("/usr/bin/openssl", ["passwd", "-apr1", credentials.password])
-                .outputText.trimmingCharacters(in: .whitespacesAndNewlines)
-            try "\(credentials.user):\(hash)\n".write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
-            authentication = """
-                auth_param basic program \(Self.basicAuthHelperPath) \(directory)/passwd
-                auth_param basic children 2 startup=1 idle=1
-                auth_param basic realm haul-test
-                acl authenticated proxy_auth REQUIRED
-                http_access deny !authenticated
-                """
-        }
-        // Run as root, Squid drops to its `proxy` user, which must be able to write here.
-        try ProxyServerSupport.handOverToSquidUser(directory)
-
-        do {
-            (port, process) = try ProxyServerSupport.startOnFreePort(
-                name: "squid", logs: [directory + "/cache.log", directory + "/squid.out"]) { port in
-                let configuration = """
+        if credentials != nil { try ProxyServerSupport.requireExecutable(Self.basicAuthHelperPath, package: "squid") }
+        server = try ProxyServerProcess(
+            name: "squid", directoryPrefix: "haul-squid", executable: Self.executablePath, package: "squid",
+            logs: ["cache.log"],
+            prepare: { directory in
+                if let credentials {
+                    let hash = try ChildProcess.runChecked("/usr/bin/openssl", ["passwd", "-apr1", credentials.password])
+                        .outputText.trimmingCharacters(in: .whitespacesAndNewlines)
+                    try "\(credentials.user):\(hash)\n".write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
+                }
+                // Run as root, Squid drops to its `proxy` user, which must be able to write here.
+                try ProxyServerSupport.handOverToSquidUser(directory)
+            },
+            arguments: { port, directory in
+                let authentication = credentials == nil ? "" : """
+                    auth_param basic program \(Self.basicAuthHelperPath) \(directory)/passwd
+                    auth_param basic children 2 startup=1 idle=1
+                    auth_param basic realm haul-test
+                    acl authenticated proxy_auth REQUIRED
+                    http_access deny !authenticated
+                    """
+                let configuration = try ProxyServerProcess.write("""
                     http_port 127.0.0.1:\(port)
                     pid_filename \(directory)/squid.pid
                     access_log stdio:\(directory)/access.log squid
@@ -82,31 +79,18 @@ public final class SquidProxy: @unchecked Sendable {
                     http_access allow loopback
                     http_access deny all
 
-                    """
-                try configuration.write(toFile: directory + "/squid.conf", atomically: true, encoding: .utf8)
-                return try SupervisedProcess(executable: Self.executablePath, arguments: ["-N", "-f", directory + "/squid.conf"],
-                                             outputPath: directory + "/squid.out")
-            }
-        } catch {
-            temporaryDirectory.remove()
-            throw error
-        }
-        self.temporaryDirectory = temporaryDirectory
+                    """, to: "squid.conf", in: directory)
+                return ["-N", "-f", configuration]
+            })
     }
-
-    deinit { stop() }
 
     /// Stops Squid and removes its directory; calling it again does nothing.
-    public func stop() {
-        guard process.stop() else { return }
-        temporaryDirectory.remove()
-    }
+    public func stop() { server.stop() }
 
     /// The parsed access log: one entry per request or tunnel. Connections that closed without sending a
     /// request (the readiness check's) are left out.
     public func accessLog() -> [SquidAccessLogEntry] {
-        guard let text = try? String(contentsOfFile: accessLogPath, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap(SquidAccessLogEntry.init(line:)).filter { $0.method != "-" }
+        server.text(of: "access.log").split(separator: "\n").compactMap(SquidAccessLogEntry.init(line:)).filter { $0.method != "-" }
     }
 
     /// The access log once `condition` holds for it, or as it is after `timeout` seconds. Squid writes a line
@@ -157,24 +141,22 @@ public final class StunnelServer: @unchecked Sendable {
     public static let executablePath = "/usr/bin/stunnel4"
 
     /// The TLS port, on 127.0.0.1.
-    public let port: UInt16
+    public var port: UInt16 { server.port }
     /// The log's path.
-    public var logPath: String { temporaryDirectory.path + "/stunnel.log" }
+    public var logPath: String { server.directory.file("stunnel.log") }
 
-    private let temporaryDirectory: TemporaryDirectory
-    private let process: SupervisedProcess
+    private let server: ProxyServerProcess
 
     /// Starts stunnel, accepting TLS on a free port and forwarding the plaintext to 127.0.0.1:`targetPort`;
     /// `certificate` defaults to the test CA's server certificate (localhost, 127.0.0.1, ::1).
     public init(forwardingTo targetPort: UInt16, certificate: TestCertificateAuthority.CertificateFiles? = nil) throws {
         try ProxyServerSupport.requireExecutable(Self.executablePath, package: "stunnel4")
         let certificate = try certificate ?? TestCertificateAuthority.shared().server
-        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-stunnel")
-        let directory = temporaryDirectory.path
-        do {
-            (port, process) = try ProxyServerSupport.startOnFreePort(
-                name: "stunnel", logs: [directory + "/stunnel.log", directory + "/stunnel.out"]) { port in
-                let configuration = """
+        server = try ProxyServerProcess(
+            name: "stunnel", directoryPrefix: "haul-stunnel", executable: Self.executablePath, package: "stunnel4",
+            logs: ["stunnel.log"],
+            arguments: { port, directory in
+                let configuration = try ProxyServerProcess.write("""
                     foreground = yes
                     pid =
                     output = \(directory)/stunnel.log
@@ -185,29 +167,17 @@ public final class StunnelServer: @unchecked Sendable {
                     cert = \(certificate.certificatePath)
                     key = \(certificate.keyPath)
 
-                    """
-                try configuration.write(toFile: directory + "/stunnel.conf", atomically: true, encoding: .utf8)
-                return try SupervisedProcess(executable: Self.executablePath, arguments: [directory + "/stunnel.conf"],
-                                             outputPath: directory + "/stunnel.out")
-            }
-        } catch {
-            temporaryDirectory.remove()
-            throw error
-        }
-        self.temporaryDirectory = temporaryDirectory
+                    """, to: "stunnel.conf", in: directory)
+                return [configuration]
+            })
     }
-
-    deinit { stop() }
 
     /// Stops stunnel and removes its directory; calling it again does nothing.
-    public func stop() {
-        guard process.stop() else { return }
-        temporaryDirectory.remove()
-    }
+    public func stop() { server.stop() }
 
     /// The log's lines.
     public func log() -> [String] {
-        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        server.text(of: "stunnel.log").split(separator: "\n").map(String.init)
     }
 
     /// How many connections stunnel has accepted so far.
@@ -224,34 +194,24 @@ public final class MicrosocksProxy: @unchecked Sendable {
     public static let executablePath = "/usr/bin/microsocks"
 
     /// The port, on 127.0.0.1.
-    public let port: UInt16
+    public var port: UInt16 { server.port }
     /// The log's path (microsocks' standard error).
-    public var logPath: String { temporaryDirectory.path + "/microsocks.log" }
+    public var logPath: String { server.directory.file(ProxyServerProcess.outputName) }
 
-    private let temporaryDirectory: TemporaryDirectory
-    private let process: SupervisedProcess
+    private let server: ProxyServerProcess
 
     /// Starts microsocks; with `credentials` it accepts only username/password authentication with them.
     public init(credentials: (user: String, password: String)? = nil) throws {
-        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "microsocks")
-        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-socks")
-        let directory = temporaryDirectory.path
-        do {
-            (port, process) = try ProxyServerSupport.startOnFreePort(
-                name: "microsocks", logs: [directory + "/microsocks.log"], alsoRetryOn: "bind") { port in
+        // microsocks reports a port taken as a failed bind, not "Address already in use".
+        server = try ProxyServerProcess(
+            name: "microsocks", directoryPrefix: "haul-socks", executable: Self.executablePath, package: "microsocks",
+            alsoRetryOn: "bind",
+            arguments: { port, _ in
                 var arguments = ["-i", "127.0.0.1", "-p", String(port)]
                 if let credentials { arguments += ["-u", credentials.user, "-P", credentials.password] }
-                return try SupervisedProcess(executable: Self.executablePath, arguments: arguments,
-                                             outputPath: directory + "/microsocks.log")
-            }
-        } catch {
-            temporaryDirectory.remove()
-            throw error
-        }
-        self.temporaryDirectory = temporaryDirectory
+                return arguments
+            })
     }
-
-    deinit { stop() }
 
     /// `SCHEME://[USER:PASSWORD@]127.0.0.1:PORT` for `socks5` or `socks5h`.
     public func url(scheme: String = "socks5h", user: String? = nil, password: String? = nil) -> String {
@@ -259,15 +219,11 @@ public final class MicrosocksProxy: @unchecked Sendable {
     }
 
     /// Stops microsocks and removes its directory; calling it again does nothing.
-    public func stop() {
-        guard process.stop() else { return }
-        temporaryDirectory.remove()
-    }
+    public func stop() { server.stop() }
 
     /// The targets of the connections made so far, as logged: `localhost:8443`, `127.0.0.1:8080`.
     public func connectedTargets() -> [String] {
-        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
+        server.text(of: ProxyServerProcess.outputName).split(separator: "\n").compactMap { line in
             guard let range = line.range(of: ": connected to ") else { return nil }
             return String(line[range.upperBound...])
         }
@@ -280,6 +236,66 @@ public final class MicrosocksProxy: @unchecked Sendable {
 }
 
 // MARK: - Shared machinery
+
+/// One proxy process and the private directory it runs in. Every proxy above starts the same way (its
+/// package checked, a directory made and prepared, its configuration written for a free port, the process
+/// started under a watchdog and waited for until it listens) and stops the same way (the process, then the
+/// directory), here.
+final class ProxyServerProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only touched through its own lock; the rest is immutable.
+
+    /// The file in the directory that takes the process's standard output and error.
+    static let outputName = "output.log"
+
+    /// The port the server listens on, on 127.0.0.1.
+    let port: UInt16
+    /// Its directory: configuration, logs, state.
+    let directory: TemporaryDirectory
+    private let process: SupervisedProcess
+
+    /// Checks that `executable` (from Debian's `package`) is there, makes a directory `directoryPrefix-XXXXXX`,
+    /// lets `prepare` fill it, and starts `executable` with the `arguments` for a free port (which may write
+    /// configuration files into the directory, see ``write(_:to:in:)``). A failed start is reported with the
+    /// tail of the output and of `logs` (names in the directory), and removes the directory.
+    init(name: String, directoryPrefix: String, executable: String, package: String, logs: [String] = [],
+         alsoRetryOn: String? = nil, prepare: (_ directory: String) throws -> Void = { _ in },
+         arguments: (_ port: UInt16, _ directory: String) throws -> [String]) throws {
+        try ProxyServerSupport.requireExecutable(executable, package: package)
+        let directory = try TemporaryDirectory(prefix: directoryPrefix)
+        do {
+            try prepare(directory.path)
+            (port, process) = try ProxyServerSupport.startOnFreePort(
+                name: name, logs: (logs + [Self.outputName]).map(directory.file), alsoRetryOn: alsoRetryOn) { port in
+                try SupervisedProcess(executable: executable, arguments: try arguments(port, directory.path),
+                                      outputPath: directory.file(Self.outputName))
+            }
+        } catch {
+            directory.remove()
+            throw error
+        }
+        self.directory = directory
+    }
+
+    deinit { stop() }
+
+    /// Stops the server and removes its directory; calling it again does nothing.
+    func stop() {
+        guard process.stop() else { return }
+        directory.remove()
+    }
+
+    /// The text of the file `name` in the directory; empty when there is none (yet).
+    func text(of name: String) -> String {
+        (try? String(contentsOfFile: directory.file(name), encoding: .utf8)) ?? ""
+    }
+
+    /// Writes `configuration` to the file `name` in `directory` and returns its path.
+    static func write(_ configuration: String, to name: String, in directory: String) throws -> String {
+        let path = directory + "/" + name
+        try configuration.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
 
 /// A server process run under a watchdog shell: the shell stops it on SIGTERM, and by itself when the test
 /// process goes away (a crashed or killed test run must not leave proxies behind; deinit never runs then).
