@@ -508,9 +508,9 @@ public final class SessionDaemon: @unchecked Sendable {
             return continueStop()
         }
         stopping = (status, reply.map { [$0] } ?? [], 0)
-        if let listener {
-            if let registration = listener.registration { loop.deregister(registration) }
-            self.listener = nil  // closes the socket
+        if let registration = listener?.registration { loop.deregister(registration) }
+        if listener != nil {
+            listener = nil  // the last reference to it: closes the socket
             _ = unlink(paths.socket)
         }
         for engine in engines.values where engine.phase == .active {
