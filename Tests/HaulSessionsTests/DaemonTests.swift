@@ -82,7 +82,7 @@ import Testing
         await #expect(throws: SessionError.daemonAlreadyRunning(path: sandbox.paths.directory, pid: pid)) {
             _ = try await SessionDaemon.run(configuration)
         }
-        #expect(SessionSandbox.isAlive(pid) && sandbox.daemonPID == pid, "the first daemon is untouched")
+        #expect(ProcessLiveness.isAlive(pid) && sandbox.daemonPID == pid, "the first daemon is untouched")
         #expect(session.allTasks().isEmpty)
         try await session.stopDaemon()
         await session.close()
