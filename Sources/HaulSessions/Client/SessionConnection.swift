@@ -17,7 +17,7 @@ final class SessionConnection: @unchecked Sendable {
     /// The connected socket, for I/O; valid until ``shut(_:notify:)``.
     private let socket: FileDescriptor
     /// Owns ``socket``: set to nil by ``shut(_:notify:)``, which closes it (or with this object).
-    private var owner: OwnedDescriptor?
+    private var owner: OwnedFileDescriptor?
     private var registration: FileDescriptorRegistration?
     private var splitter = LineSplitter()
     private var output: [UInt8] = []
@@ -27,7 +27,7 @@ final class SessionConnection: @unchecked Sendable {
                                   onLoop: (@Sendable (ReplyBody) -> Void)?)] = [:]
     private var closedWith: SessionError?
 
-    private init(loop: EventLoop, socket: consuming OwnedDescriptor, onPush: @escaping @Sendable (DaemonMessage) -> Void,
+    private init(loop: EventLoop, socket: consuming OwnedFileDescriptor, onPush: @escaping @Sendable (DaemonMessage) -> Void,
                  onClose: @escaping @Sendable (SessionError) -> Void) {
         self.loop = loop
         self.socket = socket.descriptor
@@ -44,7 +44,7 @@ final class SessionConnection: @unchecked Sendable {
         // is a system call all the same: made on a blocking-work thread, not the cooperative pool.
         // The descriptor crosses threads released, and is owned again at once: nothing between can throw.
         let result: Result<FileDescriptor, SessionError> = await BlockingWork.run {
-            let socket: OwnedDescriptor
+            let socket: OwnedFileDescriptor
             do { socket = try UnixSocket.connect(to: path) } catch {
                 return .failure(.daemonUnavailable("\(path): \(error)"))
             }
@@ -59,7 +59,7 @@ final class SessionConnection: @unchecked Sendable {
             UnixSocket.setNonBlocking(socket.descriptor)
             return .success(socket.release())
         }
-        let connection = SessionConnection(loop: loop, socket: OwnedDescriptor(try result.get()), onPush: onPush, onClose: onClose)
+        let connection = SessionConnection(loop: loop, socket: OwnedFileDescriptor(try result.get()), onPush: onPush, onClose: onClose)
         let registered: Result<Void, SessionError> = await withCheckedContinuation { continuation in
             loop.execute {
                 // On failure the connection, never registered, closes the socket when it goes.

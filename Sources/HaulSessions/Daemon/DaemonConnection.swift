@@ -11,7 +11,7 @@ final class DaemonConnection {
     /// The connected socket, for I/O; valid until ``close(loop:)``.
     let socket: FileDescriptor
     /// Owns ``socket``: set to nil by ``close(loop:)``, which closes it (or with this object).
-    private var owner: OwnedDescriptor?
+    private var owner: OwnedFileDescriptor?
     let peer: PeerCredentials
     var registration: FileDescriptorRegistration?
     private var splitter = LineSplitter()
@@ -30,7 +30,7 @@ final class DaemonConnection {
     /// A client that stops reading while the daemon keeps pushing is cut off past this much unsent output.
     static let maximumBufferedOutput = 64 << 20
 
-    init(id: Int, socket: consuming OwnedDescriptor, peer: PeerCredentials) {
+    init(id: Int, socket: consuming OwnedFileDescriptor, peer: PeerCredentials) {
         self.id = id
         self.socket = socket.descriptor
         owner = .some(socket)

@@ -113,9 +113,9 @@ public final class SessionDaemon: @unchecked Sendable {
     private var nextClientID = 1
     /// The listening socket (closed when the daemon lets go of it) and its registration with the loop.
     private final class Listener {
-        let socket: OwnedDescriptor
+        let socket: OwnedFileDescriptor
         var registration: FileDescriptorRegistration?
-        init(_ socket: consuming OwnedDescriptor) { self.socket = socket }
+        init(_ socket: consuming OwnedFileDescriptor) { self.socket = socket }
     }
     private var listener: Listener?
     private var profiles: [TaskOptions: HaulClient] = [:]
@@ -329,7 +329,7 @@ public final class SessionDaemon: @unchecked Sendable {
             let parent = OutputFile.directory(containing: path)
             if spec.createsDirectories && !OutputFile.isDirectory(parent) { try? OutputFile.createDirectories(parent) }
             do {
-                _ = try FileDescriptor.openOwned(partPath, .writeOnly, options: [.create, .exclusiveCreate],
+                _ = try FileDescriptor.openingSessionFile(partPath, .writeOnly, options: [.create, .exclusiveCreate],
                                                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
                 created = true
             } catch {
@@ -546,7 +546,7 @@ public final class SessionDaemon: @unchecked Sendable {
         guard let listener else { return }
         while true {
             // Whatever this iteration does not hand to a client is closed when the iteration ends.
-            let accepted: OwnedDescriptor?
+            let accepted: OwnedFileDescriptor?
             do { accepted = try UnixSocket.accept(on: listener.socket.descriptor) } catch { return }
             guard let socket = accepted else { return }
             let peer: PeerCredentials

@@ -13,13 +13,13 @@ final class SessionLogFile: @unchecked Sendable {
     // @unchecked Sendable: used by one thread at a time (opened off the loop, then used on the loop only).
     let path: String
     /// The log, open for reading and writing; closed with this object.
-    private let file: OwnedDescriptor
+    private let file: OwnedFileDescriptor
     /// Where the next record goes (the end of the last valid record).
     private(set) var end: Int
     /// Set when a sync failed: what the disk holds is then unknown, and nothing more is written.
     private(set) var failure: SessionError?
 
-    private init(path: String, file: consuming OwnedDescriptor, end: Int) {
+    private init(path: String, file: consuming OwnedFileDescriptor, end: Int) {
         self.path = path
         self.file = file
         self.end = end
@@ -47,7 +47,7 @@ final class SessionLogFile: @unchecked Sendable {
             try createEmpty(path: path)
             created = true
         }
-        let file = try SessionError.at(path) { () throws(SystemError) in try FileDescriptor.openOwned(path, .readWrite) }
+        let file = try SessionError.at(path) { () throws(SystemError) in try FileDescriptor.openingSessionFile(path, .readWrite) }
         let bytes = try SessionError.at(path) { () throws(SystemError) in try readAll(file.descriptor) }
         let scan: SessionLogCodec.Scan
         do {
@@ -134,7 +134,7 @@ final class SessionLogFile: @unchecked Sendable {
         let temporary = path + ".tmp"
         _ = unlink(temporary)
         do throws(SystemError) {
-            let file = try FileDescriptor.openOwned(temporary, .readWrite, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
+            let file = try FileDescriptor.openingSessionFile(temporary, .readWrite, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
             do throws(SystemError) {
                 try file.descriptor.writeAll(SessionLogCodec.header(), at: 0)
                 try file.descriptor.synchronizeData()
@@ -151,18 +151,8 @@ final class SessionLogFile: @unchecked Sendable {
 
     /// The whole file, read from offset 0 to the end.
     private static func readAll(_ fd: FileDescriptor) throws(SystemError) -> [UInt8] {
-        let size = try systemCall("fstat") { try fd.stat().size }
-        var bytes = [UInt8](repeating: 0, count: Int(size))
-        var done = 0
-        while done < bytes.count {
-            let count = try systemCall("pread") {
-                try bytes.withUnsafeMutableBytes { raw in
-                    try fd.read(fromAbsoluteOffset: Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: raw[done...]))
-                }
-            }
-            if count == 0 { break }
-            done += count
-        }
-        return Array(bytes[0..<done])
+        var bytes = [UInt8](repeating: 0, count: Int(try fd.status().size))
+        let outcome = bytes.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try fd.readAll(into: raw, at: 0) } }
+        return Array(bytes[0..<(try outcome.get())])
     }
 }

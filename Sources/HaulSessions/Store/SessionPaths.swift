@@ -119,7 +119,7 @@ enum SmallFile {
 
     /// The bytes of the file at `path`, up to the end or a little past `limit`.
     static func readBytes(_ path: String, limit: Int = Int.max) throws(SystemError) -> [UInt8] {
-        let file = try FileDescriptor.openOwned(path, .readOnly)
+        let file = try FileDescriptor.openingSessionFile(path, .readOnly)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while bytes.count < limit {

@@ -8,21 +8,21 @@ import SystemPackage
 public final class SessionLock: Sendable {
     public let paths: SessionPaths
     /// The directory, open while the lock is held; closing it (with this object) releases the lock.
-    private let directory: OwnedDescriptor
+    private let directory: OwnedFileDescriptor
 
-    private init(paths: SessionPaths, directory: consuming OwnedDescriptor) {
+    private init(paths: SessionPaths, directory: consuming OwnedFileDescriptor) {
         self.paths = paths
         self.directory = directory
     }
 
     /// The session directory, opened for `flock`.
-    private static func openDirectory(_ paths: SessionPaths) throws(SystemError) -> OwnedDescriptor {
-        try FileDescriptor.openOwned(paths.directory, .readOnly, options: .directory)
+    private static func openDirectory(_ paths: SessionPaths) throws(SystemError) -> OwnedFileDescriptor {
+        try FileDescriptor.openingSessionFile(paths.directory, .readOnly, options: .directory)
     }
 
     /// `flock(operation | LOCK_NB)` on `directory`: true when taken, false when another process holds a
     /// conflicting lock.
-    private static func tryLock(_ directory: borrowing OwnedDescriptor, _ operation: Int32) throws(SystemError) -> Bool {
+    private static func tryLock(_ directory: borrowing OwnedFileDescriptor, _ operation: Int32) throws(SystemError) -> Bool {
         switch try syscall("flock", .nonBlocking, { flock(directory.descriptor.rawValue, operation | LOCK_NB) }) {
         case .processed: true
         case .wouldBlock: false
@@ -51,7 +51,7 @@ public final class SessionLock: Sendable {
         let temporary = path + ".tmp"
         _ = unlink(temporary)
         do {
-            let file = try FileDescriptor.openOwned(temporary, .writeOnly, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
+            let file = try FileDescriptor.openingSessionFile(temporary, .writeOnly, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
             try file.descriptor.writeAll(Array("\(getpid())\n".utf8), at: 0)
         } catch {
             throw .io(path: temporary, error)

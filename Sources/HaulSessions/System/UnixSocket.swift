@@ -86,7 +86,7 @@ enum UnixSocket {
     }
 
     /// A listening socket at `path` (an old socket file there is replaced), mode 0600.
-    static func listen(at path: String) throws(SystemError) -> OwnedDescriptor {
+    static func listen(at path: String) throws(SystemError) -> OwnedFileDescriptor {
         let socket = try makeSocket(nonBlocking: true)
         let fd = socket.descriptor.rawValue
         if unlink(path) != 0 && errno != ENOENT { throw SystemError(call: "unlink", errno: errno) }
@@ -100,7 +100,7 @@ enum UnixSocket {
     }
 
     /// A connected, blocking socket to `path`.
-    static func connect(to path: String) throws(SystemError) -> OwnedDescriptor {
+    static func connect(to path: String) throws(SystemError) -> OwnedFileDescriptor {
         let socket = try makeSocket(nonBlocking: false)
         let fd = socket.descriptor.rawValue
         _ = try withAddress(path) { address, length throws(SystemError) in try blockingSyscall("connect") { Glibc.connect(fd, address, length) } }
@@ -108,20 +108,20 @@ enum UnixSocket {
     }
 
     /// A new Unix stream socket, close-on-exec.
-    private static func makeSocket(nonBlocking: Bool) throws(SystemError) -> OwnedDescriptor {
+    private static func makeSocket(nonBlocking: Bool) throws(SystemError) -> OwnedFileDescriptor {
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
-        return OwnedDescriptor(FileDescriptor(rawValue: try blockingSyscall("socket") { socket(AF_UNIX, type, 0) }))
+        return OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("socket") { socket(AF_UNIX, type, 0) }))
     }
 
     /// Accepts one pending connection on the non-blocking `listener`, made non-blocking and close-on-exec;
     /// nil when none is waiting.
-    static func accept(on listener: FileDescriptor) throws(SystemError) -> OwnedDescriptor? {
+    static func accept(on listener: FileDescriptor) throws(SystemError) -> OwnedFileDescriptor? {
         // `accept4` (flags at once) is not in Glibc's Swift module; nothing runs a child between the two calls
         // except hooks, spawned from this same loop thread.
         switch try syscall("accept", .nonBlocking, { Glibc.accept(listener.rawValue, nil, nil) }) {
         case .processed(let fd):
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let socket = OwnedDescriptor(FileDescriptor(rawValue: fd))
+            let socket = OwnedFileDescriptor(FileDescriptor(rawValue: fd))
             setNonBlocking(socket.descriptor)
             return socket
         case .wouldBlock: return nil

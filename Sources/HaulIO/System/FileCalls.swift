@@ -1,0 +1,169 @@
+import CHaulSystem
+import Glibc
+import SystemPackage
+
+// The file side of the syscall layer: swift-system's `FileDescriptor`, `FilePath` and `Errno` for what it
+// covers (open, pread/pwrite, ftruncate, fstat, close), and the package's one wrapper (``syscall(_:_:_:)``)
+// for the Linux calls it does not (flock, fallocate, sync_file_range, fdatasync, fsync, posix_fadvise).
+// Outside this directory a file descriptor is a `FileDescriptor`, owned by an ``OwnedFileDescriptor`` or a
+// `closeAfter`, never a raw `Int32`.
+
+/// One open file descriptor and the duty to close it.
+///
+/// Non-copyable, so exactly one value closes a descriptor: it is closed when its owner goes away, or handed
+/// on with ``release()`` (ownership moves to the caller) or closed early with ``close()``. A descriptor
+/// stored in a class or a `Mutex` is stored as one of these, so that its closing is not a `deinit` someone
+/// must remember to write.
+package struct OwnedFileDescriptor: ~Copyable, Sendable {
+    /// The descriptor owned; valid as long as this value lives.
+    package let descriptor: FileDescriptor
+
+    /// Takes ownership of `descriptor`: it is closed when this value goes away.
+    package init(_ descriptor: FileDescriptor) {
+        self.descriptor = descriptor
+    }
+
+    /// Gives up ownership without closing: the caller now owns the descriptor.
+    package consuming func release() -> FileDescriptor {
+        let descriptor = self.descriptor
+        discard self
+        return descriptor
+    }
+
+    /// Closes the descriptor now and reports a failure (which `deinit` cannot). Linux releases the
+    /// descriptor even when `close` fails, so it is never closed twice.
+    package consuming func close() throws(SystemError) {
+        let descriptor = self.descriptor
+        discard self
+        // swift-system's `close` does not retry EINTR (see ``SyscallBehaviour/noRetry`` for why).
+        try systemCall("close") { try descriptor.close() }
+    }
+
+    deinit {
+        try? descriptor.close()
+    }
+}
+
+extension SystemError {
+    /// An error for `call` failing with swift-system's `errno`.
+    public init(call: String, _ errno: Errno) {
+        self.init(call: call, errno: errno.rawValue)
+    }
+
+    /// ``errno`` as swift-system's `Errno`, for comparisons such as `error.code == .noSuchFileOrDirectory`.
+    public var code: Errno { Errno(rawValue: errno) }
+}
+
+/// Runs swift-system calls, turning the `Errno` they throw into a ``SystemError`` naming `name`.
+///
+/// swift-system retries `EINTR` itself (its `retryOnInterrupt:` parameters, on by default) and throws only
+/// `Errno` (its documented contract; its signatures are untyped `throws`).
+@inline(__always)
+package func systemCall<Result>(_ name: StaticString, _ body: () throws -> Result) throws(SystemError) -> Result {
+    do {
+        return try body()
+    } catch let error as Errno {
+        throw SystemError(call: "\(name)", error)
+    } catch {
+        preconditionFailure("swift-system threw \(error) from \(name), not an Errno")
+    }
+}
+
+extension FileDescriptor {
+    /// Opens `path` as swift-system's `FileDescriptor.open` does, with the error naming `open`; the result
+    /// is owned by the caller's ``OwnedFileDescriptor``.
+    package static func opening(
+        _ path: FilePath, _ mode: AccessMode, options: OpenOptions = [], permissions: FilePermissions? = nil
+    ) throws(SystemError) -> OwnedFileDescriptor {
+        OwnedFileDescriptor(try systemCall("open") {
+            try FileDescriptor.open(path, mode, options: options.union(.closeOnExec), permissions: permissions)
+        })
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)`: true when this open file description now holds the exclusive lock, false
+    /// when another one holds it.
+    package func lockExclusively() throws(SystemError) -> Bool {
+        switch try syscall("flock", .nonBlocking, { flock(rawValue, LOCK_EX | LOCK_NB) }) {
+        case .processed: true
+        case .wouldBlock: false
+        }
+    }
+
+    /// `flock(LOCK_UN)`. A failure means there was no lock to drop (or the descriptor is gone); either way
+    /// none is held afterwards, so there is nothing to report.
+    package func unlock() {
+        _ = try? syscall("flock", .failOnWouldBlock) { flock(rawValue, LOCK_UN) }
+    }
+
+    /// `fallocate(mode 0)`: reserves `length` bytes at `offset` on disk and extends the file to cover them.
+    package func allocate(offset: Int64, length: Int64) throws(SystemError) {
+        _ = try blockingSyscall("fallocate") { haul_fallocate(rawValue, 0, offset, length) }
+    }
+
+    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts write-back of the range without waiting for it.
+    package func startWriteBack(offset: Int64, length: Int64) throws(SystemError) {
+        _ = try blockingSyscall("sync_file_range") {
+            haul_sync_file_range(rawValue, offset, length, haul_SYNC_FILE_RANGE_WRITE)
+        }
+    }
+
+    /// `fdatasync`: the file's data (and the metadata needed to read it) is on stable storage.
+    package func synchronizeData() throws(SystemError) {
+        _ = try blockingSyscall("fdatasync") { fdatasync(rawValue) }
+    }
+
+    /// `fsync`: the file, or the directory's entries for a directory, is on stable storage.
+    package func synchronize() throws(SystemError) {
+        _ = try blockingSyscall("fsync") { fsync(rawValue) }
+    }
+
+    /// `posix_fadvise(SEQUENTIAL)` on the whole file: a hint for read-ahead, so a failure is ignored.
+    package func adviseSequentialReading() {
+        _ = posix_fadvise(rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
+    }
+
+    /// `fstat`, with the error naming it.
+    package func status() throws(SystemError) -> Stat {
+        do { return try stat() } catch { throw SystemError(call: "fstat", error) }
+    }
+
+    /// Writes all of `bytes` at `offset` (`pwrite`, looping over short writes).
+    package func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            done += try systemCall("pwrite") {
+                try write(toAbsoluteOffset: offset + Int64(done), UnsafeRawBufferPointer(rebasing: bytes[done...]))
+            }
+        }
+    }
+
+    /// Writes all of `bytes` at the current position (`write`, looping over short writes): for pipes and
+    /// terminals, which have no offsets.
+    package func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            done += try systemCall("write") { try write(UnsafeRawBufferPointer(rebasing: bytes[done...])) }
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset` (`pread`), fewer only at the end of the file.
+    package func readAll(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let count = try systemCall("pread") {
+                try read(fromAbsoluteOffset: offset + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            }
+            if count == 0 { break }
+            done += count
+        }
+        return done
+    }
+}
+
+extension FilePath {
+    /// `stat` of this path (following a symbolic link at its end), or nil when it fails (absent, not
+    /// reachable).
+    package func existingStatus() -> Stat? {
+        try? stat()
+    }
+}
