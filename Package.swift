@@ -90,12 +90,12 @@ let package = Package(
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
         .target(
             name: "HaulSessions",
-            dependencies: ["Haul", "HaulCommandLine", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulCommandLine", .product(name: "SystemPackage", package: "swift-system")]
         ),
 
         .executableTarget(
             name: "haul",
-            dependencies: ["Haul", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             exclude: ["Link"],
             linkerSettings: [.unsafeFlags(haulReleaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
         ),
@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
-        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulTestSupport"]),
+        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulTestSupport"]),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         // The strict JSON parser that checks the CLI's JSON lines is HaulSessions' (one parser for both).

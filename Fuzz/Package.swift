@@ -5,8 +5,9 @@ import PackageDescription
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
                  "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile"]
-// Harnesses for formats that live in the engine (the resume journal) or in HaulIO (proxy replies; `Haul`
-// re-exports HaulIO) link the whole `Haul` library; the session log and protocol live in `HaulSessions`,
+// Harnesses for formats that live in the engine (the resume journal) or in HaulIO (proxy replies: HaulIO is
+// no product: the harness links `Haul`, which exports only its own API, and imports HaulIO itself) link
+// the whole `Haul` library; the session log and protocol live in `HaulSessions`,
 // the .netrc and `-i` list parsers in `HaulCommandLine`.
 let engineHarnesses: Set<String> = ["FuzzJournal", "FuzzProxyReplies"]
 let sessionHarnesses: Set<String> = ["FuzzSessions"]

@@ -27,6 +27,11 @@ if [ ${#needed[@]} -gt 0 ]; then
 fi
 
 swift build --build-tests
+# An app that embeds Haul (Tests/EmbeddingPackage): a package of its own, in Swift 6 mode, that uses the type
+# names of SwiftNIO, AsyncHTTPClient and swift-http-types unqualified next to Haul's API. It compiles only while
+# `import Haul` exports none of those names. Built, not run (it has nothing to run), only its one target, in a
+# scratch directory of its own under .build/ (the first build compiles Haul's modules again: about a minute).
+swift build --package-path Tests/EmbeddingPackage --scratch-path .build/embedding --target EmbeddingApp
 # One test at a time: the integration tests time real downloads and pause them mid-way, and with suites in
 # parallel on two cores, heavy fixtures (hashing 256 MiB in a debug build) starve the shared cooperative
 # pool for seconds. Serial, the suite takes about a minute and its results do not depend on the machine's load.

@@ -1,3 +1,35 @@
-// The engine re-exports the codec types that appear in its API (URLs, heads, fields, errors).
-@_exported import HaulHTTP
-@_exported import HaulIO
+// `import Haul` brings Haul's own API and exactly the types of its lower modules that this API names (in
+// its signatures, error payloads and settings), re-exported one by one. The rest of HaulHTTP and HaulIO
+// (`HTTPClient`, `EventLoop`, `Connection`, `HTTPClientError`, `HTTPFields`, `SocketAddress`, ...) stays
+// out: those names are SwiftNIO's, AsyncHTTPClient's and swift-http-types', and a server app that embeds
+// Haul imports those too. Code inside this package that needs more imports HaulIO or HaulHTTP itself.
+// Tests/EmbeddingPackage compiles Haul's API next to a module declaring the colliding names.
+
+// URLs, validators and dates (DownloadResult, RedirectError, SuggestedFileName).
+@_exported import struct HaulHTTP.HTTPURL
+@_exported import struct HaulHTTP.HTTPHost
+@_exported import struct HaulHTTP.HTTPOrigin
+@_exported import struct HaulHTTP.EntityTag
+@_exported import struct HaulHTTP.HTTPDate
+// Proxies (DownloadOptions.proxy).
+@_exported import struct HaulHTTP.ProxyURL
+@_exported import struct HaulHTTP.NoProxyList
+@_exported import struct HaulIO.ProxySettings
+// Settings (DownloadOptions.timeouts, .tls; Checksum.algorithm).
+@_exported import struct HaulIO.ConnectionTimeouts
+@_exported import struct HaulIO.TLSSettings
+@_exported import enum HaulIO.DigestAlgorithm
+// The payloads of HaulError's cases and what they carry.
+@_exported import struct HaulHTTP.URLParseError
+@_exported import struct HaulHTTP.RequestHeadError
+@_exported import struct HaulHTTP.HTTPParseError
+@_exported import struct HaulHTTP.ProxyConfigurationError
+@_exported import struct HaulIO.ConnectionError
+@_exported import struct HaulIO.SystemError
+@_exported import struct HaulIO.TLSSetupError
+@_exported import struct HaulIO.ProxyFailure
+@_exported import struct HaulIO.ProxyRoute
+@_exported import enum HaulIO.SOCKS5
+// The resume journal's error (`HaulError.journal`, `DownloadProgress.checkpointFailure`) once it lives in
+// the HaulJournal module: export that one type (`@_exported import enum HaulJournal.JournalError`), not the
+// codec the fuzzers use; likewise swift-system's `Errno` and `FilePath` where Haul's API carries them.

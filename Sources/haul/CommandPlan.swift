@@ -3,6 +3,7 @@ import HaulCommandLine
 
 #if canImport(Glibc)
 import Glibc
+import HaulHTTP
 #endif
 
 /// Everything the command line asked for, checked: client options, the downloads, and how to report.

@@ -4,6 +4,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import HaulIO
 #endif
 
 /// Runs a ``CommandPlan``: starts the downloads (at most `jobs` at once), reports progress, turns the first

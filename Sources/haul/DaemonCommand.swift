@@ -5,6 +5,7 @@ import HaulSessions
 
 #if canImport(Glibc)
 import Glibc
+import HaulIO
 #endif
 
 /// `haul daemon [--session ID]`: runs the session's daemon in the foreground (for a systemd user unit:

@@ -6,6 +6,7 @@ import HaulSessions
 
 #if canImport(Glibc)
 import Glibc
+import HaulIO
 #endif
 
 /// `haul queue add|list|pause|resume|cancel|wait|events|stop`: a session's queue, through its daemon.

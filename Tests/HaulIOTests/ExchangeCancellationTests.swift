@@ -139,7 +139,7 @@ struct ExchangeCancellationTests {
         defer { loop.shutdown() }
         let client = HTTPClient(loop: loop)
         let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
-        let first = try await client.execute(request, handler: CollectingHandler())
+        let first = try await client.exchange(request, handler: CollectingHandler())
         #expect(first.connectionReusable)
 
         let exchange = try await ObservedExchange(request, on: client, cancelAtOnce: true)

@@ -29,7 +29,7 @@ struct HTTPClientHeadTimeoutTests {
     /// Runs one GET; the client error if it failed.
     static func failure(of request: RequestHead, on client: HTTPClient) async -> HTTPClientError? {
         do {
-            _ = try await client.execute(request, handler: CollectingHandler())
+            _ = try await client.exchange(request, handler: CollectingHandler())
             return nil
         } catch {
             return error
@@ -127,7 +127,7 @@ struct HTTPClientHeadTimeoutTests {
         let client = HTTPClient(loop: loop, connectionOptions: options)
         for _ in 0..<2 {
             let handler = CollectingHandler()
-            let summary = try await client.execute(try Self.request(port: server.port), handler: handler)
+            let summary = try await client.exchange(try Self.request(port: server.port), handler: handler)
             #expect(summary.head.status == 200)
             #expect(summary.complete)
             #expect(summary.connectionReusable)

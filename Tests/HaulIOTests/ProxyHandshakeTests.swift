@@ -59,7 +59,7 @@ struct ProxyHandshakeTests {
     static func get(_ url: String, on client: HTTPClient) async -> Result<(ExchangeSummary, [UInt8]), HTTPClientError> {
         let handler = CollectingHandler()
         do {
-            let summary = try await client.execute(RequestHead(url: try HTTPURL(url)), handler: handler)
+            let summary = try await client.exchange(RequestHead(url: try HTTPURL(url)), handler: handler)
             return .success((summary, handler.body))
         } catch let error as HTTPClientError {
             return .failure(error)

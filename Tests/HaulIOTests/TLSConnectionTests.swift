@@ -27,7 +27,7 @@ struct TLSConnectionTests {
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let context = try TLSContext(configuration: TLSSettings(caFile: fixtures.caFile))
 
         let connection = try await Connection.connect(to: host, port: server.port, tls: context, on: loop)
         defer { connection.close() }
@@ -47,7 +47,7 @@ struct TLSConnectionTests {
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let context = try TLSContext(configuration: TLSSettings(caFile: fixtures.caFile))
         let connection = try await Connection.connect(to: "localhost", port: server.port, tls: context, on: loop)
         defer { connection.close() }
         try await connection.write(Array("GET /big.bin HTTP/1.0\r\n\r\n".utf8))
@@ -86,7 +86,7 @@ struct TLSConnectionTests {
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let context = try TLSContext(configuration: TLSSettings(caFile: fixtures.caFile))
 
         let first = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
         #expect(first.tlsDetails?.sessionReused == false)
@@ -110,7 +110,7 @@ struct TLSConnectionTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         // The system store cannot know a certificate generated a moment ago.
-        let context = try TLSContext(configuration: TLSConfiguration())
+        let context = try TLSContext(configuration: TLSSettings())
         do {
             let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
             connection.close()
@@ -140,7 +140,7 @@ struct TLSConnectionTests {
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let context = try TLSContext(configuration: TLSSettings(caFile: fixtures.caFile))
         do {
             let connection = try await Connection.connect(to: host, port: server.port, tls: context, on: loop)
             connection.close()
@@ -154,7 +154,7 @@ struct TLSConnectionTests {
 
     @Test func missingCAFileFailsContextCreation() {
         #expect(throws: TLSSetupError.self) {
-            _ = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.directory + "/missing.pem"))
+            _ = try TLSContext(configuration: TLSSettings(caFile: fixtures.directory + "/missing.pem"))
         }
     }
 
@@ -162,7 +162,7 @@ struct TLSConnectionTests {
         let server = try OpenSSLServer(cert: fixtures.server.cert, key: fixtures.server.key)
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let context = try TLSContext(configuration: TLSSettings(caFile: fixtures.caFile))
         let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, tls: context, on: loop)
         defer { connection.close() }
         // Killing the server makes its kernel close the TCP connection without any TLS alert. It must have read
@@ -204,7 +204,7 @@ struct TLSConnectionTests {
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let context = try TLSContext(configuration: TLSConfiguration(caFile: fixtures.caFile))
+        let context = try TLSContext(configuration: TLSSettings(caFile: fixtures.caFile))
         var options = ConnectionOptions()
         options.timeouts.tlsHandshake = .milliseconds(200)
         do {

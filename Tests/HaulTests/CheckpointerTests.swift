@@ -1,8 +1,9 @@
 import Glibc
+@testable import Haul
+import HaulIO
+import HaulTestSupport
 import Synchronization
 import Testing
-import HaulTestSupport
-@testable import Haul
 
 /// A stand-in for `fdatasync` of the data file: counts calls, can hold a call until released (to line
 /// checkpoints up behind it), fails the calls it is told to, and notes if two ever overlap.

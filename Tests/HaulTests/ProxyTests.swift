@@ -1,7 +1,9 @@
 import Foundation
-import Testing
-import HaulTestSupport
 @testable import Haul
+import HaulHTTP
+import HaulIO
+import HaulTestSupport
+import Testing
 
 /// Downloads through real proxies — Squid (HTTP, `CONNECT`, Basic authentication), stunnel in front of Squid
 /// (an `https://` proxy, so HTTPS origins are TLS inside TLS) and microsocks (SOCKS5 with a password) — each
@@ -328,11 +330,16 @@ import HaulTestSupport
         defer { squid.stop() }
         let loop = try EventLoop(name: "proxy-test-loop")
         defer { loop.shutdown() }
-        let client = HTTPClient(loop: loop, tls: TLSConfiguration(caFile: try TestCertificateAuthority.shared().caCertificatePath),
+        let client = HTTPClient(loop: loop, tls: TLSSettings(caFile: try TestCertificateAuthority.shared().caCertificatePath),
                                 proxy: ProxySettings(all: try ProxyURL(squid.url())))
         for tls in [true, true, true, false, false] {
             let handler = CountingHandler()
-            let summary = try await client.execute(RequestHead(url: try HTTPURL(origin.url(tls: tls))), handler: handler)
+            let request = RequestHead(url: try HTTPURL(origin.url(tls: tls)))
+            // On the loop thread, as the engine's segment workers run their exchanges.
+            let result: Result<ExchangeSummary, HTTPClientError> = await withCheckedContinuation { continuation in
+                loop.execute { client.executeOnLoop(request, handler: handler) { continuation.resume(returning: $0) } }
+            }
+            let summary = try result.get()
             #expect(summary.head.status == 200)
             #expect(summary.connectionReusable)
             #expect(handler.count == Self.fileSize)

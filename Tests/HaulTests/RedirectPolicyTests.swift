@@ -1,5 +1,6 @@
-import Testing
 @testable import Haul
+import HaulHTTP
+import Testing
 
 @Suite struct RedirectPolicyTests {
     func head(_ status: Int, location: String?) -> ResponseHead {

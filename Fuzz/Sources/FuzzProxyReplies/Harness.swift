@@ -1,5 +1,6 @@
 import FuzzDriver
-import Haul
+import HaulHTTP
+import HaulIO
 
 /// A proxy's replies during the handshake (HTTP `CONNECT`, SOCKS5 method selection, authentication and
 /// CONNECT) come from whatever answers on the proxy's port. The decoder must never crash, must decide within

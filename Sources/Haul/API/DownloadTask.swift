@@ -1,4 +1,6 @@
 import Glibc
+import HaulHTTP
+import HaulIO
 import Synchronization
 
 /// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// Downloads files over HTTP/1.1: each over up to N parallel ranged connections, many at once under one
 /// connection cap, resuming by themselves after an interruption.
 ///

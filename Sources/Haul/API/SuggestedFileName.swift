@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// The name a download into a directory is saved under: the server's suggestion (`Content-Disposition`),
 /// else the last segment of the final URL's path, else `index.html` — always made safe to use as one path
 /// component.

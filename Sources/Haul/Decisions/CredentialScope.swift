@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// Which request headers go to which origin: credentials only to the origin they were given for.
 ///
 /// `Authorization`, `Proxy-Authorization` and `Cookie` given by the user — as headers (client-wide or per

@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// The URLs one file is fetched from, and what each has shown of itself.
 ///
 /// Each mirror keeps the URL the user gave and the one it resolved to after redirects: later ranges go

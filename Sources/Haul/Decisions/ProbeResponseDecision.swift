@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// What the first response of a download (to `GET` with `Range: bytes=0-`) says about the whole download.
 ///
 /// The probe decides the shape of everything after it, so it is where a lying server does most harm: an

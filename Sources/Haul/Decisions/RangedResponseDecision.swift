@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// Whether a response to a ranged request (`Range: bytes=first-last`, usually with `If-Range`) may be
 /// written as those bytes of the file.
 ///

@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// The parts of a response head that the engine's decisions read, taken out of the head once, so that every
 /// decision about a response is a pure function of plain values and its tests need no parser or socket.
 struct ResponseFacts: Sendable, Equatable {

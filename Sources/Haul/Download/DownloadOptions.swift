@@ -10,7 +10,7 @@ public struct DownloadOptions: Sendable {
     /// Longest a whole download may take; nil for no limit.
     public var totalTimeout: Duration?
     /// Certificate verification and protocol settings.
-    public var tls: TLSConfiguration
+    public var tls: TLSSettings
     /// Which redirects to follow.
     public var redirects: RedirectPolicy
     /// Whether to `fdatasync` before the final rename (off: survives a process crash, not a power loss).
@@ -52,7 +52,7 @@ public struct DownloadOptions: Sendable {
         headers: [(name: String, value: String)] = [],
         timeouts: ConnectionTimeouts = ConnectionTimeouts(connect: .seconds(10), tlsHandshake: .seconds(10), idle: .seconds(30)),
         totalTimeout: Duration? = nil,
-        tls: TLSConfiguration = TLSConfiguration(),
+        tls: TLSSettings = TLSSettings(),
         redirects: RedirectPolicy = RedirectPolicy(),
         synchronizesToDisk: Bool = true,
         connections: Int = 8,

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// The current download rate: bytes over a sliding window of recent samples, so that the rate follows
 /// changes within seconds without jumping at every read.
 struct RateEstimator {

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// Why a download failed: one case per class of failure, each carrying what a person needs to act on it
 /// (which host, which status, which path, which errno or TLS reason).
 public enum HaulError: Error, Sendable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// A token bucket shared by every connection of a download: reads pause once the budget is spent.
 ///
 /// Loop-confined. The bucket holds at most a tenth of a second of traffic (at least 64 KiB), which keeps

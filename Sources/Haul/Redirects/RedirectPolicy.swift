@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// How redirects are followed: which statuses, how many hops, and what may cross origins.
 public struct RedirectPolicy: Sendable, Hashable {
     /// Most redirects followed for one download.
@@ -41,7 +43,7 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// The request to send after `head` redirected `request`, or nil when `head` is not a redirect; see
     /// ``target(status:location:from:visited:)``. Credential headers are dropped when the target is on
     /// another origin (the download engine applies the same rule to every request it builds).
-    public func follow(_ head: ResponseHead, from request: RequestHead, visited: inout [HTTPURL]) throws(RedirectError) -> RequestHead? {
+    package func follow(_ head: ResponseHead, from request: RequestHead, visited: inout [HTTPURL]) throws(RedirectError) -> RequestHead? {
         guard Self.redirectStatuses.contains(head.status) else { return nil }
         let target = try target(status: head.status, location: head.fields.firstString("location"), from: request.url, visited: &visited)
         var next = request

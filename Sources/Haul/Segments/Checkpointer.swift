@@ -1,4 +1,5 @@
 import Glibc
+import HaulIO
 
 /// Makes a download's progress durable from time to time, without stalling the event loop.
 ///

@@ -1,4 +1,6 @@
 import Glibc
+import HaulHTTP
+import HaulIO
 
 /// One connection's worth of a segmented download: it sends a request, hands the response head to the
 /// download's decisions, writes the body with `pwrite` straight from the receive buffer — only the bytes

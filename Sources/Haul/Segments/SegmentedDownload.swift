@@ -1,4 +1,6 @@
 import Glibc
+import HaulHTTP
+import HaulIO
 
 /// One download over up to N connections, all on one event loop: the driver that carries events from the
 /// connections to the engine's decisions and carries out what they decide.

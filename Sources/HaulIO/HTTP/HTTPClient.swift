@@ -2,8 +2,8 @@ import HaulHTTP
 
 /// Runs HTTP/1.1 exchanges over pooled keep-alive connections on one event loop.
 ///
-/// ``executeOnLoop(_:handler:completion:)`` is the hot-path form (everything on the loop thread);
-/// ``execute(_:handler:)`` is the same from async code.
+/// Exchanges run with ``executeOnLoop(_:handler:completion:)``, everything on the loop thread (the engine's
+/// segment workers live there).
 ///
 /// With ``proxy`` settings, the client decides per request origin how to reach it
 /// (``ProxySettings/proxy(for:)``): directly, through an HTTP(S) proxy (plain-HTTP origins by absolute-form
@@ -19,13 +19,13 @@ public final class HTTPClient: Sendable {
     public let connectionOptions: ConnectionOptions
     /// The TLS settings; the context itself is built on the first https request, because loading the
     /// system CA store costs tens of milliseconds that a plain-HTTP download should not pay.
-    public let tlsConfiguration: TLSConfiguration
+    public let tlsConfiguration: TLSSettings
     /// Which proxy each origin is reached through; `nil` (or empty settings) for direct connections. HTTPS
     /// proxies are verified with ``tlsConfiguration`` against their own names.
     public let proxy: ProxySettings?
     let tls = LoopConfinedTLSContext()
 
-    public init(loop: EventLoop, tls: TLSConfiguration = TLSConfiguration(),
+    public init(loop: EventLoop, tls: TLSSettings = TLSSettings(),
                 connectionOptions: ConnectionOptions = ConnectionOptions(), maxIdlePerOrigin: Int = 16,
                 proxy: ProxySettings? = nil) {
         self.loop = loop
@@ -110,14 +110,6 @@ public final class HTTPClient: Sendable {
             connectThenRun()
         }
         return cancellation
-    }
-
-    /// ``executeOnLoop(_:handler:completion:)`` from async code.
-    public func execute(_ request: RequestHead, handler: any ResponseHandler) async throws(HTTPClientError) -> ExchangeSummary {
-        let result: Result<ExchangeSummary, HTTPClientError> = await withCheckedContinuation { continuation in
-            loop.execute { self.executeOnLoop(request, handler: handler) { continuation.resume(returning: $0) } }
-        }
-        return try result.get()
     }
 
     /// Closes the pooled connections.
@@ -205,7 +197,7 @@ final class LoopConfinedTLSContext: @unchecked Sendable {
     /// The context, once built.
     private(set) var context: TLSContext?
 
-    func context(for configuration: TLSConfiguration) throws(TLSSetupError) -> TLSContext {
+    func context(for configuration: TLSSettings) throws(TLSSetupError) -> TLSContext {
         if let context { return context }
         let made = try TLSContext(configuration: configuration)
         context = made

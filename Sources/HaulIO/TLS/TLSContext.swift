@@ -11,7 +11,7 @@ public final class TLSContext: Sendable {
     static let readAheadBufferSize = 64 * 1024
 
     /// The configuration this context was built from.
-    public let configuration: TLSConfiguration
+    public let configuration: TLSSettings
 
     // `nonisolated(unsafe)`: OpenSSL documents an SSL_CTX as safe to share once configured, and nothing here
     // changes it after `init`.
@@ -30,7 +30,7 @@ public final class TLSContext: Sendable {
     let connectionsMade = Atomic<Int>(0)
 
     /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
-    public init(configuration: TLSConfiguration = TLSConfiguration()) throws(TLSSetupError) {
+    public init(configuration: TLSSettings = TLSSettings()) throws(TLSSetupError) {
         self.configuration = configuration
         // libssl and libcrypto are loaded here, on the first TLS context, not at process start.
         var reason = [CChar](repeating: 0, count: 512)

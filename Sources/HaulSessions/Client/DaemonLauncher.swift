@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 
 /// How a client finds (or starts) its session's daemon.
 public struct SessionConfiguration: Sendable {

@@ -1,4 +1,5 @@
 import Haul
+import HaulIO
 import Synchronization
 
 /// A background session, seen from a client: downloads handed to the session's daemon outlive this

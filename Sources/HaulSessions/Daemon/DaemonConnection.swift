@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import SystemPackage
 
 /// One client of the daemon, on the daemon's loop: lines in, lines out, one request handled at a time so

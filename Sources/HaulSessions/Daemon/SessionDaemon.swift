@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulCommandLine
+import HaulIO
 import SystemPackage
 
 /// The one owner of a session: it holds the session directory's lock, appends to the log, runs the queued

@@ -1,5 +1,6 @@
 import Haul
 import HaulCommandLine
+import HaulHTTP
 
 /// The settings of one queued download that the engine keeps per `HaulClient` (connections, timeouts,
 /// TLS, rate, retries, durability). The daemon runs tasks with equal options on one client; see

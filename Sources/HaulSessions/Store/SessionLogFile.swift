@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import SystemPackage
 
 /// The session log on disk (`session.haul`): read whole at start, then appended to, each append synced

@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import SystemPackage
 
 /// Where a session lives: `STATE/sessions/ID/`, with `STATE` from `HAUL_STATE_DIR`, else

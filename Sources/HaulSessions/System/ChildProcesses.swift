@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import SystemPackage
 
 /// Starting other processes without Foundation: the daemon in the background, and completion hooks.

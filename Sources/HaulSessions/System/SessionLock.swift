@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import SystemPackage
 
 /// The exclusive lock on a session directory that makes a process its one daemon: `flock(LOCK_EX)` on the

@@ -1,4 +1,5 @@
 import Haul
+import HaulIO
 import SystemPackage
 
 // HaulSessions' files and sockets use HaulIO's file layer (HaulIO/System/FileCalls.swift): swift-system's

@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulIO
 import SystemPackage
 
 /// The credentials of the process at the other end of a Unix socket, as the kernel recorded them when it

@@ -1,7 +1,10 @@
 /// How TLS connections are set up: protocol floor, trust, verification and ALPN.
 ///
 /// The default verifies the server certificate against the system CA store and checks the host name.
-public struct TLSConfiguration: Sendable, Hashable {
+///
+/// Named `TLSSettings`, not `TLSConfiguration`: `import Haul` exports it, and server apps that embed Haul
+/// usually import SwiftNIO SSL's `TLSConfiguration` too.
+public struct TLSSettings: Sendable, Hashable {
     /// TLS protocol versions a connection may negotiate.
     public enum ProtocolVersion: Sendable, Hashable {
         /// TLS 1.2 (RFC 5246).
@@ -39,8 +42,8 @@ public struct TLSConfiguration: Sendable, Hashable {
     }
 
     /// A configuration that does not verify the server at all; see ``insecure``.
-    public static var insecure: TLSConfiguration {
-        var configuration = TLSConfiguration()
+    public static var insecure: TLSSettings {
+        var configuration = TLSSettings()
         configuration.insecure = true
         return configuration
     }

@@ -1,0 +1,119 @@
+// Requests compare and encode by value, so that an app can keep them, queue them, send them to another
+// process and tell two apart. Written out by hand, in this file rather than on the declaration: `headers`
+// is an array of tuples, which no synthesized conformance handles. A stored property added to
+// DownloadRequest must be added to `==`, `CodingKeys`, `init(from:)` and `encode(to:)`; a test
+// (RequestAndResultCodableTests) compares the encoded keys with the type's stored properties.
+
+extension DownloadRequest: Equatable {
+    public static func == (lhs: DownloadRequest, rhs: DownloadRequest) -> Bool {
+        lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.destination == rhs.destination
+            && lhs.createsDirectories == rhs.createsDirectories && lhs.replacesExisting == rhs.replacesExisting
+            && lhs.checksum == rhs.checksum && lhs.onChange == rhs.onChange
+            && lhs.discardsPartialDownload == rhs.discardsPartialDownload
+            && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
+    }
+}
+
+/// Keyed by property name. Only `url` and `destination` are required when decoding; a missing key takes the
+/// default of ``init(url:mirrors:destination:createsDirectories:replacesExisting:checksum:onChange:discardsPartialDownload:)``
+/// (the safe one: nothing replaced, nothing discarded, fail on change). A malformed checksum, URL-less
+/// request or unknown destination is a `DecodingError`, never a request that quietly does less.
+///
+/// A ``Destination/stream(_:)`` request cannot be encoded (encoding throws `EncodingError.invalidValue`): its
+/// descriptor is a number that means something only in this process, and decoded elsewhere it would name
+/// whatever file that process has open under it.
+extension DownloadRequest: Codable {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case url, mirrors, destination, createsDirectories, replacesExisting, checksum, onChange, discardsPartialDownload, headers
+    }
+
+    /// A request header as `{"name": ..., "value": ...}`.
+    private struct Header: Codable {
+        var name: String
+        var value: String
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            url: try container.decode(String.self, forKey: .url),
+            mirrors: try container.decodeIfPresent([String].self, forKey: .mirrors) ?? [],
+            destination: try container.decode(Destination.self, forKey: .destination),
+            createsDirectories: try container.decodeIfPresent(Bool.self, forKey: .createsDirectories) ?? false,
+            replacesExisting: try container.decodeIfPresent(Bool.self, forKey: .replacesExisting) ?? false,
+            checksum: try container.decodeIfPresent(Checksum.self, forKey: .checksum),
+            onChange: try container.decodeIfPresent(ChangePolicy.self, forKey: .onChange) ?? .fail,
+            discardsPartialDownload: try container.decodeIfPresent(Bool.self, forKey: .discardsPartialDownload) ?? false
+        )
+        headers = (try container.decodeIfPresent([Header].self, forKey: .headers) ?? []).map { ($0.name, $0.value) }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        try container.encode(mirrors, forKey: .mirrors)
+        try container.encode(destination, forKey: .destination)
+        try container.encode(createsDirectories, forKey: .createsDirectories)
+        try container.encode(replacesExisting, forKey: .replacesExisting)
+        try container.encodeIfPresent(checksum, forKey: .checksum)
+        try container.encode(onChange, forKey: .onChange)
+        try container.encode(discardsPartialDownload, forKey: .discardsPartialDownload)
+        try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
+    }
+}
+
+/// One key naming the case, its path as the value: `{"file": "out/big.iso"}`, `{"directory": "downloads"}`.
+extension DownloadRequest.Destination: Codable {
+    enum CodingKeys: String, CodingKey {
+        case file, directory, stream
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        guard container.allKeys.count == 1, let key = container.allKeys.first else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: container.codingPath, debugDescription: "a destination is one of file, directory"))
+        }
+        switch key {
+        case .file: self = .file(try container.decode(String.self, forKey: .file))
+        case .directory: self = .directory(try container.decode(String.self, forKey: .directory))
+        case .stream:
+            throw DecodingError.dataCorruptedError(forKey: .stream, in: container,
+                                                   debugDescription: "a stream destination (an open descriptor) cannot be decoded")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .file(let path): try container.encode(path, forKey: .file)
+        case .directory(let path): try container.encode(path, forKey: .directory)
+        case .stream:
+            throw EncodingError.invalidValue(self, EncodingError.Context(
+                codingPath: encoder.codingPath,
+                debugDescription: "a stream destination is a descriptor of this process; it means nothing once encoded"))
+        }
+    }
+}
+
+/// `"sha256=9f86d0..."`, as ``Checksum/description`` writes it and ``Checksum/init(_:)`` parses it: a digest of
+/// the wrong length or an unknown algorithm is a `DecodingError`.
+extension Checksum: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        do {
+            self = try Checksum(text)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+/// `"fail"` or `"restart"`.
+extension ChangePolicy: Codable {}

@@ -1,0 +1,51 @@
+// Results compare and encode by value (a download log, a cache of what was fetched). Written out by hand,
+// in this file rather than on the declaration; a stored property added to DownloadResult must be added to
+// `==`, `CodingKeys`, `init(from:)` and `encode(to:)` (RequestAndResultCodableTests compares the encoded keys
+// with the type's stored properties).
+
+extension DownloadResult: Equatable {
+    public static func == (lhs: DownloadResult, rhs: DownloadResult) -> Bool {
+        lhs.path == rhs.path && lhs.bytes == rhs.bytes && lhs.duration == rhs.duration && lhs.finalURL == rhs.finalURL
+            && lhs.entityTag == rhs.entityTag && lhs.lastModified == rhs.lastModified && lhs.redirects == rhs.redirects
+            && lhs.connections == rhs.connections && lhs.bytesRequested == rhs.bytesRequested && lhs.retries == rhs.retries
+    }
+}
+
+/// Keyed by property name, every key required but the absent validators. ``finalURL`` is the whole URL,
+/// user information included (see `HTTPURL`'s encoding); ``duration`` is stdlib `Duration`'s encoding;
+/// ``lastModified`` whole seconds since 1970.
+extension DownloadResult: Codable {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            path: try container.decode(String.self, forKey: .path),
+            bytes: try container.decode(Int64.self, forKey: .bytes),
+            duration: try container.decode(Duration.self, forKey: .duration),
+            finalURL: try container.decode(HTTPURL.self, forKey: .finalURL),
+            entityTag: try container.decodeIfPresent(EntityTag.self, forKey: .entityTag),
+            lastModified: try container.decodeIfPresent(HTTPDate.self, forKey: .lastModified),
+            redirects: try container.decode(Int.self, forKey: .redirects),
+            connections: try container.decode(Int.self, forKey: .connections),
+            bytesRequested: try container.decode(Int64.self, forKey: .bytesRequested),
+            retries: try container.decode(Int.self, forKey: .retries)
+        )
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(path, forKey: .path)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encode(duration, forKey: .duration)
+        try container.encode(finalURL, forKey: .finalURL)
+        try container.encodeIfPresent(entityTag, forKey: .entityTag)
+        try container.encodeIfPresent(lastModified, forKey: .lastModified)
+        try container.encode(redirects, forKey: .redirects)
+        try container.encode(connections, forKey: .connections)
+        try container.encode(bytesRequested, forKey: .bytesRequested)
+        try container.encode(retries, forKey: .retries)
+    }
+}
