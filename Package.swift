@@ -47,6 +47,9 @@ let package = Package(
     products: [
         .library(name: "Haul", targets: ["Haul"]),
         .library(name: "HaulHTTP", targets: ["HaulHTTP"]),
+        // The resume journal's format (codec, state, CRC-32C), public for the fuzz harnesses (Fuzz/, another
+        // package, which `package` access does not reach) and for tools that inspect journals.
+        .library(name: "HaulJournal", targets: ["HaulJournal"]),
         .library(name: "HaulSessions", targets: ["HaulSessions"]),
         // The CLI's pure pieces, for the fuzz harnesses (Fuzz/) of the parsers among them (.netrc). HaulSessions
         // already links this target; the product only makes it importable from outside the package.
@@ -77,10 +80,15 @@ let package = Package(
             name: "HaulIO",
             dependencies: ["HaulHTTP", "CHaulSystem", "COpenSSL", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        // The crash-safe resume journal beside a `.part` file: its format, its state and the file that holds it.
+        .target(
+            name: "HaulJournal",
+            dependencies: ["HaulIO", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         .target(
             name: "Haul",
             dependencies: [
-                "HaulIO", "HaulHTTP",
+                "HaulIO", "HaulHTTP", "HaulJournal",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -90,7 +98,10 @@ let package = Package(
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
         .target(
             name: "HaulSessions",
-            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulCommandLine", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: [
+                "Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine",
+                .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         .executableTarget(
@@ -101,7 +112,7 @@ let package = Package(
         ),
         // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable
         // without a terminal or a network, and the program-wide stop signals; no ArgumentParser, no Foundation.
-        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem"]),
+        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",
@@ -114,21 +125,31 @@ let package = Package(
         // Servers the integration tests start themselves: nginx, a scripted misbehaving server, a test CA.
         // It calls OpenSSL beyond what COpenSSL loads (certificates, a TLS server), so it links the libraries.
         .target(
-            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP"],
+            name: "HaulTestSupport", dependencies: ["COpenSSL", "HaulHTTP", .product(name: "Logging", package: "swift-log")],
             linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
-        .testTarget(name: "HaulIOTests", dependencies: ["HaulIO"]),
-        .testTarget(name: "HaulTests", dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulTestSupport"]),
+        .testTarget(name: "HaulIOTests", dependencies: ["HaulIO", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(
+            name: "HaulTests",
+            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulTestSupport",
+                           .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log")]
+        ),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
         // The strict JSON parser that checks the CLI's JSON lines is HaulSessions' (one parser for both).
-        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine", "HaulSessions"]),
+        .testTarget(
+            name: "HaulCommandLineTests",
+            dependencies: ["HaulCommandLine", "HaulSessions", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "HaulSessionsTests",
-            dependencies: ["HaulSessions", "HaulTestSupport", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: [
+                "HaulSessions", "HaulTestSupport",
+                .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

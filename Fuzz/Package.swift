@@ -5,17 +5,18 @@ import PackageDescription
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
                  "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile"]
-// Harnesses for formats that live in the engine (the resume journal) or in HaulIO (proxy replies: HaulIO is
-// no product: the harness links `Haul`, which exports only its own API, and imports HaulIO itself) link
-// the whole `Haul` library; the session log and protocol live in `HaulSessions`,
-// the .netrc and `-i` list parsers in `HaulCommandLine`.
-let engineHarnesses: Set<String> = ["FuzzJournal", "FuzzProxyReplies"]
+// The resume journal's format lives in `HaulJournal`; proxy replies in HaulIO (the harness links `Haul`
+// and imports HaulIO itself); the session log and protocol in `HaulSessions`, the .netrc and `-i` list parsers in
+// `HaulCommandLine`.
+let journalHarnesses: Set<String> = ["FuzzJournal"]
+let engineHarnesses: Set<String> = ["FuzzProxyReplies"]
 let sessionHarnesses: Set<String> = ["FuzzSessions"]
 let commandLineHarnesses: Set<String> = ["FuzzNetrc", "FuzzInputFile"]
 
 func library(for harness: String) -> String {
     if sessionHarnesses.contains(harness) { return "HaulSessions" }
     if commandLineHarnesses.contains(harness) { return "HaulCommandLine" }
+    if journalHarnesses.contains(harness) { return "HaulJournal" }
     if engineHarnesses.contains(harness) { return "Haul" }
     return "HaulHTTP"
 }

@@ -30,6 +30,8 @@
 @_exported import struct HaulIO.ProxyFailure
 @_exported import struct HaulIO.ProxyRoute
 @_exported import enum HaulIO.SOCKS5
-// The resume journal's error (`HaulError.journal`, `DownloadProgress.checkpointFailure`) once it lives in
-// the HaulJournal module: export that one type (`@_exported import enum HaulJournal.JournalError`), not the
-// codec the fuzzers use; likewise swift-system's `Errno` and `FilePath` where Haul's API carries them.
+// The resume journal's error (`HaulError.journal`, `DownloadProgress.checkpointFailure`), not the journal's
+// codec (HaulJournal's public types are for the fuzzers), and the swift-system types the API carries.
+@_exported import enum HaulJournal.JournalError
+@_exported import struct SystemPackage.Errno
+@_exported import struct SystemPackage.FileDescriptor

@@ -39,6 +39,8 @@ struct CommandPlan {
     var jobs: Int
     var progress: ProgressStyle
     var messages: MessageFormat
+    /// `--verbose`: the engine's debug records go to stderr.
+    var verbose = false
     /// `--skip-existing`: an existing destination counts as already complete.
     var skipsExisting: Bool
 
@@ -111,7 +113,7 @@ extension HaulCommand {
         func make(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) -> CommandPlan.Download {
             let destination: DownloadRequest.Destination
             switch output {
-            case "-": destination = .stream(STDOUT_FILENO)   // curl's and wget's `-o -`: in order to stdout
+            case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
             case let output?: destination = .file(Self.join(dir, output))
             case nil: destination = .directory(dir ?? ".")
             }
@@ -170,10 +172,11 @@ extension HaulCommand {
         switch (quiet, progress) {
         case (true, _), (_, .some(.none)): style = .none
         case (_, .some(.json)): style = .json
-        case (_, .some(.bar)), (_, nil): style = isatty(2) == 1 ? .bar : .plain
+        // Log lines and a bar redrawn in place would overwrite each other: verbose output gets plain lines.
+        case (_, .some(.bar)), (_, nil): style = isatty(2) == 1 && !verbose ? .bar : .plain
         }
         return CommandPlan(options: options, downloads: list ?? DownloadList(downloads), jobs: jobs, progress: style,
-                           messages: progress == .json ? .json : .text, skipsExisting: skipExisting)
+                           messages: progress == .json ? .json : .text, verbose: verbose, skipsExisting: skipExisting)
     }
 
     /// Checks that `text` (as typed, or with `http://` added: then `typed` is what the user wrote) is a URL

@@ -29,7 +29,7 @@ final class CommandRun: Sendable {
     func run() async -> ExitStatus {
         let client: HaulClient
         do {
-            client = try HaulClient(options: plan.options)
+            client = try HaulClient(options: plan.options, logger: plan.verbose ? StandardErrorLogHandler.logger() : nil)
         } catch {
             reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
             return ExitStatus(classifying: error)

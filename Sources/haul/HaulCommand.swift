@@ -132,6 +132,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
+    @Flag(name: [.short, .long], help: "Log every request (with its Range), response, redirect, retry and resume decision to stderr.")
+    var verbose = false
+
     @Flag(name: .long, help: "Skip fdatasync (faster; survives a crash of haul, not of the machine).")
     var noSync = false
 

@@ -5,7 +5,7 @@ import HaulCommandLine
 
 @Suite struct ExitStatusTests {
     static let url = try! HTTPURL("https://files.example/a.iso")
-    static let journalError = JournalError.io(call: "write", errno: 28, path: "/tmp/a.iso.haul")
+    static let journalError = JournalError.io(call: "write", errno: .noSpace, path: "/tmp/a.iso.haul")
     static func connection(_ kind: ConnectionError.Kind) -> ConnectionError {
         ConnectionError(kind: kind, host: "files.example", port: 443)
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import HaulIO
+import SystemPackage
 
 /// `/usr/bin/flock` (util-linux) with `--no-fork`, so that the pid Foundation reports is the lock holder.
 private let flockTool: String? = {
@@ -46,8 +47,9 @@ private let flockTool: String? = {
         try new.truncate(to: 5)
         #expect(try new.size() == 5)
         // Opened read-write: the descriptor can be read back (for a final digest, say).
-        var byte: UInt8 = 1
-        #expect(pread(old.fileDescriptor, &byte, 1, 3) == 1 && byte == UInt8(ascii: "3"))
+        var byte: [UInt8] = [1]
+        let read = try byte.withUnsafeMutableBytes { try old.fileDescriptor.read(fromAbsoluteOffset: 3, into: $0) }
+        #expect(read == 1 && byte == [UInt8(ascii: "3")])
     }
 
     @Test func lockHolderIsNilForUnlockedOrMissingFiles() {

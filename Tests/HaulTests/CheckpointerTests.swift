@@ -4,6 +4,7 @@ import HaulIO
 import HaulTestSupport
 import Synchronization
 import Testing
+@testable import HaulJournal
 
 /// A stand-in for `fdatasync` of the data file: counts calls, can hold a call until released (to line
 /// checkpoints up behind it), fails the calls it is told to, and notes if two ever overlap.
@@ -119,7 +120,7 @@ private final class CheckpointerFixture: @unchecked Sendable {
         #expect(await eventually { fixture.events.all.count == 2 })
         let failure = try await fixture.onLoop { ($0.dataSyncFailure, $0.lastError) }
         #expect(failure.0 == SystemError(call: "fdatasync", errno: EIO))
-        #expect(failure.1 == .io(call: "fdatasync", errno: EIO, path: fixture.file.path))
+        #expect(failure.1 == .io(call: "fdatasync", errno: .ioError, path: fixture.file.path))
         #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100]))
 
         // Syncs would succeed again, but nothing more is recorded: those pages may have been dropped.
@@ -129,7 +130,7 @@ private final class CheckpointerFixture: @unchecked Sendable {
         #expect(fixture.recorded()?.durable == ByteRangeSet([0..<100]))
         let after = try await fixture.onLoop { ($0.dataSyncFailure, $0.lastError, $0.durableBytes) }
         #expect(after.0 == SystemError(call: "fdatasync", errno: EIO))
-        #expect(after.1 == .io(call: "fdatasync", errno: EIO, path: fixture.file.path))
+        #expect(after.1 == .io(call: "fdatasync", errno: .ioError, path: fixture.file.path))
         #expect(after.2 == 100)
     }
 

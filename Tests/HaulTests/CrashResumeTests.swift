@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 /// The real CLI, killed with SIGKILL at random moments again and again, must end with a byte-identical file,
 /// and every resume may fetch again only what was written after the last checkpoint.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 /// One nginx for the API tests, with a location that suggests a hostile file name. A download that must still
 /// be running when a test pauses or cancels it is paced by the client (``DownloadTaskTests/paced``).

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 /// What a correct downloader does against hostile, broken or merely unusual servers: one test per defect.
 ///

@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 @testable import Haul
+@testable import HaulJournal
 
 /// Deterministic generator for test data (SplitMix64).
 struct JournalTestRandom {

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import HaulTestSupport
 @testable import Haul
+import SystemPackage
 
 /// Bytes written out of order leave in order; unproven bytes wait for their proof; memory stays bounded.
 @Suite struct OrderedStreamTests {
@@ -50,7 +51,7 @@ import HaulTestSupport
 
     @Test func outOfOrderPiecesLeaveInOrder() throws {
         let drain = Drain()
-        let stream = OrderedStream(descriptor: drain.writeEnd)
+        let stream = OrderedStream(descriptor: FileDescriptor(rawValue: drain.writeEnd))
         let data = TestFiles.bytes(count: 40, seed: 1)
         try write(stream, Array(data[30..<40]), at: 30)
         try write(stream, Array(data[10..<20]), at: 10)
@@ -64,7 +65,7 @@ import HaulTestSupport
 
     @Test func unprovenBytesWaitForTheirProofAndCanBeDropped() throws {
         let drain = Drain()
-        let stream = OrderedStream(descriptor: drain.writeEnd)
+        let stream = OrderedStream(descriptor: FileDescriptor(rawValue: drain.writeEnd))
         let data = TestFiles.bytes(count: 30, seed: 2)
         try write(stream, Array(data[0..<10]), at: 0, proven: false)
         #expect(stream.delivered == 0, "not before the response proved its range")
@@ -83,7 +84,7 @@ import HaulTestSupport
         try #require(pipe(&fds) == 0)
         close(fds[0])
         defer { close(fds[1]) }
-        let stream = OrderedStream(descriptor: fds[1])
+        let stream = OrderedStream(descriptor: FileDescriptor(rawValue: fds[1]))
         // The test process may get SIGPIPE for this write: block it on this thread for the call.
         var block = sigset_t()
         sigemptyset(&block)
@@ -111,7 +112,7 @@ import HaulTestSupport
         var options = DownloadOptions(synchronizesToDisk: false, connections: 4, minimumSegment: 256 << 10)
         options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
         let drain = Drain()
-        let result = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .stream(drain.writeEnd)))
+        let result = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .stream(FileDescriptor(rawValue: drain.writeEnd))))
         let bytes = drain.finish()
         #expect(result.path == "-" && result.bytes == Int64(resource.bytes.count))
         #expect(sameBytes(bytes, resource.bytes))
@@ -122,7 +123,7 @@ import HaulTestSupport
     }
 
     @Test func aChecksumWithAStreamIsAnError() async throws {
-        let request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: .stream(1),
+        let request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: .stream(.standardOutput),
                                       checksum: Checksum(algorithm: .sha256, hex: String(repeating: "0", count: 64)))
         await #expect { _ = try await HaulClient().download(request) } throws: { error in
             guard case HaulError.invalidDestination = error else { return false }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 /// What a pause promises, whatever the file's size or the server's range support, and the low-speed limit.
 @Suite(.serialized) struct PauseAndSpeedTests {

@@ -73,7 +73,7 @@ import Testing
 
     @Test func aStreamRequestCannotBeEncoded() {
         #expect(throws: EncodingError.self) {
-            _ = try JSONEncoder().encode(DownloadRequest(url: "http://example.org/", destination: .stream(1)))
+            _ = try JSONEncoder().encode(DownloadRequest(url: "http://example.org/", destination: .stream(.standardOutput)))
         }
     }
 

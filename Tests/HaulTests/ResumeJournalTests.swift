@@ -2,6 +2,7 @@ import Glibc
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 /// A fresh directory under `$TMPDIR` (else /tmp), removed (with its files) when the test ends.
 final class JournalTestDirectory {
@@ -218,10 +219,10 @@ func overwrite(_ path: String, at offset: Int, with bytes: [UInt8]) {
         let directory = JournalTestDirectory()
         let missing = directory.file("missing.part.haul")
         let error = #expect(throws: JournalError.self) { try ResumeJournal.open(path: missing) }
-        #expect(error == .io(call: "open", errno: ENOENT, path: missing))
+        #expect(error == .io(call: "open", errno: .noSuchFileOrDirectory, path: missing))
         #expect(error?.description == "open(\(missing)) failed: No such file or directory (errno 2)")
         let inMissingDirectory = directory.file("nope/f.part.haul")
-        #expect(throws: JournalError.io(call: "open", errno: ENOENT, path: inMissingDirectory + ".tmp")) {
+        #expect(throws: JournalError.io(call: "open", errno: .noSuchFileOrDirectory, path: inMissingDirectory + ".tmp")) {
             try ResumeJournal.create(path: inMissingDirectory, state: JournalFixtures.state())
         }
     }
@@ -285,7 +286,7 @@ extension ResumeJournalTests {
             let before = CRC32C.checksum(fileBytes(target))
             #expect(symlink(target, path) == 0)
             let error = #expect(throws: JournalError.self) { try ResumeJournal.open(path: path) }
-            #expect(error == .io(call: "open", errno: ELOOP, path: path))
+            #expect(error == .io(call: "open", errno: .tooManySymbolicLinkLevels, path: path))
             #expect(error?.description == "open(\(path)) failed: refusing to follow the symbolic link at \(path) (errno \(ELOOP))")
             #expect(CRC32C.checksum(fileBytes(target)) == before)
         }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 /// Interrupted downloads resume from their journal, or say exactly why they cannot.
 @Suite(.serialized) struct ResumeTests {

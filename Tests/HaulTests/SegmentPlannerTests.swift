@@ -1,6 +1,7 @@
 import Testing
 import HaulTestSupport
 @testable import Haul
+@testable import HaulJournal
 
 @Suite struct ByteRangeSetTests {
     @Test func mergesOverlappingAndTouchingRanges() {

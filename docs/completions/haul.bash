@@ -163,7 +163,7 @@ _haul() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(-Z --parallel --netrc -k --insecure --restart --allow-overwrite --skip-existing -q --quiet --no-sync -V --version -h --help)
+    local -a non_repeating_flags=(-Z --parallel --netrc -k --insecure --restart --allow-overwrite --skip-existing -q --quiet -v --verbose --no-sync -V --version -h --help)
     local -a repeating_options=(-H --header)
     local -a non_repeating_options=(-o --output -d --dir -i --input-file -j --jobs -c --connections --min-segment -u --user --netrc-file -x --proxy --noproxy --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --progress --checkpoint-bytes --checkpoint-interval)
     __haul_offer_flags_options -1

@@ -20,7 +20,7 @@ function __haul_parse_tokens -S
     set -l unparsed_tokens (__haul_tokens -pc)
     switch $unparsed_tokens[1]
     case 'haul'
-        __haul_parse_subcommand -r 1 'Z/parallel' 'o/output=' 'd/dir=' 'i/input-file=' 'j/jobs=' 'c/connections=' 'min-segment=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'x/proxy=' 'noproxy=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'checksum=' 'limit-rate=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-change=' 'restart' 'allow-overwrite' 'skip-existing' 'progress=' 'q/quiet' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'V/version' 'h/help'
+        __haul_parse_subcommand -r 1 'Z/parallel' 'o/output=' 'd/dir=' 'i/input-file=' 'j/jobs=' 'c/connections=' 'min-segment=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'x/proxy=' 'noproxy=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'checksum=' 'limit-rate=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-change=' 'restart' 'allow-overwrite' 'skip-existing' 'progress=' 'q/quiet' 'v/verbose' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'V/version' 'h/help'
         switch $unparsed_tokens[1]
         case 'daemon'
             __haul_parse_subcommand 0 'session=' 'state-dir=' 'j/jobs=' 'max-connections=' 'on-complete=' 'idle-exit=' 'detach' 'h/help'
@@ -130,6 +130,7 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" skip-existing' -l 'skip-existing' -d 'Skip a download whose file already exists, reporting it as complete (like wget -nc).'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" progress' -l 'progress' -d 'Progress on stderr: bar (plain lines when not a terminal), json, or none.' -rfka 'bar json none'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" q quiet' -s 'q' -l 'quiet' -d 'Print nothing but errors.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" v verbose' -s 'v' -l 'verbose' -d 'Log every request (with its Range), response, redirect, retry and resume decision to stderr.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" no-sync' -l 'no-sync' -d 'Skip fdatasync (faster; survives a crash of haul, not of the machine).'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" checkpoint-bytes' -l 'checkpoint-bytes' -d 'Checkpoint the resume journal after this many bytes (e.g. 32M).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" checkpoint-interval' -l 'checkpoint-interval' -d 'Checkpoint the resume journal at least this often, in seconds.' -rfka ''

@@ -1,6 +1,6 @@
 import FuzzDriver
 import Glibc
-import Haul
+import HaulJournal
 
 /// Feeds arbitrary bytes to the resume-journal decoder. Whatever decodes must be a state the encoder can
 /// write again (it validates), and must re-encode and decode to the same state, alone and in a file image;

@@ -1,3 +1,5 @@
+import HaulJournal
+
 /// A snapshot of one download, as its ``DownloadTask/progress`` sequence delivers it.
 ///
 /// Snapshots are values: keep them, compare them, draw them. The sequence delivers the newest one when the

@@ -1,3 +1,5 @@
+import SystemPackage
+
 /// One download: what to fetch, where to put it, and the per-file choices.
 ///
 /// Connection counts, timeouts, TLS and the like belong to the ``HaulClient`` (its ``DownloadOptions``);
@@ -15,8 +17,9 @@ public struct DownloadRequest: Sendable {
         /// still fetching over several connections: no `.part`, no journal, nothing to resume. Connections
         /// fetch at most one request each (``DownloadOptions/minimumSegment``, at least 1 MiB) ahead of what
         /// the stream has taken, so memory stays bounded by that window; writes block, so the stream's
-        /// reader paces the download. The descriptor stays open.
-        case stream(Int32)
+        /// reader paces the download. The descriptor stays open: it is the caller's, e.g.
+        /// `.stream(.standardOutput)`.
+        case stream(FileDescriptor)
     }
 
     /// The URL to fetch.

@@ -1,9 +1,12 @@
 import Glibc
 import HaulHTTP
 import HaulIO
+import HaulJournal
+import Logging
 import Synchronization
+import SystemPackage
 
-/// A running (or paused, or finished) download, as ``HaulClient/start(_:)`` returns it.
+/// A running (or paused, or finished) download, as ``HaulClient/start(_:logger:)`` returns it.
 ///
 /// - ``value`` waits for the end: the ``DownloadResult``, or the ``HaulError`` that stopped it.
 /// - ``progress`` delivers ``DownloadProgress`` snapshots until the end.
@@ -20,6 +23,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// What the download was asked to do.
     public let request: DownloadRequest
     private let client: HaulClient
+    /// Where this download logs (the client's logger unless it was started with its own).
+    let logger: Logger
     private let published = Mutex(Published())
 
     private struct Published {
@@ -65,9 +70,10 @@ public final class DownloadTask: @unchecked Sendable {
     private var lastBytes: Int64 = 0
     private var lastTotal: Int64?
 
-    init(request: DownloadRequest, client: HaulClient) {
+    init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled) {
         self.request = request
         self.client = client
+        self.logger = logger
     }
 
     // MARK: Public
@@ -75,7 +81,7 @@ public final class DownloadTask: @unchecked Sendable {
     /// The result, once the download has ended (a pause is not an end: this keeps waiting).
     ///
     /// Throws ``HaulError/cancelled`` after ``cancel()``. Cancelling the Swift task that awaits it stops
-    /// the download the way ``HaulClient/download(_:)`` does — like a pause, keeping the partial file and
+    /// the download the way ``HaulClient/download(_:logger:)`` does — like a pause, keeping the partial file and
     /// its journal for a later resume — and throws ``HaulError/cancelled``.
     public var value: DownloadResult {
         get async throws(HaulError) {
@@ -254,7 +260,8 @@ public final class DownloadTask: @unchecked Sendable {
             mirrors: prepared.mirrors, destination: prepared.destination,
             resolveName: prepared.directory.map { Self.nameResolver(directory: $0, request: request) },
             checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
-            notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)))
+            notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
+            logger: logger)
         state = .running(download)
         runStarted = .now()
         rate = RateEstimator()
@@ -389,6 +396,17 @@ public final class DownloadTask: @unchecked Sendable {
         case .failure(.cancelled): phase = .cancelled
         case .failure: phase = .failed
         }
+        switch result {
+        case .success(let value):
+            logger.debug("download finished", metadata: [
+                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
+                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
+            ])
+        case .failure(let error):
+            if case .cancelled = error { logger.debug("download cancelled") } else {
+                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
+            }
+        }
         var final = published.withLock { $0.latest }
         final.phase = phase
         final.activeConnections = 0
@@ -485,8 +503,8 @@ extension DownloadTask {
         var notices: [String] = []
         /// The `.part` file, opened and locked for this download (nil until a directory download is named).
         var file: OutputFile?
-        /// The descriptor of a download delivered in order to a stream.
-        var stream: Int32?
+        /// The descriptor of a download delivered in order to a stream (not owned: the request's caller's).
+        var stream: FileDescriptor?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {

@@ -1,10 +1,12 @@
 import HaulIO
+import Logging
+import Synchronization
 
 /// Downloads files over HTTP/1.1: each over up to N parallel ranged connections, many at once under one
 /// connection cap, resuming by themselves after an interruption.
 ///
 /// ```swift
-/// let client = try HaulClient(options: DownloadOptions(connections: 8))
+/// let client = try HaulClient(options: DownloadOptions(connections: 8), logger: Logger(label: "downloads"))
 /// let task = client.start(DownloadRequest(url: "https://example.org/big.iso", destination: .directory("downloads")))
 /// for await progress in task.progress {
 ///     print(progress.bytesDone, progress.total ?? -1, progress.bytesPerSecond)
@@ -14,6 +16,13 @@ import HaulIO
 ///
 /// A client owns one event-loop thread and a keep-alive pool per origin, so downloads from the same server
 /// reuse connections. Create one and keep it; dropping the last reference stops its thread.
+///
+/// Give it a `Logger` (apple/swift-log) to see what its downloads do, as AsyncHTTPClient logs its requests:
+/// at `debug`, each download's start, requests (`Range`), response heads, redirects, retries (with their
+/// reason and delay), resume decisions and end; at `trace`, ranges moving between connections; at `notice`,
+/// only a dropped mirror or a file that changed on the server and starts over. Records carry
+/// `haul.download.id`, `haul.url`, `haul.range`, `haul.connection`, `haul.attempt`. Without one nothing is
+/// logged, at the cost of a level check per request.
 public final class HaulClient: Sendable {
     /// The settings every download of this client uses.
     public let options: DownloadOptions
@@ -23,10 +32,18 @@ public final class HaulClient: Sendable {
     let budget: ConnectionBudget
     /// Makes finished files durable in batches shared by all of this client's downloads.
     let commits = GroupCommit()
+    /// Where downloads started without a logger of their own log (a logger that drops everything by default).
+    public let logger: Logger
+    /// Numbers the downloads for their log records (`haul.download.id`).
+    private let downloadCount = Atomic<Int>(0)
 
     /// Starts the client's event-loop thread; fails only when the system refuses a thread or an epoll instance.
-    public init(options: DownloadOptions = DownloadOptions()) throws(HaulError) {
+    ///
+    /// `logger` receives the log records of every download that is not given a logger of its own
+    /// (``start(_:logger:)``); without one, Haul logs nothing.
+    public init(options: DownloadOptions = DownloadOptions(), logger: Logger? = nil) throws(HaulError) {
         self.options = options
+        self.logger = logger ?? .haulDisabled
         do {
             loop = try EventLoop(name: "haul-loop")
         } catch {
@@ -69,8 +86,16 @@ public final class HaulClient: Sendable {
     ///
     /// An interrupted download of the same URL into the same destination resumes by itself from its journal
     /// (`NAME.part.haul`), unless the request discards it.
-    public func start(_ request: DownloadRequest) -> DownloadTask {
-        let task = DownloadTask(request: request, client: self)
+    ///
+    /// `logger` receives this download's log records instead of the client's ``logger``: one carrying the
+    /// metadata of the work it is done for (a request id, say), as with AsyncHTTPClient's `execute(logger:)`.
+    public func start(_ request: DownloadRequest, logger: Logger? = nil) -> DownloadTask {
+        var logger = logger ?? self.logger
+        let number = downloadCount.add(1, ordering: .relaxed).newValue
+        // Haul logs at `notice` at most: above that, no record is ever made and the id is not worth the copy
+        // of the logger's storage (an allocation per download) that setting metadata makes.
+        if logger.logLevel <= .notice { logger[metadataKey: LogKey.download] = "\(number)" }
+        let task = DownloadTask(request: request, client: self, logger: logger)
         task.begin()
         return task
     }
@@ -79,8 +104,8 @@ public final class HaulClient: Sendable {
     ///
     /// Cancelling the calling Swift task stops the download the way a pause does (the partial file and its
     /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``.
-    public func download(_ request: DownloadRequest) async throws(HaulError) -> DownloadResult {
-        let task = start(request)
+    public func download(_ request: DownloadRequest, logger: Logger? = nil) async throws(HaulError) -> DownloadResult {
+        let task = start(request, logger: logger)
         return try await withTaskCancellationHandler {
             await task.outcome()
         } onCancel: {
@@ -89,7 +114,7 @@ public final class HaulClient: Sendable {
     }
 
     /// Downloads `url` (and the same resource at `mirrors`) into the file `path`, replacing an existing file;
-    /// see ``download(_:)``.
+    /// see ``download(_:logger:)``.
     public func download(_ url: String, mirrors: [String] = [], to path: String, restart: Bool = false) async throws(HaulError) -> DownloadResult {
         try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), replacesExisting: true,
                                            discardsPartialDownload: restart))

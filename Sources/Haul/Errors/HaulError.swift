@@ -1,4 +1,5 @@
 import HaulIO
+import HaulJournal
 
 /// Why a download failed: one case per class of failure, each carrying what a person needs to act on it
 /// (which host, which status, which path, which errno or TLS reason).

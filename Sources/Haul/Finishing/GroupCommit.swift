@@ -1,5 +1,6 @@
 import Glibc
 import HaulIO
+import HaulJournal
 
 /// Makes finished downloads durable in batches: one synchronous `fdatasync` plus a directory `fsync` per
 /// file made many small downloads wait for the disk once or twice each, one after the other.
@@ -50,10 +51,7 @@ final class GroupCommit: @unchecked Sendable {
             startWriteBack: { file in try? file.startWriteBack(offset: 0, length: 0) },
             syncData: { file throws(SystemError) in try file.synchronize() },
             rename: { from, to throws(SystemError) in try OutputFile.rename(from, to: to) },
-            syncDirectory: { directory throws(SystemError) in
-                // `synchronizeDirectory(containing:)` syncs the directory holding its argument.
-                try OutputFile.synchronizeDirectory(containing: directory + "/.")
-            },
+            syncDirectory: { directory throws(SystemError) in try OutputFile.synchronizeDirectory(directory) },
             removeJournal: { path in try? ResumeJournal.remove(path: path) })
     }
 

@@ -1,5 +1,6 @@
 import Glibc
 import HaulIO
+import HaulJournal
 
 /// Makes a download's progress durable from time to time, without stalling the event loop.
 ///
@@ -106,7 +107,7 @@ final class Checkpointer: @unchecked Sendable {
             lastError = error
         case .dataSyncFailed(let error):
             if dataSyncFailure == nil { dataSyncFailure = error }
-            lastError = .io(call: error.call, errno: error.errno, path: file.path)
+            lastError = JournalError(error, path: file.path)
         }
         runningState = nil
         let completions = runningCompletions

@@ -1,4 +1,5 @@
-import Glibc
+import HaulIO
+import SystemPackage
 
 /// Delivers a download's bytes to a stream (a pipe, standard output) in order, though connections write
 /// them out of order: bytes at the delivery point go straight out, bytes ahead of it wait in memory.
@@ -9,7 +10,8 @@ import Glibc
 /// take bytes back. Writes block: the stream's reader paces the download. Loop-confined.
 final class OrderedStream: @unchecked Sendable {
     // @unchecked Sendable: touched on the download's event loop only.
-    let descriptor: Int32
+    /// The stream, not owned: whoever passed it (the CLI's standard output, an embedder's pipe) closes it.
+    let descriptor: FileDescriptor
     /// Everything before this offset is delivered.
     private(set) var delivered: Int64 = 0
     /// Bytes ahead of the delivery point, by offset; `proven` false until their response has ended well.
@@ -18,7 +20,7 @@ final class OrderedStream: @unchecked Sendable {
     private(set) var waitingBytes = 0
     private(set) var peakWaitingBytes = 0
 
-    init(descriptor: Int32) {
+    init(descriptor: FileDescriptor) {
         self.descriptor = descriptor
     }
 
@@ -64,15 +66,7 @@ final class OrderedStream: @unchecked Sendable {
     }
 
     private func deliver(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
-        var done = 0
-        while done < bytes.count {
-            let count = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw SystemError(call: "write", errno: errno)
-            }
-            done += count
-        }
+        try descriptor.writeAll(bytes)
         delivered += Int64(bytes.count)
     }
 }

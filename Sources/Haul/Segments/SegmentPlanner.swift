@@ -1,3 +1,5 @@
+import HaulJournal
+
 /// The one place that decides which bytes each connection fetches.
 ///
 /// The file is cut into segments. A segment has a fixed start, a moving `next` (bytes before it are

@@ -1,6 +1,7 @@
 import Glibc
 import HaulHTTP
 import HaulIO
+import Logging
 
 /// One connection's worth of a segmented download: it sends a request, hands the response head to the
 /// download's decisions, writes the body with `pwrite` straight from the receive buffer — only the bytes
@@ -113,6 +114,11 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         sentIfRange = ifRange != nil
         let head = download.mirrors.request(to: target, range: end.map { .bytes(first...($0 - 1)) } ?? .from(first),
                                             ifRange: ifRange)
+        download.logger.debug("sending request", metadata: [
+            LogKey.connection: "\(id)", "haul.method": "\(head.method.rawValue)", LogKey.url: "\(target)",
+            LogKey.range: "bytes=\(first)-\(end.map { "\($0 - 1)" } ?? "")", LogKey.attempt: "\(failuresInRow + 1)",
+            "haul.role": "\(role)", "haul.if_range": "\(ifRange != nil)",
+        ])
         if let end, role != .mirrorCheck { download.bytesRequested += end - first }
         cancellation = download.client.executeOnLoop(head, handler: self) { [self] result in
             cancellation = nil
@@ -142,6 +148,11 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         retryAfter = head.fields.first("retry-after").flatMap { RetryAfter($0) }
             .map { .seconds($0.delay(now: Int64(time(nil)))) }
         let facts = ResponseFacts(head)
+        download.logger.debug("received response head", metadata: [
+            LogKey.connection: "\(id)", LogKey.status: "\(facts.status)", LogKey.url: "\(url.map { "\($0)" } ?? "-")",
+            "haul.content_length": "\(facts.declaredLength.map { "\($0)" } ?? "-")",
+            "haul.content_range": "\(facts.contentRange ?? "-")",
+        ])
         if facts.isRedirect {
             verdict = .redirect(facts)
             return .receiveBody

@@ -1,6 +1,8 @@
 import Glibc
 import HaulHTTP
 import HaulIO
+import HaulJournal
+import Logging
 
 /// One download over up to N connections, all on one event loop: the driver that carries events from the
 /// connections to the engine's decisions and carries out what they decide.
@@ -60,6 +62,8 @@ final class SegmentedDownload: @unchecked Sendable {
     let checksum: Checksum?
     let onChange: ChangePolicy
     let budget: ConnectionBudget
+    /// Request-level records (``LogKey``); drops everything unless the embedder gave a logger.
+    let logger: Logger
     /// The final path, and the `.part` file written until the end; empty until a directory download's
     /// probe names the file.
     private(set) var destination: String
@@ -109,7 +113,7 @@ final class SegmentedDownload: @unchecked Sendable {
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
          checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
-         stream: OrderedStream? = nil) {
+         stream: OrderedStream? = nil, logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil, "a download needs a destination or a way to name it")
         self.destination = destination ?? ""
         self.partPath = destination.map(WorkingFileNames.partial(of:)) ?? ""
@@ -124,6 +128,7 @@ final class SegmentedDownload: @unchecked Sendable {
         self.client = client
         self.options = options
         self.mirrors = mirrors
+        self.logger = logger
         self.rateLimiter = options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         self.speedWatch = ConnectionSpeedWatch(window: Int(options.slowWindow.components.seconds),
                                                slowRatio: options.slowConnectionRatio, lowSpeed: options.lowSpeedLimit)
@@ -145,6 +150,10 @@ final class SegmentedDownload: @unchecked Sendable {
     func startOnLoop(completion: @escaping (Outcome) -> Void) {
         precondition(loop.inEventLoop)
         self.completion = completion
+        logger.debug("download starting", metadata: [
+            LogKey.url: "\(mirrors.primary.given)", "haul.destination": "\(destination.isEmpty ? "(named by the server)" : destination)",
+            "haul.connections": "\(options.connections)", "haul.mirrors": "\(mirrors.mirrors.count - 1)",
+        ])
         begin()
         if let limit = options.totalTimeout {
             _ = loop.scheduleTimer(after: limit) { [self] in
@@ -215,6 +224,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// resumes from everything written so far.
     func fail(_ error: HaulError) {
         guard !isFinished else { return }
+        logger.debug("download stopping on an error", metadata: [LogKey.reason: "\(error)", "haul.bytes": "\(bytesDone)"])
         isFinished = true
         stopAll()
         releaseConnections()
@@ -257,7 +267,14 @@ final class SegmentedDownload: @unchecked Sendable {
         let durable = state.trustedDurable(currentBootID: JournalState.currentBootID())
         if durable.count < state.durable.count {
             notices.append("the partial download was not synced to disk and the machine has restarted since: starting over")
+            logger.notice("the journal's unsynced ranges predate a restart of the machine: fetching them again", metadata: [
+                "haul.journal": "\(journalPath)", "haul.bytes.dropped": "\(state.durable.count - durable.count)",
+            ])
         }
+        logger.debug("resuming from the journal", metadata: [
+            "haul.journal": "\(journalPath)", "haul.total": "\(state.totalLength)", "haul.bytes.reused": "\(durable.count)",
+            "haul.ranges.reused": "\(durable.ranges.count)", "haul.etag": "\(state.etag.map { String(decoding: $0, as: UTF8.self) } ?? "-")",
+        ])
         var planner = SegmentPlanner(total: state.totalLength, minimumSegment: options.minimumSegment, alreadyDone: durable)
         bytesDone = durable.count
         bytesAtLastCheckpoint = bytesDone
@@ -323,6 +340,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// whatever the file's size: a pause promises a resume.
     func pauseOnLoop() {
         guard !isFinished else { return }
+        logger.debug("pausing", metadata: ["haul.bytes": "\(bytesDone)"])
         isFinished = true
         stopAll()
         releaseConnections()
@@ -345,6 +363,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// the files without racing one.
     func cancelOnLoop() {
         guard !isFinished else { return }
+        logger.debug("cancelling", metadata: ["haul.bytes": "\(bytesDone)"])
         isFinished = true
         stopAll()
         releaseConnections()
@@ -411,6 +430,9 @@ final class SegmentedDownload: @unchecked Sendable {
     /// it) — once any checkpoint in flight has landed, so that it cannot re-create the discarded journal.
     private func restart() {
         restarts += 1
+        logger.notice("the file changed on the server: starting over", metadata: [
+            LogKey.url: "\(mirrors.primary.given)", "haul.bytes.discarded": "\(bytesDone)",
+        ])
         stopAll()
         resetToProbe()
         mirrors.forgetValidators()
@@ -652,6 +674,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// Drops the probe and continues the interrupted download the journal describes.
     private func switchToJournal(_ journal: ResumeJournal, _ state: JournalState) {
         guard !isFinished else { return }
+        logger.debug("the server's name leads to an interrupted download: continuing it", metadata: ["haul.destination": "\(destination)"])
         for worker in workers { worker.stop() }
         budget.giveBack(workers.count - 1)
         let first = SegmentWorker(id: 0, download: self, mirror: 0)
@@ -737,7 +760,14 @@ final class SegmentedDownload: @unchecked Sendable {
     private func assignWork(_ worker: SegmentWorker) {
         guard !isFinished, mirrorChecksPending == 0 else { return }
         guard var planner else { return }
+        let segmentsBefore = planner.segments.count
         if let work = planner.nextRequest(for: worker.id, continuing: worker.segment) {
+            if planner.segments.count > segmentsBefore {
+                // The planner split another connection's segment: this one takes its second half.
+                logger.trace("connection takes half of another's remaining range", metadata: [
+                    LogKey.connection: "\(worker.id)", LogKey.range: "\((work.range.lowerBound..<planner.end(of: work.segment)).logText)",
+                ])
+            }
             self.planner = planner
             worker.segment = work.segment
             worker.request(first: work.range.lowerBound, end: work.range.upperBound, role: .ranged)
@@ -816,6 +846,10 @@ final class SegmentedDownload: @unchecked Sendable {
         guard worker.mirror == worker.requestMirror else { return resume(worker) }
         mirrors.noteRedirect(worker.mirror, to: target)
         redirects += 1
+        logger.debug("following a redirect", metadata: [
+            LogKey.connection: "\(worker.id)", LogKey.status: "\(facts.status)", LogKey.url: "\(worker.chain.dropLast().last.map { "\($0)" } ?? "-")",
+            "haul.location": "\(target)",
+        ])
         if let end = worker.requestEnd, worker.role != .mirrorCheck { bytesRequested -= end - worker.requestFirst }
         worker.request(first: worker.requestFirst, end: worker.requestEnd, role: worker.role, hop: target)
     }
@@ -846,12 +880,20 @@ final class SegmentedDownload: @unchecked Sendable {
         case .fail:
             fail(error)
         case .dropMirror:
+            logger.notice("dropping a mirror after its tries", metadata: [
+                LogKey.url: "\(mirrors[mirror].given)", LogKey.reason: "\(error)", LogKey.connection: "\(worker.id)",
+            ])
             dropMirror(mirror, worker: worker, error: error)
         case .retry(let attempt, let reResolve):
             retries += 1
             worker.failuresInRow += 1
             if reResolve { _ = mirrors.reResolve(mirror) }
             let delay = options.retry.delay(attempt: attempt, retryAfter: worker.retryAfter)
+            logger.debug("retrying", metadata: [
+                LogKey.connection: "\(worker.id)", LogKey.url: "\(worker.url.map { "\($0)" } ?? "-")",
+                LogKey.reason: "\(error)", "haul.delay": "\(delay)", LogKey.attempt: "\(worker.failuresInRow + 1)",
+                "haul.reresolve": "\(reResolve)",
+            ])
             worker.timer = loop.scheduleTimer(after: delay) { [self] in
                 worker.timer = nil
                 resume(worker)
@@ -902,13 +944,18 @@ final class SegmentedDownload: @unchecked Sendable {
         for id in verdict.belowLimit {
             guard let worker = workers.first(where: { $0.id == id }), let limit = options.lowSpeedLimit, let url = worker.url else { continue }
             worker.interruption = .belowSpeedLimit(url: url.description, limit: limit)
+            logger.debug("closing a connection below the speed limit", metadata: [LogKey.connection: "\(id)", LogKey.url: "\(url)"])
             worker.stop()
         }
         guard var planner, !verdict.split.isEmpty else { return }
         var released = false
         for (id, keep) in verdict.split {
             guard let worker = workers.first(where: { $0.id == id }), let segment = worker.segment else { continue }
-            if planner.shrink(segment, keeping: keep) > 0 {
+            let given = planner.shrink(segment, keeping: keep)
+            if given > 0 {
+                logger.trace("slow connection gives up the rest of its range", metadata: [
+                    LogKey.connection: "\(id)", "haul.bytes.released": "\(given)",
+                ])
                 released = true
                 speedWatch.forget(id)
             }

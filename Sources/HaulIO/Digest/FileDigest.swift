@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import SystemPackage
 
 /// A hash algorithm for whole-file checksums, computed with OpenSSL's EVP interface.
 public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
@@ -27,16 +28,15 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
 public enum FileDigest {
     /// The lowercase hex digest of the file at `path`, read in 1 MiB blocks.
     public static func hex(of path: String, algorithm: DigestAlgorithm) throws(SystemError) -> String {
-        let fd = try blockingSyscall("open") { open(path, O_RDONLY | O_CLOEXEC) }
-        defer { _ = try? closeDescriptor(fd) }
+        let file = try FileDescriptor.opening(FilePath(path), .readOnly)
         guard let context = EVP_MD_CTX_new() else { throw SystemError(call: "EVP_MD_CTX_new", errno: ENOMEM) }
         defer { EVP_MD_CTX_free(context) }
         EVP_DigestInit_ex(context, algorithm.evp, nil)
         let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
         defer { block.deallocate() }
-        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        file.descriptor.adviseSequentialReading()
         while true {
-            let count = try blockingSyscall("read") { read(fd, block.baseAddress, block.count) }
+            let count = try systemCall("read") { try file.descriptor.read(into: block) }
             if count == 0 { break }
             EVP_DigestUpdate(context, block.baseAddress, count)
         }

@@ -1,16 +1,20 @@
-import CHaulSystem
 import Glibc
 import Synchronization
+import SystemPackage
 
 /// A file being downloaded into: positional writes from any offset, preallocation, durability.
 ///
-/// Every call goes through the syscall wrapper, so failures come back as ``SystemError`` naming the call and
-/// errno; callers add the path. `pwrite` is safe from several threads at once on distinct ranges.
+/// Every call goes through the syscall layer (swift-system's `FileDescriptor`, and HaulIO's wrapper for the
+/// Linux calls it lacks), so failures come back as ``SystemError`` naming the call and errno; callers add the
+/// path. `pwrite` is safe from several threads at once on distinct ranges. The file owns its descriptor and
+/// closes it when it goes away.
 public final class OutputFile: Sendable {
     /// Where the file lives.
     public let path: String
-    /// The open descriptor.
-    public let fileDescriptor: Int32
+    /// The open descriptor, owned: closed (and with it any ``openForDownload(_:)`` lock) in deinit.
+    private let owner: OwnedFileDescriptor
+    /// The open descriptor; valid as long as this ``OutputFile`` lives.
+    public var fileDescriptor: FileDescriptor { owner.descriptor }
     /// The first failed `fdatasync` or write-back of this file, kept for good: Linux reports a write-back
     /// error to one sync of an open file only, and may drop the pages whose write-back failed, so a later
     /// sync that succeeds says nothing about them. Every later ``synchronize()`` throws it again.
@@ -18,13 +22,9 @@ public final class OutputFile: Sendable {
     /// Ranges waiting for ``writeBackInBackground(offset:length:)`` to start their write-back.
     let writeBehind = WriteBehindQueue()
 
-    private init(path: String, fileDescriptor: Int32) {
+    private init(path: String, owner: consuming OwnedFileDescriptor) {
         self.path = path
-        self.fileDescriptor = fileDescriptor
-    }
-
-    deinit {
-        _ = try? closeDescriptor(fileDescriptor)
+        self.owner = owner
     }
 
     /// Opens (creating if needed) `path` for writing. With `truncate`, existing content is discarded.
@@ -33,9 +33,9 @@ public final class OutputFile: Sendable {
     /// (see ``SystemError/reason``) and its target is left untouched. Takes no lock; a download opens its
     /// file with ``openForDownload(_:)``.
     public static func open(_ path: String, truncate: Bool) throws(SystemError) -> OutputFile {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : 0)
-        let fd = try blockingSyscall("open") { Glibc.open(path, flags, 0o644) }
-        return OutputFile(path: path, fileDescriptor: fd)
+        let options: FileDescriptor.OpenOptions = truncate ? [.create, .noFollow, .truncate] : [.create, .noFollow]
+        let owner = try FileDescriptor.opening(FilePath(path), .writeOnly, options: options, permissions: filePermissions)
+        return OutputFile(path: path, owner: owner)
     }
 
     /// Opens (creating if needed) the file a download writes, read-write and without truncating it, and
@@ -56,42 +56,42 @@ public final class OutputFile: Sendable {
     ///   the lock (``lockHolder(of:)`` tells who); the descriptor is closed first. Otherwise the failing
     ///   call (`"open"`, ...).
     public static func openForDownload(_ path: String) throws(SystemError) -> (file: OutputFile, created: Bool) {
-        let (fd, created) = try openOrCreate(path)
-        do throws(SystemError) {
-            switch try syscall("flock", .nonBlocking, { flock(fd, LOCK_EX | LOCK_NB) }) {
-            case .processed: break
-            case .wouldBlock: throw SystemError(call: "flock", errno: EWOULDBLOCK)
-            }
-        } catch {
-            try? closeDescriptor(fd)
-            // Left in place even when this call created it: a lock held on a file this call just created
-            // means another download opened it since and writes into it; unlinking it would cut that
-            // download's `.part` from its name.
-            throw error
-        }
-        return (OutputFile(path: path, fileDescriptor: fd), created)
+        let filePath = FilePath(path)
+        var created = false
+        let owner = try openOrCreate(filePath, created: &created)
+        // On a lock held elsewhere the owner closes the descriptor as it goes. The file is left in place
+        // even when this call created it: a lock held on a file this call just created means another
+        // download opened it since and writes into it; unlinking it would cut that download's `.part` from
+        // its name.
+        guard try owner.descriptor.lockExclusively() else { throw SystemError(call: "flock", .wouldBlock) }
+        return (OutputFile(path: path, owner: owner), created)
     }
 
-    /// `open` read-write with `O_NOFOLLOW`: creates `path` exclusively if it is absent, opens it otherwise.
-    private static func openOrCreate(_ path: String) throws(SystemError) -> (fd: Int32, created: Bool) {
+    /// The mode of the files Haul creates (`0644`, less the umask).
+    private static let filePermissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead]
+
+    /// `open` read-write with `O_NOFOLLOW`: creates `path` exclusively if it is absent (`created` set),
+    /// opens it otherwise.
+    private static func openOrCreate(_ path: FilePath, created: inout Bool) throws(SystemError) -> OwnedFileDescriptor {
         // A file removed between the two opens (or created between them) makes one of them fail with
         // ENOENT (or EEXIST); try again a few times rather than report a race as an error.
         var attempts = 0
         while true {
             attempts += 1
             do {
-                let fd = try blockingSyscall("open") {
-                    Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-                }
-                return (fd, true)
-            } catch where error.errno == EEXIST {
+                let owner = try FileDescriptor.opening(path, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
+                                                       permissions: filePermissions)
+                created = true
+                return owner
+            } catch where error.code == .fileExists {
                 // Also what a symbolic link at `path` gives (O_EXCL never follows one); the open below
                 // reports it as ELOOP.
             }
             do {
-                let fd = try blockingSyscall("open") { Glibc.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
-                return (fd, false)
-            } catch where error.errno == ENOENT && attempts < 8 {
+                let owner = try FileDescriptor.opening(path, .readWrite, options: [.noFollow])
+                created = false
+                return owner
+            } catch where error.code == .noSuchFileOrDirectory && attempts < 8 {
             }
         }
     }
@@ -100,7 +100,7 @@ public final class OutputFile: Sendable {
     /// (paused, failed) may still be referenced for a moment by work finishing on its loop, and another
     /// download of the same destination — say, its own resume — must not find it busy meanwhile.
     public func unlock() {
-        _ = flock(fileDescriptor, LOCK_UN)
+        fileDescriptor.unlock()
     }
 
     /// The pid of the process holding a `flock` lock on the file at `path`, read from `/proc/locks`; nil if
@@ -112,14 +112,13 @@ public final class OutputFile: Sendable {
     /// `flock` lock with that number. The answer is for messages ("held by pid N"); it can be stale as
     /// soon as it is returned.
     public static func lockHolder(of path: String) -> Int32? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard let info = FilePath(path).existingStatus() else { return nil }
         guard let table = readSmallFile("/proc/locks") else { return nil }
-        let device = UInt64(info.st_dev)
+        let device = UInt64(info.deviceID.rawValue)
         // glibc's major()/minor() (sys/sysmacros.h), which Swift does not import.
         let major = ((device & 0x0000_0000_000F_FF00) >> 8) | ((device & 0xFFFF_F000_0000_0000) >> 32)
         let minor = (device & 0x0000_0000_0000_00FF) | ((device & 0x0000_0FFF_FFF0_0000) >> 12)
-        let inode = UInt64(info.st_ino)
+        let inode = UInt64(info.inode.rawValue)
         var sameInode: [Int32] = []
         for line in table.split(separator: "\n") {
             // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; waiters have "->" after the number.
@@ -138,16 +137,12 @@ public final class OutputFile: Sendable {
     }
 
     /// The whole content of a small file (a `/proc` file), or nil if it cannot be read.
-    private static func readSmallFile(_ path: String) -> String? {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { _ = try? closeDescriptor(fd) }
+    private static func readSmallFile(_ path: FilePath) -> String? {
+        guard let file = try? FileDescriptor.opening(path, .readOnly) else { return nil }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
-            let count = chunk.withUnsafeMutableBytes { buffer in
-                try? blockingSyscall("read") { read(fd, buffer.baseAddress!, buffer.count) }
-            }
+            let count = chunk.withUnsafeMutableBytes { buffer in try? file.descriptor.read(into: buffer) }
             guard let count else { return nil }
             if count == 0 { break }
             bytes += chunk[0..<count]
@@ -158,13 +153,7 @@ public final class OutputFile: Sendable {
 
     /// Writes all of `bytes` at `offset`, looping over short writes.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
-        var done = 0
-        while done < bytes.count {
-            let written = try blockingSyscall("pwrite") {
-                pwrite(fileDescriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            }
-            done += written
-        }
+        try fileDescriptor.writeAll(bytes, at: offset)
     }
 
     /// Reserves `length` bytes of disk so that a full disk fails now rather than mid-download. Falls back to
@@ -172,22 +161,20 @@ public final class OutputFile: Sendable {
     public func preallocate(length: Int64) throws(SystemError) {
         guard length > 0 else { return }
         do {
-            _ = try blockingSyscall("fallocate") { haul_fallocate(fileDescriptor, 0, 0, length) }
-        } catch where error.errno == EOPNOTSUPP || error.errno == ENOSYS {
+            try fileDescriptor.allocate(offset: 0, length: length)
+        } catch where error.code == .notSupported || error.code == .noFunction {
             try truncate(to: length)
         }
     }
 
     /// Sets the file's size.
     public func truncate(to length: Int64) throws(SystemError) {
-        _ = try blockingSyscall("ftruncate") { ftruncate(fileDescriptor, off_t(length)) }
+        try systemCall("ftruncate") { try fileDescriptor.resize(to: length) }
     }
 
     /// The file's current size.
     public func size() throws(SystemError) -> Int64 {
-        var info = stat()
-        _ = try blockingSyscall("fstat") { fstat(fileDescriptor, &info) }
-        return Int64(info.st_size)
+        try fileDescriptor.status().size
     }
 
     /// Starts write-back of `length` bytes at `offset` without waiting for it, so that the next sync has
@@ -199,9 +186,7 @@ public final class OutputFile: Sendable {
     /// and thrown by every later ``synchronize()``.
     public func startWriteBack(offset: Int64, length: Int64) throws(SystemError) {
         do {
-            _ = try blockingSyscall("sync_file_range") {
-                haul_sync_file_range(fileDescriptor, offset, length, haul_SYNC_FILE_RANGE_WRITE)
-            }
+            try fileDescriptor.startWriteBack(offset: offset, length: length)
         } catch {
             recordSyncFailure(error)
             throw error
@@ -228,7 +213,7 @@ public final class OutputFile: Sendable {
     public func synchronize() throws(SystemError) {
         if let failure = syncFailure.withLock({ $0 }) { throw failure }
         do {
-            _ = try blockingSyscall("fdatasync") { fdatasync(fileDescriptor) }
+            try fileDescriptor.synchronizeData()
         } catch {
             recordSyncFailure(error)
             throw error
@@ -245,10 +230,13 @@ public final class OutputFile: Sendable {
     /// The directory is the part of `path` before its last `/` (`/` for `/name`, `.` for a bare name).
     /// Errors name the call (`"open"` or `"fsync"`); the path is the caller's to add.
     public static func synchronizeDirectory(containing path: String) throws(SystemError) {
-        let directory = directory(containing: path)
-        let fd = try blockingSyscall("open") { Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { try? closeDescriptor(fd) }
-        _ = try blockingSyscall("fsync") { fsync(fd) }
+        try synchronizeDirectory(directory(containing: path))
+    }
+
+    /// Makes the entries of `directory` itself durable (`fsync` of it). Errors name the call.
+    public static func synchronizeDirectory(_ directory: String) throws(SystemError) {
+        let owner = try FileDescriptor.opening(FilePath(directory), .readOnly, options: [.directory])
+        try owner.descriptor.synchronize()
     }
 
     /// The directory holding `path`: everything before its last `/` (`/` for `/name`, `.` for a bare name).
@@ -266,7 +254,7 @@ public final class OutputFile: Sendable {
     public static func remove(_ path: String) throws(SystemError) {
         do {
             _ = try blockingSyscall("unlink") { unlink(path) }
-        } catch where error.errno == ENOENT {
+        } catch where error.code == .noSuchFileOrDirectory {
         }
     }
 
@@ -322,14 +310,12 @@ public final class OutputFile: Sendable {
 
     /// Whether something exists at `path`.
     public static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0
+        FilePath(path).existingStatus() != nil
     }
 
     /// Whether `path` is a directory (following symbolic links).
     public static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        FilePath(path).existingStatus()?.type == .directory
     }
 
     /// Creates `path` and any missing parents (like `mkdir -p`); an existing directory is not an error.
@@ -340,7 +326,7 @@ public final class OutputFile: Sendable {
         }
         do {
             _ = try blockingSyscall("mkdir") { mkdir(path, 0o777) }
-        } catch where error.errno == EEXIST && isDirectory(path) {
+        } catch where error.code == .fileExists && isDirectory(path) {
         }
     }
 }

@@ -24,6 +24,9 @@ package enum SyscallBehaviour {
 
 /// Runs one system call the way every call in the package is run (HaulIO, the journal, sessions).
 ///
+/// Files go through swift-system's `FileDescriptor` where it has the call and through this wrapper where it
+/// does not (FileCalls.swift, which takes `FileDescriptor`s); sockets, epoll and eventfd use it directly.
+///
 /// Retries on `EINTR`, maps the "try again later" errnos to ``IOResult/wouldBlock`` when `behaviour` is
 /// `.nonBlocking`, and throws a ``SystemError`` naming `name` for everything else. Modelled on SwiftNIO's
 /// `syscall(blocking:where:_:)`; a call counts as failed when it returns `-1`.

@@ -1,9 +1,10 @@
 import Haul
 import HaulIO
+import Logging
 import Synchronization
 
 /// A background session, seen from a client: downloads handed to the session's daemon outlive this
-/// process, and a later ``connect(_:configuration:)`` with the same identifier — in this process or another,
+/// process, and a later ``connect(_:configuration:logger:)`` with the same identifier — in this process or another,
 /// after any crash — finds them again with what happened meanwhile.
 ///
 /// ```swift
@@ -21,9 +22,14 @@ import Synchronization
 /// ``allTasks()`` gives every task of the session, each a ``SessionTask`` shaped like Haul's `DownloadTask`:
 /// progress, pause, resume, cancel, and its result. When the connection is lost the session connects
 /// again, starting a new daemon if the old one died (unless ``SessionConfiguration/reconnects`` is off).
+///
+/// Given a `Logger` (apple/swift-log), the session logs its side at `debug`: connecting to the daemon,
+/// requests sent, events received, connections lost and made again; records carry `haul.session`.
 public final class HaulSession: Sendable {
     public let paths: SessionPaths
     public let configuration: SessionConfiguration
+    /// Where the session logs (a logger that drops everything unless ``connect(_:configuration:logger:)`` got one).
+    public let logger: Logger
     /// The session identifier.
     public var identifier: String { paths.identifier }
 
@@ -46,9 +52,10 @@ public final class HaulSession: Sendable {
         var daemonPID: Int32?
     }
 
-    private init(paths: SessionPaths, configuration: SessionConfiguration, loop: EventLoop) {
+    private init(paths: SessionPaths, configuration: SessionConfiguration, loop: EventLoop, logger: Logger) {
         self.paths = paths
         self.configuration = configuration
+        self.logger = logger
         self.loop = loop
         (eventStream, eventContinuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
     }
@@ -62,13 +69,19 @@ public final class HaulSession: Sendable {
 
     /// Connects to the daemon of session `identifier` (starting one when none runs), re-attaches to all
     /// its tasks, and starts delivering the events the configured consumer has not acknowledged.
+    ///
+    /// `logger` receives the session's client-side records (the daemon's downloads run in the daemon); without
+    /// one nothing is logged.
     public static func connect(_ identifier: String = SessionPaths.defaultIdentifier,
-                               configuration: SessionConfiguration = SessionConfiguration()) async throws(SessionError) -> HaulSession {
+                               configuration: SessionConfiguration = SessionConfiguration(),
+                               logger: Logger? = nil) async throws(SessionError) -> HaulSession {
         let paths = try SessionPaths(identifier: identifier, stateDirectory: configuration.stateDirectory)
         if let consumer = configuration.consumer, !SessionPaths.isValidName(consumer) { throw .invalidIdentifier(consumer) }
         let loop: EventLoop
         do { loop = try EventLoop(name: "haul-session-c") } catch { throw .io(path: paths.directory, error) }
-        let session = HaulSession(paths: paths, configuration: configuration, loop: loop)
+        var logger = logger ?? Logger(label: "haul.session.disabled", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger[metadataKey: "haul.session"] = "\(paths.identifier)"
+        let session = HaulSession(paths: paths, configuration: configuration, loop: loop, logger: logger)
         _ = try await session.establish()
         return session
     }
@@ -170,9 +183,13 @@ public final class HaulSession: Sendable {
         var attempts = 0
         while true {
             let connection = try await currentConnection()
+            logger.debug("sending a request to the session daemon", metadata: ["haul.operation": "\(request.operation)"])
             do {
                 return try await connection.request(request)
             } catch {
+                logger.debug("the session daemon's reply failed", metadata: [
+                    "haul.operation": "\(request.operation)", "haul.reason": "\(error)",
+                ])
                 // A lost connection is made again for requests that are safe to repeat; an `add` that
                 // may have been recorded is not repeated (its task would be queued twice).
                 guard error == .disconnected, configuration.reconnects, attempts < 3 else { throw error }
@@ -208,6 +225,9 @@ public final class HaulSession: Sendable {
                     do throws(SessionError) {
                         return try await establish()
                     } catch {
+                        logger.debug("reconnecting to the session daemon failed", metadata: [
+                            "haul.reason": "\(error)", "haul.delay": "\(delay)",
+                        ])
                         if Task.isCancelled || self.shared.withLock({ $0.closed }) { throw SessionError.disconnected }
                         switch error {
                         case .refused, .corruptState, .unsupportedFormat, .invalidIdentifier, .unusableDirectory, .noStateDirectory:
@@ -232,6 +252,7 @@ public final class HaulSession: Sendable {
             return (true, !shared.closed && configuration.reconnects)
         }
         guard current else { return }
+        logger.debug("lost the connection to the session daemon", metadata: ["haul.reconnects": "\(reconnect)"])
         if reconnect {
             startReconnection()
         } else {
@@ -268,6 +289,9 @@ public final class HaulSession: Sendable {
             connection.close()
             throw .disconnected
         }
+        logger.debug("connected to the session daemon", metadata: [
+            "haul.daemon.pid": "\(hello.pid.map { "\($0)" } ?? "-")", "haul.events.after": "\(after.map { "\($0)" } ?? "-")",
+        ])
         return connection
     }
 
@@ -303,6 +327,9 @@ public final class HaulSession: Sendable {
                 }
                 return (deliver, task, affectsState)
             }
+            logger.debug("session event", metadata: [
+                "haul.event.sequence": "\(event.sequence)", "haul.event.type": "\(event.type)", "haul.task": "\(event.task)",
+            ])
             if affectsState { task?.apply(event) }
             if deliver { eventContinuation.yield(event) }
         case .progress(let reports):

@@ -1,5 +1,6 @@
 import Glibc
 import Haul
+import HaulJournal
 
 /// How a ``SessionDaemon`` runs.
 public struct DaemonConfiguration: Sendable {

@@ -304,7 +304,11 @@ public final class SessionDaemon: @unchecked Sendable {
             fail(task.id, error, createdPart: createdPart)
             return nil
         }
-        let download = client.start(spec.request(firstStart: firstStart))
+        // daemon.log (the daemon's stderr) gets the engine's notices, which are rare (a mirror dropped, a
+        // file that changed and starts over), marked with the task they belong to.
+        var logger = Self.engineLogger
+        logger[metadataKey: "haul.task"] = "\(task.id)"
+        let download = client.start(spec.request(firstStart: firstStart), logger: logger)
         let engine = Engine(task: download, connections: min(spec.options.connections, state.settings.maximumConnections),
                             createdPart: createdPart)
         engines[task.id] = engine
@@ -341,6 +345,8 @@ public final class SessionDaemon: @unchecked Sendable {
         guard lstat(partPath, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return (nil, created) }
         return (PartIdentity(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino)), created)
     }
+
+    private static let engineLogger = StandardErrorLogHandler.logger(level: .notice)
 
     private func profile(for options: TaskOptions) throws(HaulError) -> HaulClient {
         if let client = profiles[options] { return client }

@@ -1,4 +1,5 @@
 import Haul
+import HaulJournal
 
 /// Why bytes are not a valid session log: what is wrong, and where.
 public struct SessionLogFormatError: Error, Sendable, Hashable, CustomStringConvertible {

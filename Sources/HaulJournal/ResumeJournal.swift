@@ -1,6 +1,6 @@
-import Glibc
 import HaulIO
 import Synchronization
+import SystemPackage
 
 /// The crash-safe resume journal beside a `.part` file (`NAME.part.haul`): which byte ranges are durable.
 ///
@@ -16,14 +16,16 @@ import Synchronization
 /// Symbolic links are never followed at the journal's paths: ``open(path:)`` refuses one at `path`
 /// (`ELOOP`), and the temp file (`path.tmp`) is always a new file (an existing entry is removed first, then
 /// it is created with `O_EXCL`), so a link planted there cannot redirect a write.
-public final class ResumeJournal: Sendable {
+package final class ResumeJournal: Sendable {
     /// Where the journal lives.
-    public let path: String
+    package let path: String
     /// Why a slot was unusable when the journal was opened (a torn or corrupt last write), if one was.
-    public let recoveredFrom: JournalError?
+    package let recoveredFrom: JournalError?
 
-    private struct Storage {
-        var fileDescriptor: Int32
+    private struct Storage: ~Copyable {
+        /// The open journal, owned: replacing it (``replaceFile(_:path:record:)``) or dropping the journal
+        /// closes the old descriptor.
+        var file: OwnedFileDescriptor
         /// The format version in the file's header; a file older than this build's is rewritten by the next
         /// checkpoint, so that a record this build writes never sits behind an older header.
         var formatVersion: UInt16
@@ -34,32 +36,29 @@ public final class ResumeJournal: Sendable {
 
     private let storage: Mutex<Storage>
 
-    private init(path: String, storage: Storage, recoveredFrom: JournalError?) {
+    private init(path: String, storage: consuming Storage, recoveredFrom: JournalError?) {
         self.path = path
         self.storage = Mutex(storage)
         self.recoveredFrom = recoveredFrom
     }
 
-    deinit {
-        storage.withLock { _ = Glibc.close($0.fileDescriptor) }
-    }
-
     /// Bytes each slot holds in the current file.
-    public var slotCapacity: Int { storage.withLock { $0.slotCapacity } }
+    package var slotCapacity: Int { storage.withLock { $0.slotCapacity } }
     /// The sequence number of the latest record written or read.
-    public var sequence: UInt64 { storage.withLock { $0.sequence } }
+    package var sequence: UInt64 { storage.withLock { $0.sequence } }
     /// The slot (0 or 1) holding the latest record.
-    public var latestSlot: Int { storage.withLock { $0.latestSlot } }
+    package var latestSlot: Int { storage.withLock { $0.latestSlot } }
 
     /// Creates (or replaces) the journal at `path` holding `state` as record 1 in slot 0.
     ///
     /// Written to `path.tmp`, `fdatasync`ed, renamed over `path` and the directory `fsync`ed, so `path` is
     /// either absent (or the old journal) or complete — never half-written.
-    public static func create(path: String, state: JournalState) throws(JournalError) -> ResumeJournal {
+    package static func create(path: String, state: JournalState) throws(JournalError) -> ResumeJournal {
         do throws(JournalError) {
             let record = try JournalCodec.validatedRecord(state, sequence: 1)
-            let (fd, capacity) = try writeFresh(path: path, record: record)
-            return ResumeJournal(path: path, storage: Storage(fileDescriptor: fd, formatVersion: JournalState.formatVersion,
+            let capacity = try slotCapacity(for: record)
+            let file = try writeFresh(path: path, record: record, slotCapacity: capacity)
+            return ResumeJournal(path: path, storage: Storage(file: file, formatVersion: JournalState.formatVersion,
                                                               slotCapacity: capacity, latestSlot: 0, sequence: 1),
                                  recoveredFrom: nil)
         } catch {
@@ -71,32 +70,27 @@ public final class ResumeJournal: Sendable {
     ///
     /// If the newest slot is torn or corrupt, returns the previous state (``recoveredFrom`` says what was
     /// wrong); if neither slot is valid, throws ``JournalError/noValidRecord(slot0:slot1:)``.
-    public static func open(path: String) throws(JournalError) -> (ResumeJournal, JournalState) {
-        let fd: Int32
+    package static func open(path: String) throws(JournalError) -> (ResumeJournal, JournalState) {
         do throws(JournalError) {
-            fd = try call("open", path) { Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
-        } catch {
-            throw wrap(error, path: path)
-        }
-        do throws(JournalError) {
-            var info = stat()
-            _ = try call("fstat", path) { fstat(fd, &info) }
-            let fileSize = Int(info.st_size)
-            let headerBlock = try readAll(fd, count: min(fileSize, JournalCodec.headerBlockSize), path: path)
+            // Closed by its owner on every error below.
+            let file = try call(path) { () throws(SystemError) in
+                try FileDescriptor.opening(FilePath(path), .readWrite, options: [.noFollow])
+            }
+            let fileSize = Int(try call(path) { () throws(SystemError) in try file.descriptor.status().size })
+            let headerBlock = try readAll(file.descriptor, count: min(fileSize, JournalCodec.headerBlockSize), path: path)
             let capacity = try JournalCodec.decodeHeader(headerBlock)
             let wanted = JournalCodec.slotOffset(2, slotCapacity: capacity)
-            let image = try readAll(fd, count: min(fileSize, wanted), path: path)
+            let image = try readAll(file.descriptor, count: min(fileSize, wanted), path: path)
             let inspection = try JournalCodec.inspectFile(image)
             let journal = ResumeJournal(
                 path: path,
-                storage: Storage(fileDescriptor: fd, formatVersion: inspection.formatVersion,
+                storage: Storage(file: file, formatVersion: inspection.formatVersion,
                                  slotCapacity: inspection.slotCapacity,
                                  latestSlot: inspection.latestSlot, sequence: inspection.latest.sequence),
                 recoveredFrom: inspection.otherSlotError
             )
             return (journal, inspection.latest.state)
         } catch {
-            _ = Glibc.close(fd)
             throw wrap(error, path: path)
         }
     }
@@ -107,7 +101,7 @@ public final class ResumeJournal: Sendable {
     /// same slot. A state larger than the slot rewrites the journal with larger slots (temp file + rename),
     /// and so does the first checkpoint into a file of an older format version (whose header would not
     /// announce this build's records).
-    public func checkpoint(_ state: JournalState) throws(JournalError) {
+    package func checkpoint(_ state: JournalState) throws(JournalError) {
         let path = self.path
         do throws(JournalError) {
             try storage.withLock { (storage: inout Storage) throws(JournalError) in
@@ -124,9 +118,9 @@ public final class ResumeJournal: Sendable {
                 }
                 let target = 1 - storage.latestSlot
                 let offset = JournalCodec.slotOffset(target, slotCapacity: storage.slotCapacity)
-                try Self.writeAll(storage.fileDescriptor, record, at: offset, path: path)
-                let fd = storage.fileDescriptor
-                _ = try Self.call("fdatasync", path) { fdatasync(fd) }
+                let descriptor = storage.file.descriptor
+                try Self.writeAll(descriptor, record, at: offset, path: path)
+                try Self.call(path) { () throws(SystemError) in try descriptor.synchronizeData() }
                 storage.latestSlot = target
                 storage.sequence = sequence
             }
@@ -136,12 +130,12 @@ public final class ResumeJournal: Sendable {
     }
 
     /// Deletes the journal at `path` (and a leftover temp file); a missing file is not an error.
-    public static func remove(path: String) throws(JournalError) {
+    package static func remove(path: String) throws(JournalError) {
         for victim in [path, temporaryPath(path)] { try unlinkIfPresent(victim) }
     }
 
     /// The temp file a create or rewrite goes through.
-    public static func temporaryPath(_ path: String) -> String { path + ".tmp" }
+    package static func temporaryPath(_ path: String) -> String { path + ".tmp" }
 
     // MARK: Internals
 
@@ -152,114 +146,85 @@ public final class ResumeJournal: Sendable {
         }
     }
 
-    /// Rewrites the journal with slots sized for `record`, which goes to slot 0; swaps descriptors.
+    /// Rewrites the journal with slots sized for `record`, which goes to slot 0; the new descriptor replaces
+    /// (and so closes) the old one.
     private func replaceFile(_ storage: inout Storage, path: String, record: [UInt8]) throws(JournalError) {
-        let (fd, capacity) = try Self.writeFresh(path: path, record: record)
-        _ = Glibc.close(storage.fileDescriptor)
-        storage.fileDescriptor = fd
+        let capacity = try Self.slotCapacity(for: record)
+        storage.file = try Self.writeFresh(path: path, record: record, slotCapacity: capacity)
         storage.formatVersion = JournalState.formatVersion
         storage.slotCapacity = capacity
         storage.latestSlot = 0
         storage.sequence = UInt64(littleEndianBytes: record[8..<16])
     }
 
-    /// Writes header + `record` in slot 0 to the temp file, syncs it, renames it over `path`, syncs the
-    /// directory. Returns the open descriptor (now `path`) and the slot capacity.
+    /// The slot capacity a file needs for `record`.
+    private static func slotCapacity(for record: [UInt8]) throws(JournalError) -> Int {
+        guard let capacity = JournalCodec.slotCapacity(forRecordOf: record.count) else {
+            throw .stateTooLarge(bytes: record.count, limit: JournalLimits.maxSlotCapacity)
+        }
+        return capacity
+    }
+
+    /// Writes header + `record` in slot 0 (slots of `slotCapacity` bytes) to the temp file, syncs it,
+    /// renames it over `path`, syncs the directory. Returns the open descriptor (now `path`).
     ///
     /// The temp file is always a new inode: whatever is at `path.tmp` (a leftover, or a symbolic link
     /// someone planted) is unlinked, then the file is created with `O_CREAT | O_EXCL | O_NOFOLLOW`, so the
     /// write can never land in another file. If something reappears at `path.tmp` in between, the create
     /// fails (`EEXIST`) rather than use it. `rename` replaces a link at `path` itself, not its target.
-    private static func writeFresh(path: String, record: [UInt8]) throws(JournalError) -> (Int32, Int) {
-        guard let capacity = JournalCodec.slotCapacity(forRecordOf: record.count) else {
-            throw .stateTooLarge(bytes: record.count, limit: JournalLimits.maxSlotCapacity)
-        }
+    private static func writeFresh(path: String, record: [UInt8], slotCapacity capacity: Int) throws(JournalError) -> OwnedFileDescriptor {
         let temporary = temporaryPath(path)
         try unlinkIfPresent(temporary)
-        let fd = try call("open", temporary) {
-            Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        // Closed by its owner on every error below.
+        let file = try call(temporary) { () throws(SystemError) in
+            try FileDescriptor.opening(FilePath(temporary), .readWrite, options: [.create, .exclusiveCreate, .noFollow],
+                                       permissions: [.ownerReadWrite, .groupRead, .otherRead])
         }
         do throws(JournalError) {
             let image = JournalCodec.fileImage(slotCapacity: capacity, slot0: record)
-            try writeAll(fd, image, at: 0, path: temporary)
-            _ = try call("fdatasync", temporary) { fdatasync(fd) }
-            _ = try call("rename", temporary) { rename(temporary, path) }
+            try writeAll(file.descriptor, image, at: 0, path: temporary)
+            try call(temporary) { () throws(SystemError) in try file.descriptor.synchronizeData() }
+            try call(temporary) { () throws(SystemError) in try OutputFile.rename(temporary, to: path) }
         } catch {
-            _ = Glibc.close(fd)
-            _ = unlink(temporary)
+            try? OutputFile.remove(temporary)
             throw error
         }
-        do throws(JournalError) {
-            try syncDirectory(of: path)
-        } catch {
-            _ = Glibc.close(fd)
-            throw error
-        }
-        return (fd, capacity)
+        try syncDirectory(of: path)
+        return file
     }
 
     /// `fsync`s the directory holding `path`, so that a `rename` into it survives a power loss.
     private static func syncDirectory(of path: String) throws(JournalError) {
-        do {
-            try OutputFile.synchronizeDirectory(containing: path)
-        } catch {
-            throw .io(call: error.call, errno: error.errno, path: OutputFile.directory(containing: path))
-        }
+        let directory = OutputFile.directory(containing: path)
+        try call(directory) { () throws(SystemError) in try OutputFile.synchronizeDirectory(directory) }
     }
 
     /// Removes `path` (never following a link there); a missing entry is not an error.
     private static func unlinkIfPresent(_ path: String) throws(JournalError) {
-        do throws(JournalError) {
-            _ = try call("unlink", path) { unlink(path) }
-        } catch {
-            if case .io(_, let code, _) = error, code == ENOENT { return }
-            throw error
-        }
+        try call(path) { () throws(SystemError) in try OutputFile.remove(path) }
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String) throws(JournalError) {
-        let result = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<Void, JournalError> in
-            var done = 0
-            while done < raw.count {
-                do throws(JournalError) {
-                    done += try call("pwrite", path) {
-                        pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + done))
-                    }
-                } catch {
-                    return .failure(error)
-                }
-            }
-            return .success(())
+    private static func writeAll(_ file: FileDescriptor, _ bytes: [UInt8], at offset: Int, path: String) throws(JournalError) {
+        // `withUnsafeBytes` rethrows untyped errors; the typed one travels in a Result.
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in try file.writeAll(raw, at: Int64(offset)) }
         }
-        try result.get()
+        try call(path) { () throws(SystemError) in try result.get() }
     }
 
     /// Reads up to `count` bytes from offset 0 (fewer only at end of file).
-    private static func readAll(_ fd: Int32, count: Int, path: String) throws(JournalError) -> [UInt8] {
+    private static func readAll(_ file: FileDescriptor, count: Int, path: String) throws(JournalError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: max(count, 0))
-        var done = 0
-        let result = bytes.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) -> Result<Void, JournalError> in
-            while done < raw.count {
-                do throws(JournalError) {
-                    let read = try call("pread", path) {
-                        pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done))
-                    }
-                    if read == 0 { break }
-                    done += read
-                } catch {
-                    return .failure(error)
-                }
-            }
-            return .success(())
+        let result = bytes.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try file.readAll(into: raw, at: 0) }
         }
-        try result.get()
+        let done = try call(path) { () throws(SystemError) in try result.get() }
         return Array(bytes[0..<done])
     }
 
-    /// Runs a system call, retrying `EINTR`; -1 becomes ``JournalError/io(call:errno:path:)``.
-    /// The package's one syscall wrapper (EINTR retried), with the journal's path added to its error.
-    private static func call<T: FixedWidthInteger>(_ name: StaticString, _ path: String, _ body: () -> T) throws(JournalError) -> T {
-        do { return try blockingSyscall(name, body) } catch { throw .io(call: error.call, errno: error.errno, path: path) }
+    /// Runs file calls of the syscall layer, adding the journal's `path` to their error.
+    private static func call<T: ~Copyable>(_ path: String, _ body: () throws(SystemError) -> T) throws(JournalError) -> T {
+        do { return try body() } catch { throw JournalError(error, path: path) }
     }
 }
 

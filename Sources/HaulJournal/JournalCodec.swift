@@ -18,13 +18,13 @@ public enum JournalCodec {
     /// The file header's magic.
     public static let fileMagic: [UInt8] = Array("HAULJRNL".utf8)
     /// Every record's magic.
-    public static let recordMagic: [UInt8] = Array("HREC".utf8)
+    package static let recordMagic: [UInt8] = Array("HREC".utf8)
     /// Bytes in the file header (padded with zeros to ``headerBlockSize``).
-    public static let headerSize = 20
+    package static let headerSize = 20
     /// Where slot 0 starts; slots are aligned to this too.
-    public static let headerBlockSize = 4096
+    package static let headerBlockSize = 4096
     /// Bytes a record adds around its payload: magic, length, sequence before; CRC after.
-    public static let recordOverhead = 20
+    package static let recordOverhead = 20
 
     /// Offset of slot `index` (0 or 1) in a file whose slots hold `slotCapacity` bytes.
     public static func slotOffset(_ index: Int, slotCapacity: Int) -> Int {
@@ -107,7 +107,7 @@ public enum JournalCodec {
     }
 
     /// The 20-byte file header for slots of `slotCapacity` bytes.
-    public static func encodeHeader(slotCapacity: Int) -> [UInt8] {
+    package static func encodeHeader(slotCapacity: Int) -> [UInt8] {
         encodeHeader(slotCapacity: slotCapacity, version: JournalState.formatVersion)
     }
 
@@ -181,22 +181,22 @@ public enum JournalCodec {
     }
 
     /// What ``decodeFile(_:)`` found: the chosen record, its slot, and why the other slot was unusable.
-    public struct FileInspection: Sendable, Equatable {
+    package struct FileInspection: Sendable, Equatable {
         /// The format version in the file header (1 or 2). Records of either version may be in either.
-        public var formatVersion: UInt16
+        package var formatVersion: UInt16
         /// Slots of this file hold this many bytes.
-        public var slotCapacity: Int
+        package var slotCapacity: Int
         /// The latest valid record.
-        public var latest: JournalRecord
+        package var latest: JournalRecord
         /// The slot (0 or 1) holding it.
-        public var latestSlot: Int
+        package var latestSlot: Int
         /// Why the other slot was not used, if it was not valid (nil if it held an older valid record, or if
         /// the file ends before slot 1, i.e. no second checkpoint was ever written).
-        public var otherSlotError: JournalError?
+        package var otherSlotError: JournalError?
     }
 
     /// Like ``decodeFile(_:)``, with details about the slots.
-    public static func inspectFile(_ bytes: [UInt8]) throws(JournalError) -> FileInspection {
+    package static func inspectFile(_ bytes: [UInt8]) throws(JournalError) -> FileInspection {
         let (version, capacity) = try decodeHeaderFields(bytes)
         var results: [Result<JournalRecord, JournalError>] = []
         for index in 0..<2 {
@@ -225,7 +225,7 @@ public enum JournalCodec {
     }
 
     /// Validates the file header at the start of `bytes`; returns the slot capacity.
-    public static func decodeHeader(_ bytes: [UInt8]) throws(JournalError) -> Int {
+    package static func decodeHeader(_ bytes: [UInt8]) throws(JournalError) -> Int {
         try decodeHeaderFields(bytes).slotCapacity
     }
 

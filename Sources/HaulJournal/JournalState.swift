@@ -1,4 +1,5 @@
-import Glibc
+import HaulIO
+import SystemPackage
 
 /// Everything a resume needs, as one journal record holds it (see `docs/journal-format.md`).
 ///
@@ -78,20 +79,20 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
 
     /// This boot's id: `/proc/sys/kernel/random/boot_id` without its newline (36 ASCII characters), or nil
     /// if it cannot be read. Read once per process (it cannot change while the process runs).
-    public static func currentBootID() -> [UInt8]? { cachedBootID }
+    package static func currentBootID() -> [UInt8]? { cachedBootID }
 
     private static let cachedBootID: [UInt8]? = readBootID()
 
     private static func readBootID() -> [UInt8]? {
-        let fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let file = try? FileDescriptor.opening("/proc/sys/kernel/random/boot_id", .readOnly) else { return nil }
         var buffer = [UInt8](repeating: 0, count: JournalLimits.maxBootIDBytes + 1)
         var count = 0
         while count < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { return nil }
+            // swift-system retries EINTR.
+            let got = buffer.withUnsafeMutableBytes { raw in
+                try? file.descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]))
+            }
+            guard let got else { return nil }
             if got == 0 { break }
             count += got
         }
@@ -127,24 +128,24 @@ public struct JournalChecksum: Sendable, Equatable {
 }
 
 /// Sanity bounds the decoder enforces on every length before it reads or allocates anything.
-public enum JournalLimits {
+package enum JournalLimits {
     /// Longest URL (primary or mirror), in bytes.
-    public static let maxURLBytes = 8 * 1024
+    package static let maxURLBytes = 8 * 1024
     /// Most mirrors.
-    public static let maxMirrors = 64
+    package static let maxMirrors = 64
     /// Longest ETag, in bytes.
-    public static let maxETagBytes = 4 * 1024
+    package static let maxETagBytes = 4 * 1024
     /// Longest checksum algorithm name, in bytes.
-    public static let maxChecksumAlgorithmBytes = 32
+    package static let maxChecksumAlgorithmBytes = 32
     /// Longest checksum hex digest, in bytes.
-    public static let maxChecksumHexBytes = 256
+    package static let maxChecksumHexBytes = 256
     /// Longest boot id, in bytes (Linux writes 36).
-    public static let maxBootIDBytes = 64
+    package static let maxBootIDBytes = 64
     /// Most durable ranges.
-    public static let maxRanges = 1_000_000
+    package static let maxRanges = 1_000_000
     /// Smallest slot (also the alignment of slots and of the header block).
-    public static let minSlotCapacity = 4096
+    package static let minSlotCapacity = 4096
     /// Largest slot. A maximal record (1,000,000 ranges of 20-byte varints plus 65 maximal URLs) is
     /// about 21 MB, so this is never the binding limit for a state the other bounds allow.
-    public static let maxSlotCapacity = 64 * 1024 * 1024
+    package static let maxSlotCapacity = 64 * 1024 * 1024
 }

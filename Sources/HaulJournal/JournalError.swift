@@ -1,5 +1,5 @@
-import Glibc
 import HaulIO
+import SystemPackage
 
 /// Why a resume journal could not be read or written. Every case says what is wrong and where (byte
 /// offsets are offsets in the journal file, or in the record when a record is decoded on its own).
@@ -11,7 +11,7 @@ public enum JournalError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A system call on the journal (or its temp file or directory) failed.
-    case io(call: String, errno: Int32, path: String)
+    case io(call: String, errno: Errno, path: String)
     /// `need` bytes for `field` at `offset`, but the file or record ends at `end`.
     case truncated(field: String, need: Int, offset: Int, end: Int, region: Region)
     /// The file header or a slot does not start with its magic.
@@ -59,14 +59,20 @@ public enum JournalError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The error concerns the journal at `path`.
     indirect case inJournal(path: String, JournalError)
 
+    /// The failed system call `error`, on the journal file (or its temp file or directory) at `path`.
+    package init(_ error: SystemError, path: String) {
+        self = .io(call: error.call, errno: error.code, path: path)
+    }
+
     public var description: String {
         switch self {
         case .io(let call, let code, let path):
-            if code == ELOOP && call == "open" {
-                return "open(\(path)) failed: refusing to follow the symbolic link at \(path) (errno \(code))"
+            if code == .tooManySymbolicLinkLevels && call == "open" {
+                return "open(\(path)) failed: refusing to follow the symbolic link at \(path) (errno \(code.rawValue))"
             }
-            // SystemError's text comes from strerror_r; strerror is not thread-safe.
-            return "\(call)(\(path)) failed: \(SystemError.describe(errno: code)) (errno \(code))"
+            // SystemError's text comes from strerror_r; strerror (which `Errno.description` uses) is not
+            // thread-safe.
+            return "\(call)(\(path)) failed: \(SystemError.describe(errno: code.rawValue)) (errno \(code.rawValue))"
         case .truncated(let field, let need, let offset, let end, let region):
             let limit = region == .file ? "file has \(end)" : "record ends at \(end)"
             return "truncated: need \(need) bytes (\(field)) at offset \(offset), \(limit)"
