@@ -98,7 +98,10 @@ let package = Package(
         // the client (Swift API) that talks to it over a Unix socket. No ArgumentParser, no Foundation.
         .target(
             name: "HaulSessions",
-            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine",
+                .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         .executableTarget(
@@ -136,8 +139,18 @@ let package = Package(
         ),
         // Runs the built `haul` binary as a user would.
         .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
-        .testTarget(name: "HaulCommandLineTests", dependencies: ["HaulCommandLine", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "HaulSessionsTests", dependencies: ["HaulSessions", "HaulTestSupport", .product(name: "Logging", package: "swift-log")]),
+        // The strict JSON parser that checks the CLI's JSON lines is HaulSessions' (one parser for both).
+        .testTarget(
+            name: "HaulCommandLineTests",
+            dependencies: ["HaulCommandLine", "HaulSessions", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "HaulSessionsTests",
+            dependencies: [
+                "HaulSessions", "HaulTestSupport",
+                .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

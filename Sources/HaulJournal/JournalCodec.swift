@@ -96,11 +96,18 @@ public enum JournalCodec {
 
     /// Frames `payload` as a record: magic, length, sequence, payload, CRC-32C of all of that.
     public static func seal(payload: [UInt8], sequence: UInt64) -> [UInt8] {
+        frame(payload, magic: recordMagic, number: sequence)
+    }
+
+    /// The record framing the journal and the session log (HaulSessions' `SessionLogCodec`) share: `magic`,
+    /// the payload's length (UInt32), `number` (UInt64), the payload, then the CRC-32C of everything before
+    /// it; integers little-endian.
+    package static func frame(_ payload: [UInt8], magic: [UInt8], number: UInt64) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(payload.count + recordOverhead)
-        out += recordMagic
+        out.reserveCapacity(magic.count + 16 + payload.count)
+        out += magic
         out.appendLittleEndian(UInt32(truncatingIfNeeded: payload.count))
-        out.appendLittleEndian(sequence)
+        out.appendLittleEndian(number)
         out += payload
         out.appendLittleEndian(CRC32C.checksum(out))
         return out

@@ -16,7 +16,7 @@ import Synchronization
 /// let entries = nginx.accessLog()
 /// ```
 public final class NginxServer: @unchecked Sendable {
-    // @unchecked Sendable: `process` is created in init and afterwards only touched under `stateLock`.
+    // @unchecked Sendable: every stored property is immutable; `process` guards its own state with a lock.
 
     /// Where the tests expect the binary; `Scripts/test.sh` installs it.
     public static let executablePath = "/usr/sbin/nginx"
@@ -37,9 +37,7 @@ public final class NginxServer: @unchecked Sendable {
     public var errorLogPath: String { directory + "/error.log" }
 
     private let temporaryDirectory: TemporaryDirectory
-    private let process: Process
-    private let stateLock = NSLock()
-    private var isStopped = false
+    private let process: SupervisedProcess
 
     /// Starts nginx and returns once every port accepts connections.
     ///
@@ -55,39 +53,30 @@ public final class NginxServer: @unchecked Sendable {
         let dataDirectory = try configuration.dataDirectory ?? temporaryDirectory.makeSubdirectory("data")
         let certificate = configuration.enableTLS ? try configuration.certificate ?? TestCertificateAuthority.shared().server : nil
 
-        var lastFailure = ""
-        for _ in 0..<5 {
-            let httpPort = try LoopbackPorts.freePort()
-            let httpsPort = configuration.enableTLS ? try LoopbackPorts.freePort() : nil
+        // nginx's `-e`: it opens its error log before reading the configuration, and without `-e` that would
+        // be /var/log/nginx/error.log.
+        let (ports, process) = try SupervisedProcess.startOnFreePorts(
+            configuration.enableTLS ? 2 : 1, hosts: configuration.enableIPv6 ? ["127.0.0.1", "::1"] : ["127.0.0.1"],
+            name: "nginx", logs: [directory + "/error.log", directory + "/nginx.stderr"]) { ports in
+            // A lost port race's message from the try before must not decide about this one.
+            try? FileManager.default.removeItem(atPath: directory + "/error.log")
             let text = configuration.render(
-                directory: directory, dataDirectory: dataDirectory, httpPort: httpPort, httpsPort: httpsPort,
+                directory: directory, dataDirectory: dataDirectory, httpPort: ports[0], httpsPort: ports.count > 1 ? ports[1] : nil,
                 certificate: certificate)
             try text.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
-            let process = try Self.launch(directory: directory)
-            switch Self.waitUntilListening(process, ports: [httpPort, httpsPort].compactMap { $0 }, ipv6: configuration.enableIPv6) {
-            case .listening:
-                self.temporaryDirectory = temporaryDirectory
-                self.directory = directory
-                self.dataDirectory = dataDirectory
-                self.httpPort = httpPort
-                self.httpsPort = httpsPort
-                self.configuration = configuration
-                self.process = process
-                Self.stopAtExit(self)
-                return
-            case .exited, .timedOut:
-                Self.terminate(process)
-                let log = (try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? ""
-                let output = (try? String(contentsOfFile: directory + "/nginx.stderr", encoding: .utf8)) ?? ""
-                lastFailure = String((log + output).suffix(2000))
-                // Only a lost port race is worth another try; anything else is a real configuration problem.
-                guard lastFailure.contains("Address already in use") else { break }
-                try? FileManager.default.removeItem(atPath: directory + "/error.log")
-                continue
-            }
-            break
+            return try SupervisedProcess(
+                executable: Self.executablePath,
+                arguments: ["-p", directory + "/", "-c", directory + "/nginx.conf", "-e", directory + "/error.log"],
+                outputPath: directory + "/nginx.stderr")
         }
-        throw TestSupportError("nginx did not start:\n\(lastFailure)")
+        self.temporaryDirectory = temporaryDirectory
+        self.directory = directory
+        self.dataDirectory = dataDirectory
+        self.httpPort = ports[0]
+        self.httpsPort = ports.count > 1 ? ports[1] : nil
+        self.configuration = configuration
+        self.process = process
+        Self.stopAtExit(self)
     }
 
     deinit {
@@ -143,72 +132,10 @@ public final class NginxServer: @unchecked Sendable {
         poll(every: .milliseconds(10), within: timeout, reading: accessLog, until: { $0.count >= count })
     }
 
-    /// Stops nginx (fast shutdown: SIGTERM to the master, which stops its workers) and waits for it to exit.
-    /// Calling it again does nothing.
+    /// Stops nginx (fast shutdown: SIGTERM to the master, which stops its workers), waits for it to exit and
+    /// removes its directory. Calling it again does nothing.
     public func stop() {
-        let shouldStop = stateLock.withLock {
-            defer { isStopped = true }
-            return !isStopped
-        }
-        guard shouldStop else { return }
-        Self.terminate(process)
+        guard process.stop() else { return }
         temporaryDirectory.remove()
-    }
-
-    /// Runs nginx under a small shell watchdog that stops it when the test process goes away, for whatever
-    /// reason: a crashed or killed test run must not leave nginx behind (deinit never runs then).
-    /// SIGTERM to the watchdog forwards to the nginx master and waits for it. nginx's `-e`: it opens its error
-    /// log before reading the config, and without `-e` that would be /var/log/nginx/error.log.
-    private static let watchdogScript = """
-        trap 'kill -TERM $nginx 2>/dev/null; wait $nginx; exit 0' TERM
-        "$1" -p "$2/" -c "$2/nginx.conf" -e "$2/error.log" &
-        nginx=$!
-        while kill -0 "$3" 2>/dev/null && kill -0 $nginx 2>/dev/null; do sleep 0.2; done  # polls for the test process's end
-        kill -TERM $nginx 2>/dev/null
-        wait $nginx
-        """
-
-    private static func launch(directory: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", watchdogScript, "haul-nginx-watchdog", executablePath, directory, "\(getpid())"]
-        process.standardInput = FileHandle.nullDevice
-        _ = FileManager.default.createFile(atPath: directory + "/nginx.stderr", contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/nginx.stderr"))
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        do {
-            try process.run()
-        } catch {
-            throw TestSupportError("could not start nginx: \(error)")
-        }
-        return process
-    }
-
-    private enum StartOutcome { case listening, exited, timedOut }
-
-    private static func waitUntilListening(_ process: Process, ports: [UInt16], ipv6: Bool) -> StartOutcome {
-        let hosts = ipv6 ? ["127.0.0.1", "::1"] : ["127.0.0.1"]
-        var outcome = StartOutcome.timedOut
-        poll(within: 10) {
-            guard process.isRunning else { outcome = .exited; return true }
-            let allListening = ports.allSatisfy { port in hosts.allSatisfy { LoopbackPorts.acceptsConnections(host: $0, port: port) } }
-            if allListening { outcome = .listening }
-            return allListening
-        }
-        return outcome
-    }
-
-    /// SIGTERM to the watchdog (which stops nginx and waits for it), after a grace period SIGKILL, then reap it.
-    private static func terminate(_ process: Process) {
-        guard process.isRunning else {
-            process.waitUntilExit()
-            return
-        }
-        kill(process.processIdentifier, SIGTERM)
-        poll(within: 5) { !process.isRunning }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
     }
 }

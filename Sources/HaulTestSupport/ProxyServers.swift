@@ -20,48 +20,45 @@ public final class SquidProxy: @unchecked Sendable {
     /// Squid's Basic authentication helper, reading an htpasswd-style file.
     public static let basicAuthHelperPath = "/usr/lib/squid/basic_ncsa_auth"
 
-    /// The port Squid listens on, on 127.0.0.1.
-    public let port: UInt16
     /// `http://127.0.0.1:PORT`, or with credentials `http://USER:PASSWORD@127.0.0.1:PORT`.
     public func url(user: String? = nil, password: String? = nil) -> String {
         "http://\(ProxyServerSupport.userInfo(user, password))127.0.0.1:\(port)"
     }
     /// Squid's private directory.
-    public var directory: String { temporaryDirectory.path }
+    public var directory: String { server.directory.path }
     /// The access log's path.
     public var accessLogPath: String { directory + "/access.log" }
 
-    private let temporaryDirectory: TemporaryDirectory
-    private let process: SupervisedProcess
+    private let server: ProxyServerProcess
+    /// The port Squid listens on, on 127.0.0.1.
+    public var port: UInt16 { server.port }
 
     /// Starts Squid and returns once it accepts connections. With `credentials`, every request must carry
     /// `Proxy-Authorization: Basic` for that user (checked by `basic_ncsa_auth` against an `openssl passwd
     /// -apr1` hash), and anything else gets `407`.
     public init(credentials: (user: String, password: String)? = nil) throws {
-        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "squid")
-        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-squid")
-        let directory = temporaryDirectory.path
-        var authentication = ""
-        if let credentials {
-            try ProxyServerSupport.requireExecutable(Self.basicAuthHelperPath, package: "squid")
-            let hash = try ChildProcess.runChecked("/usr/bin/openssl", ["passwd", "-apr1", credentials.password])
-                .outputText.trimmingCharacters(in: .whitespacesAndNewlines)
-            try "\(credentials.user):\(hash)\n".write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
-            authentication = """
-                auth_param basic program \(Self.basicAuthHelperPath) \(directory)/passwd
-                auth_param basic children 2 startup=1 idle=1
-                auth_param basic realm haul-test
-                acl authenticated proxy_auth REQUIRED
-                http_access deny !authenticated
-                """
-        }
-        // Run as root, Squid drops to its `proxy` user, which must be able to write here.
-        try ProxyServerSupport.handOverToSquidUser(directory)
-
-        do {
-            (port, process) = try ProxyServerSupport.startOnFreePort(
-                name: "squid", logs: [directory + "/cache.log", directory + "/squid.out"]) { port in
-                let configuration = """
+        if credentials != nil { try ProxyServerSupport.requireExecutable(Self.basicAuthHelperPath, package: "squid") }
+        server = try ProxyServerProcess(
+            name: "squid", directoryPrefix: "haul-squid", executable: Self.executablePath, package: "squid",
+            logs: ["cache.log"],
+            prepare: { directory in
+                if let credentials {
+                    let hash = try ChildProcess.runChecked("/usr/bin/openssl", ["passwd", "-apr1", credentials.password])
+                        .outputText.trimmingCharacters(in: .whitespacesAndNewlines)
+                    try "\(credentials.user):\(hash)\n".write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
+                }
+                // Run as root, Squid drops to its `proxy` user, which must be able to write here.
+                try ProxyServerSupport.handOverToSquidUser(directory)
+            },
+            arguments: { port, directory in
+                let authentication = credentials == nil ? "" : """
+                    auth_param basic program \(Self.basicAuthHelperPath) \(directory)/passwd
+                    auth_param basic children 2 startup=1 idle=1
+                    auth_param basic realm haul-test
+                    acl authenticated proxy_auth REQUIRED
+                    http_access deny !authenticated
+                    """
+                let configuration = try ProxyServerProcess.write("""
                     http_port 127.0.0.1:\(port)
                     pid_filename \(directory)/squid.pid
                     access_log stdio:\(directory)/access.log squid
@@ -82,31 +79,18 @@ public final class SquidProxy: @unchecked Sendable {
                     http_access allow loopback
                     http_access deny all
 
-                    """
-                try configuration.write(toFile: directory + "/squid.conf", atomically: true, encoding: .utf8)
-                return try SupervisedProcess(executable: Self.executablePath, arguments: ["-N", "-f", directory + "/squid.conf"],
-                                             outputPath: directory + "/squid.out")
-            }
-        } catch {
-            temporaryDirectory.remove()
-            throw error
-        }
-        self.temporaryDirectory = temporaryDirectory
+                    """, to: "squid.conf", in: directory)
+                return ["-N", "-f", configuration]
+            })
     }
-
-    deinit { stop() }
 
     /// Stops Squid and removes its directory; calling it again does nothing.
-    public func stop() {
-        guard process.stop() else { return }
-        temporaryDirectory.remove()
-    }
+    public func stop() { server.stop() }
 
     /// The parsed access log: one entry per request or tunnel. Connections that closed without sending a
     /// request (the readiness check's) are left out.
     public func accessLog() -> [SquidAccessLogEntry] {
-        guard let text = try? String(contentsOfFile: accessLogPath, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap(SquidAccessLogEntry.init(line:)).filter { $0.method != "-" }
+        server.text(of: "access.log").split(separator: "\n").compactMap(SquidAccessLogEntry.init(line:)).filter { $0.method != "-" }
     }
 
     /// The access log once `condition` holds for it, or as it is after `timeout` seconds. Squid writes a line
@@ -157,24 +141,22 @@ public final class StunnelServer: @unchecked Sendable {
     public static let executablePath = "/usr/bin/stunnel4"
 
     /// The TLS port, on 127.0.0.1.
-    public let port: UInt16
+    public var port: UInt16 { server.port }
     /// The log's path.
-    public var logPath: String { temporaryDirectory.path + "/stunnel.log" }
+    public var logPath: String { server.directory.file("stunnel.log") }
 
-    private let temporaryDirectory: TemporaryDirectory
-    private let process: SupervisedProcess
+    private let server: ProxyServerProcess
 
     /// Starts stunnel, accepting TLS on a free port and forwarding the plaintext to 127.0.0.1:`targetPort`;
     /// `certificate` defaults to the test CA's server certificate (localhost, 127.0.0.1, ::1).
     public init(forwardingTo targetPort: UInt16, certificate: TestCertificateAuthority.CertificateFiles? = nil) throws {
         try ProxyServerSupport.requireExecutable(Self.executablePath, package: "stunnel4")
         let certificate = try certificate ?? TestCertificateAuthority.shared().server
-        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-stunnel")
-        let directory = temporaryDirectory.path
-        do {
-            (port, process) = try ProxyServerSupport.startOnFreePort(
-                name: "stunnel", logs: [directory + "/stunnel.log", directory + "/stunnel.out"]) { port in
-                let configuration = """
+        server = try ProxyServerProcess(
+            name: "stunnel", directoryPrefix: "haul-stunnel", executable: Self.executablePath, package: "stunnel4",
+            logs: ["stunnel.log"],
+            arguments: { port, directory in
+                let configuration = try ProxyServerProcess.write("""
                     foreground = yes
                     pid =
                     output = \(directory)/stunnel.log
@@ -185,29 +167,17 @@ public final class StunnelServer: @unchecked Sendable {
                     cert = \(certificate.certificatePath)
                     key = \(certificate.keyPath)
 
-                    """
-                try configuration.write(toFile: directory + "/stunnel.conf", atomically: true, encoding: .utf8)
-                return try SupervisedProcess(executable: Self.executablePath, arguments: [directory + "/stunnel.conf"],
-                                             outputPath: directory + "/stunnel.out")
-            }
-        } catch {
-            temporaryDirectory.remove()
-            throw error
-        }
-        self.temporaryDirectory = temporaryDirectory
+                    """, to: "stunnel.conf", in: directory)
+                return [configuration]
+            })
     }
-
-    deinit { stop() }
 
     /// Stops stunnel and removes its directory; calling it again does nothing.
-    public func stop() {
-        guard process.stop() else { return }
-        temporaryDirectory.remove()
-    }
+    public func stop() { server.stop() }
 
     /// The log's lines.
     public func log() -> [String] {
-        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        server.text(of: "stunnel.log").split(separator: "\n").map(String.init)
     }
 
     /// How many connections stunnel has accepted so far.
@@ -224,34 +194,24 @@ public final class MicrosocksProxy: @unchecked Sendable {
     public static let executablePath = "/usr/bin/microsocks"
 
     /// The port, on 127.0.0.1.
-    public let port: UInt16
+    public var port: UInt16 { server.port }
     /// The log's path (microsocks' standard error).
-    public var logPath: String { temporaryDirectory.path + "/microsocks.log" }
+    public var logPath: String { server.directory.file(ProxyServerProcess.outputName) }
 
-    private let temporaryDirectory: TemporaryDirectory
-    private let process: SupervisedProcess
+    private let server: ProxyServerProcess
 
     /// Starts microsocks; with `credentials` it accepts only username/password authentication with them.
     public init(credentials: (user: String, password: String)? = nil) throws {
-        try ProxyServerSupport.requireExecutable(Self.executablePath, package: "microsocks")
-        let temporaryDirectory = try TemporaryDirectory(prefix: "haul-socks")
-        let directory = temporaryDirectory.path
-        do {
-            (port, process) = try ProxyServerSupport.startOnFreePort(
-                name: "microsocks", logs: [directory + "/microsocks.log"], alsoRetryOn: "bind") { port in
+        // microsocks reports a port taken as a failed bind, not "Address already in use".
+        server = try ProxyServerProcess(
+            name: "microsocks", directoryPrefix: "haul-socks", executable: Self.executablePath, package: "microsocks",
+            alsoRetryOn: "bind",
+            arguments: { port, _ in
                 var arguments = ["-i", "127.0.0.1", "-p", String(port)]
                 if let credentials { arguments += ["-u", credentials.user, "-P", credentials.password] }
-                return try SupervisedProcess(executable: Self.executablePath, arguments: arguments,
-                                             outputPath: directory + "/microsocks.log")
-            }
-        } catch {
-            temporaryDirectory.remove()
-            throw error
-        }
-        self.temporaryDirectory = temporaryDirectory
+                return arguments
+            })
     }
-
-    deinit { stop() }
 
     /// `SCHEME://[USER:PASSWORD@]127.0.0.1:PORT` for `socks5` or `socks5h`.
     public func url(scheme: String = "socks5h", user: String? = nil, password: String? = nil) -> String {
@@ -259,15 +219,11 @@ public final class MicrosocksProxy: @unchecked Sendable {
     }
 
     /// Stops microsocks and removes its directory; calling it again does nothing.
-    public func stop() {
-        guard process.stop() else { return }
-        temporaryDirectory.remove()
-    }
+    public func stop() { server.stop() }
 
     /// The targets of the connections made so far, as logged: `localhost:8443`, `127.0.0.1:8080`.
     public func connectedTargets() -> [String] {
-        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
+        server.text(of: ProxyServerProcess.outputName).split(separator: "\n").compactMap { line in
             guard let range = line.range(of: ": connected to ") else { return nil }
             return String(line[range.upperBound...])
         }
@@ -279,129 +235,70 @@ public final class MicrosocksProxy: @unchecked Sendable {
     }
 }
 
-// MARK: - Shared machinery
+// MARK: - Shared machinery (the process itself: SupervisedProcess.swift)
 
-/// A server process run under a watchdog shell: the shell stops it on SIGTERM, and by itself when the test
-/// process goes away (a crashed or killed test run must not leave proxies behind; deinit never runs then).
-///
-/// Spawned with `posix_spawn` and an empty signal mask, default signal dispositions and a process group of its
-/// own: a test running on a Swift concurrency thread has most signals blocked, a spawned child inherits that
-/// mask, and Squid (unlike nginx) never clears it, so it would not hear SIGTERM at all.
-final class SupervisedProcess: @unchecked Sendable {
-    // @unchecked Sendable: `state` is guarded by `lock`; `pid` is immutable after init.
-    private let pid: pid_t
-    private let lock = NSLock()
-    private var exited = false
-    private var stopped = false
+/// One proxy process and the private directory it runs in. Every proxy above starts the same way (its
+/// package checked, a directory made and prepared, its configuration written for a free port, the process
+/// started under a watchdog and waited for until it listens) and stops the same way (the process, then the
+/// directory), here.
+final class ProxyServerProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only touched through its own lock; the rest is immutable.
 
-    private static let watchdogScript = """
-        parent=$1; shift
-        trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM
-        "$@" &
-        child=$!
-        while kill -0 "$parent" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done  # polls for the test process's end
-        kill -TERM $child 2>/dev/null
-        wait $child
-        """
+    /// The file in the directory that takes the process's standard output and error.
+    static let outputName = "output.log"
 
-    init(executable: String, arguments: [String], outputPath: String) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    /// The port the server listens on, on 127.0.0.1.
+    let port: UInt16
+    /// Its directory: configuration, logs, state.
+    let directory: TemporaryDirectory
+    private let process: SupervisedProcess
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
-        let words = ["/bin/sh", "-c", Self.watchdogScript, "haul-proxy-watchdog", "\(getpid())", executable] + arguments
-        var argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &argv, environ)
-        guard result == 0 else {
-            throw TestSupportError("could not start \(executable): \(TestSupportError.describe(errno: result))")
+    /// Checks that `executable` (from Debian's `package`) is there, makes a directory `directoryPrefix-XXXXXX`,
+    /// lets `prepare` fill it, and starts `executable` with the `arguments` for a free port (which may write
+    /// configuration files into the directory, see ``write(_:to:in:)``). A failed start is reported with the
+    /// tail of the output and of `logs` (names in the directory), and removes the directory.
+    init(name: String, directoryPrefix: String, executable: String, package: String, logs: [String] = [],
+         alsoRetryOn: String? = nil, prepare: (_ directory: String) throws -> Void = { _ in },
+         arguments: (_ port: UInt16, _ directory: String) throws -> [String]) throws {
+        try ProxyServerSupport.requireExecutable(executable, package: package)
+        let directory = try TemporaryDirectory(prefix: directoryPrefix)
+        do {
+            try prepare(directory.path)
+            let (ports, process) = try SupervisedProcess.startOnFreePorts(
+                name: name, logs: (logs + [Self.outputName]).map(directory.file), alsoRetryOn: alsoRetryOn) { ports in
+                try SupervisedProcess(executable: executable, arguments: try arguments(ports[0], directory.path),
+                                      outputPath: directory.file(Self.outputName))
+            }
+            (port, self.process) = (ports[0], process)
+        } catch {
+            directory.remove()
+            throw error
         }
-        self.pid = pid
+        self.directory = directory
     }
 
     deinit { stop() }
 
-    /// Whether the watchdog (and so the server) is still running; reaps it once it has exited.
-    var isRunning: Bool {
-        lock.withLock {
-            guard !exited else { return false }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { exited = true }
-            return !exited
-        }
+    /// Stops the server and removes its directory; calling it again does nothing.
+    func stop() {
+        guard process.stop() else { return }
+        directory.remove()
     }
 
-    /// Whether the server accepts connections on 127.0.0.1:`port` within `timeout` seconds (false as soon as it
-    /// exits).
-    func waitUntilListening(port: UInt16, timeout: Double = 15) -> Bool {
-        var listening = false
-        poll(every: .milliseconds(10), within: timeout) {
-            guard isRunning else { return true }
-            listening = LoopbackPorts.acceptsConnections(host: "127.0.0.1", port: port)
-            return listening
-        }
-        return listening
+    /// The text of the file `name` in the directory; empty when there is none (yet).
+    func text(of name: String) -> String {
+        (try? String(contentsOfFile: directory.file(name), encoding: .utf8)) ?? ""
     }
 
-    /// SIGTERM to the watchdog (which stops the server and waits for it); SIGKILL to the process group it leads
-    /// if that takes more than 10 seconds; then reaps it. Returns false if it had already been stopped.
-    @discardableResult
-    func stop() -> Bool {
-        let shouldStop = lock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard shouldStop else { return false }
-        guard isRunning else { return true }
-        kill(pid, SIGTERM)
-        poll(within: 10) { !isRunning }
-        if isRunning {
-            kill(-pid, SIGKILL)
-            lock.withLock {
-                var status: Int32 = 0
-                if !exited { _ = waitpid(pid, &status, 0) }
-                exited = true
-            }
-        }
-        return true
+    /// Writes `configuration` to the file `name` in `directory` and returns its path.
+    static func write(_ configuration: String, to name: String, in directory: String) throws -> String {
+        let path = directory + "/" + name
+        try configuration.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 }
 
 enum ProxyServerSupport {
-    /// Launches a server on a free loopback port and waits until it listens. A port taken meanwhile by
-    /// someone else (the server's output says "Address already in use", or `alsoRetryOn`) is tried again with
-    /// another, up to five times; any other failure is reported with the tail of `logs`.
-    static func startOnFreePort(name: String, logs: [String], alsoRetryOn other: String? = nil,
-                                launch: (UInt16) throws -> SupervisedProcess) throws -> (UInt16, SupervisedProcess) {
-        var lastFailure = ""
-        for _ in 0..<5 {
-            let port = try LoopbackPorts.freePort()
-            let process = try launch(port)
-            if process.waitUntilListening(port: port) { return (port, process) }
-            process.stop()
-            lastFailure = tail(of: logs)
-            guard lastFailure.contains("Address already in use") || other.map(lastFailure.contains) == true else { break }
-        }
-        throw TestSupportError("\(name) did not start:\n\(lastFailure)")
-    }
-
     static func requireExecutable(_ path: String, package: String) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestSupportError("\(path) not found: the proxy tests need the Debian package \(package); "
@@ -428,11 +325,6 @@ enum ProxyServerSupport {
                 throw TestSupportError("chown \(path) to proxy failed: \(TestSupportError.describe(errno: errno))")
             }
         }
-    }
-
-    static func tail(of paths: [String]) -> String {
-        let text = paths.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
-        return String(text.suffix(3000))
     }
 
     static func poll<Value>(timeout: Double, read: () -> Value, until condition: (Value) -> Bool) -> Value {

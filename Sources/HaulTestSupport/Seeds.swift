@@ -1,23 +1,19 @@
 import Foundation
+import HaulHTTP
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a tiny, well-mixed generator whose whole state is one word, so a
 /// stream is fully determined by its starting value. Every random choice in the tests comes from one of these,
-/// started from a ``TestSeed``, so that a failure can be replayed.
+/// started from a ``TestSeed``, so that a failure can be replayed. (The algorithm is HaulHTTP's, which splits
+/// parser input with it; this is the tests' public face of it.)
 public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+    private var generator: SplitMixGenerator
 
     /// A generator starting at `seed`.
     public init(seed: UInt64) {
-        state = seed
+        generator = SplitMixGenerator(seed: seed)
     }
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 }
 
 /// The seed of a randomized test: `HAUL_TEST_SEED` (decimal or `0x` hex) when set, else the test's fixed default.

@@ -199,6 +199,12 @@ extension HaulCommand {
 
     /// The netrc file `--netrc`/`--netrc-file` name, parsed; a warning when others can read it.
     func loadNetrc() throws -> Netrc? {
+        try Self.loadNetrc(netrc: netrc, netrcFile: netrcFile)
+    }
+
+    /// The netrc file `netrcFile` (`--netrc-file`), else `~/.netrc` when `netrc` (`--netrc`), parsed; nil
+    /// when neither is given. Warns when others can read it. For `haul` and `haul queue add` alike.
+    static func loadNetrc(netrc: Bool, netrcFile: String?) throws(UsageError) -> Netrc? {
         let path: String
         if let netrcFile {
             path = netrcFile

@@ -163,14 +163,7 @@ struct HaulCommand: AsyncParsableCommand {
             }
             command = parsed
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                // `--help`, `--generate-completion-script SHELL`: ArgumentParser's text on stdout.
-                print(fullMessage(for: error))
-                Glibc.exit(0)
-            }
-            let message = ErrorText.parserMessage(self.message(for: error)) + " (see haul --help)"
-            usageError(message, json: Self.asksForJSON(Array(CommandLine.arguments.dropFirst())))
+            usageError(parseFailureMessage(error, command: "haul"), json: Self.asksForJSON(Array(CommandLine.arguments.dropFirst())))
         }
         if command.version {
             print(HaulVersion.versionText)
@@ -204,5 +197,18 @@ struct HaulCommand: AsyncParsableCommand {
             if argument == "--progress", index + 1 < arguments.count, arguments[index + 1] == "json" { return true }
         }
         return false
+    }
+}
+
+extension ParsableCommand {
+    /// The one-line message for a command line that did not parse, pointing at `command --help`. `--help`,
+    /// `help` and `--generate-completion-script SHELL` arrive here too, as failures with exit code 0: their
+    /// text (ArgumentParser's) goes to stdout and the process exits with 0 instead.
+    static func parseFailureMessage(_ error: Error, command: String) -> String {
+        if exitCode(for: error) == .success {
+            print(fullMessage(for: error))
+            Glibc.exit(0)
+        }
+        return ErrorText.parserMessage(message(for: error)) + " (see \(command) --help)"
     }
 }

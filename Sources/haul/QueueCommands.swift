@@ -1,6 +1,7 @@
 import ArgumentParser
 import Haul
 import HaulCommandLine
+import HaulHTTP
 import HaulSessions
 
 #if canImport(Glibc)
@@ -157,7 +158,7 @@ struct QueueAdd: AsyncParsableCommand {
             throw CommandFailure(.usage, String(describing: error))
         }
         if !spec.headers.contains(where: { $0.name.lowercased() == "authorization" }),
-           let authorization = HaulCommand.authorization(for: given[0], user: user, netrc: try loadNetrc()) {
+           let authorization = HaulCommand.authorization(for: given[0], user: user, netrc: try HaulCommand.loadNetrc(netrc: netrc, netrcFile: netrcFile)) {
             spec.headers.append(TaskHeader(name: "Authorization", value: authorization))
         }
         var options = TaskOptions()
@@ -187,23 +188,6 @@ struct QueueAdd: AsyncParsableCommand {
             throw CommandFailure(.output, "\(path) already exists (use --allow-overwrite to replace it)")
         }
         return spec
-    }
-
-    private func loadNetrc() throws -> Netrc? {
-        let path: String
-        if let netrcFile {
-            path = netrcFile
-        } else if netrc {
-            guard let home = getenv("HOME").map({ String(cString: $0) }) else { throw CommandFailure(.usage, "--netrc: HOME is not set") }
-            path = home + "/.netrc"
-        } else {
-            return nil
-        }
-        do {
-            return try Netrc(parsing: try TextFile.read(path))
-        } catch {
-            throw CommandFailure(.usage, "netrc file \(path): \(error)")
-        }
     }
 
     func run() async throws {
@@ -445,16 +429,7 @@ enum Timestamp {
         let seconds = milliseconds / 1000
         let days = seconds / 86_400
         let secondOfDay = seconds % 86_400
-        // Howard Hinnant's civil_from_days.
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = HTTPDate.civilFromDays(days)
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let millis = milliseconds % 1000
         let fraction = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"

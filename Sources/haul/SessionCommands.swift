@@ -43,12 +43,7 @@ struct SessionCommands: AsyncParsableCommand {
         } catch let code as ExitCode {
             Glibc.exit(code.rawValue)
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                print(fullMessage(for: error))
-                Glibc.exit(0)
-            }
-            StandardError.write(ErrorText.line(ErrorText.parserMessage(message(for: error)) + " (see haul \(arguments.first ?? "queue") --help)") + "\n")
+            StandardError.write(ErrorText.line(parseFailureMessage(error, command: "haul \(arguments.first ?? "queue")")) + "\n")
             Glibc.exit(ExitStatus.usage.code)
         }
     }

@@ -45,19 +45,8 @@ import HaulTestSupport
         }
 
         func cleanUp() {
-            if let pid = daemonPID, Self.isAlive(pid) {
-                kill(pid, SIGKILL)
-                _ = Self.waitUntil(timeout: 10) { !Self.isAlive(pid) }
-            }
+            if let pid = daemonPID { ProcessLiveness.kill(pid) }
             root.remove()
-        }
-
-        /// Alive and not a zombie (a daemon's parent is init, which may be slow to reap it).
-        static func isAlive(_ pid: Int32) -> Bool {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = text.lastIndex(of: ")") else { return false }
-            let state = text[text.index(close, offsetBy: 2)...].first
-            return state != "Z" && state != "X"
         }
 
         @discardableResult
@@ -119,12 +108,12 @@ import HaulTestSupport
             let pid = try #require(sandbox.daemonPID)
             #expect(!killed.contains(pid), "a new daemon each round")
             kill(pid, SIGKILL)
-            #expect(Sandbox.waitUntil(timeout: 10) { !Sandbox.isAlive(pid) })
+            #expect(Sandbox.waitUntil(timeout: 10) { !ProcessLiveness.isAlive(pid) })
             killed.append(pid)
             // Only `queue wait` runs now: it is the one that starts a daemon again.
             let restarted = Sandbox.waitUntil(timeout: 30) {
                 guard let new = sandbox.daemonPID else { return false }
-                return new != pid && Sandbox.isAlive(new)
+                return new != pid && ProcessLiveness.isAlive(new)
             }
             #expect(restarted, "round \(round): queue wait started a new daemon")
         }

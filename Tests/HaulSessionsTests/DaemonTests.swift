@@ -82,7 +82,7 @@ import Testing
         await #expect(throws: SessionError.daemonAlreadyRunning(path: sandbox.paths.directory, pid: pid)) {
             _ = try await SessionDaemon.run(configuration)
         }
-        #expect(SessionSandbox.isAlive(pid) && sandbox.daemonPID == pid, "the first daemon is untouched")
+        #expect(ProcessLiveness.isAlive(pid) && sandbox.daemonPID == pid, "the first daemon is untouched")
         #expect(session.allTasks().isEmpty)
         try await session.stopDaemon()
         await session.close()
@@ -128,6 +128,9 @@ import Testing
         defer { sandbox.cleanUp() }
         let started = try sandbox.haul(["daemon", "--session", sandbox.identifier, "-j", "1", "--detach"])
         #expect(started.exitStatus == 0, "\(started.errorText)")
+        // `--detach` returns before the daemon runs; connecting before it holds the session's lock would start
+        // a second daemon without `-j 1` (which then finds the lock taken, or takes it first and runs both).
+        #expect(SessionSandbox.waitUntil(timeout: 30) { SessionLock.isHeld(sandbox.paths) }, "the detached daemon took the lock")
         let session = try await sandbox.connect()
         var options = TaskOptions()
         options.connections = 8

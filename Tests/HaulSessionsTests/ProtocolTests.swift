@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Haul
 import HaulTestSupport
+import SystemPackage
 import Testing
 @testable import HaulSessions
 
@@ -127,7 +128,7 @@ import Testing
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
-        let peer = try PeerCredentials.of(fds[0])
+        let peer = try PeerCredentials.of(FileDescriptor(rawValue: fds[0]))
         #expect(peer.pid == getpid() && peer.uid == geteuid() && peer.gid == getegid())
     }
 
@@ -139,12 +140,14 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/daemon.sock"
         let listener = try UnixSocket.listen(at: path)
-        defer { close(listener) }
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "bound at the long path, mode 0600")
         let client = try UnixSocket.connect(to: path)
-        defer { close(client) }
-        #expect(try PeerCredentials.of(client).pid == getpid())
+        #expect(try PeerCredentials.of(client.descriptor).pid == getpid())
+        // The listener has the connection waiting; every owner closes its socket as the test ends.
+        var acceptedPeer: Int32?
+        if let accepted = try UnixSocket.accept(on: listener.descriptor) { acceptedPeer = try PeerCredentials.of(accepted.descriptor).pid }
+        #expect(acceptedPeer == getpid())
     }
 
     @Test func sessionIdentifiersAreChecked() throws {

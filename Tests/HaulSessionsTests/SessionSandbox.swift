@@ -85,22 +85,12 @@ final class SessionSandbox: Sendable {
 
     /// Kills the session's daemon (SIGKILL) and waits until it is gone.
     func killDaemon() {
-        guard let pid = daemonPID, Self.isAlive(pid) else { return }
-        kill(pid, SIGKILL)
-        _ = Self.waitUntil(timeout: 10) { !Self.isAlive(pid) }
+        if let pid = daemonPID { ProcessLiveness.kill(pid) }
     }
 
     func cleanUp() {
         killDaemon()
         root.remove()
-    }
-
-    /// Alive and not a zombie (a killed daemon's parent is init, which may be slow to reap it).
-    static func isAlive(_ pid: Int32) -> Bool {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return false }
-        let state = text[text.index(close, offsetBy: 2)...].first
-        return state != "Z" && state != "X"
     }
 
     /// Polls `condition` every 10 ms until it holds or `timeout` seconds pass; returns whether it held.

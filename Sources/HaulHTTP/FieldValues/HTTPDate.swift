@@ -175,8 +175,9 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    /// The inverse of `daysFromCivil`.
-    static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    /// The inverse of `daysFromCivil` (Howard Hinnant's `civil_from_days`): the proleptic Gregorian date of
+    /// day `days` since 1970-01-01. Package-wide: the CLI's ISO 8601 timestamps use it too.
+    package static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let shifted = days + 719_468
         let era = floorDivide(shifted, 146_097)
         let dayOfEra = shifted - era * 146_097

@@ -69,13 +69,7 @@ struct URIReference {
                 continue
             }
             let byte = bytes[index]
-            if FieldSyntax.isControl(byte) {
-                shown.append(UInt8(ascii: "%"))
-                shown.append(FieldSyntax.upperHexDigits[Int(byte >> 4)])
-                shown.append(FieldSyntax.upperHexDigits[Int(byte & 0xF)])
-            } else {
-                shown.append(byte)
-            }
+            if FieldSyntax.isControl(byte) { Self.appendPercentEncoded(byte, to: &shown) } else { shown.append(byte) }
             index += 1
         }
         return String(decoding: shown, as: UTF8.self)
@@ -100,16 +94,17 @@ struct URIReference {
                     throw URLParseError(.invalidPercentEncoding(String(decoding: shown, as: UTF8.self)), input: input)
                 }
             }
-            if needsEncoding(byte) {
-                result.append(UInt8(ascii: "%"))
-                result.append(FieldSyntax.upperHexDigits[Int(byte >> 4)])
-                result.append(FieldSyntax.upperHexDigits[Int(byte & 0xF)])
-            } else {
-                result.append(byte)
-            }
+            if needsEncoding(byte) { appendPercentEncoded(byte, to: &result) } else { result.append(byte) }
             index += 1
         }
         return result
+    }
+
+    /// `%HH`, upper-case hex as RFC 3986 recommends.
+    private static func appendPercentEncoded(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "%"))
+        out.append(FieldSyntax.upperHexDigits[Int(byte >> 4)])
+        out.append(FieldSyntax.upperHexDigits[Int(byte & 0xF)])
     }
 
     private static func needsEncoding(_ byte: UInt8) -> Bool {

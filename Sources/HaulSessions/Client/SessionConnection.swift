@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulIO
+import SystemPackage
 import Synchronization
 
 /// One connection to a session's daemon, on an event loop: requests out, replies matched to them, pushes
@@ -14,7 +15,10 @@ final class SessionConnection: @unchecked Sendable {
 
     // MARK: Loop-confined
 
-    private let fileDescriptor: Int32
+    /// The connected socket, for I/O; valid until ``shut(_:notify:)``.
+    private let socket: FileDescriptor
+    /// Owns ``socket``: set to nil by ``shut(_:notify:)``, which closes it (or with this object).
+    private var owner: OwnedFileDescriptor?
     private var registration: FileDescriptorRegistration?
     private var splitter = LineSplitter()
     private var output: [UInt8] = []
@@ -24,10 +28,11 @@ final class SessionConnection: @unchecked Sendable {
                                   onLoop: (@Sendable (ReplyBody) -> Void)?)] = [:]
     private var closedWith: SessionError?
 
-    private init(loop: EventLoop, fileDescriptor: Int32, onPush: @escaping @Sendable (DaemonMessage) -> Void,
+    private init(loop: EventLoop, socket: consuming OwnedFileDescriptor, onPush: @escaping @Sendable (DaemonMessage) -> Void,
                  onClose: @escaping @Sendable (SessionError) -> Void) {
         self.loop = loop
-        self.fileDescriptor = fileDescriptor
+        self.socket = socket.descriptor
+        owner = .some(socket)
         self.onPush = onPush
         self.onClose = onClose
     }
@@ -38,33 +43,31 @@ final class SessionConnection: @unchecked Sendable {
                      onClose: @escaping @Sendable (SessionError) -> Void) async throws(SessionError) -> (SessionConnection, ReplyBody) {
         // Connecting a Unix socket does not wait on anything remote (it fails or succeeds at once), but it
         // is a system call all the same: made on a blocking-work thread, not the cooperative pool.
-        let result: Result<Int32, SessionError> = await BlockingWork.run {
-            let fd: Int32
-            do { fd = try UnixSocket.connect(to: path) } catch {
+        // The descriptor crosses threads released, and is owned again at once: nothing between can throw.
+        let result: Result<FileDescriptor, SessionError> = await BlockingWork.run {
+            let socket: OwnedFileDescriptor
+            do { socket = try UnixSocket.connect(to: path) } catch {
                 return .failure(.daemonUnavailable("\(path): \(error)"))
             }
             do {
-                let peer = try PeerCredentials.of(fd)
+                let peer = try PeerCredentials.of(socket.descriptor)
                 guard peer.uid == geteuid() else {
-                    _ = Glibc.close(fd)
                     return .failure(.refused("\(path) is served by uid \(peer.uid), not by this user"))
                 }
             } catch {
-                _ = Glibc.close(fd)
                 return .failure(.daemonUnavailable("\(path): \(error)"))
             }
-            UnixSocket.setNonBlocking(fd)
-            return .success(fd)
+            UnixSocket.setNonBlocking(socket.descriptor)
+            return .success(socket.release())
         }
-        let fd = try result.get()
-        let connection = SessionConnection(loop: loop, fileDescriptor: fd, onPush: onPush, onClose: onClose)
+        let connection = SessionConnection(loop: loop, socket: OwnedFileDescriptor(try result.get()), onPush: onPush, onClose: onClose)
         let registered: Result<Void, SessionError> = await withCheckedContinuation { continuation in
             loop.execute {
+                // On failure the connection, never registered, closes the socket when it goes.
                 do throws(SystemError) {
-                    connection.registration = try loop.register(fd, interest: .readable) { events in connection.handle(events) }
+                    connection.registration = try loop.register(connection.socket, interest: .readable) { events in connection.handle(events) }
                     continuation.resume(returning: .success(()))
                 } catch {
-                    _ = Glibc.close(fd)
                     continuation.resume(returning: .failure(.io(path: path, error)))
                 }
             }
@@ -106,7 +109,7 @@ final class SessionConnection: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         for _ in 0..<16 {
             let count: Int
-            switch receive(from: fileDescriptor, into: &buffer) {
+            switch UnixSocket.read(from: socket, into: &buffer) {
             case .success(.processed(let value)): count = value
             case .success(.wouldBlock): return
             case .failure: return shut(.disconnected, notify: true)
@@ -149,13 +152,8 @@ final class SessionConnection: @unchecked Sendable {
         guard closedWith == nil else { return }
         var sent = 0
         while sent < output.count {
-            let fd = fileDescriptor
-            let outcome = output.withUnsafeBytes { raw in
-                Result { () throws(SystemError) in
-                    try syscall("send", .nonBlocking) { send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL)) }
-                }
-            }
-            guard case .success(let result) = outcome else {
+            let result: IOResult<Int>
+            do { result = try UnixSocket.send(output, from: sent, on: socket) } catch {
                 output.removeFirst(sent)
                 return shut(.disconnected, notify: true)
             }
@@ -175,7 +173,7 @@ final class SessionConnection: @unchecked Sendable {
         closedWith = error
         if let registration { loop.deregister(registration) }
         registration = nil
-        _ = Glibc.close(fileDescriptor)
+        owner = nil
         let waiters = pending.values
         pending = [:]
         for waiter in waiters { waiter.continuation.resume(returning: .failure(error)) }

@@ -50,7 +50,7 @@ enum WallClock {
 /// What a task's journal (`NAME.part.haul`) says: bytes durably written and the file's length.
 enum JournalProgress {
     static func read(partPath: String) -> (bytes: Int64, total: Int64?)? {
-        guard let bytes = SmallFile.readBytes(partPath + ".haul", limit: 256 << 20),
+        guard let bytes = try? SmallFile.readBytes(partPath + ".haul", limit: 256 << 20),
               let state = try? JournalCodec.decodeFile(bytes) else { return nil }
         return (state.durable.count, state.totalLength)
     }

@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulIO
+import SystemPackage
 
 /// One client of the daemon, on the daemon's loop: lines in, lines out, one request handled at a time so
 /// that replies come in the order of the requests (pushes may come in between).
@@ -8,7 +9,10 @@ import HaulIO
 /// Loop-confined: every member is touched on the daemon's loop thread only.
 final class DaemonConnection {
     let id: Int
-    let fileDescriptor: Int32
+    /// The connected socket, for I/O; valid until ``close(loop:)``.
+    let socket: FileDescriptor
+    /// Owns ``socket``: set to nil by ``close(loop:)``, which closes it (or with this object).
+    private var owner: OwnedFileDescriptor?
     let peer: PeerCredentials
     var registration: FileDescriptorRegistration?
     private var splitter = LineSplitter()
@@ -27,9 +31,10 @@ final class DaemonConnection {
     /// A client that stops reading while the daemon keeps pushing is cut off past this much unsent output.
     static let maximumBufferedOutput = 64 << 20
 
-    init(id: Int, fileDescriptor: Int32, peer: PeerCredentials) {
+    init(id: Int, socket: consuming OwnedFileDescriptor, peer: PeerCredentials) {
         self.id = id
-        self.fileDescriptor = fileDescriptor
+        self.socket = socket.descriptor
+        owner = .some(socket)
         self.peer = peer
     }
 
@@ -45,7 +50,7 @@ final class DaemonConnection {
         while reads < 16 {
             reads += 1
             let count: Int
-            switch receive(from: fileDescriptor, into: &buffer) {
+            switch UnixSocket.read(from: socket, into: &buffer) {
             case .success(.processed(let value)): count = value
             case .success(.wouldBlock): return .lines
             case .failure(let error): return .closed(reason: error.description)
@@ -75,13 +80,8 @@ final class DaemonConnection {
     /// Sends buffered output; false when the client must be dropped.
     func flush(loop: EventLoop) -> Bool {
         while outputStart < output.count {
-            let fd = fileDescriptor, from = outputStart
-            let outcome = output.withUnsafeBytes { raw in
-                Result { () throws(SystemError) in
-                    try syscall("send", .nonBlocking) { Glibc.send(fd, raw.baseAddress! + from, raw.count - from, Int32(MSG_NOSIGNAL)) }
-                }
-            }
-            guard case .success(let result) = outcome else { return false }
+            let result: IOResult<Int>
+            do { result = try UnixSocket.send(output, from: outputStart, on: socket) } catch { return false }
             guard case .processed(let count) = result else { break }
             outputStart += count
         }
@@ -111,6 +111,6 @@ final class DaemonConnection {
         isClosed = true
         if let registration { loop.deregister(registration) }
         registration = nil
-        _ = Glibc.close(fileDescriptor)
+        owner = nil
     }
 }

@@ -2,6 +2,7 @@ import Glibc
 import Haul
 import HaulCommandLine
 import HaulIO
+import SystemPackage
 
 /// The one owner of a session: it holds the session directory's lock, appends to the log, runs the queued
 /// downloads (at most `jobs` at once, under one connection cap) and serves clients on the session's Unix
@@ -111,7 +112,13 @@ public final class SessionDaemon: @unchecked Sendable {
     private var cancelling: Set<Int> = []
     private var clients: [Int: DaemonConnection] = [:]
     private var nextClientID = 1
-    private var listener: (fd: Int32, registration: FileDescriptorRegistration?)?
+    /// The listening socket (closed when the daemon lets go of it) and its registration with the loop.
+    private final class Listener {
+        let socket: OwnedFileDescriptor
+        var registration: FileDescriptorRegistration?
+        init(_ socket: consuming OwnedFileDescriptor) { self.socket = socket }
+    }
+    private var listener: Listener?
     private var profiles: [TaskOptions: HaulClient] = [:]
     private var hooksRunning = 0
     /// Set once a stop has begun: the exit status, the stop requests to answer, the pauses still running.
@@ -142,9 +149,7 @@ public final class SessionDaemon: @unchecked Sendable {
             if settings != state.settings { try commit([.settings(settings)]) }
         }
         try recoverCompletions()
-        let fd: Int32
-        do { fd = try UnixSocket.listen(at: paths.socket) } catch { throw .io(path: paths.socket, error) }
-        listener = (fd, nil)
+        do { listener = Listener(try UnixSocket.listen(at: paths.socket)) } catch { throw .io(path: paths.socket, error) }
         let unfinished = state.tasks.filter { !$0.state.hasEnded && $0.state != .paused }.count
         say("daemon \(getpid()) serving \(paths.socket): \(state.tasks.count) tasks (\(unfinished) to run), \(state.lastSequence) events")
     }
@@ -219,8 +224,7 @@ public final class SessionDaemon: @unchecked Sendable {
         finished = continuation
         if let listener {
             do {
-                let registration = try loop.register(listener.fd, interest: .readable) { [self] _ in acceptClients() }
-                self.listener = (listener.fd, registration)
+                listener.registration = try loop.register(listener.socket.descriptor, interest: .readable) { [self] _ in acceptClients() }
             } catch {
                 say("cannot watch the socket: \(error)")
                 beginStop(status: 1)
@@ -329,10 +333,12 @@ public final class SessionDaemon: @unchecked Sendable {
             if !spec.replacesExisting && OutputFile.exists(path) { return (nil, false) }
             let parent = OutputFile.directory(containing: path)
             if spec.createsDirectories && !OutputFile.isDirectory(parent) { try? OutputFile.createDirectories(parent) }
-            let fd = open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if fd >= 0 {
-                close(fd)
+            do {
+                _ = try FileDescriptor.openingSessionFile(partPath, .writeOnly, options: [.create, .exclusiveCreate],
+                                                permissions: [.ownerReadWrite, .groupRead, .otherRead])
                 created = true
+            } catch {
+                // Not created here: the engine reports why when it opens the path itself.
             }
         }
         var info = stat()
@@ -457,7 +463,7 @@ public final class SessionDaemon: @unchecked Sendable {
         var reports: [TaskProgress] = []
         for (id, engine) in engines.sorted(by: { $0.key < $1.key }) where engine.phase != .paused {
             let progress = engine.task.currentProgress
-            reports.append(TaskProgress(id: id, phase: Self.phaseName(progress.phase), bytes: progress.bytesDone, total: progress.total,
+            reports.append(TaskProgress(id: id, phase: JSONProgress.phaseName(progress.phase), bytes: progress.bytesDone, total: progress.total,
                                         bytesPerSecond: Int64(progress.bytesPerSecond.rounded()), connections: progress.activeConnections,
                                         partialPath: progress.partialPath.isEmpty ? nil : progress.partialPath))
             recordPartFileIfNamed(id, progress)
@@ -479,18 +485,6 @@ public final class SessionDaemon: @unchecked Sendable {
         let part = PartIdentity(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard task.part != part else { return }
         commitOrStop([.part(task: id, part)])
-    }
-
-    static func phaseName(_ phase: DownloadProgress.Phase) -> String {
-        switch phase {
-        case .connecting: "connecting"
-        case .downloading: "downloading"
-        case .finishing: "finishing"
-        case .paused: "paused"
-        case .completed: "completed"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        }
     }
 
     private func scheduleIdleCheck() {
@@ -520,11 +514,10 @@ public final class SessionDaemon: @unchecked Sendable {
             return continueStop()
         }
         stopping = (status, reply.map { [$0] } ?? [], 0)
-        if let listener {
-            if let registration = listener.registration { loop.deregister(registration) }
-            _ = close(listener.fd)
+        if let registration = listener?.registration { loop.deregister(registration) }
+        if listener != nil {
+            listener = nil  // the last reference to it: closes the socket
             _ = unlink(paths.socket)
-            self.listener = nil
         }
         for engine in engines.values where engine.phase == .active {
             stopping!.pausesLeft += 1
@@ -558,31 +551,24 @@ public final class SessionDaemon: @unchecked Sendable {
     private func acceptClients() {
         guard let listener else { return }
         while true {
-            let fd = accept(listener.fd, nil, nil)
-            if fd < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            UnixSocket.setNonBlocking(fd)
+            // Whatever this iteration does not hand to a client is closed when the iteration ends.
+            let accepted: OwnedFileDescriptor?
+            do { accepted = try UnixSocket.accept(on: listener.socket.descriptor) } catch { return }
+            guard let socket = accepted else { return }
             let peer: PeerCredentials
-            do { peer = try PeerCredentials.of(fd) } catch {
-                _ = close(fd)
-                continue
-            }
+            do { peer = try PeerCredentials.of(socket.descriptor) } catch { continue }
             if let refusal = PeerPolicy.refusal(peer: peer, owner: geteuid()) {
                 say("refused a client: \(refusal)")
                 let line = ProtocolCodec.encode(.reply(id: nil, .failure(RemoteFailure(code: "refused", message: refusal))))
-                _ = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                _ = close(fd)
+                _ = try? UnixSocket.send(line, from: 0, on: socket.descriptor)
                 continue
             }
-            let client = DaemonConnection(id: nextClientID, fileDescriptor: fd, peer: peer)
+            let client = DaemonConnection(id: nextClientID, socket: socket, peer: peer)
             nextClientID += 1
             do {
-                client.registration = try loop.register(fd, interest: .readable) { [self] events in clientEvent(client, events) }
+                client.registration = try loop.register(client.socket, interest: .readable) { [self] events in clientEvent(client, events) }
             } catch {
-                _ = close(fd)
+                client.close(loop: loop)
                 continue
             }
             clients[client.id] = client

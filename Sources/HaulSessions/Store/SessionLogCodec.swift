@@ -45,14 +45,7 @@ public enum SessionLogCodec {
 
     /// One record: magic, length, number, payload, CRC.
     public static func record(number: UInt64, payload: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(payload.count + recordOverhead)
-        out += recordMagic
-        out.appendLittleEndian(UInt32(truncatingIfNeeded: payload.count))
-        out.appendLittleEndian(number)
-        out += payload
-        out.appendLittleEndian(CRC32C.checksum(out))
-        return out
+        JournalCodec.frame(payload, magic: recordMagic, number: number)
     }
 
     /// One decoded record.

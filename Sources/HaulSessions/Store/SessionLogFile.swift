@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulIO
+import SystemPackage
 
 /// The session log on disk (`session.haul`): read whole at start, then appended to, each append synced
 /// (`fdatasync`) before it returns — so whatever a caller acknowledges after ``append(_:firstNumber:)`` is
@@ -12,20 +13,17 @@ import HaulIO
 final class SessionLogFile: @unchecked Sendable {
     // @unchecked Sendable: used by one thread at a time (opened off the loop, then used on the loop only).
     let path: String
-    private let fileDescriptor: Int32
+    /// The log, open for reading and writing; closed with this object.
+    private let file: OwnedFileDescriptor
     /// Where the next record goes (the end of the last valid record).
     private(set) var end: Int
     /// Set when a sync failed: what the disk holds is then unknown, and nothing more is written.
     private(set) var failure: SessionError?
 
-    private init(path: String, fileDescriptor: Int32, end: Int) {
+    private init(path: String, file: consuming OwnedFileDescriptor, end: Int) {
         self.path = path
-        self.fileDescriptor = fileDescriptor
+        self.file = file
         self.end = end
-    }
-
-    deinit {
-        _ = Glibc.close(fileDescriptor)
     }
 
     /// What opening found.
@@ -50,11 +48,8 @@ final class SessionLogFile: @unchecked Sendable {
             try createEmpty(path: path)
             created = true
         }
-        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .io(path: path, SystemError(call: "open", errno: errno)) }
-        var keep = false
-        defer { if !keep { _ = Glibc.close(fd) } }
-        let bytes = try readAll(fd, path: path)
+        let file = try SessionError.at(path) { () throws(SystemError) in try FileDescriptor.openingSessionFile(path, .readWrite) }
+        let bytes = try SessionError.at(path) { () throws(SystemError) in try readAll(file.descriptor) }
         let scan: SessionLogCodec.Scan
         do {
             scan = try SessionLogCodec.scan(bytes)
@@ -77,17 +72,21 @@ final class SessionLogFile: @unchecked Sendable {
             }
         }
         if scan.tornTail != nil {
-            guard ftruncate(fd, off_t(scan.validEnd)) == 0 else { throw .io(path: path, SystemError(call: "ftruncate", errno: errno)) }
-            guard fdatasync(fd) == 0 else { throw .io(path: path, SystemError(call: "fdatasync", errno: errno)) }
+            do {
+                try systemCall("ftruncate") { try file.descriptor.resize(to: Int64(scan.validEnd)) }
+                try file.descriptor.synchronizeData()
+            } catch {
+                throw .io(path: path, error)
+            }
         }
-        keep = true
-        return Opened(file: SessionLogFile(path: path, fileDescriptor: fd, end: scan.validEnd), state: state,
+        return Opened(file: SessionLogFile(path: path, file: file, end: scan.validEnd), state: state,
                       tornTail: scan.tornTail, created: created)
     }
 
     /// Reads the log at `path` without changing it (for tests and tools): the state, and a torn tail if any.
     static func read(path: String) throws(SessionError) -> (state: SessionState, tornTail: String?) {
-        guard let bytes = SmallFile.readBytes(path) else { throw .io(path: path, SystemError(call: "open", errno: errno)) }
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.readBytes(path) } catch { throw .io(path: path, error) }
         let scan: SessionLogCodec.Scan
         do { scan = try SessionLogCodec.scan(bytes) } catch {
             if error.isUnsupported { throw .unsupportedFormat(path: path, reason: error.reason) }
@@ -118,21 +117,13 @@ final class SessionLogFile: @unchecked Sendable {
             bytes += SessionLogCodec.record(number: firstNumber + UInt64(index), payload: payload)
         }
         let start = end
-        let fd = fileDescriptor
-        let writeFailure: SystemError? = bytes.withUnsafeBytes { raw in
-            var written = 0
-            while written < raw.count {
-                do throws(SystemError) { written += try blockingSyscall("pwrite") { pwrite(fd, raw.baseAddress! + written, raw.count - written, off_t(start + written)) } }
-                catch { return error }
-            }
-            return nil
-        }
-        if let writeFailure {
+        let fd = file.descriptor
+        do { try fd.writeAll(bytes, at: start) } catch let writeFailure {
             // Nothing of these records counts: cut back whatever part of them landed.
-            do { _ = try blockingSyscall("ftruncate") { ftruncate(fd, off_t(start)) } } catch { failure = .io(path: path, error) }
+            do { try systemCall("ftruncate") { try fd.resize(to: Int64(start)) } } catch { failure = .io(path: path, error) }
             throw .io(path: path, writeFailure)
         }
-        do { _ = try blockingSyscall("fdatasync") { fdatasync(fd) } } catch {
+        do { try fd.synchronizeData() } catch {
             failure = .io(path: path, error)
             throw .io(path: path, error)
         }
@@ -143,38 +134,26 @@ final class SessionLogFile: @unchecked Sendable {
     private static func createEmpty(path: String) throws(SessionError) {
         let temporary = path + ".tmp"
         _ = unlink(temporary)
-        let fd = Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: temporary, SystemError(call: "open", errno: errno)) }
-        let header = SessionLogCodec.header()
-        let count = header.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        let synced = count == header.count && fdatasync(fd) == 0
-        let code = errno
-        _ = Glibc.close(fd)
-        guard synced else {
-            _ = unlink(temporary)
-            throw .io(path: temporary, SystemError(call: count == header.count ? "fdatasync" : "pwrite", errno: code))
+        do throws(SystemError) {
+            let file = try FileDescriptor.openingSessionFile(temporary, .readWrite, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
+            do throws(SystemError) {
+                try file.descriptor.writeAll(SessionLogCodec.header(), at: 0)
+                try file.descriptor.synchronizeData()
+            } catch {
+                _ = unlink(temporary)
+                throw error
+            }
+        } catch {
+            throw .io(path: temporary, error)
         }
         guard rename(temporary, path) == 0 else { throw .io(path: path, SystemError(call: "rename", errno: errno)) }
         do { try OutputFile.synchronizeDirectory(containing: path) } catch { throw .io(path: path, error) }
     }
 
-    private static func readAll(_ fd: Int32, path: String) throws(SessionError) -> [UInt8] {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .io(path: path, SystemError(call: "fstat", errno: errno)) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let outcome = bytes.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try blockingSyscall("pread") { pread(fd, raw.baseAddress! + done, raw.count - done, off_t(done)) } }
-            }
-            let count: Int
-            switch outcome {
-            case .success(let value): count = value
-            case .failure(let error): throw .io(path: path, error)
-            }
-            if count == 0 { break }
-            done += count
-        }
-        return Array(bytes[0..<done])
+    /// The whole file, read from offset 0 to the end.
+    private static func readAll(_ fd: FileDescriptor) throws(SystemError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Int(try fd.status().size))
+        let outcome = bytes.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try fd.readAll(into: raw, at: 0) } }
+        return Array(bytes[0..<(try outcome.get())])
     }
 }

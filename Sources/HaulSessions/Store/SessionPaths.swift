@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulIO
+import SystemPackage
 
 /// Where a session lives: `STATE/sessions/ID/`, with `STATE` from `HAUL_STATE_DIR`, else
 /// `$XDG_STATE_HOME/haul`, else `~/.local/state/haul`.
@@ -112,21 +113,18 @@ extension String {
 
 /// Reads small files whole, without Foundation.
 enum SmallFile {
+    /// The text of the file at `path` (at most `limit` bytes of it), or nil when it cannot be read.
     static func read(_ path: String, limit: Int = 1 << 20) -> String? {
-        readBytes(path, limit: limit).map { String(decoding: $0, as: UTF8.self) }
+        (try? readBytes(path, limit: limit)).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    static func readBytes(_ path: String, limit: Int = Int.max) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+    /// The bytes of the file at `path`, up to the end or a little past `limit`.
+    static func readBytes(_ path: String, limit: Int = Int.max) throws(SystemError) -> [UInt8] {
+        let file = try FileDescriptor.openingSessionFile(path, .readOnly)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while bytes.count < limit {
-            let outcome = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try blockingSyscall("read") { Glibc.read(fd, raw.baseAddress, raw.count) } }
-            }
-            guard case .success(let count) = outcome else { return nil }
+            let count = try systemCall("read") { try buffer.withUnsafeMutableBytes { try file.descriptor.read(into: $0) } }
             if count == 0 { break }
             bytes += buffer[0..<count]
         }

@@ -1,5 +1,7 @@
 import Glibc
 import Haul
+import HaulIO
+import SystemPackage
 
 /// Starting other processes without Foundation: the daemon in the background, and completion hooks.
 enum ChildProcesses {
@@ -84,17 +86,17 @@ enum ChildProcesses {
     static func closeInheritedDescriptorsOnExec() {
         let directory = opendir("/proc/self/fd")
         guard let directory else { return }
-        var descriptors: [Int32] = []
+        var descriptors: [FileDescriptor] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            if let fd = Int32(name), fd > 2 { descriptors.append(fd) }
+            if let number = CInt(name), number > 2 { descriptors.append(FileDescriptor(rawValue: number)) }
         }
         closedir(directory)
-        for fd in descriptors {
-            let flags = fcntl(fd, F_GETFD)
-            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        for descriptor in descriptors {
+            let flags = fcntl(descriptor.rawValue, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor.rawValue, F_SETFD, flags | FD_CLOEXEC) }
         }
     }
 }

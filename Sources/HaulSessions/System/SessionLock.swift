@@ -1,47 +1,49 @@
 import Glibc
 import Haul
+import HaulIO
+import SystemPackage
 
 /// The exclusive lock on a session directory that makes a process its one daemon: `flock(LOCK_EX)` on the
 /// directory itself, held for the life of the returned value (the kernel drops it when the process dies,
 /// however it dies). The descriptor is close-on-exec, so hooks and other children never inherit it.
 public final class SessionLock: Sendable {
     public let paths: SessionPaths
-    private let fileDescriptor: Int32
+    /// The directory, open while the lock is held; closing it (with this object) releases the lock.
+    private let directory: OwnedFileDescriptor
 
-    private init(paths: SessionPaths, fileDescriptor: Int32) {
+    private init(paths: SessionPaths, directory: consuming OwnedFileDescriptor) {
         self.paths = paths
-        self.fileDescriptor = fileDescriptor
+        self.directory = directory
     }
 
-    deinit {
-        _ = close(fileDescriptor)
+    /// The session directory, opened for `flock`.
+    private static func openDirectory(_ paths: SessionPaths) throws(SystemError) -> OwnedFileDescriptor {
+        try FileDescriptor.openingSessionFile(paths.directory, .readOnly, options: .directory)
+    }
+
+    /// `flock(operation | LOCK_NB)` on `directory`: true when taken, false when another process holds a
+    /// conflicting lock.
+    private static func tryLock(_ directory: borrowing OwnedFileDescriptor, _ operation: Int32) throws(SystemError) -> Bool {
+        switch try syscall("flock", .nonBlocking, { flock(directory.descriptor.rawValue, operation | LOCK_NB) }) {
+        case .processed: true
+        case .wouldBlock: false
+        }
     }
 
     /// Takes the lock without waiting; throws ``SessionError/daemonAlreadyRunning(path:pid:)`` naming the
     /// holder (from `daemon.pid`) when another process has it.
     public static func acquire(_ paths: SessionPaths) throws(SessionError) -> SessionLock {
-        let fd = open(paths.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .io(path: paths.directory, SystemError(call: "open", errno: errno)) }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
-            _ = close(fd)
-            if code == EWOULDBLOCK { throw .daemonAlreadyRunning(path: paths.directory, pid: paths.recordedDaemonPID()) }
-            throw .io(path: paths.directory, SystemError(call: "flock", errno: code))
-        }
-        return SessionLock(paths: paths, fileDescriptor: fd)
+        let directory = try SessionError.at(paths.directory) { () throws(SystemError) in try openDirectory(paths) }
+        let locked = try SessionError.at(paths.directory) { () throws(SystemError) in try tryLock(directory, LOCK_EX) }
+        guard locked else { throw .daemonAlreadyRunning(path: paths.directory, pid: paths.recordedDaemonPID()) }
+        return SessionLock(paths: paths, directory: directory)
     }
 
     /// Whether some process holds the lock right now (a daemon runs), tested without keeping it.
     public static func isHeld(_ paths: SessionPaths) -> Bool {
-        let fd = open(paths.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-            _ = flock(fd, LOCK_UN)
-            return false
-        }
-        return errno == EWOULDBLOCK
+        // Closing the descriptor drops the shared lock taken to test.
+        guard let directory = try? openDirectory(paths), let locked = try? tryLock(directory, LOCK_SH) else { return false }
+        return !locked
     }
 
     /// Writes `daemon.pid` (this process): to a temp file, then renamed over the old one.
@@ -49,12 +51,12 @@ public final class SessionLock: Sendable {
         let path = paths.pidFile
         let temporary = path + ".tmp"
         _ = unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: temporary, SystemError(call: "open", errno: errno)) }
-        let text = Array("\(getpid())\n".utf8)
-        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        _ = close(fd)
-        guard written == text.count else { throw .io(path: temporary, SystemError(call: "write", errno: errno)) }
+        do {
+            let file = try FileDescriptor.openingSessionFile(temporary, .writeOnly, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
+            try file.descriptor.writeAll(Array("\(getpid())\n".utf8), at: 0)
+        } catch {
+            throw .io(path: temporary, error)
+        }
         guard rename(temporary, path) == 0 else { throw .io(path: path, SystemError(call: "rename", errno: errno)) }
     }
 

@@ -1,6 +1,7 @@
 import Glibc
 import Haul
 import HaulIO
+import SystemPackage
 
 /// The credentials of the process at the other end of a Unix socket, as the kernel recorded them when it
 /// connected (`SO_PEERCRED`): they cannot be forged by the peer.
@@ -15,15 +16,13 @@ public struct PeerCredentials: Sendable, Hashable {
         self.gid = gid
     }
 
-    /// The peer of the connected Unix socket `fileDescriptor`.
-    public static func of(_ fileDescriptor: Int32) throws(SystemError) -> PeerCredentials {
+    /// The peer of the connected Unix socket `socket`.
+    public static func of(_ socket: FileDescriptor) throws(SystemError) -> PeerCredentials {
         // `struct ucred` (pid, uid, gid) is hidden behind _GNU_SOURCE in Glibc's Swift module; its layout is
         // fixed by the kernel ABI: three 32-bit fields.
         var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
-        guard getsockopt(fileDescriptor, SOL_SOCKET, SO_PEERCRED, &raw, &length) == 0 else {
-            throw SystemError(call: "getsockopt(SO_PEERCRED)", errno: errno)
-        }
+        _ = try blockingSyscall("getsockopt(SO_PEERCRED)") { getsockopt(socket.rawValue, SOL_SOCKET, SO_PEERCRED, &raw, &length) }
         return PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
     }
 }
@@ -49,77 +48,106 @@ enum UnixSocket {
 
     /// Runs `body` with a `sockaddr_un` for `path`. A path longer than `sun_path` (108 bytes) is reached
     /// through `/proc/self/fd/N/NAME` with `N` a descriptor of its directory, which is short whatever the
-    /// directory's path.
-    static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) throws(SystemError) -> T {
-        var directoryFD: Int32 = -1
-        defer { if directoryFD >= 0 { _ = close(directoryFD) } }
-        var target = path
-        var address = sockaddr_un()
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        if target.utf8.count >= capacity {
-            let directory = OutputFile.directory(containing: path)
-            let name = path.split(separator: "/").last.map(String.init) ?? path
-            directoryFD = open(directory, openPathFlag | O_DIRECTORY | O_CLOEXEC)
-            guard directoryFD >= 0 else { throw SystemError(call: "open", errno: errno) }
-            target = "/proc/self/fd/\(directoryFD)/\(name)"
-            guard target.utf8.count < capacity else { throw SystemError(call: "bind", errno: ENAMETOOLONG) }
+    /// directory's path; that descriptor stays open until `body` has used the address.
+    static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
+        let capacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+        guard path.utf8.count >= capacity else { return try withAddress(naming: path, body) }
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        let directory = try systemCall("open") {
+            try FileDescriptor.open(FilePath(OutputFile.directory(containing: path)), .readOnly,
+                                    options: [.directory, .closeOnExec, FileDescriptor.OpenOptions(rawValue: openPathFlag)])
         }
+        let target = "/proc/self/fd/\(directory.rawValue)/\(name)"
+        let result = try systemCall("close") {
+            try directory.closeAfter {
+                Result { () throws(SystemError) in
+                    guard target.utf8.count < capacity else { throw SystemError(call: "bind", errno: ENAMETOOLONG) }
+                    return try withAddress(naming: target, body)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Runs `body` with a `sockaddr_un` holding `target`, which fits.
+    private static func withAddress<T>(naming target: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
+        var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             let bytes = Array(target.utf8)
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { rebound in
+                Result { () throws(SystemError) in try body(rebound, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
         }
+        return try result.get()
     }
 
     /// A listening socket at `path` (an old socket file there is replaced), mode 0600.
-    static func listen(at path: String) throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw SystemError(call: "socket", errno: errno) }
-        do throws(SystemError) {
-            if unlink(path) != 0 && errno != ENOENT { throw SystemError(call: "unlink", errno: errno) }
-            // Created with no permission for anyone but the owner from the first moment (umask), then made 0600.
-            let previous = umask(0o177)
-            let bound = try withAddress(path) { bind(fd, $0, $1) }
-            let bindErrno = errno
-            umask(previous)
-            guard bound == 0 else { throw SystemError(call: "bind", errno: bindErrno) }
-            guard chmod(path, 0o600) == 0 else { throw SystemError(call: "chmod", errno: errno) }
-            guard Glibc.listen(fd, 64) == 0 else { throw SystemError(call: "listen", errno: errno) }
-        } catch {
-            _ = close(fd)
-            throw error
-        }
-        return fd
+    static func listen(at path: String) throws(SystemError) -> OwnedFileDescriptor {
+        let socket = try makeSocket(nonBlocking: true)
+        let fd = socket.descriptor.rawValue
+        if unlink(path) != 0 && errno != ENOENT { throw SystemError(call: "unlink", errno: errno) }
+        // Created with no permission for anyone but the owner from the first moment (umask), then made 0600.
+        let previous = umask(0o177)
+        defer { umask(previous) }
+        _ = try withAddress(path) { address, length throws(SystemError) in try blockingSyscall("bind") { bind(fd, address, length) } }
+        _ = try blockingSyscall("chmod") { chmod(path, 0o600) }
+        _ = try blockingSyscall("listen") { Glibc.listen(fd, 64) }
+        return socket
     }
 
     /// A connected, blocking socket to `path`.
-    static func connect(to path: String) throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError(call: "socket", errno: errno) }
-        var result: Int32 = -1
-        var code: Int32 = 0
-        do {
-            repeat {
-                result = try withAddress(path) { Glibc.connect(fd, $0, $1) }
-                code = errno
-            } while result != 0 && code == EINTR
-        } catch {
-            _ = close(fd)
-            throw error
-        }
-        guard result == 0 else {
-            _ = close(fd)
-            throw SystemError(call: "connect", errno: code)
-        }
-        return fd
+    static func connect(to path: String) throws(SystemError) -> OwnedFileDescriptor {
+        let socket = try makeSocket(nonBlocking: false)
+        let fd = socket.descriptor.rawValue
+        _ = try withAddress(path) { address, length throws(SystemError) in try blockingSyscall("connect") { Glibc.connect(fd, address, length) } }
+        return socket
     }
 
-    static func setNonBlocking(_ fd: Int32) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    /// A new Unix stream socket, close-on-exec.
+    private static func makeSocket(nonBlocking: Bool) throws(SystemError) -> OwnedFileDescriptor {
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        return OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("socket") { socket(AF_UNIX, type, 0) }))
+    }
+
+    /// Accepts one pending connection on the non-blocking `listener`, made non-blocking and close-on-exec;
+    /// nil when none is waiting.
+    static func accept(on listener: FileDescriptor) throws(SystemError) -> OwnedFileDescriptor? {
+        // `accept4` (flags at once) is not in Glibc's Swift module; nothing runs a child between the two calls
+        // except hooks, spawned from this same loop thread.
+        switch try syscall("accept", .nonBlocking, { Glibc.accept(listener.rawValue, nil, nil) }) {
+        case .processed(let fd):
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let socket = OwnedFileDescriptor(FileDescriptor(rawValue: fd))
+            setNonBlocking(socket.descriptor)
+            return socket
+        case .wouldBlock: return nil
+        }
+    }
+
+    static func setNonBlocking(_ socket: FileDescriptor) {
+        let flags = fcntl(socket.rawValue, F_GETFL)
+        _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    /// Sends what of `bytes[from...]` the non-blocking socket takes now (`MSG_NOSIGNAL`: a peer gone is an
+    /// error, not a SIGPIPE).
+    static func send(_ bytes: [UInt8], from start: Int, on socket: FileDescriptor) throws(SystemError) -> IOResult<Int> {
+        let outcome = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in
+                try syscall("send", .nonBlocking) { Glibc.send(socket.rawValue, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL)) }
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// One `recv` from the non-blocking socket into `buffer`: the byte count (0: the peer closed), would-block,
+    /// or the failure.
+    static func read(from socket: FileDescriptor, into buffer: inout [UInt8]) -> Result<IOResult<Int>, SystemError> {
+        receive(from: socket.rawValue, into: &buffer)
     }
 }
