@@ -399,7 +399,9 @@ public final class SessionDaemon: @unchecked Sendable {
     private func fail(_ id: Int, _ error: HaulError, createdPart: Bool) {
         guard let task = state.task(id), !task.state.hasEnded else { return }
         let status = ExitStatus(error)
-        commitOrStop([.event(event(id, .failed(error: ErrorText.message(for: error, source: .commandLine),
+        // The engine's own words (the URL, the tries), not the CLI's hints: the event is read by API clients
+        // (HaulSession) as well as by `haul queue`, and a hint names options of `haul`, not of a queued task.
+        commitOrStop([.event(event(id, .failed(error: error.description,
                                                  className: status.className, code: status.code)), spec: nil, part: nil)])
         // An empty `.part` the daemon made for this start, which never wrote anything, goes again — unless
         // another download holds it (then it is that download's).
