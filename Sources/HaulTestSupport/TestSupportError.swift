@@ -12,7 +12,7 @@ public struct TestSupportError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { message }
 
-    /// `call failed: <strerror text>` for the current `errno`, e.g. `socket failed: Too many open files`.
+    /// `call failed: <errno text>` for the current `errno`, e.g. `socket failed: Too many open files`.
     public static func system(_ call: String, errno code: Int32 = errno) -> TestSupportError {
         TestSupportError("\(call) failed: \(describe(errno: code))")
     }

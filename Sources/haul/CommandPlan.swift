@@ -118,7 +118,7 @@ extension HaulCommand {
             case nil: destination = .directory(dir ?? ".")
             }
             var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
-                                          replacesExisting: allowOverwrite, checksum: expected, onChange: onChange,
+                                          replacesExisting: allowOverwrite, checksum: expected, ifChangedOnServer: onChange,
                                           discardsPartialDownload: restart)
             if !explicitAuthorization, let authorization = Self.authorization(for: url, user: user, netrc: netrcFile) {
                 request.headers.append(("Authorization", authorization))

@@ -143,7 +143,7 @@ struct QueueAdd: AsyncParsableCommand {
         }
         var spec = TaskSpec(url: given[0], mirrors: Array(given.dropFirst()), destination: destination)
         spec.replacesExisting = allowOverwrite
-        spec.onChange = onChange.policy
+        spec.ifChangedOnServer = onChange.policy
         spec.discardsPartialDownload = restart
         if let checksum {
             do {

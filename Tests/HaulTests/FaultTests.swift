@@ -16,10 +16,10 @@ import HaulTestSupport
         return options
     }
 
-    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions, onChange: ChangePolicy = .fail) async throws -> (DownloadResult, [UInt8]) {
+    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions, ifChangedOnServer: ChangePolicy = .fail) async throws -> (DownloadResult, [UInt8]) {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let request = DownloadRequest(url: url, mirrors: mirrors, destination: .file(directory + "/f"), onChange: onChange)
+        let request = DownloadRequest(url: url, mirrors: mirrors, destination: .file(directory + "/f"), ifChangedOnServer: ifChangedOnServer)
         let result = try await HaulClient(options: options).download(request)
         return (result, Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/f"))))
     }
@@ -123,7 +123,7 @@ import HaulTestSupport
 
         let again = try MisbehavingServer(resource: resource, script: .changeResource(to: changed, fromRequest: 2))
         defer { again.stop() }
-        let (_, bytes) = try await download(again.url("/f"), options: options(), onChange: .restart)
+        let (_, bytes) = try await download(again.url("/f"), options: options(), ifChangedOnServer: .restart)
         #expect(sameBytes(bytes, changed.bytes), "after a restart the file is the new version, never a mix")
     }
 

@@ -11,7 +11,7 @@ import Testing
     static var fullRequest: DownloadRequest {
         var request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
                                       destination: .file("out/big.iso"), createsDirectories: true, replacesExisting: true,
-                                      checksum: checksum, onChange: .restart, discardsPartialDownload: true)
+                                      checksum: checksum, ifChangedOnServer: .restart, discardsPartialDownload: true)
         request.headers = [(name: "X-Token", value: "a b"), (name: "X-Token", value: "second")]
         return request
     }
@@ -55,13 +55,13 @@ import Testing
     @Test func missingKeysTakeTheSafeDefaults() throws {
         let decoded = try JSONDecoder().decode(DownloadRequest.self, from: Data(#"{"url": "http://example.org/f", "destination": {"file": "f"}}"#.utf8))
         #expect(decoded == DownloadRequest(url: "http://example.org/f", destination: .file("f")))
-        #expect(!decoded.replacesExisting && !decoded.discardsPartialDownload && decoded.onChange == .fail && decoded.checksum == nil)
+        #expect(!decoded.replacesExisting && !decoded.discardsPartialDownload && decoded.ifChangedOnServer == .fail && decoded.checksum == nil)
     }
 
     @Test(arguments: [
         #"{"url": "u", "destination": {"file": "f"}, "checksum": "sha256=abc"}"#,                       // too short: never "no checksum"
         #"{"url": "u", "destination": {"file": "f"}, "checksum": "sha265=\#(String(repeating: "0", count: 64))"}"#,
-        #"{"url": "u", "destination": {"file": "f"}, "onChange": "ignore"}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "ifChangedOnServer": "ignore"}"#,
         #"{"url": "u", "destination": {"stream": 1}}"#,                                                 // a descriptor of another process
         #"{"url": "u", "destination": {"file": "f", "directory": "d"}}"#,
         #"{"url": "u", "destination": {}}"#,
@@ -80,7 +80,7 @@ import Testing
     @Test func requestsDifferingInAnyPropertyAreUnequal() {
         let changes: [(inout DownloadRequest) -> Void] = [
             { $0.url += "x" }, { $0.mirrors = [] }, { $0.destination = .directory("out") }, { $0.createsDirectories = false },
-            { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.onChange = .fail }, { $0.discardsPartialDownload = false },
+            { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.ifChangedOnServer = .fail }, { $0.discardsPartialDownload = false },
             { $0.headers[1].value = "other" },
         ]
         // One change per stored property: a new property needs its own line here, and in `==`.

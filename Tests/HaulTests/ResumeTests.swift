@@ -99,7 +99,7 @@ import HaulTestSupport
             #expect(!FileManager.default.fileExists(atPath: path), "no mixed file appears")
 
             _ = try await HaulClient(options: options()).download(
-                DownloadRequest(url: server.url("/f"), destination: .file(path), onChange: .restart))
+                DownloadRequest(url: server.url("/f"), destination: .file(path), ifChangedOnServer: .restart))
             #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), changed.bytes))
         }
     }

@@ -8,14 +8,14 @@ extension DownloadRequest: Equatable {
     public static func == (lhs: DownloadRequest, rhs: DownloadRequest) -> Bool {
         lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.destination == rhs.destination
             && lhs.createsDirectories == rhs.createsDirectories && lhs.replacesExisting == rhs.replacesExisting
-            && lhs.checksum == rhs.checksum && lhs.onChange == rhs.onChange
+            && lhs.checksum == rhs.checksum && lhs.ifChangedOnServer == rhs.ifChangedOnServer
             && lhs.discardsPartialDownload == rhs.discardsPartialDownload
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
     }
 }
 
 /// Keyed by property name. Only `url` and `destination` are required when decoding; a missing key takes the
-/// default of ``init(url:mirrors:destination:createsDirectories:replacesExisting:checksum:onChange:discardsPartialDownload:)``
+/// default of ``init(url:mirrors:destination:createsDirectories:replacesExisting:checksum:ifChangedOnServer:discardsPartialDownload:)``
 /// (the safe one: nothing replaced, nothing discarded, fail on change). A malformed checksum, URL-less
 /// request or unknown destination is a `DecodingError`, never a request that quietly does less.
 ///
@@ -24,7 +24,7 @@ extension DownloadRequest: Equatable {
 /// whatever file that process has open under it.
 extension DownloadRequest: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case url, mirrors, destination, createsDirectories, replacesExisting, checksum, onChange, discardsPartialDownload, headers
+        case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers
     }
 
     /// A request header as `{"name": ..., "value": ...}`.
@@ -42,7 +42,7 @@ extension DownloadRequest: Codable {
             createsDirectories: try container.decodeIfPresent(Bool.self, forKey: .createsDirectories) ?? false,
             replacesExisting: try container.decodeIfPresent(Bool.self, forKey: .replacesExisting) ?? false,
             checksum: try container.decodeIfPresent(Checksum.self, forKey: .checksum),
-            onChange: try container.decodeIfPresent(ChangePolicy.self, forKey: .onChange) ?? .fail,
+            ifChangedOnServer: try container.decodeIfPresent(ChangePolicy.self, forKey: .ifChangedOnServer) ?? .fail,
             discardsPartialDownload: try container.decodeIfPresent(Bool.self, forKey: .discardsPartialDownload) ?? false
         )
         headers = (try container.decodeIfPresent([Header].self, forKey: .headers) ?? []).map { ($0.name, $0.value) }
@@ -56,7 +56,7 @@ extension DownloadRequest: Codable {
         try container.encode(createsDirectories, forKey: .createsDirectories)
         try container.encode(replacesExisting, forKey: .replacesExisting)
         try container.encodeIfPresent(checksum, forKey: .checksum)
-        try container.encode(onChange, forKey: .onChange)
+        try container.encode(ifChangedOnServer, forKey: .ifChangedOnServer)
         try container.encode(discardsPartialDownload, forKey: .discardsPartialDownload)
         try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
     }

@@ -41,7 +41,7 @@ public struct DownloadRequest: Sendable {
     /// A digest the finished file must have; on a mismatch the file stays `NAME.part`.
     public var checksum: Checksum?
     /// What to do when the resource changes on the server while (or between when) it is downloaded.
-    public var onChange: ChangePolicy
+    public var ifChangedOnServer: ChangePolicy
     /// Discard a previous interrupted download of the same destination instead of resuming it.
     public var discardsPartialDownload: Bool
     /// Request headers for this download only, sent after the client's
@@ -51,7 +51,7 @@ public struct DownloadRequest: Sendable {
 
     /// A request with the safe defaults: no directories created, an existing file not replaced, fail on change.
     public init(url: String, mirrors: [String] = [], destination: Destination, createsDirectories: Bool = false,
-                replacesExisting: Bool = false, checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
+                replacesExisting: Bool = false, checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
                 discardsPartialDownload: Bool = false) {
         self.url = url
         self.mirrors = mirrors
@@ -59,7 +59,7 @@ public struct DownloadRequest: Sendable {
         self.createsDirectories = createsDirectories
         self.replacesExisting = replacesExisting
         self.checksum = checksum
-        self.onChange = onChange
+        self.ifChangedOnServer = ifChangedOnServer
         self.discardsPartialDownload = discardsPartialDownload
     }
 }

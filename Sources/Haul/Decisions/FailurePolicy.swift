@@ -28,10 +28,10 @@ enum FailurePolicy {
     /// Most restarts after the resource changed: a file that keeps changing cannot be downloaded.
     static let maximumRestarts = 3
 
-    static func decide(_ context: Context, retry: RetryPolicy, onChange: ChangePolicy) -> FailureAction {
+    static func decide(_ context: Context, retry: RetryPolicy, ifChangedOnServer: ChangePolicy) -> FailureAction {
         switch context.error.reason {
         case .changedOnServer:
-            return onChange == .restart && context.restartsSoFar < maximumRestarts ? .restart : .fail
+            return ifChangedOnServer == .restart && context.restartsSoFar < maximumRestarts ? .restart : .fail
         case .disk, .insufficientSpace, .outputClosed, .destinationBusy, .unexpected:
             // Local trouble: no server, and no other mirror, can help with it.
             return .fail

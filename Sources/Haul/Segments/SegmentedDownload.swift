@@ -60,7 +60,7 @@ final class SegmentedDownload: @unchecked Sendable {
     let client: HTTPClient
     let options: DownloadOptions
     let checksum: Checksum?
-    let onChange: ChangePolicy
+    let ifChangedOnServer: ChangePolicy
     let budget: ConnectionBudget
     /// Request-level records (``LogKey``); drops everything unless the embedder gave a logger.
     let logger: Logger
@@ -111,7 +111,7 @@ final class SegmentedDownload: @unchecked Sendable {
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
-         checksum: Checksum? = nil, onChange: ChangePolicy = .fail,
+         checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
          stream: OrderedStream? = nil, logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil, "a download needs a destination or a way to name it")
@@ -120,7 +120,7 @@ final class SegmentedDownload: @unchecked Sendable {
         self.journalPath = destination.map(WorkingFileNames.journal(of:)) ?? ""
         self.resolveName = destination == nil ? resolveName : nil
         self.checksum = checksum
-        self.onChange = onChange
+        self.ifChangedOnServer = ifChangedOnServer
         self.budget = budget
         self.resumeState = resume?.state
         self.resumeJournal = resume?.journal
@@ -882,7 +882,7 @@ final class SegmentedDownload: @unchecked Sendable {
             error: error, failuresInRow: worker.failuresInRow + 1, retriesSoFar: retries, restartsSoFar: restarts,
             canReResolve: worker.url != mirrors[mirror].given && mirrors.canReResolve(mirror),
             otherMirrorLive: mirrors.hasOtherLiveMirror(than: mirror))
-        switch FailurePolicy.decide(context, retry: options.retry, onChange: onChange) {
+        switch FailurePolicy.decide(context, retry: options.retry, ifChangedOnServer: ifChangedOnServer) {
         case .restart:
             restart()
         case .fail:

@@ -226,7 +226,7 @@ public final class DownloadTask: @unchecked Sendable {
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
                 resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request) },
-                checksum: request.checksum, onChange: request.onChange, resume: prepared.resume,
+                checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 logger: logger)
             lifecycle.started(download)

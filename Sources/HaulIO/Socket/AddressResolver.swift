@@ -4,7 +4,7 @@ import Glibc
 public struct ResolutionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The host that was looked up.
     public let host: String
-    /// The `getaddrinfo` error text (or `strerror` text for `EAI_SYSTEM`).
+    /// The `getaddrinfo` error text (or the errno text for `EAI_SYSTEM`).
     public let reason: String
 
     /// `resolve HOST: REASON`.

@@ -15,7 +15,7 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         self.errno = errno
     }
 
-    /// The human-readable text for `errno` from `strerror`, e.g. `Connection refused`.
+    /// The human-readable text for `errno` (from the thread-safe `strerror_r`), e.g. `Connection refused`.
     ///
     /// One exception: `ELOOP` from `open`, which HaulIO's files report when `O_NOFOLLOW` met a symbolic
     /// link at the path, reads ``symbolicLinkRefused`` rather than the cryptic "Too many levels of
@@ -33,7 +33,7 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `call: reason (errno N)`, e.g. `connect: Connection refused (errno 111)`.
     public var description: String { "\(call): \(reason) (errno \(errno))" }
 
-    /// The `strerror` text for an errno value, without the call name.
+    /// The `strerror_r` text for an errno value, without the call name.
     public static func describe(errno code: Int32) -> String {
         // strerror_r (the XSI variant Swift sees) rather than strerror, which is not thread-safe.
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in

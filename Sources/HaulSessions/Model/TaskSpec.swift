@@ -76,7 +76,7 @@ public struct TaskSpec: Sendable, Hashable {
     public var createsDirectories: Bool = true
     public var replacesExisting: Bool = false
     public var checksum: Checksum?
-    public var onChange: ChangePolicy = .fail
+    public var ifChangedOnServer: ChangePolicy = .fail
     /// Discard a partial download found at the destination when the task first starts (never on later
     /// starts: those resume what this task itself wrote).
     public var discardsPartialDownload: Bool = false
@@ -101,7 +101,7 @@ public struct TaskSpec: Sendable, Hashable {
         createsDirectories = request.createsDirectories
         replacesExisting = request.replacesExisting
         checksum = request.checksum
-        onChange = request.onChange
+        ifChangedOnServer = request.ifChangedOnServer
         discardsPartialDownload = request.discardsPartialDownload
         headers = request.headers.map { TaskHeader(name: $0.name, value: $0.value) }
         self.options = options
@@ -113,7 +113,7 @@ public struct TaskSpec: Sendable, Hashable {
     public func request(firstStart: Bool) -> DownloadRequest {
         var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination,
                                       createsDirectories: createsDirectories, replacesExisting: replacesExisting,
-                                      checksum: checksum, onChange: onChange,
+                                      checksum: checksum, ifChangedOnServer: ifChangedOnServer,
                                       discardsPartialDownload: discardsPartialDownload && firstStart)
         request.headers = headers.map { ($0.name, $0.value) }
         return request
@@ -234,7 +234,8 @@ extension TaskSpec {
         if !createsDirectories { object["createDirectories"] = .bool(false) }
         if replacesExisting { object["replaceExisting"] = .bool(true) }
         if let checksum { object["checksum"] = .string(checksum.description) }
-        if onChange != .fail { object["onChange"] = .string(onChange.rawValue) }
+        // Stored under its first name, "onChange", so that queues written before the rename still load.
+        if ifChangedOnServer != .fail { object["onChange"] = .string(ifChangedOnServer.rawValue) }
         if discardsPartialDownload { object["restart"] = .bool(true) }
         if !headers.isEmpty {
             object["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) })
@@ -277,7 +278,7 @@ extension TaskSpec {
             guard let policy = ChangePolicy(rawValue: text) else {
                 throw SchemaError(field: reader.name("onChange"), "expected fail or restart, found \"\(text)\"")
             }
-            onChange = policy
+            ifChangedOnServer = policy
         }
         discardsPartialDownload = try reader.bool("restart", default: false)
         for (index, item) in (try reader.optionalArray("headers", maximumCount: 256) ?? []).enumerated() {

@@ -8,9 +8,9 @@ import HaulIO
     let retry = RetryPolicy(triesPerRange: 3, totalRetries: 10)
 
     func decide(_ error: HaulError, inRow: Int = 1, retries: Int = 0, restarts: Int = 0, reResolve: Bool = false,
-                otherMirror: Bool = false, onChange: ChangePolicy = .fail) -> FailureAction {
+                otherMirror: Bool = false, ifChangedOnServer: ChangePolicy = .fail) -> FailureAction {
         FailurePolicy.decide(.init(error: error, failuresInRow: inRow, retriesSoFar: retries, restartsSoFar: restarts,
-                                   canReResolve: reResolve, otherMirrorLive: otherMirror), retry: retry, onChange: onChange)
+                                   canReResolve: reResolve, otherMirrorLive: otherMirror), retry: retry, ifChangedOnServer: ifChangedOnServer)
     }
 
     let faulty = HaulError.faultyResponse(url: "u", detail: "d")
@@ -30,8 +30,8 @@ import HaulIO
 
     @Test func aChangedResourceRestartsOnlyWhenAllowedAndAFewTimes() {
         #expect(decide(changed) == .fail)
-        #expect(decide(changed, onChange: .restart) == .restart)
-        #expect(decide(changed, restarts: FailurePolicy.maximumRestarts, onChange: .restart) == .fail)
+        #expect(decide(changed, ifChangedOnServer: .restart) == .restart)
+        #expect(decide(changed, restarts: FailurePolicy.maximumRestarts, ifChangedOnServer: .restart) == .fail)
         #expect(decide(changed, reResolve: true, otherMirror: true) == .fail, "a change is never retried as a fault")
     }
 
