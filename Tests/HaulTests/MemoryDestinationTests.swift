@@ -69,8 +69,11 @@ import HaulTestSupport
     @Test func severalConnectionsFillOneBuffer() async throws {
         #expect(Self.sharedFileCreated)
         let file = Self.sharedFile
+        // Durable mode, the default: a download into memory has no disk to sync, and must not try.
+        var durable = options(connections: 8)
+        durable.synchronizesToDisk = true
         let (result, _) = try await run(DownloadRequest(url: fixture.nginx.url(file.path), destination: .memory(limit: file.size)),
-                                        options: options(connections: 8))
+                                        options: durable)
         let value = try result.get()
         #expect(value.connections > 1, "the file was shared between connections")
         #expect(value.bytesRequested == Int64(file.size), "no byte requested twice")
@@ -189,7 +192,8 @@ import HaulTestSupport
         let body = try #require(try result.get().body)
         #expect(body.count == size)
         #expect(sameBytes(body, resource.bytes))
-        #expect(server.exchanges.contains { $0.bodyBytesSent > size / 2 }, "the server did overrun")
+        let overruns = server.exchanges.filter { $0.status == 206 && $0.bodyBytesSent > ($0.request.range?.resolved(length: size)?.count ?? size) }
+        #expect(!overruns.isEmpty, "the server did send bodies past their ranges")
     }
 
     /// A pause keeps nothing of a download in memory: the resume fetches it again, and the result is whole.

@@ -165,8 +165,10 @@ final class SegmentedDownload: @unchecked Sendable {
     func startOnLoop(completion: @escaping (Outcome) -> Void) {
         precondition(loop.inEventLoop)
         self.completion = completion
+        let shownDestination = memoryLimit.map { "(memory, at most \($0) bytes)" }
+            ?? (destination.isEmpty ? "(named by the server)" : destination)
         logger.debug("download starting", metadata: [
-            LogKey.url: "\(mirrors.primary.given)", "haul.destination": "\(destination.isEmpty ? "(named by the server)" : destination)",
+            LogKey.url: "\(mirrors.primary.given)", "haul.destination": "\(shownDestination)",
             "haul.connections": "\(options.connections)", "haul.mirrors": "\(mirrors.mirrors.count - 1)",
         ])
         begin()
@@ -800,6 +802,8 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Starts write-back of `start..<end` off the loop; a failure surfaces at the next sync of the file.
     func startWriteBack(from start: Int64, to end: Int64) {
+        // Memory has no disk to write back to: a thread woken for nothing.
+        guard memoryLimit == nil else { return }
         file?.writeBackInBackground(offset: start, length: end - start)
     }
 
