@@ -30,7 +30,8 @@ public struct DownloadRequest: Sendable {
         /// refused before any of its body is kept, and one sent without a length (chunked, or delimited by
         /// the connection's close) is stopped as soon as its bytes pass the limit; both end with
         /// ``HaulError/Reason/responseTooLarge(url:limit:length:)``. A negative limit is
-        /// ``HaulError/Reason/invalidDestination(_:)``.
+        /// ``HaulError/Reason/invalidDestination(_:)``. At the end the bytes are copied once from the in-memory
+        /// file into the result, so for that moment the download holds twice its length.
         ///
         /// A pause keeps nothing: ``DownloadTask/resume()`` fetches the resource again from its start, and no
         /// other process can continue it. ``createsDirectories``, ``replacesExisting`` and
