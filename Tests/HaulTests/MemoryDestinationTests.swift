@@ -215,6 +215,15 @@ final class MemoryFixture: Sendable {
         #expect(!overruns.isEmpty, "the server did send bodies past their ranges")
     }
 
+    /// An empty resource (a `416` to `bytes=0-`, with an error page that is not the resource) is an empty body.
+    @Test func anEmptyResourceIsAnEmptyBody() async throws {
+        let server = try MisbehavingServer(resource: MisbehavingServer.Resource(bytes: []))
+        defer { server.stop() }
+        let bytes = try await HaulClient(options: options()).bytes(from: server.url("/empty"), limit: 0)
+        #expect(bytes.isEmpty)
+        #expect(server.exchanges.first?.status == 416)
+    }
+
     /// A pause keeps nothing of a download in memory: the resume fetches it again, and the result is whole.
     @Test func aPausedMemoryDownloadStartsOverOnResume() async throws {
         // The first response stalls after 64 KiB until the server stops: still running whenever the test acts.
