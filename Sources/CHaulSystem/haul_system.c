@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int haul_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
@@ -42,6 +43,8 @@ int haul_fallocate(int fd, int mode, int64_t offset, int64_t len) { return fallo
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags) {
     return sync_file_range(fd, offset, nbytes, flags);
 }
+
+int haul_memfd_create(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 int haul_set_thread_name(unsigned long thread, const char *name) { return pthread_setname_np((pthread_t)thread, name); }
 

@@ -130,7 +130,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocolViolation
         case .changedOnServer, .partialDownloadMismatch: self = .changedOnServer
         case .checksumMismatch: self = .checksumMismatch
-        case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed, .outputClosed: self = .output
+        // A download into memory over its limit (never made by the CLI, but an embedder may map its errors
+        // here): like too little space for the file.
+        case .disk, .insufficientSpace, .responseTooLarge, .destinationExists, .destinationBusy, .journal, .checkpointFailed, .outputClosed: self = .output
         case .cancelled: self = .interrupted
         case .unexpected: self = .unexpected
         }

@@ -127,6 +127,7 @@ extension HaulCommand {
             switch destination {
             case .file(let file): path = file
             case .stream: path = "-"
+            case .memory: path = ""   // never made here: the CLI writes files or a stream
             case .directory(let directory):
                 let name = URLText.fileName(forURL: url) ?? "index.html"
                 path = directory.hasSuffix("/") ? directory + name : directory + "/" + name

@@ -239,8 +239,7 @@ final class ProgressReporter: Sendable {
         if path.isEmpty {
             switch task.request.destination {
             case .file(let file): path = file
-            case .stream: path = task.request.url
-            case .directory: path = task.request.url
+            case .stream, .memory, .directory: path = task.request.url
             }
         }
         let last = path.split(separator: "/").last.map(String.init) ?? path

@@ -38,6 +38,7 @@ import HaulCommandLine
         (.checksumMismatch(path: "a.iso", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11"), 8, "checksum"),
         (.disk(path: "a.iso", SystemError(call: "pwrite", errno: 5)), 9, "disk"),
         (.insufficientSpace(path: "a.iso", needed: 10, available: 1), 9, "disk"),
+        (.responseTooLarge(url: "u", limit: 10, length: 20), 9, "disk"),
         (.destinationExists(path: "a.iso"), 9, "disk"),
         (.journal(journalError), 9, "disk"),
         (.checkpointFailed(journalError), 9, "disk"),

@@ -38,6 +38,8 @@ import HaulTestSupport
         .mirrorMismatch(url: url, detail: "length 10, expected 20"),
         .checksumMismatch(path: "a.iso.part", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11"),
         .insufficientSpace(path: "a.iso.part", needed: 10, available: 1),
+        .responseTooLarge(url: url, limit: 1024, length: 4096),
+        .responseTooLarge(url: url, limit: 1024, length: nil),
         .journal(journalError),
         .partialDownloadMismatch(path: "a.iso.part", detail: "it belongs to another URL"),
         .cancelled,
@@ -77,11 +79,12 @@ import HaulTestSupport
         case .cancelled: 25
         case .checkpointFailed: 26
         case .unexpected: 27
+        case .responseTooLarge: 28
         }
     }
 
     @Test func everyReasonHasARepresentative() {
-        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...27))
+        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...28))
     }
 
     /// Advice that names a program's options: a long option, or the old "pass replace" wording.
@@ -118,6 +121,12 @@ import HaulTestSupport
         #expect(disk.description == "a.iso.part: pwrite: No space left on device (errno 28)")
         #expect(HaulError.destinationExists(path: "a.iso").description == "a.iso already exists")
         #expect(HaulError.cancelled.description == "cancelled")
+        let announced = HaulError(.responseTooLarge(url: Self.url, limit: 1024, length: 4096), url: Self.url)
+        #expect(announced.description == "\(Self.url) is 4096 bytes, more than the limit of 1024 bytes for a download into memory")
+        let unannounced = HaulError(.responseTooLarge(url: Self.url, limit: 1024, length: nil), url: Self.url)
+        #expect(unannounced.description
+            == "\(Self.url) sent more than the limit of 1024 bytes for a download into memory (it announced no length)")
+        #expect(!announced.isTransient && !unannounced.isTransient, "the resource will not shrink on a retry")
     }
 
     @Test func oneTryIsNotCountedAndNoURLIsNotInvented() {

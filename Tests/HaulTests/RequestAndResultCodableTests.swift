@@ -20,7 +20,8 @@ import Testing
         DownloadResult(path: "out/big.iso", bytes: 1 << 32, duration: .milliseconds(1234) + .nanoseconds(5),
                        finalURL: try! HTTPURL("https://u:p%40w@cdn.example:8443/big.iso?sig=1"),
                        entityTag: EntityTag("W/\"v\u{E9}1\""), lastModified: HTTPDate(secondsSinceEpoch: 784_111_777),
-                       redirects: 2, connections: 8, bytesRequested: (1 << 32) + 7, retries: 3)
+                       redirects: 2, connections: 8, bytesRequested: (1 << 32) + 7, retries: 3,
+                       body: [0, 1, 2, 0xFB, 0xFF, 0x3E])
     }
 
     func json(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
@@ -52,6 +53,14 @@ import Testing
         #expect(String(decoding: data, as: UTF8.self).contains(#""destination":{"directory":"downloads"}"#))
     }
 
+    @Test func aMemoryDestinationRoundTrips() throws {
+        let request = DownloadRequest(url: "http://example.org/config.json", destination: .memory(limit: 1 << 20))
+        let data = try json(request)
+        #expect(try JSONDecoder().decode(DownloadRequest.self, from: data) == request)
+        #expect(String(decoding: data, as: UTF8.self).contains(#""destination":{"memory":1048576}"#))
+        #expect(request != DownloadRequest(url: "http://example.org/config.json", destination: .memory(limit: 1 << 10)))
+    }
+
     @Test func missingKeysTakeTheSafeDefaults() throws {
         let decoded = try JSONDecoder().decode(DownloadRequest.self, from: Data(#"{"url": "http://example.org/f", "destination": {"file": "f"}}"#.utf8))
         #expect(decoded == DownloadRequest(url: "http://example.org/f", destination: .file("f")))
@@ -63,6 +72,8 @@ import Testing
         #"{"url": "u", "destination": {"file": "f"}, "checksum": "sha265=\#(String(repeating: "0", count: 64))"}"#,
         #"{"url": "u", "destination": {"file": "f"}, "ifChangedOnServer": "ignore"}"#,
         #"{"url": "u", "destination": {"stream": 1}}"#,                                                 // a descriptor of another process
+        #"{"url": "u", "destination": {"memory": -1}}"#,
+        #"{"url": "u", "destination": {"memory": "1M"}}"#,
         #"{"url": "u", "destination": {"file": "f", "directory": "d"}}"#,
         #"{"url": "u", "destination": {}}"#,
         #"{"destination": {"file": "f"}}"#,
@@ -105,11 +116,34 @@ import Testing
         #expect(Set(DownloadResult.CodingKeys.allCases.map(\.rawValue)) == storedProperties(of: result))
     }
 
-    @Test func aResultWithoutValidatorsRoundTrips() throws {
+    @Test func aResultWithoutValidatorsOrBodyRoundTrips() throws {
         var result = Self.fullResult
         result.entityTag = nil
         result.lastModified = nil
-        #expect(try JSONDecoder().decode(DownloadResult.self, from: json(result)) == result)
+        result.body = nil
+        let data = try json(result)
+        #expect(try JSONDecoder().decode(DownloadResult.self, from: data) == result)
+        #expect(try !keys(of: data).contains("body"), "a file's result has no body")
+    }
+
+    /// A body is standard Base64 with padding, whatever its length modulo 3, and only that decodes.
+    @Test func aBodyIsBase64() throws {
+        var result = Self.fullResult
+        for (body, text) in [([UInt8](), ""), ([0x66], "Zg=="), ([0x66, 0x6F], "Zm8="), ([0x66, 0x6F, 0x6F], "Zm9v"),
+                             ([0, 1, 2, 0xFB, 0xFF, 0x3E], "AAEC+/8+")] {
+            result.body = body
+            let data = try json(result)
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect(object["body"] as? String == text, "\(body)")
+            #expect(try JSONDecoder().decode(DownloadResult.self, from: data).body == body)
+        }
+        let encoded = try #require(try JSONSerialization.jsonObject(with: json(Self.fullResult)) as? [String: Any])
+        for bad in ["Zg", "Zg=", "Z===", "Zh==", "Zm9=", "Zm 9", "Zm9v=", "=Zm9"] {
+            var object = encoded
+            object["body"] = bad
+            let data = try JSONSerialization.data(withJSONObject: object)
+            #expect(throws: DecodingError.self, "\(bad)") { _ = try JSONDecoder().decode(DownloadResult.self, from: data) }
+        }
     }
 
     @Test func resultsDifferingInAnyPropertyAreUnequal() throws {
@@ -117,7 +151,7 @@ import Testing
             { $0.path += "x" }, { $0.bytes += 1 }, { $0.duration += .nanoseconds(1) },
             { $0.finalURL = try! HTTPURL("https://cdn.example:8443/big.iso?sig=1") }, { $0.entityTag = EntityTag("\"v\u{E9}1\"") },
             { $0.lastModified = HTTPDate(secondsSinceEpoch: 0) }, { $0.redirects += 1 }, { $0.connections += 1 },
-            { $0.bytesRequested += 1 }, { $0.retries += 1 },
+            { $0.bytesRequested += 1 }, { $0.retries += 1 }, { $0.body?.append(0) },
         ]
         #expect(changes.count == storedProperties(of: Self.fullResult).count)
         for (index, change) in changes.enumerated() {

@@ -62,7 +62,7 @@ public struct DownloadProgress: Sendable, Equatable {
     /// Time since the download (or its latest resumption) started.
     public var elapsed: Duration
     /// The path being written (the destination plus `.part` until complete). Empty while a directory
-    /// download waits for the server's suggested name.
+    /// download waits for the server's suggested name, and for a download kept in memory (which has none).
     public var partialPath: String
     /// The latest failed checkpoint of the resume journal (say, no space left for it), if the journal is
     /// behind: the download goes on, but after a crash more would be fetched again. Nil once one succeeds.
@@ -71,7 +71,7 @@ public struct DownloadProgress: Sendable, Equatable {
     /// partial download started from another URL).
     public var notices: [String] = []
     /// Whether a paused download can continue where it stopped: false when the server does not support
-    /// ranges, so the next run starts over.
+    /// ranges, or the download is streamed or kept in memory, so the next run starts over.
     public var canResume: Bool = true
 
     /// A snapshot with every field given (the engine makes these; tests and custom renderers may too).

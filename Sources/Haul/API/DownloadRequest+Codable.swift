@@ -62,21 +62,28 @@ extension DownloadRequest: Codable {
     }
 }
 
-/// One key naming the case, its path as the value: `{"file": "out/big.iso"}`, `{"directory": "downloads"}`.
+/// One key naming the case, its path (or limit) as the value: `{"file": "out/big.iso"}`,
+/// `{"directory": "downloads"}`, `{"memory": 1048576}`.
 extension DownloadRequest.Destination: Codable {
     enum CodingKeys: String, CodingKey {
-        case file, directory, stream
+        case file, directory, stream, memory
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         guard container.allKeys.count == 1, let key = container.allKeys.first else {
             throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: container.codingPath, debugDescription: "a destination is one of file, directory"))
+                codingPath: container.codingPath, debugDescription: "a destination is one of file, directory, memory"))
         }
         switch key {
         case .file: self = .file(try container.decode(String.self, forKey: .file))
         case .directory: self = .directory(try container.decode(String.self, forKey: .directory))
+        case .memory:
+            let limit = try container.decode(Int.self, forKey: .memory)
+            guard limit >= 0 else {
+                throw DecodingError.dataCorruptedError(forKey: .memory, in: container, debugDescription: "a memory limit is a number of bytes, never negative")
+            }
+            self = .memory(limit: limit)
         case .stream:
             throw DecodingError.dataCorruptedError(forKey: .stream, in: container,
                                                    debugDescription: "a stream destination (an open descriptor) cannot be decoded")
@@ -88,6 +95,7 @@ extension DownloadRequest.Destination: Codable {
         switch self {
         case .file(let path): try container.encode(path, forKey: .file)
         case .directory(let path): try container.encode(path, forKey: .directory)
+        case .memory(let limit): try container.encode(limit, forKey: .memory)
         case .stream:
             throw EncodingError.invalidValue(self, EncodingError.Context(
                 codingPath: encoder.codingPath,

@@ -20,6 +20,23 @@ public struct DownloadRequest: Sendable {
         /// reader paces the download. The descriptor stays open: it is the caller's, e.g.
         /// `.stream(.standardOutput)`.
         case stream(FileDescriptor)
+        /// Keep the bytes in memory and hand them over as ``DownloadResult/body``: for a small resource (a
+        /// JSON document, a manifest) that needs no file. Nothing is written to disk: no `.part`, no journal,
+        /// no rename, and ``DownloadResult/path`` is empty. The download still fetches over several
+        /// connections into an anonymous in-memory file (`memfd_create`), and a ``DownloadRequest/checksum``
+        /// is checked against the bytes.
+        ///
+        /// `limit` bounds the memory it takes, in bytes: a resource whose announced length is larger is
+        /// refused before any of its body is kept, and one sent without a length (chunked, or delimited by
+        /// the connection's close) is stopped as soon as its bytes pass the limit; both end with
+        /// ``HaulError/Reason/responseTooLarge(url:limit:length:)``. A negative limit is
+        /// ``HaulError/Reason/invalidDestination(_:)``. At the end the bytes are copied once from the in-memory
+        /// file into the result, so for that moment the download holds twice its length.
+        ///
+        /// A pause keeps nothing: ``DownloadTask/resume()`` fetches the resource again from its start, and no
+        /// other process can continue it. ``createsDirectories``, ``replacesExisting`` and
+        /// ``discardsPartialDownload`` have no meaning here and are ignored.
+        case memory(limit: Int)
 
         /// This exact path.
         public static func file(_ path: FilePath) -> Destination { .file(path.string) }
@@ -31,7 +48,7 @@ public struct DownloadRequest: Sendable {
     public var url: String
     /// Other URLs of the same resource; connections are spread over all of them, and a failing one is dropped.
     public var mirrors: [String]
-    /// Where the file goes: a path, or a directory and the server's suggested name.
+    /// Where the file goes: a path, a directory and the server's suggested name, a stream, or memory.
     public var destination: Destination
     /// Whether missing directories on the way to the destination are created.
     public var createsDirectories: Bool

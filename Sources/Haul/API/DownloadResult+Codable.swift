@@ -1,3 +1,5 @@
+import HaulHTTP
+
 // Results compare and encode by value (a download log, a cache of what was fetched). Written out by hand,
 // in this file rather than on the declaration; a stored property added to DownloadResult must be added to
 // `==`, `CodingKeys`, `init(from:)` and `encode(to:)` (RequestAndResultCodableTests compares the encoded keys
@@ -8,15 +10,17 @@ extension DownloadResult: Equatable {
         lhs.path == rhs.path && lhs.bytes == rhs.bytes && lhs.duration == rhs.duration && lhs.finalURL == rhs.finalURL
             && lhs.entityTag == rhs.entityTag && lhs.lastModified == rhs.lastModified && lhs.redirects == rhs.redirects
             && lhs.connections == rhs.connections && lhs.bytesRequested == rhs.bytesRequested && lhs.retries == rhs.retries
+            && lhs.body == rhs.body
     }
 }
 
-/// Keyed by property name, every key required but the absent validators. ``finalURL`` is the whole URL,
-/// user information included (see `HTTPURL`'s encoding); ``duration`` is stdlib `Duration`'s encoding;
-/// ``lastModified`` whole seconds since 1970.
+/// Keyed by property name, every key required but the absent validators and ``body``. ``finalURL`` is the
+/// whole URL, user information included (see `HTTPURL`'s encoding); ``duration`` is stdlib `Duration`'s
+/// encoding; ``lastModified`` whole seconds since 1970; ``body`` (a download kept in memory) one string of
+/// standard Base64 with padding (RFC 4648 §4), as Foundation encodes `Data`.
 extension DownloadResult: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries
+        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries, body
     }
 
     public init(from decoder: any Decoder) throws {
@@ -33,6 +37,12 @@ extension DownloadResult: Codable {
             bytesRequested: try container.decode(Int64.self, forKey: .bytesRequested),
             retries: try container.decode(Int.self, forKey: .retries)
         )
+        if let text = try container.decodeIfPresent(String.self, forKey: .body) {
+            guard let body = Base64.decode(text) else {
+                throw DecodingError.dataCorruptedError(forKey: .body, in: container, debugDescription: "a body is one string of Base64 with padding")
+            }
+            self.body = body
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -47,5 +57,6 @@ extension DownloadResult: Codable {
         try container.encode(connections, forKey: .connections)
         try container.encode(bytesRequested, forKey: .bytesRequested)
         try container.encode(retries, forKey: .retries)
+        try container.encodeIfPresent(body.map(Base64.encode), forKey: .body)
     }
 }

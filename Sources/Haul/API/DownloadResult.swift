@@ -7,8 +7,8 @@
 /// journal already listed were requested (and their time spent) by the earlier process, so
 /// ``bytesRequested`` may be less than ``bytes``.
 public struct DownloadResult: Sendable {
-    /// The completed file.
-    /// (`-` for a download delivered to a stream.)
+    /// The completed file. (`-` for a download delivered to a stream; empty for one kept in memory, whose
+    /// bytes are ``body``.)
     public var path: String
     /// The file's length: every byte, including those an earlier run or process wrote.
     public var bytes: Int64
@@ -30,4 +30,8 @@ public struct DownloadResult: Sendable {
     public var bytesRequested: Int64
     /// Retries made, in all runs of this process.
     public var retries: Int
+    /// The downloaded bytes, for a download kept in memory (``DownloadRequest/Destination/memory(limit:)``):
+    /// ``bytes`` of them, never more than its limit. nil for every other destination, whose bytes are at
+    /// ``path``.
+    public var body: [UInt8]? = nil
 }

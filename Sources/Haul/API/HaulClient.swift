@@ -125,6 +125,22 @@ public final class HaulClient: Sendable {
                                            replacesExisting: replacingExisting, discardsPartialDownload: restart))
     }
 
+    /// Downloads `url` (and the same resource at `mirrors`) into memory and returns its bytes: for a small
+    /// resource — a JSON document, a manifest — that needs no file. The same as ``download(_:logger:)`` with
+    /// a ``DownloadRequest/Destination/memory(limit:)`` destination, returning ``DownloadResult/body``.
+    ///
+    /// `limit` (16 MiB unless given) bounds the memory the download takes: a resource whose announced length
+    /// is larger is refused before any of its body is kept, one sent without a length is stopped as soon as
+    /// it passes the limit, both with ``HaulError/Reason/responseTooLarge(url:limit:length:)``. A `checksum`
+    /// is checked against the bytes. Cancelling the calling Swift task throws ``HaulError/cancelled`` and
+    /// keeps nothing.
+    public func bytes(from url: String, mirrors: [String] = [], limit: Int = 16 << 20,
+                      checksum: Checksum? = nil) async throws(HaulError) -> [UInt8] {
+        let result = try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .memory(limit: limit), checksum: checksum))
+        // A download into memory always carries its body.
+        return result.body ?? []
+    }
+
     /// Downloads `url` into the file `path`, given as a string; the same as the `FilePath` form above.
     public func download(_ url: String, mirrors: [String] = [], to path: String, replacingExisting: Bool = false,
                          restart: Bool = false) async throws(HaulError) -> DownloadResult {

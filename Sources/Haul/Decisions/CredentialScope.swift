@@ -66,20 +66,8 @@ public enum BasicAuthorization {
         "Basic " + base64(Array((user + ":" + password).utf8))
     }
 
+    /// Standard Base64 with padding (HaulHTTP's, which proxies' credentials use too).
     static func base64(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let chunk = bytes[index..<min(index + 3, bytes.count)]
-            var value = UInt32(0)
-            for (position, byte) in chunk.enumerated() { value |= UInt32(byte) << (16 - 8 * position) }
-            for position in 0..<4 {
-                out.append(position <= chunk.count ? alphabet[Int((value >> (18 - 6 * position)) & 0x3F)] : UInt8(ascii: "="))
-            }
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
+        Base64.encode(bytes)
     }
 }

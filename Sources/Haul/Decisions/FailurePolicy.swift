@@ -35,6 +35,9 @@ enum FailurePolicy {
         case .disk, .insufficientSpace, .outputClosed, .destinationBusy, .unexpected:
             // Local trouble: no server, and no other mirror, can help with it.
             return .fail
+        case .responseTooLarge:
+            // The resource itself is larger than the caller allows; its mirrors are the same resource.
+            return .fail
         case .mirrorMismatch:
             // URLs given as one file's mirrors that are different files: a mistake of the caller's (several
             // files meant), not a fault to route around — every time, whichever connection notices first.

@@ -66,6 +66,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case checksumMismatch(path: String, expected: Checksum, actual: String)
         /// The destination's filesystem has too little space for the file.
         case insufficientSpace(path: String, needed: Int64, available: Int64)
+        /// A download into memory (``DownloadRequest/Destination/memory(limit:)``) is larger than its limit.
+        /// `length` is the length the server announced, refused before any body byte was kept; nil when it
+        /// announced none (chunked or close-delimited) and the body ran past `limit`: it was stopped there.
+        case responseTooLarge(url: String, limit: Int, length: Int64?)
         /// The resume journal of an interrupted download cannot be used.
         case journal(JournalError)
         /// A partial download exists at the destination but belongs to something else.
@@ -115,6 +119,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                 "\(path): \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)"
             case .insufficientSpace(let path, let needed, let available):
                 "not enough space for \(path): need \(needed) bytes, \(available) available"
+            case .responseTooLarge(let url, let limit, let length?):
+                "\(url) is \(length) bytes, more than the limit of \(limit) bytes for a download into memory"
+            case .responseTooLarge(let url, let limit, nil):
+                "\(url) sent more than the limit of \(limit) bytes for a download into memory (it announced no length)"
             }
         }
 
@@ -138,7 +146,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             switch self {
             case .invalidURL, .network, .tls, .malformedResponse, .truncatedTLS, .httpStatus, .redirect, .timedOut,
                  .incomplete, .changedOnServer, .wrongContentRange, .faultyResponse, .belowSpeedLimit, .mirrorMismatch,
-                 .unexpected:
+                 .responseTooLarge, .unexpected:
                 true
             case .invalidRequest, .tlsSetup, .disk, .invalidDestination, .destinationExists, .outputClosed,
                  .destinationBusy, .checksumMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
@@ -290,6 +298,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// ``Reason/insufficientSpace(path:needed:available:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func insufficientSpace(path: String, needed: Int64, available: Int64) -> HaulError {
         HaulError(Reason.insufficientSpace(path: path, needed: needed, available: available))
+    }
+    /// ``Reason/responseTooLarge(url:limit:length:)`` without context: the engine adds the tries where the download ends.
+    public static func responseTooLarge(url: String, limit: Int, length: Int64?) -> HaulError {
+        HaulError(Reason.responseTooLarge(url: url, limit: limit, length: length))
     }
     /// ``Reason/journal(_:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func journal(_ error: JournalError) -> HaulError {

@@ -182,7 +182,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         let segmentEnd = segment.map { download.planner!.end(of: $0) } ?? Int64.max
         let writable = Int(min(Int64(step.writable), max(0, segmentEnd - at)))
         if writable > 0 {
-            try download.write(UnsafeRawBufferPointer(rebasing: bytes[0..<writable]), at: at, proven: !provisional)
+            try download.write(UnsafeRawBufferPointer(rebasing: bytes[0..<writable]), at: at, proven: !provisional, from: self)
             bytesWritten += Int64(writable)
             if !provisional { download.recordWritten(Int64(writable), in: segment) }
             if download.options.synchronizesToDisk { noteWritten(at: at, count: Int64(writable)) }

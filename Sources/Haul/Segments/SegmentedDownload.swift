@@ -22,6 +22,9 @@ final class SegmentedDownload: @unchecked Sendable {
     struct Finished: Sendable {
         /// nil for a download streamed in order (``OrderedStream``): everything is delivered already.
         var file: OutputFile?
+        /// Whether `file` is in memory (``DownloadRequest/Destination/memory(limit:)``): its bytes are read
+        /// back into the result, nothing is renamed. `partPath` then names it for messages only.
+        var inMemory = false
         var partPath: String
         var journalPath: String
         /// Whether a journal was written (small files have none), so the finish knows to remove it.
@@ -105,6 +108,9 @@ final class SegmentedDownload: @unchecked Sendable {
     /// What one request of a streamed download asks for.
     let streamChunk: Int64
     private var horizonCheckQueued = false
+    /// Set when the bytes are kept in memory (an anonymous file in `file`): no `.part`, no journal, and
+    /// nothing past this many bytes is ever written (``DownloadRequest/Destination/memory(limit:)``).
+    let memoryLimit: Int64?
     /// Mirror checks still out; nothing is requested for the file until they are all back.
     private var mirrorChecksPending = 0
 
@@ -113,8 +119,10 @@ final class SegmentedDownload: @unchecked Sendable {
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
          checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
-         stream: OrderedStream? = nil, logger: Logger = .haulDisabled) {
-        precondition(destination != nil || resolveName != nil || stream != nil, "a download needs a destination or a way to name it")
+         stream: OrderedStream? = nil, memoryLimit: Int? = nil, logger: Logger = .haulDisabled) {
+        precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
+                     "a download needs a destination or a way to name it")
+        precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
         self.destination = destination ?? ""
         self.partPath = destination.map(WorkingFileNames.partial(of:)) ?? ""
         self.journalPath = destination.map(WorkingFileNames.journal(of:)) ?? ""
@@ -135,9 +143,16 @@ final class SegmentedDownload: @unchecked Sendable {
         self.notices = notices
         self.file = file
         self.stream = stream
+        self.memoryLimit = memoryLimit.map(Int64.init)
         if stream != nil {
             // Nothing is written beside a stream: "-" names it, as on curl's command line.
             self.destination = "-"
+            self.partPath = ""
+            self.journalPath = ""
+        }
+        if memoryLimit != nil {
+            // No path at all: nothing to lock, journal, rename, or remove on a cancel.
+            self.destination = ""
             self.partPath = ""
             self.journalPath = ""
         }
@@ -150,8 +165,10 @@ final class SegmentedDownload: @unchecked Sendable {
     func startOnLoop(completion: @escaping (Outcome) -> Void) {
         precondition(loop.inEventLoop)
         self.completion = completion
+        let shownDestination = memoryLimit.map { "(memory, at most \($0) bytes)" }
+            ?? (destination.isEmpty ? "(named by the server)" : destination)
         logger.debug("download starting", metadata: [
-            LogKey.url: "\(mirrors.primary.given)", "haul.destination": "\(destination.isEmpty ? "(named by the server)" : destination)",
+            LogKey.url: "\(mirrors.primary.given)", "haul.destination": "\(shownDestination)",
             "haul.connections": "\(options.connections)", "haul.mirrors": "\(mirrors.mirrors.count - 1)",
         ])
         begin()
@@ -293,7 +310,8 @@ final class SegmentedDownload: @unchecked Sendable {
     /// pause): a smaller file lost in a crash costs no more than the window the journal would have saved,
     /// and skipping its create, sync and removal is what makes many small downloads cheap.
     private func startCheckpointing(always: Bool = false) {
-        guard let file, let total, checkpointer == nil, rangesSupported, always || total > options.checkpointBytes else { return }
+        guard let file, let total, checkpointer == nil, rangesSupported, memoryLimit == nil,
+              always || total > options.checkpointBytes else { return }
         let primary = mirrors.primary
         let state = JournalState(
             url: primary.given.description, mirrors: mirrors.mirrors.dropFirst().map(\.given.description),
@@ -344,7 +362,8 @@ final class SegmentedDownload: @unchecked Sendable {
         isFinished = true
         stopAll()
         releaseConnections()
-        let resumable = bytesDone == 0 || (rangesSupported && stream == nil)
+        // Neither a stream nor memory keeps what it has: a resume of either starts over.
+        let resumable = bytesDone == 0 || (rangesSupported && stream == nil && memoryLimit == nil)
         startCheckpointing(always: true)
         guard let checkpointer, let planner else {
             file?.unlock()
@@ -400,9 +419,9 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         guard let file else { return }
         let size: Int64
-        do { size = try file.size() } catch { return fail(.disk(path: partPath, error)) }
+        do { size = try file.size() } catch { return fail(.disk(path: fileLabel, error)) }
         guard size == total, planner.written.count == total, planner.written.gaps(in: 0..<total).isEmpty else {
-            return fail(.unexpected("\(partPath) has \(size) bytes and \(planner.written.count) written, expected \(total)"))
+            return fail(.unexpected("\(fileLabel) has \(size) bytes and \(planner.written.count) written, expected \(total)"))
         }
         isFinished = true
         stopAll()
@@ -418,7 +437,7 @@ final class SegmentedDownload: @unchecked Sendable {
 
     private func report(_ file: OutputFile?) {
         let primary = mirrors.primary
-        completion?(.finished(Finished(file: file, partPath: partPath, journalPath: journalPath,
+        completion?(.finished(Finished(file: file, inMemory: memoryLimit != nil, partPath: fileLabel, journalPath: journalPath,
                                        journaled: checkpointer != nil || resumeJournal != nil, bytes: total ?? bytesDone,
                                        finalURL: primary.resolved, entityTag: primary.validators.entityTag,
                                        lastModified: primary.validators.lastModified, redirects: redirects,
@@ -531,6 +550,7 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         switch decision {
         case .ranged(let length, let served, let validators, let streamBody):
+            try refuseOverMemoryLimit(length, url: url)
             mirrors.record(validators, for: worker.requestMirror)
             total = length
             // Mirrors that have not shown their length yet are asked first (``MirrorCheck``): URLs that are
@@ -572,6 +592,7 @@ final class SegmentedDownload: @unchecked Sendable {
             return streamBody ? .receiveBody : .abandon
         case .whole(let length, let validators):
             // Ranges are not supported: this one connection carries the file.
+            if let length { try refuseOverMemoryLimit(length, url: url) }
             mirrors.record(validators, for: worker.requestMirror)
             try prepareFile(length: length ?? 0)
             total = length
@@ -670,6 +691,20 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
+    /// Refuses a resource of `length` bytes that a download into memory may not hold.
+    private func refuseOverMemoryLimit(_ length: Int64, url: HTTPURL) throws(HaulError) {
+        guard let memoryLimit, length > memoryLimit else { return }
+        logger.debug("refusing a resource larger than the memory limit", metadata: [
+            LogKey.url: "\(url)", "haul.total": "\(length)", "haul.limit": "\(memoryLimit)",
+        ])
+        throw .responseTooLarge(url: url.description, limit: Int(memoryLimit), length: length)
+    }
+
+    /// What messages call the file being written: the `.part` path, or, in memory, the URL so marked.
+    private var fileLabel: String {
+        memoryLimit == nil ? partPath : "\(mirrors.primary.given) (in memory)"
+    }
+
     private func setDestination(_ path: String) {
         destination = path
         partPath = WorkingFileNames.partial(of: path)
@@ -693,6 +728,18 @@ final class SegmentedDownload: @unchecked Sendable {
     /// the filesystem has room for them (counting what the file already holds, since it is truncated).
     private func prepareFile(length: Int64) throws {
         guard stream == nil else { return }
+        if memoryLimit != nil {
+            // Checked when the length was learnt; again here, the one place every length passes on its way
+            // to the file. Memory is not a filesystem: no free space to check, nothing to reserve.
+            try refuseOverMemoryLimit(length, url: mirrors.primary.resolved)
+            do {
+                if try file!.size() > 0 { try file!.truncate(to: 0) }
+                try file!.truncate(to: length)
+            } catch {
+                throw HaulError.disk(path: fileLabel, error)
+            }
+            return
+        }
         let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
         do {
             if file == nil { file = try OutputFile.open(partPath, truncate: true) }
@@ -712,10 +759,16 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, proven: Bool = true) throws {
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, proven: Bool = true, from worker: SegmentWorker) throws {
         // The body windows make this impossible; if it ever happens, it must not become a wrong file.
         guard offset >= 0, offset + Int64(bytes.count) <= total ?? Int64.max else {
             throw HaulError.unexpected("refusing to write \(bytes.count) bytes at \(offset) of a \(total ?? -1)-byte file")
+        }
+        // A known length was held to the limit before any byte came; a body without one (chunked,
+        // close-delimited) is stopped by the first bytes that would take it past the limit, none of which is kept.
+        if let memoryLimit, offset + Int64(bytes.count) > memoryLimit {
+            throw HaulError.responseTooLarge(url: (worker.url ?? mirrors.primary.resolved).description,
+                                             limit: Int(memoryLimit), length: total)
         }
         if let stream {
             do {
@@ -728,7 +781,7 @@ final class SegmentedDownload: @unchecked Sendable {
         do {
             try file!.write(bytes, at: offset)
         } catch {
-            throw HaulError.disk(path: partPath, error)
+            throw HaulError.disk(path: fileLabel, error)
         }
     }
 
@@ -749,6 +802,8 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Starts write-back of `start..<end` off the loop; a failure surfaces at the next sync of the file.
     func startWriteBack(from start: Int64, to end: Int64) {
+        // Memory has no disk to write back to: a thread woken for nothing.
+        guard memoryLimit == nil else { return }
         file?.writeBackInBackground(offset: start, length: end - start)
     }
 

@@ -4,19 +4,35 @@ import HaulJournal
 /// The end of a download whose bytes are all in: the checksum checked, the file made durable, renamed to
 /// its destination, its journal removed. (A durable download of a client goes through the client's
 /// ``GroupCommit`` instead, which syncs many finishing files together; the checksum comes first either way.)
+/// A download kept in memory has none of that: its bytes are read back and checked.
 enum DownloadFinishing {
-    /// Finishes `finished` into `destination` and calls `report` once with the outcome (on whatever thread
-    /// finished it). `transferEnded` is called, on the caller's thread, as soon as the rest is only a wait
-    /// for the disk or the hash: a caller limiting concurrent transfers may start the next download then.
+    /// Finishes `finished` into `destination` and calls `report` once with the outcome — the body of a
+    /// download kept in memory, nil for the others — on whatever thread finished it. `transferEnded` is
+    /// called, on the caller's thread, as soon as the rest is only a wait for the disk or the hash: a caller
+    /// limiting concurrent transfers may start the next download then.
     static func start(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool,
-                      commits: GroupCommit, transferEnded: () -> Void, report: @escaping @Sendable (Result<Void, HaulError>) -> Void) {
+                      commits: GroupCommit, transferEnded: () -> Void, report: @escaping @Sendable (Result<[UInt8]?, HaulError>) -> Void) {
+        if finished.inMemory, let file = finished.file {
+            let readBack = { @Sendable in
+                report(Result { () throws(HaulError) -> [UInt8]? in try body(of: file, finished, checksum: checksum) })
+            }
+            // Copying a few KiB is quicker here than a hop to another thread; hashing, or copying megabytes,
+            // would hold up every connection on the loop.
+            if checksum != nil || finished.bytes > 256 << 10 {
+                transferEnded()
+                BlockingWork.start(readBack)
+            } else {
+                readBack()
+            }
+            return
+        }
         // A durable file goes to the client's group commit, which syncs it together with every other file
         // finishing meanwhile; hashing comes first, off the loop.
         if synchronizes, let file = finished.file {
             transferEnded()
             let entry = GroupCommit.Entry(
                 file: file, partPath: finished.partPath, destination: destination,
-                journalPath: finished.journaled ? finished.journalPath : nil, completion: report)
+                journalPath: finished.journaled ? finished.journalPath : nil, completion: { report($0.map { nil }) })
             if let checksum {
                 BlockingWork.start {
                     do throws(HaulError) {
@@ -32,8 +48,9 @@ enum DownloadFinishing {
             return
         }
         let finish = { @Sendable in
-            report(Result { () throws(HaulError) in
+            report(Result { () throws(HaulError) -> [UInt8]? in
                 try Self.finish(finished, destination: destination, checksum: checksum, synchronizes: false)
+                return nil
             })
         }
         // Hashing takes long; without it the finish is one rename, quicker done here.
@@ -43,6 +60,24 @@ enum DownloadFinishing {
         } else {
             finish()
         }
+    }
+
+    /// The bytes of a download kept in memory, read back from its in-memory file and checked against
+    /// `checksum`. The file holds exactly ``SegmentedDownload/Finished/bytes`` (checked before the finish).
+    static func body(of file: OutputFile, _ finished: SegmentedDownload.Finished, checksum: Checksum?) throws(HaulError) -> [UInt8] {
+        let bytes: [UInt8]
+        do { bytes = try file.readAll() } catch { throw .disk(path: finished.partPath, error) }
+        guard Int64(bytes.count) == finished.bytes else {
+            throw .unexpected("\(finished.partPath) holds \(bytes.count) bytes, expected \(finished.bytes)")
+        }
+        if let checksum {
+            let actual: String
+            do { actual = try FileDigest.hex(of: bytes, algorithm: checksum.algorithm) } catch { throw .disk(path: finished.partPath, error) }
+            guard actual == checksum.hex else {
+                throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
+            }
+        }
+        return bytes
     }
 
     /// Checks the `.part` file against the expected checksum.

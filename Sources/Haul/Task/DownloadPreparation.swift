@@ -25,6 +25,8 @@ enum DownloadPreparation {
         var file: OutputFile?
         /// The descriptor of a download delivered in order to a stream (not owned: the request's caller's).
         var stream: FileDescriptor?
+        /// The most bytes a download into memory may keep (its `file` is then an anonymous in-memory file).
+        var memoryLimit: Int?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -65,6 +67,13 @@ enum DownloadPreparation {
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
+        case .memory(let limit):
+            guard limit >= 0 else { throw .invalidDestination("a memory limit is a number of bytes, not \(limit)") }
+            // An anonymous file in memory rather than a buffer of our own: the connections write into it with
+            // the same `pwrite` at any offset as into a `.part`, and its pages are taken only as bytes arrive.
+            let file: OutputFile
+            do { file = try OutputFile.inMemory(label: "haul-memory") } catch { throw .disk(path: "\(urls[0]) (in memory)", error) }
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, file: file, memoryLimit: limit)
         }
     }
 

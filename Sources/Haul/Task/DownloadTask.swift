@@ -228,7 +228,7 @@ public final class DownloadTask: @unchecked Sendable {
                 resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
-                logger: logger)
+                memoryLimit: prepared.memoryLimit, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -251,14 +251,14 @@ public final class DownloadTask: @unchecked Sendable {
             let started = meter.runStarted
             let earlierRuns = self.earlierRuns
             let loop = client.loop
-            let report: @Sendable (Result<Void, HaulError>) -> Void = { [self] outcome in
-                let result = outcome.map {
+            let report: @Sendable (Result<[UInt8]?, HaulError>) -> Void = { [self] outcome in
+                let result = outcome.map { body in
                     earlierRuns.including(DownloadResult(
                         path: destination, bytes: finished.bytes,
                         duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: started))),
                         finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
                         redirects: finished.redirects, connections: finished.connections,
-                        bytesRequested: finished.bytesRequested, retries: finished.retries))
+                        bytesRequested: finished.bytesRequested, retries: finished.retries, body: body))
                 }
                 if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }
@@ -293,7 +293,9 @@ public final class DownloadTask: @unchecked Sendable {
     /// `run` is the download that was running, if any (it knows the paths of a directory download).
     private func removeFilesAndEnd(run: SegmentedDownload?) {
         let paths: [String]
-        if let run, !run.partPath.isEmpty {
+        if case .memory = request.destination {
+            paths = []   // nothing on disk: the in-memory file goes with its download
+        } else if let run, !run.partPath.isEmpty {
             paths = [run.journalPath, run.partPath]
         } else if case .file(let path) = request.destination {
             paths = [WorkingFileNames.journal(of: path), WorkingFileNames.partial(of: path)]

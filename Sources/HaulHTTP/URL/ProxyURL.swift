@@ -188,11 +188,12 @@ extension URLParseError {
     }
 }
 
-/// Standard Base64 (RFC 4648 §4, with padding), for `Basic` credentials.
-enum Base64 {
+/// Standard Base64 (RFC 4648 §4, with padding), for `Basic` credentials and for bytes in JSON (the body of a
+/// download kept in memory, when its result is encoded).
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count + 2) / 3 * 4)
         var index = 0
@@ -214,5 +215,44 @@ enum Base64 {
             output.append(UInt8(ascii: "="))
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The bytes `text` encodes, or nil unless it is canonical Base64 with padding: a length that is a
+    /// multiple of 4, only the alphabet, `=` only as the last one or two characters, and no stray bits in
+    /// the last group — so that every byte string has exactly one text that decodes to it.
+    package static func decode(_ text: String) -> [UInt8]? {
+        let input = Array(text.utf8)
+        guard input.count % 4 == 0 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(input.count / 4 * 3)
+        var index = 0
+        while index < input.count {
+            let last = index + 4 == input.count
+            let padding = last ? (input[index + 3] == UInt8(ascii: "=") ? (input[index + 2] == UInt8(ascii: "=") ? 2 : 1) : 0) : 0
+            var value: UInt32 = 0
+            for offset in 0..<(4 - padding) {
+                guard let digit = sextet(input[index + offset]) else { return nil }
+                value |= UInt32(digit) << (18 - 6 * UInt32(offset))
+            }
+            output.append(UInt8(value >> 16 & 0xFF))
+            if padding < 2 { output.append(UInt8(value >> 8 & 0xFF)) }
+            if padding < 1 { output.append(UInt8(value & 0xFF)) }
+            // Bits the padding leaves unused must be zero (RFC 4648 §3.5), or two texts would mean one value.
+            if padding == 1, value & 0xFF != 0 { return nil }
+            if padding == 2, value & 0xFFFF != 0 { return nil }
+            index += 4
+        }
+        return output
+    }
+
+    private static func sextet(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): character - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): character - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): 62
+        case UInt8(ascii: "/"): 63
+        default: nil
+        }
     }
 }

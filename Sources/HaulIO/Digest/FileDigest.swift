@@ -24,7 +24,7 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Checksums of files on disk.
+/// Checksums of files on disk and of downloads kept in memory.
 public enum FileDigest {
     /// The lowercase hex digest of the file at `path`, read in 1 MiB blocks.
     public static func hex(of path: String, algorithm: DigestAlgorithm) throws(SystemError) -> String {
@@ -40,6 +40,20 @@ public enum FileDigest {
             if count == 0 { break }
             EVP_DigestUpdate(context, block.baseAddress, count)
         }
+        return finalHex(context)
+    }
+
+    /// The lowercase hex digest of `bytes` (a download kept in memory).
+    public static func hex(of bytes: [UInt8], algorithm: DigestAlgorithm) throws(SystemError) -> String {
+        guard let context = EVP_MD_CTX_new() else { throw SystemError(call: "EVP_MD_CTX_new", errno: ENOMEM) }
+        defer { EVP_MD_CTX_free(context) }
+        EVP_DigestInit_ex(context, algorithm.evp, nil)
+        bytes.withUnsafeBytes { buffer in _ = EVP_DigestUpdate(context, buffer.baseAddress, buffer.count) }
+        return finalHex(context)
+    }
+
+    /// Ends `context`'s digest and spells it in lowercase hex.
+    private static func finalHex(_ context: OpaquePointer) -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)

@@ -67,6 +67,34 @@ public final class OutputFile: Sendable {
         return (OutputFile(path: path, owner: owner), created)
     }
 
+    /// A new file in memory (`memfd_create`), for a download whose bytes are kept in memory rather than on
+    /// disk: the same positional writes from any connection as a file, no name in any directory, nothing to
+    /// lock, rename or remove (it goes away with this value). `label` names it in messages and in
+    /// `/proc/PID/fd`; it is not a path. Its pages count as the process's memory (shmem), so a caller bounds
+    /// its size.
+    public static func inMemory(label: String) throws(SystemError) -> OutputFile {
+        OutputFile(path: label, owner: try FileDescriptor.creatingMemoryFile(name: label))
+    }
+
+    /// The whole content, read from offset 0 (`pread`): for a file in memory, once every byte is in.
+    public func readAll() throws(SystemError) -> [UInt8] {
+        let size = Int(try size())
+        let descriptor = fileDescriptor
+        var failure: SystemError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            do throws(SystemError) {
+                initialized = try descriptor.readAll(into: UnsafeMutableRawBufferPointer(buffer), at: 0)
+            } catch {
+                failure = error
+                initialized = 0
+            }
+        }
+        if let failure { throw failure }
+        // Shorter than `fstat` said only if someone truncated the file meanwhile: not the content asked for.
+        guard bytes.count == size else { throw SystemError(call: "pread", errno: EIO) }
+        return bytes
+    }
+
     /// The mode of the files Haul creates (`0644`, less the umask).
     private static let filePermissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead]
 

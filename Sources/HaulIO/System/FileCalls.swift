@@ -80,6 +80,12 @@ extension FileDescriptor {
         })
     }
 
+    /// `memfd_create(MFD_CLOEXEC)`: a new anonymous file that lives in memory (shmem) and has no name in any
+    /// directory; it goes away with its last descriptor. `name` only labels it in `/proc/PID/fd`.
+    package static func creatingMemoryFile(name: String) throws(SystemError) -> OwnedFileDescriptor {
+        OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("memfd_create") { haul_memfd_create(name) }))
+    }
+
     /// `flock(LOCK_EX | LOCK_NB)`: true when this open file description now holds the exclusive lock, false
     /// when another one holds it.
     package func lockExclusively() throws(SystemError) -> Bool {

@@ -656,6 +656,7 @@ public final class SessionDaemon: @unchecked Sendable {
             case .file(let path): added = .added(url: spec.url, path: path, directory: nil)
             case .directory(let directory): added = .added(url: spec.url, path: nil, directory: directory)
             case .stream: return respond(.failure(.badRequest("a background task cannot stream to a descriptor")))
+            case .memory: return respond(.failure(.badRequest("a background task cannot download into memory")))
             }
             let record = LogRecord.event(event(id, added), spec: spec, part: nil)
             guard record.payload.count <= SessionLogCodec.maximumPayload else {

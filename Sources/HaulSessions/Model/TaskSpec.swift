@@ -137,6 +137,8 @@ public struct TaskSpec: Sendable, Hashable {
             if case .file = destination, path.hasSuffix("/") { return "the destination \"\(path)\" names a directory" }
         case .stream:
             return "a background task cannot stream to a descriptor: the daemon outlives the client that has it"
+        case .memory:
+            return "a background task cannot download into memory: the bytes would be the daemon's, not the client's"
         }
         for path in [options.caFile, options.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
             return "\"\(path)\" is not an absolute path"
@@ -229,7 +231,7 @@ extension TaskSpec {
         switch destination {
         case .file(let path): object["path"] = .string(path)
         case .directory(let directory): object["dir"] = .string(directory)
-        case .stream: break   // refused by problem() before a spec is ever written
+        case .stream, .memory: break   // refused by problem() before a spec is ever written
         }
         if !createsDirectories { object["createDirectories"] = .bool(false) }
         if replacesExisting { object["replaceExisting"] = .bool(true) }

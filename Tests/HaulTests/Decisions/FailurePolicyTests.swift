@@ -39,6 +39,9 @@ import HaulIO
         #expect(decide(notFound) == .fail)
         #expect(decide(notFound, otherMirror: true) == .dropMirror)
         #expect(decide(.mirrorMismatch(url: "u", detail: "d"), otherMirror: true) == .fail, "mirrors that are different files")
+        // Mirrors are the same resource: none of them is any smaller.
+        #expect(decide(.responseTooLarge(url: "u", limit: 10, length: 20), otherMirror: true) == .fail)
+        #expect(decide(.responseTooLarge(url: "u", limit: 10, length: nil), reResolve: true, otherMirror: true) == .fail)
     }
 
     @Test func anExpiredRedirectTargetIsResolvedAgainFromTheGivenURL() {
