@@ -20,8 +20,9 @@ final class LoopbackServer: Sendable {
     let host: String
     private let listener: Int32
     private let acceptsConnections: Bool
-    /// Connections held open until ``stop()``; scripted ones are closed by their own thread instead, so that a
-    /// script never touches a descriptor number that `stop` released (and a new socket may have reused).
+    /// Connections held open until ``stop()``; scripted and echoing ones are closed by their own thread
+    /// instead, so that such a thread never touches a descriptor number that `stop` released (and a new
+    /// socket may have reused).
     private struct Held {
         var connections: [Int32] = []
         var scripted: Set<Int32> = []
@@ -69,8 +70,17 @@ final class LoopbackServer: Sendable {
             }
             switch behaviour {
             case .echo:
-                held.withLock { $0.connections.append(client) }
-                try? PosixThread.spawnDetached(name: "test-echo") { LoopbackServer.echo(client) }
+                // Owned by its thread like a scripted one: if `stop()` closed it, the thread's last
+                // `shutdown` could land on a socket of the next test that got the same number.
+                held.withLock { _ = $0.scripted.insert(client) }
+                try? PosixThread.spawnDetached(name: "test-echo") { [self] in
+                    LoopbackServer.echo(client)
+                    held.withLock { held in
+                        held.scripted.remove(client)
+                        shutdown(client, Int32(SHUT_WR))
+                        close(client)
+                    }
+                }
             case .scripted(let script):
                 held.withLock { _ = $0.scripted.insert(client) }
                 try? PosixThread.spawnDetached(name: "test-script") { [self] in
@@ -136,7 +146,6 @@ final class LoopbackServer: Sendable {
                 offset += written
             }
         }
-        shutdown(fd, Int32(SHUT_WR))
     }
 
     static func boundPort(_ fd: Int32) throws -> UInt16 {
