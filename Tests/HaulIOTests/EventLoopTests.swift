@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import HaulIO
+import SystemPackage
 
 @Suite("Event loop")
 struct EventLoopTests {
@@ -76,21 +77,21 @@ struct EventLoopTests {
         defer { loop.shutdown() }
         let fds = try makeNonBlockingPipe()
         defer {
-            try? closeDescriptor(fds[0])
-            try? closeDescriptor(fds[1])
+            try? fds.readEnd.close()
+            try? fds.writeEnd.close()
         }
         let received: UInt8 = try await withCheckedThrowingContinuation { continuation in
             loop.execute {
                 do {
                     var registration: FileDescriptorRegistration?
-                    registration = try loop.register(fds[0], interest: .readable) { events in
+                    registration = try loop.register(fds.readEnd, interest: .readable) { events in
                         var byte: UInt8 = 0
-                        guard events.contains(.readable), case .processed(1)? = try? syscall("read", .nonBlocking, { read(fds[0], &byte, 1) })
+                        guard events.contains(.readable), case .processed(1)? = try? syscall("read", .nonBlocking, { read(fds.readEnd.rawValue, &byte, 1) })
                         else { return }
                         loop.deregister(registration!)
                         continuation.resume(returning: byte)
                     }
-                    _ = try blockingSyscall("write") { write(fds[1], "z", 1) }
+                    _ = try blockingSyscall("write") { write(fds.writeEnd.rawValue, "z", 1) }
                 } catch {
                     continuation.resume(throwing: error)
                 }

@@ -1,12 +1,13 @@
 import Glibc
 import Testing
 @testable import HaulIO
+import SystemPackage
 
 @Suite("Syscall wrapper")
 struct SyscallTests {
     @Test func closingAnInvalidDescriptorThrowsEBADFNamingTheCall() {
         #expect(throws: SystemError(call: "close", errno: EBADF)) {
-            try closeDescriptor(-1)
+            try OwnedFileDescriptor(FileDescriptor(rawValue: -1)).close()
         }
     }
 
@@ -18,35 +19,34 @@ struct SyscallTests {
     @Test func readingAnEmptyNonBlockingPipeReportsWouldBlock() throws {
         let fds = try makeNonBlockingPipe()
         defer {
-            try? closeDescriptor(fds[0])
-            try? closeDescriptor(fds[1])
+            try? fds.readEnd.close()
+            try? fds.writeEnd.close()
         }
         var byte: UInt8 = 0
-        let result = try syscall("read", .nonBlocking) { read(fds[0], &byte, 1) }
+        let result = try syscall("read", .nonBlocking) { read(fds.readEnd.rawValue, &byte, 1) }
         #expect(result == .wouldBlock)
 
-        _ = try blockingSyscall("write") { write(fds[1], "x", 1) }
-        #expect(try syscall("read", .nonBlocking) { read(fds[0], &byte, 1) } == .processed(1))
+        _ = try blockingSyscall("write") { write(fds.writeEnd.rawValue, "x", 1) }
+        #expect(try syscall("read", .nonBlocking) { read(fds.readEnd.rawValue, &byte, 1) } == .processed(1))
         #expect(byte == UInt8(ascii: "x"))
     }
 
     @Test func wouldBlockIsAnErrorForCallsNotRunAsNonBlocking() throws {
         let fds = try makeNonBlockingPipe()
         defer {
-            try? closeDescriptor(fds[0])
-            try? closeDescriptor(fds[1])
+            try? fds.readEnd.close()
+            try? fds.writeEnd.close()
         }
         var byte: UInt8 = 0
         #expect(throws: SystemError(call: "read", errno: EAGAIN)) {
-            _ = try syscall("read") { read(fds[0], &byte, 1) }
+            _ = try syscall("read") { read(fds.readEnd.rawValue, &byte, 1) }
         }
     }
 }
 
-/// A pipe whose read end is non-blocking.
-func makeNonBlockingPipe() throws -> [Int32] {
-    var fds: [Int32] = [0, 0]
-    _ = try blockingSyscall("pipe") { pipe(&fds) }
-    _ = try blockingSyscall("fcntl") { fcntl(fds[0], F_SETFL, O_NONBLOCK) }
+/// A pipe whose read end is non-blocking; the caller closes both ends.
+func makeNonBlockingPipe() throws -> (readEnd: FileDescriptor, writeEnd: FileDescriptor) {
+    let fds = try systemCall("pipe") { try FileDescriptor.pipe() }
+    _ = try blockingSyscall("fcntl") { fcntl(fds.readEnd.rawValue, F_SETFL, O_NONBLOCK) }
     return fds
 }

@@ -73,7 +73,7 @@ struct TCPConnectionTests {
         try await connection.write(Array("bye".utf8))
         let received = Mutex(0)
         // Half-close our side so the echo server finishes and closes its side.
-        _ = try await loop.submit { shutdown(connection.socket.fileDescriptor, Int32(SHUT_WR)) }
+        try await loop.submit { try connection.socket.fileDescriptor.shutdownSending() }
         let end = try await connection.readLoop { bytes in
             received.withLock { $0 += bytes.count }
             return .continueReading
@@ -104,7 +104,7 @@ struct TCPConnectionTests {
         #expect(try await reading.value == .stopped)
         let kept = try await loop.submit { connection.registration != nil && connection.registeredInterest == .readable }
         #expect(kept, "still registered for reading while idle")
-        _ = try await loop.submit { shutdown(connection.socket.fileDescriptor, Int32(SHUT_WR)) }
+        try await loop.submit { try connection.socket.fileDescriptor.shutdownSending() }
         let released = try await eventually { try await loop.submit { connection.registration == nil } }
         #expect(released, "the peer's close while idle removes the registration")
         #expect(!(try await loop.submit { connection.isReusableOnLoop() }))

@@ -202,12 +202,9 @@ public final class Connection: @unchecked Sendable {
     public func isReusableOnLoop() -> Bool {
         precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
         guard terminalError == nil, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
-        var byte: UInt8 = 0
         let peeked: IOResult<Int>
         do {
-            peeked = try syscall("recv", .nonBlocking) {
-                recv(socket.fileDescriptor, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
-            }
+            peeked = try socket.peekByte()
         } catch {
             return false
         }

@@ -1,14 +1,15 @@
 import CHaulSystem
 import Glibc
 import Synchronization
+import SystemPackage
 
 /// A file descriptor registered with an ``EventLoop``; pass it back to change interest or deregister.
 public struct FileDescriptorRegistration: Sendable, Hashable {
     /// Never reused, so an event that arrives for a registration removed earlier in the same batch is dropped
     /// instead of reaching whoever registered the recycled descriptor number.
     let token: UInt64
-    /// The registered descriptor.
-    public let fileDescriptor: Int32
+    /// The registered descriptor (owned by whoever registered it, not by the registration).
+    public let fileDescriptor: FileDescriptor
 }
 
 /// An epoll loop running on one dedicated OS thread.
@@ -22,7 +23,7 @@ public struct FileDescriptorRegistration: Sendable, Hashable {
 /// per wake-up or apply back-pressure) without losing the wake-up. The price is one `epoll_ctl` whenever a
 /// connection starts or stops wanting `EPOLLOUT`, which happens only when the send buffer is full.
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked Sendable: `pending` is behind a Mutex and the descriptors are immutable; every other stored
+    // @unchecked Sendable: `pending` is behind a Mutex and the descriptors' owners are immutable; every other stored
     // property is loop-confined, touched only on the loop thread (checked with preconditions on the entry points).
 
     private struct PendingWork {
@@ -34,8 +35,9 @@ public final class EventLoop: @unchecked Sendable {
     private static let wakeToken: UInt64 = 0
     private static let maximumEventsPerWait: Int32 = 256
 
-    private let epollFD: Int32
-    private let wakeFD: Int32
+    /// The epoll set and the eventfd that wakes the loop, closed when the loop goes away.
+    private let epollSet: OwnedFileDescriptor
+    private let wakeCounter: OwnedFileDescriptor
     private let pending = Mutex(PendingWork())
     private let loopThreadID = Atomic<UInt>(0)
     private var thread: pthread_t?
@@ -52,30 +54,17 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts a loop on a new thread named `name`.
     public init(name: String = "haul-loop") throws(SystemError) {
-        let epoll = try blockingSyscall("epoll_create1") { haul_epoll_create() }
-        let wake: Int32
-        do {
-            wake = try blockingSyscall("eventfd") { haul_eventfd(0) }
-        } catch {
-            // `self` is not initialized yet, so no deinit will run: the epoll descriptor is ours to close.
-            try? closeDescriptor(epoll)
-            throw error
-        }
-        epollFD = epoll
-        wakeFD = wake
-        // From here on `self` is fully initialized, so a throw runs deinit, which closes both descriptors. Closing
-        // them here as well would close them twice, the second time perhaps closing another thread's new file.
-        _ = try blockingSyscall("epoll_ctl") {
-            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, wakeFD, haul_EPOLLIN, EventLoop.wakeToken)
-        }
+        // Each descriptor has one owner at every step: a local until `self` is initialized (a failure closes
+        // what was opened so far), then the stored property, destroyed with `self` (also when a later throw
+        // abandons the half-made loop).
+        epollSet = try FileDescriptor.creatingEpollSet()
+        wakeCounter = try FileDescriptor.creatingEventCounter()
+        try epollSet.descriptor.epollControl(haul_EPOLL_CTL_ADD, wakeCounter.descriptor, events: haul_EPOLLIN, token: EventLoop.wakeToken)
         thread = try PosixThread.spawn(name: name) { [self] in run() }
     }
 
-    /// Releases the descriptors, whether `init` completed or threw after initializing `self` (the only owner
-    /// that closes them).
+    /// Frees the receive buffer; the descriptors' owners close them.
     deinit {
-        try? closeDescriptor(wakeFD)
-        try? closeDescriptor(epollFD)
         receiveBuffer.deallocate()
     }
 
@@ -131,16 +120,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Starts watching `fileDescriptor` for `interest`; `handler` runs on the loop thread with the events that
     /// occurred. `.error` and `.hangup` are always delivered.
     public func register(
-        _ fileDescriptor: Int32,
+        _ fileDescriptor: FileDescriptor,
         interest: IOEvents,
         handler: @escaping (IOEvents) -> Void
     ) throws(SystemError) -> FileDescriptorRegistration {
         precondition(inEventLoop, "EventLoop.register must be called on the loop thread")
         let token = nextToken
         nextToken += 1
-        _ = try blockingSyscall("epoll_ctl") {
-            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_ADD, fileDescriptor, interest.rawValue, token)
-        }
+        try epollSet.descriptor.epollControl(haul_EPOLL_CTL_ADD, fileDescriptor, events: interest.rawValue, token: token)
         handlers[token] = handler
         return FileDescriptorRegistration(token: token, fileDescriptor: fileDescriptor)
     }
@@ -148,9 +135,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Replaces the set of events watched for a registered descriptor.
     public func setInterest(_ interest: IOEvents, for registration: FileDescriptorRegistration) throws(SystemError) {
         precondition(inEventLoop, "EventLoop.setInterest must be called on the loop thread")
-        _ = try blockingSyscall("epoll_ctl") {
-            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_MOD, registration.fileDescriptor, interest.rawValue, registration.token)
-        }
+        try epollSet.descriptor.epollControl(haul_EPOLL_CTL_MOD, registration.fileDescriptor, events: interest.rawValue,
+                                             token: registration.token)
     }
 
     /// Stops watching a descriptor. Call before closing it: epoll tracks the open file, not the number, so a
@@ -159,9 +145,7 @@ public final class EventLoop: @unchecked Sendable {
         precondition(inEventLoop, "EventLoop.deregister must be called on the loop thread")
         guard handlers.removeValue(forKey: registration.token) != nil else { return }
         // Failure means the descriptor is already closed, which removed it from the epoll set anyway.
-        _ = try? blockingSyscall("epoll_ctl") {
-            haul_epoll_ctl(epollFD, haul_EPOLL_CTL_DEL, registration.fileDescriptor, 0, 0)
-        }
+        try? epollSet.descriptor.epollControl(haul_EPOLL_CTL_DEL, registration.fileDescriptor, events: 0, token: 0)
     }
 
     // MARK: Timers (loop thread only)
@@ -212,19 +196,14 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: The loop
 
     private func wake() {
-        var one: UInt64 = 1
-        // EAGAIN means the counter is already non-zero, so the loop is going to wake anyway.
-        _ = try? syscall("write", .nonBlocking) { Glibc.write(wakeFD, &one, 8) }
-    }
-
-    private func drainWakeCounter() {
-        var counter: UInt64 = 0
-        _ = try? syscall("read", .nonBlocking) { Glibc.read(wakeFD, &counter, 8) }
+        wakeCounter.descriptor.signalEventCounter()
     }
 
     private func run() {
         loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
         blockBrokenPipeSignal()
+        let epollSet = epollSet.descriptor
+        let wakeCounter = wakeCounter.descriptor
         let capacity = Int(EventLoop.maximumEventsPerWait)
         let eventMasks = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
         let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)
@@ -236,16 +215,15 @@ public final class EventLoop: @unchecked Sendable {
         while true {
             let count: Int32
             do {
-                count = try blockingSyscall("epoll_wait") {
-                    haul_epoll_wait(epollFD, eventMasks, tokens, EventLoop.maximumEventsPerWait, waitTimeoutMilliseconds())
-                }
+                count = try epollSet.epollWait(masks: eventMasks, tokens: tokens, capacity: EventLoop.maximumEventsPerWait,
+                                               timeoutMilliseconds: waitTimeoutMilliseconds())
             } catch {
                 fatalError("event loop cannot continue: \(error)")
             }
             for index in 0..<Int(count) {
                 let token = tokens[index]
                 if token == EventLoop.wakeToken {
-                    drainWakeCounter()
+                    wakeCounter.drainEventCounter()
                 } else if let handler = handlers[token] {
                     handler(IOEvents(rawValue: eventMasks[index]))
                 }

@@ -25,7 +25,8 @@ package enum SyscallBehaviour {
 /// Runs one system call the way every call in the package is run (HaulIO, the journal, sessions).
 ///
 /// Files go through swift-system's `FileDescriptor` where it has the call and through this wrapper where it
-/// does not (FileCalls.swift, which takes `FileDescriptor`s); sockets, epoll and eventfd use it directly.
+/// does not (FileCalls.swift); sockets, epoll and eventfd go through it in SocketCalls.swift. Both take
+/// `FileDescriptor`s.
 ///
 /// Retries on `EINTR`, maps the "try again later" errnos to ``IOResult/wouldBlock`` when `behaviour` is
 /// `.nonBlocking`, and throws a ``SystemError`` naming `name` for everything else. Modelled on SwiftNIO's
@@ -65,17 +66,4 @@ package func blockingSyscall<Result: FixedWidthInteger>(
 /// this turns a non-zero one into the same ``SystemError``.
 func checkErrorNumber(_ name: StaticString, _ code: Int32) throws(SystemError) {
     if code != 0 { throw SystemError(call: "\(name)", errno: code) }
-}
-
-/// Closes a descriptor through the syscall wrapper, without retrying `EINTR` (see ``SyscallBehaviour/noRetry``).
-func closeDescriptor(_ fd: Int32) throws(SystemError) {
-    _ = try blockingSyscall("close", retryOnInterrupt: false) { Glibc.close(fd) }
-}
-
-/// One `recv` from a non-blocking socket into `buffer`: the byte count (0: the peer closed), would-block, or
-/// the failure. For the session protocol's sockets, which read lines outside the HTTP connection types.
-package func receive(from fd: Int32, into buffer: inout [UInt8]) -> Result<IOResult<Int>, SystemError> {
-    buffer.withUnsafeMutableBytes { raw in
-        Result { () throws(SystemError) in try syscall("recv", .nonBlocking) { recv(fd, raw.baseAddress, raw.count, 0) } }
-    }
 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import SystemPackage
 
 /// One client-side TLS session over a non-blocking socket, driven by the event loop.
 ///
@@ -30,7 +31,7 @@ final class TLSConnection {
     /// What the session's records travel over.
     enum Transport {
         /// A connected socket.
-        case socket(Int32)
+        case socket(FileDescriptor)
         /// Another TLS session (with an HTTPS proxy), whose plaintext carries these records: TLS inside TLS.
         case tunnel(TLSConnection)
     }
@@ -48,7 +49,7 @@ final class TLSConnection {
 
     /// Prepares a session on `fileDescriptor` (already connected) for `host`, which is used for SNI (unless it
     /// is an IP literal) and for certificate name checks.
-    convenience init(context: TLSContext, fileDescriptor: Int32, host: String, port: UInt16) throws(ConnectionError) {
+    convenience init(context: TLSContext, fileDescriptor: FileDescriptor, host: String, port: UInt16) throws(ConnectionError) {
         try self.init(context: context, transport: .socket(fileDescriptor), host: host, port: port)
     }
 
@@ -79,7 +80,8 @@ final class TLSConnection {
         var failure: String?
         switch transport {
         case .socket(let fileDescriptor):
-            if SSL_set_fd(ssl, fileDescriptor) != 1 { failure = "SSL_set_fd failed" }
+            // OpenSSL's socket BIO runs its own read/write on the number; the socket's owner keeps it open.
+            if SSL_set_fd(ssl, fileDescriptor.rawValue) != 1 { failure = "SSL_set_fd failed" }
         case .tunnel(let outer):
             // BIO_NOCLOSE: freeing this session's BIO leaves the outer session alone (`outer` owns it).
             if let bio = BIO_new(BIO_f_ssl()) {

@@ -27,10 +27,3 @@ extension SessionError {
         do { return try body() } catch { throw .io(path: path, error) }
     }
 }
-
-extension EventLoop {
-    /// Watches `socket` (see ``EventLoop/register(_:interest:handler:)``); the caller keeps owning it.
-    func register(_ socket: FileDescriptor, interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemError) -> FileDescriptorRegistration {
-        try register(socket.rawValue, interest: interest, handler: handler)
-    }
-}

@@ -139,7 +139,7 @@ enum UnixSocket {
     static func send(_ bytes: [UInt8], from start: Int, on socket: FileDescriptor) throws(SystemError) -> IOResult<Int> {
         let outcome = bytes.withUnsafeBytes { raw in
             Result { () throws(SystemError) in
-                try syscall("send", .nonBlocking) { Glibc.send(socket.rawValue, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL)) }
+                try socket.send(UnsafeRawBufferPointer(rebasing: raw[start...]))
             }
         }
         return try outcome.get()
@@ -148,6 +148,6 @@ enum UnixSocket {
     /// One `recv` from the non-blocking socket into `buffer`: the byte count (0: the peer closed), would-block,
     /// or the failure.
     static func read(from socket: FileDescriptor, into buffer: inout [UInt8]) -> Result<IOResult<Int>, SystemError> {
-        receive(from: socket.rawValue, into: &buffer)
+        receive(from: socket, into: &buffer)
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import SystemPackage
 
 /// What the kernel says about loopback TCP sockets: the conditions tests wait for instead of sleeping ("a SYN
 /// is out", "the server has read everything we sent", "the reply is in our socket").
@@ -24,10 +25,10 @@ enum KernelSockets {
         }
     }
 
-    /// Bytes waiting to be read in the socket `fd` (FIONREAD).
-    static func pendingBytes(_ fd: Int32) -> Int {
+    /// Bytes waiting to be read in `socket` (FIONREAD).
+    static func pendingBytes(_ socket: FileDescriptor) -> Int {
         var count: Int32 = 0
-        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
+        return ioctl(socket.rawValue, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
     }
 
     // sl local_address rem_address st tx_queue:rx_queue ...

@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 @testable import HaulIO
+import SystemPackage
 
 /// A blocking TCP listener on a loopback address, served by its own thread; only for tests.
 final class LoopbackServer: Sendable {
@@ -161,13 +162,13 @@ final class LoopbackServer: Sendable {
         }
     }
 
-    /// The remote port of a connected socket.
-    static func peerPort(_ fd: Int32) throws -> UInt16 {
+    /// The remote port of a connected client socket.
+    static func peerPort(_ socket: FileDescriptor) throws -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try withUnsafeMutablePointer(to: &storage) { pointer throws(SystemError) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(SystemError) in
-                try blockingSyscall("getpeername") { getpeername(fd, address, &length) }
+                try socket.peerAddress(into: address, length: &length)
             }
         }
         return withUnsafePointer(to: &storage) {
