@@ -26,8 +26,8 @@ public struct SocketOptions: Sendable, Hashable {
 final class TCPSocket {
     /// The descriptor's owner until ``close()``: nil once closed.
     private var owner: OwnedFileDescriptor?
-    /// The descriptor while open; -1 once closed, so a late call fails with `EBADF` instead of reaching
-    /// whatever file has since received the number.
+    /// The descriptor while open; ``FileDescriptor/invalid`` once closed, so a late call fails with `EBADF`
+    /// instead of reaching whatever file has since received the number.
     private(set) var fileDescriptor: FileDescriptor
     /// The family the socket was created for.
     let family: SocketAddress.Family
@@ -97,7 +97,7 @@ final class TCPSocket {
 
     /// Closes the descriptor; safe to call twice. The owner must deregister it from its loop first.
     func close() {
-        fileDescriptor = FileDescriptor(rawValue: -1)
+        fileDescriptor = .invalid
         // A close error leaves nothing to retry or report: the descriptor is released either way.
         try? owner.take()?.close()
     }

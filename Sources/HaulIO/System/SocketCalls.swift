@@ -11,6 +11,10 @@ import SystemPackage
 // compile to the same code as the raw calls they replace.
 
 extension FileDescriptor {
+    /// -1, the number no descriptor has: what a closed socket holds, so that a late call on it fails with
+    /// `EBADF` instead of reaching whatever file has since received its old number.
+    package static var invalid: FileDescriptor { FileDescriptor(rawValue: -1) }
+
     // MARK: Sockets
 
     /// `socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol)`: a new non-blocking socket owned by
