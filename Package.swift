@@ -112,7 +112,13 @@ let package = Package(
         ),
         // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable
         // without a terminal or a network, and the program-wide stop signals; no ArgumentParser, no Foundation.
-        .target(name: "HaulCommandLine", dependencies: ["Haul", "HaulIO", "CHaulSystem", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "HaulCommandLine",
+            dependencies: [
+                "Haul", "HaulIO", "CHaulSystem",
+                .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         .executableTarget(name: "haul-parse", dependencies: ["HaulHTTP"]),
         .executableTarget(
             name: "haul-parser-benchmark",

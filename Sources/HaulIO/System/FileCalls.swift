@@ -86,6 +86,16 @@ extension FileDescriptor {
         OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("memfd_create") { haul_memfd_create(name) }))
     }
 
+    /// `pipe2(O_CLOEXEC)` for a signal handler: its write end non-blocking (a handler must never block), its
+    /// read end blocking (a thread waits on it). Not owned: such a pipe serves the whole life of the process.
+    package static func openingSignalPipe() throws(SystemError) -> (readEnd: FileDescriptor, writeEnd: FileDescriptor) {
+        var ends: [Int32] = [0, 0]
+        _ = try blockingSyscall("pipe2") { haul_pipe2_nonblocking(&ends) }
+        let flags = try blockingSyscall("fcntl") { fcntl(ends[0], F_GETFL) }
+        _ = try blockingSyscall("fcntl") { fcntl(ends[0], F_SETFL, flags & ~O_NONBLOCK) }
+        return (FileDescriptor(rawValue: ends[0]), FileDescriptor(rawValue: ends[1]))
+    }
+
     /// `flock(LOCK_EX | LOCK_NB)`: true when this open file description now holds the exclusive lock, false
     /// when another one holds it.
     package func lockExclusively() throws(SystemError) -> Bool {
