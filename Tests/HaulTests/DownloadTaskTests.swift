@@ -81,16 +81,21 @@ final class DownloadTaskFixture: Sendable {
             return snapshots
         }
         // The stream keeps only the newest snapshot, so a reader that runs late may see few of them; the
-        // latest snapshot, polled, shows the download while bytes arrive whatever the scheduling.
-        let flowing = { (progress: DownloadProgress) in
-            progress.total == Int64(self.fixture.size) && progress.activeConnections >= 2 && progress.bytesPerSecond > 0
+        // latest snapshot, polled from a thread of its own, shows the download while bytes arrive whatever the
+        // scheduling of the pool.
+        let size = Int64(fixture.size)
+        let flowing: @Sendable (DownloadProgress) -> Bool = {
+            $0.total == size && $0.activeConnections >= 2 && $0.bytesPerSecond > 0
         }
-        let estimating = { (progress: DownloadProgress) in progress.estimatedTimeRemaining != nil && !progress.segments.isEmpty }
-        var polled: [DownloadProgress] = []
-        let looked = await eventually {
-            let progress = task.currentProgress
-            if progress.phase == .downloading { polled.append(progress) }
-            return Set(polled.map(\.bytesDone)).count >= 3 && polled.contains(where: flowing) && polled.contains(where: estimating)
+        let estimating: @Sendable (DownloadProgress) -> Bool = { $0.estimatedTimeRemaining != nil && !$0.segments.isEmpty }
+        let (looked, polled) = await onThreadOfItsOwn {
+            var polled: [DownloadProgress] = []
+            let looked = poll {
+                let progress = task.currentProgress
+                if progress.phase == .downloading { polled.append(progress) }
+                return Set(polled.map(\.bytesDone)).count >= 3 && polled.contains(where: flowing) && polled.contains(where: estimating)
+            }
+            return (looked, polled)
         }
         server.release()
         let result = try await task.value

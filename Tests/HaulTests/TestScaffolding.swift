@@ -59,3 +59,14 @@ func downloading(_ task: DownloadTask, atLeast bytes: Int64) async -> DownloadPr
     }
     return seen
 }
+
+/// Runs `body` on a thread of its own and returns what it returns: for a test that must watch something
+/// while it happens. The shared cooperative pool promises no such thing on a loaded machine: synchronous tests
+/// and heavy fixtures can hold both of its threads for tens of seconds.
+func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.name = "test-watcher"
+        thread.start()
+    }
+}
