@@ -179,6 +179,9 @@ extension MisbehavingServer.Core {
             if let midBody = behavior.midBodyStall, !stalled { pieceSize = min(pieceSize, midBody.afterBytes - sent) }
             pieceSize = max(pieceSize, 0)
             if pieceSize > 0 {
+                // A hold (`hold(afterBodyBytes:)`) may let through only part of the piece, or wait.
+                pieceSize = bodyAllowance(pieceSize)
+                guard pieceSize > 0 else { return false }
                 let start = body.startIndex + sent
                 let piece = body[start..<(start + pieceSize)]
                 if chunked { guard transport.write(Array("\(String(pieceSize, radix: 16))\r\n".utf8)) else { return false } }
@@ -187,7 +190,7 @@ extension MisbehavingServer.Core {
                 sent += pieceSize
                 state.withLock { $0.exchanges[request.index].bodyBytesSent = sent }
             }
-            if let drip = behavior.drip, sent < body.count, !pause(.seconds(Double(drip.intervalMilliseconds) / 1000)) {
+            if let drip = behavior.drip, sent < body.count, !isReleased, !pause(.seconds(Double(drip.intervalMilliseconds) / 1000)) {
                 return false
             }
         }

@@ -123,6 +123,25 @@ public final class MisbehavingServer: Sendable {
     /// Connections accepted so far.
     public var connectionsAccepted: Int { core.state.withLock { $0.connectionsAccepted } }
 
+    /// Sends at most `bytes` body bytes from now on, over all connections together, until ``release()``:
+    /// a download then cannot finish before the test lets it, however it splits or retries its requests and
+    /// however late the test gets to run. For tests that must act on a download that is still running (pause
+    /// it, cancel it, start a second one): they wait for the bytes they need (which the hold lets through),
+    /// act, then release. Unlike a time-based pace it does not depend on scheduling.
+    public func hold(afterBodyBytes bytes: Int) {
+        core.state.withLock { state in
+            state.holdBudget = max(0, bytes)
+            state.isReleased = false
+        }
+    }
+
+    /// Ends the hold (``hold(afterBodyBytes:)``) and every drip: bodies go at full speed from now on,
+    /// including those being dripped or held right now.
+    public func release() {
+        core.state.withLock { $0.isReleased = true }
+        core.wakeWaiters()
+    }
+
     /// Closes the listener and every connection, ends all stalls, and waits for the server's threads.
     /// Calling it again does nothing.
     public func stop() {
@@ -141,6 +160,10 @@ extension MisbehavingServer {
         /// closed, so `stop()` never shuts down a descriptor number that has been reused.
         var openSockets: [Int: Int32] = [:]
         var isStopped = false
+        /// Body bytes that may still be sent before ``MisbehavingServer/release()``; nil when nothing is held.
+        var holdBudget: Int?
+        /// Whether ``MisbehavingServer/release()`` was called (holds and drips end).
+        var isReleased = false
     }
 
     /// The part of the server the threads hold on to, so that dropping the ``MisbehavingServer`` runs its deinit.
@@ -180,6 +203,33 @@ extension MisbehavingServer {
         }
 
         var isStopped: Bool { state.withLock { $0.isStopped } }
+        var isReleased: Bool { state.withLock { $0.isReleased } }
+
+        /// Wakes every thread waiting in a stall, a drip or a hold, to look at the state again.
+        func wakeWaiters() {
+            stopSignal.lock()
+            stopSignal.broadcast()
+            stopSignal.unlock()
+        }
+
+        /// How many of the next `wanted` body bytes may be sent now (at least one), waiting while a hold has
+        /// spent its budget; 0 when the server stops meanwhile.
+        func bodyAllowance(_ wanted: Int) -> Int {
+            stopSignal.lock()
+            defer { stopSignal.unlock() }
+            while true {
+                let granted: Int? = state.withLock { state in
+                    if state.isStopped { return 0 }
+                    guard let budget = state.holdBudget, !state.isReleased else { return wanted }
+                    guard budget > 0 else { return nil }
+                    let granted = min(wanted, budget)
+                    state.holdBudget = budget - granted
+                    return granted
+                }
+                if let granted { return granted }
+                stopSignal.wait()
+            }
+        }
 
         /// Sleeps for `stall`, returning early (with `false`) when the server stops.
         func pause(_ stall: Stall) -> Bool {

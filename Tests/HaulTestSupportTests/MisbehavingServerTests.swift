@@ -163,6 +163,29 @@ struct MisbehavingServerTests {
         #expect(stopReturns(server), "stop ends the stall")
     }
 
+    @Test("a hold sends its budget of body bytes and no more until released, then the rest; release ends drips too")
+    func holdAndRelease() throws {
+        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 1000, everyMilliseconds: 1000)))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 3000)
+        final class Outcome: Sendable { let body = Mutex<Data?>(nil) }
+        let outcome = Outcome()
+        let scratch = try TemporaryDirectory()
+        Thread {
+            let body = try? Curl.fetch(server.url("/f"), in: scratch).body
+            outcome.body.withLock { $0 = body ?? Data() }
+        }.start()
+        // Dripped 1000 bytes a second, the budget is reached in about three seconds; sent in pieces of at most
+        // 1000 bytes, a hold that let more through would show here as more than 3000.
+        let held = poll(reading: { server.bodyBytesSent }, until: { $0 >= 3000 })
+        #expect(held == 3000, "the hold let through \(held) bytes")
+        #expect(outcome.body.withLock { $0 } == nil, "the download is not over while held")
+        server.release()
+        // Released, neither the hold nor the drip (a thousand seconds for the whole megabyte) keeps it back.
+        let body = poll(reading: { outcome.body.withLock { $0 } }, until: { $0 != nil })
+        #expect(body.map { sameBytes($0, resource.bytes) } == true)
+    }
+
     @Test("TLS with the test CA; closing without close_notify after and in the middle of the body")
     func tls() throws {
         let ca = try TestCertificateAuthority.shared()

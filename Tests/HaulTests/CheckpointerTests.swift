@@ -38,8 +38,11 @@ private final class FakeDataSync: Sendable {
             return state.calls
         }
         defer { state.withLock { $0.inFlight -= 1 } }
-        // Held until released, polled with a deadline so that a broken test fails instead of hanging.
-        poll(every: .milliseconds(1), within: 20) {
+        // Held until released (the test does, and so does the fixture when it goes away). The deadline only
+        // bounds a hang; it is far longer than a test can take to get round to its release on a loaded machine,
+        // where the cooperative pool can be blocked for tens of seconds: a hold that ended by itself before
+        // the test looked would reorder the checkpoints and fail a correct checkpointer.
+        poll(every: .milliseconds(1), within: 600) {
             state.withLock { state in
                 state.held = state.holding.contains(call)
                 return !state.held
@@ -78,7 +81,11 @@ private final class CheckpointerFixture: @unchecked Sendable {
                                     synchronizeData: { file throws(SystemError) in try sync.synchronize(file) })
     }
 
-    deinit { loop.shutdown() }
+    deinit {
+        // A held sync would keep the loop's blocking work, and so the shutdown, waiting.
+        sync.release()
+        loop.shutdown()
+    }
 
     func onLoop<T: Sendable>(_ body: @escaping @Sendable (Checkpointer) -> T) async throws -> T {
         let checkpointer = self.checkpointer

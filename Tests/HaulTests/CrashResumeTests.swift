@@ -55,17 +55,13 @@ import HaulTestSupport
             process.arguments = arguments
             let errors = Pipe()
             process.standardError = errors
-            try process.run()
             // Not an ordering sleep: how long the run lives before it is killed is the randomized input of the test.
-            try await Task.sleep(for: .milliseconds(Int.random(in: 60...350, using: &generator)))
-            guard process.isRunning else {
-                process.waitUntilExit()
+            let lifetime = Int.random(in: 60...350, using: &generator)
+            guard try await Self.run(process, killedAfterMilliseconds: lifetime) else {
                 let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 Issue.record("run \(kills + 1) ended by itself with status \(process.terminationStatus) (\(seed)): \(text)")
                 break
             }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
             kills += 1
 
             guard FileManager.default.fileExists(atPath: output + ".part.haul") else { continue }
@@ -100,6 +96,30 @@ import HaulTestSupport
         #expect(try TestFiles.sha256(ofFile: output) == expected)
         #expect(!FileManager.default.fileExists(atPath: output + ".part.haul"), "the journal is gone once the file is complete")
         print("crash-resume: \(kills) kills, worst re-fetch after a kill \(worstRefetch) bytes (checkpoint window \(Self.checkpointBytes))")
+    }
+
+    /// Starts `process`, SIGKILLs it after `milliseconds` and returns once it has exited: true if the kill
+    /// ended it, false if it had ended by itself.
+    ///
+    /// On a thread of its own, not with `Task.sleep`: the shared cooperative pool can be busy for seconds when
+    /// the machine is loaded (other suites block its threads), and a run that lived that much longer than
+    /// its drawn lifetime could finish the file before thirty kills.
+    static func run(_ process: Process, killedAfterMilliseconds milliseconds: Int) async throws -> Bool {
+        try process.run()
+        let started = ContinuousClock.now
+        return await withCheckedContinuation { continuation in
+            let thread = Thread {
+                // The run's lifetime (the test's input), counted from the start above.
+                let left = started + .milliseconds(milliseconds) - ContinuousClock.now
+                if left > .zero { usleep(useconds_t(left.components.seconds * 1_000_000 + left.components.attoseconds / 1_000_000_000_000)) }
+                let killed = process.isRunning
+                if killed { kill(process.processIdentifier, SIGKILL) }
+                process.waitUntilExit()
+                continuation.resume(returning: killed)
+            }
+            thread.name = "crash-resume-killer"
+            thread.start()
+        }
     }
 
     /// Bytes of `part` in `ranges` that equal the source, counted in 4 KiB blocks (a block counts when it

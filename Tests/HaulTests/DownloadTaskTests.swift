@@ -6,7 +6,9 @@ import HaulTestSupport
 import SystemPackage
 
 /// One nginx for the API tests, with a location that suggests a hostile file name. A download that must still
-/// be running when a test pauses or cancels it is paced by the client (``DownloadTaskTests/paced``).
+/// be running when a test pauses or cancels it comes from a `MisbehavingServer` that serves the same bytes and
+/// holds them (``DownloadTaskTests/heldServer(afterBodyBytes:)``), so that it cannot end before the test acts
+/// however the machine schedules the test.
 final class DownloadTaskFixture: Sendable {
     static let shared: DownloadTaskFixture = try! DownloadTaskFixture()
 
@@ -14,6 +16,8 @@ final class DownloadTaskFixture: Sendable {
     let data: String
     let size = 24 << 20
     let sha256: String
+    /// The bytes of `file.bin`, for the held servers.
+    let resource: MisbehavingServer.Resource
     let ca: TestCertificateAuthority
 
     init() throws {
@@ -28,6 +32,7 @@ final class DownloadTaskFixture: Sendable {
         ca = try TestCertificateAuthority.shared()
         try TestFiles.create(at: data + "/file.bin", size: size, seed: 31)
         sha256 = try TestFiles.sha256(ofFile: data + "/file.bin")
+        resource = .pattern(size: size, seed: 31)
         for index in 0..<6 {
             try TestFiles.create(at: data + "/small-\(index).bin", size: 300_000 + index, seed: UInt64(100 + index))
         }
@@ -37,55 +42,96 @@ final class DownloadTaskFixture: Sendable {
 @Suite(.serialized) struct DownloadTaskTests {
     let fixture = DownloadTaskFixture.shared
 
-    /// The client's rate limit for a download a test acts on mid-way: the 24 MiB file takes about three
-    /// seconds whatever requests it makes. (nginx's `limit_rate` paces each request, so it bounds nothing once
-    /// a download is made of many requests.)
-    static let paced: Int64 = 8 << 20
-
-    func client(connections: Int = 4, maximumConnections: Int = 64, rateLimit: Int64? = nil) throws -> HaulClient {
+    func client(connections: Int = 4, maximumConnections: Int = 64) throws -> HaulClient {
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, maximumConnections: maximumConnections,
                                       minimumSegment: 512 << 10, checkpointBytes: 1 << 20, progressInterval: .milliseconds(50))
-        options.rateLimit = rateLimit
         options.tls.caFile = fixture.ca.caCertificatePath
+        // Longer than a test can take to get round to a held download (below) on a busy machine, so that
+        // its connections wait instead of timing out and retrying meanwhile.
+        options.timeouts.idle = .seconds(120)
         return try HaulClient(options: options)
     }
 
-    /// Waits until the task has written at least `bytes`, and returns that snapshot.
+    /// A server of `file.bin`'s bytes that sends at most `bytes` of them until `release()`: a download from it
+    /// is still running when the test acts, whatever the scheduling (a pace in time would not be: a test
+    /// that runs late would find the download over).
+    func heldServer(afterBodyBytes bytes: Int) throws -> MisbehavingServer {
+        let server = try MisbehavingServer(resource: fixture.resource)
+        server.hold(afterBodyBytes: bytes)
+        return server
+    }
+
+    /// Waits until the task has written at least `bytes`, and returns that snapshot (see ``downloading(_:atLeast:)``).
     func waitForBytes(_ task: DownloadTask, atLeast bytes: Int64) async -> DownloadProgress? {
-        for await progress in task.progress {
-            if progress.bytesDone >= bytes && progress.phase == .downloading { return progress }
-        }
-        return nil
+        await downloading(task, atLeast: bytes)
     }
 
     @Test func progressIsMonotonicAndEndsCompleted() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(directory + "/f")))
-        var snapshots: [DownloadProgress] = []
-        for await progress in task.progress { snapshots.append(progress) }
+        // Dripped (about 200 KB/s over 4 connections, longer than the polling deadline for the whole file)
+        // until the test has seen bytes arrive; then released, the rest goes at full speed. The download so
+        // cannot end before the test has looked, however late it gets to run.
+        let server = try MisbehavingServer(resource: fixture.resource, script: .always(.drip(bytes: 1024, everyMilliseconds: 20)))
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(directory + "/f")))
+        let streamed = Task {
+            var snapshots: [DownloadProgress] = []
+            for await progress in task.progress { snapshots.append(progress) }
+            return snapshots
+        }
+        // The stream keeps only the newest snapshot, so a reader that runs late may see few of them; the
+        // latest snapshot, polled from a thread of its own, shows the download while bytes arrive whatever the
+        // scheduling of the pool.
+        let size = Int64(fixture.size)
+        let flowing: @Sendable (DownloadProgress) -> Bool = {
+            $0.total == size && $0.activeConnections >= 2 && $0.bytesPerSecond > 0
+        }
+        let estimating: @Sendable (DownloadProgress) -> Bool = { $0.estimatedTimeRemaining != nil && !$0.segments.isEmpty }
+        let (looked, polled) = await onThreadOfItsOwn {
+            var polled: [DownloadProgress] = []
+            let looked = poll {
+                let progress = task.currentProgress
+                if progress.phase == .downloading { polled.append(progress) }
+                return Set(polled.map(\.bytesDone)).count >= 3 && polled.contains(where: flowing) && polled.contains(where: estimating)
+            }
+            return (looked, polled)
+        }
+        server.release()
         let result = try await task.value
+        let snapshots = await streamed.value
+        #expect(looked, "the download never showed several snapshots with its rate, connections and time left")
         #expect(try TestFiles.sha256(ofFile: result.path) == fixture.sha256)
 
-        let downloading = snapshots.filter { $0.phase == .downloading }
-        #expect(downloading.count >= 3, "several snapshots while bytes arrive")
-        #expect(zip(snapshots, snapshots.dropFirst()).allSatisfy { $0.bytesDone <= $1.bytesDone }, "bytes never go back")
-        #expect(downloading.contains { $0.total == Int64(fixture.size) && $0.activeConnections >= 2 && $0.bytesPerSecond > 0 })
-        #expect(downloading.contains { $0.estimatedTimeRemaining != nil && !$0.segments.isEmpty })
+        let downloading = (snapshots + polled).filter { $0.phase == .downloading }
+        #expect(Set(downloading.map(\.bytesDone)).count >= 3, "several snapshots while bytes arrive")
+        // Whatever the streamed snapshots were, with the final one after them, and the polled ones in order.
+        let final = task.currentProgress
+        for sequence in [snapshots + [final], polled + [final]] {
+            #expect(zip(sequence, sequence.dropFirst()).allSatisfy { $0.bytesDone <= $1.bytesDone }, "bytes never go back")
+        }
+        #expect(downloading.contains(where: flowing))
+        #expect(downloading.contains(where: estimating))
         #expect(downloading.allSatisfy { $0.completedRanges.reduce(0) { $0 + $1.count } == $0.bytesDone },
                 "the completed ranges add up to the bytes done")
         let last = try #require(snapshots.last)
-        #expect(last.phase == .completed)
-        #expect(last.bytesDone == Int64(fixture.size) && last.fractionDone == 1)
+        #expect(last.phase == .completed, "the stream ends with the final snapshot")
+        #expect(final.phase == .completed)
+        #expect(final.bytesDone == Int64(fixture.size) && final.fractionDone == 1)
+        #expect(last.bytesDone == final.bytesDone)
     }
 
     @Test func pauseLeavesADurableJournalAndResumeFinishesInTheSameProcess() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: Int64(fixture.size / 4)))
         try await task.pause()
+        // From now on the server sends at full speed: a pause that had not really stopped the download shows.
+        server.release()
 
         let paused = task.currentProgress
         #expect(paused.phase == .paused)
@@ -95,8 +141,8 @@ final class DownloadTaskFixture: Sendable {
         #expect(!FileManager.default.fileExists(atPath: path))
 
         // Nothing moves while paused. Not an ordering sleep: the absence of movement can only be watched over a
-        // window, and in 300 ms a download that had not really stopped would add about 2.4 MiB (`paced`). A
-        // shorter window could only miss a fault, never fail a correct pause.
+        // window, and in 300 ms a download that had not really stopped would fetch the rest of the released
+        // file. A shorter window could only miss a fault, never fail a correct pause.
         try await Task.sleep(for: .milliseconds(300))
         #expect(task.currentProgress.bytesDone == paused.bytesDone)
         #expect(try ResumeJournal.open(path: path + ".part.haul").1.durable == state.durable)
@@ -122,7 +168,9 @@ final class DownloadTaskFixture: Sendable {
         try await done.resume()  // completed: nothing to resume, no error
         try await done.pause()   // nothing to pause
 
-        let cancelled = try self.client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(directory + "/b")))
+        let server = try heldServer(afterBodyBytes: 2 << 20)
+        defer { server.stop() }
+        let cancelled = client.start(DownloadRequest(url: server.url("/file.bin"), destination: .file(directory + "/b")))
         _ = try #require(await waitForBytes(cancelled, atLeast: 1 << 20))
         await cancelled.cancel()
         await #expect { try await cancelled.resume() } throws: { error in
@@ -145,7 +193,9 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
+        let server = try heldServer(afterBodyBytes: 2 << 20)
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: 1 << 20))
         try await task.resume()  // running: returns at once
         #expect(task.currentProgress.phase == .downloading)
@@ -189,11 +239,14 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let request = DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path))
-        let first = try client(rateLimit: Self.paced).start(request)
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let request = DownloadRequest(url: server.url("/file.bin"), destination: .file(path))
+        let first = try client().start(request)
         _ = try #require(await waitForBytes(first, atLeast: Int64(fixture.size / 3)))
         try await first.pause()
         let durable = try ResumeJournal.open(path: path + ".part.haul").1.durable.count
+        server.release()
 
         let result = try await client().download(request)
         #expect(result.bytesRequested == Int64(fixture.size) - durable)
@@ -204,7 +257,9 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: 4 << 20))
         #expect(FileManager.default.fileExists(atPath: path + ".part"))
         await task.cancel()
@@ -222,7 +277,9 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let task = try client(rateLimit: Self.paced).start(DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path)))
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
         _ = try #require(await waitForBytes(task, atLeast: 4 << 20))
         try await task.pause()
         #expect(FileManager.default.fileExists(atPath: path + ".part.haul"))
@@ -235,8 +292,10 @@ final class DownloadTaskFixture: Sendable {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let haul = try client(rateLimit: Self.paced)
-        let request = DownloadRequest(url: fixture.nginx.url("/file.bin"), destination: .file(path))
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let haul = try client()
+        let request = DownloadRequest(url: server.url("/file.bin"), destination: .file(path))
         let running = Task { try await haul.download(request) }
         // Cancelled once there is something to keep: the first checkpoint has written the journal.
         let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
@@ -247,6 +306,7 @@ final class DownloadTaskFixture: Sendable {
             return true
         }
         #expect(FileManager.default.fileExists(atPath: path + ".part.haul"), "the journal stays for a later resume")
+        server.release()
         _ = try await haul.download(request)
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
     }

@@ -284,13 +284,18 @@ import HaulTestSupport
     @Test(arguments: [false, true])
     func aSecondDownloadToTheSameDestinationIsRefused(sameClient: Bool) async throws {
         let small = MisbehavingServer.Resource.pattern(size: 2 << 20, seed: 14)
-        let server = try MisbehavingServer(resource: small, script: .always(.drip(bytes: 8 * 1024, everyMilliseconds: 20)))
+        let server = try MisbehavingServer(resource: small)
         defer { server.stop() }
+        // The first download is still running when the second one starts and ends, however late the test
+        // gets to run: the server holds the rest of the file until released below.
+        server.hold(afterBodyBytes: 1 << 20)
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
         var options = options(connections: 4)
         options.checkpointBytes = 128 << 10
+        // Held connections wait for the release instead of timing out and retrying meanwhile.
+        options.timeouts.idle = .seconds(120)
         let request = DownloadRequest(url: server.url("/f"), destination: .file(path))
         let firstClient = try HaulClient(options: options)
         let first = firstClient.start(request)
@@ -301,6 +306,7 @@ import HaulTestSupport
         let second = secondClient.start(request)
         let secondResult = await outcomeWithin(Self.deadline, of: second)
         let firstPhaseThen = first.currentProgress.phase
+        server.release()
         let firstResult = await outcomeWithin(Self.deadline, of: first)
         switch secondResult {
         case .failure(let error)?:

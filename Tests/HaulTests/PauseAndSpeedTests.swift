@@ -6,37 +6,37 @@ import HaulTestSupport
 
 /// What a pause promises, whatever the file's size or the server's range support, and the low-speed limit.
 @Suite(.serialized) struct PauseAndSpeedTests {
-    func options(connections: Int = 2) -> DownloadOptions {
+    func options(connections: Int = 2, idle: Duration = .seconds(5)) -> DownloadOptions {
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 64 << 10)
         options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
-        options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: .seconds(5))
+        options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: idle)
         return options
     }
 
-    func started(_ task: DownloadTask, atLeast bytes: Int64) async -> DownloadProgress? {
-        for await progress in task.progress where progress.bytesDone >= bytes && progress.phase == .downloading {
-            return progress
-        }
-        return nil
-    }
+    /// For a download the server holds (`hold(afterBodyBytes:)`) until the test acts: its connections wait
+    /// for as long as the test takes to get there on a busy machine, instead of timing out and retrying.
+    static let heldIdle: Duration = .seconds(120)
 
     @Test func aPauseLeavesAJournalEvenForAFileWithinOneCheckpointWindow() async throws {
         let resource = MisbehavingServer.Resource.pattern(size: 512 << 10, seed: 5)
-        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 8192, everyMilliseconds: 10)))
+        let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
+        // The download cannot finish before the pause, however late the test gets to run.
+        server.hold(afterBodyBytes: 96 << 10)
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/small"
-        var options = options()
+        var options = options(idle: Self.heldIdle)
         options.checkpointBytes = 32 << 20   // far larger than the file: no journal while it runs
         let task = try HaulClient(options: options).start(DownloadRequest(url: server.url("/f"), destination: .file(path)))
-        _ = try #require(await started(task, atLeast: 64 << 10))
+        _ = try #require(await downloading(task, atLeast: 64 << 10))
         try await task.pause()
+        #expect(task.currentProgress.phase == .paused)
         #expect(task.currentProgress.canResume)
         let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
         #expect(state.durable.count == task.currentProgress.bytesDone, "the journal lists every byte written")
 
-        server.setScript(.normal)
+        server.release()
         let requestsBefore = server.exchanges.count
         let result = try await HaulClient(options: options).download(DownloadRequest(url: server.url("/f"), destination: .file(path)))
         #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
@@ -47,12 +47,14 @@ import HaulTestSupport
 
     @Test func aPauseOnAServerWithoutRangesSaysTheNextRunStartsOver() async throws {
         let resource = MisbehavingServer.Resource.pattern(size: 512 << 10, seed: 6)
-        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 8192, everyMilliseconds: 10).with { $0.rangeHandling = .ignore }))
+        let server = try MisbehavingServer(resource: resource, script: .always(.ignoreRange))
         defer { server.stop() }
+        // The download cannot finish before the pause, however late the test gets to run.
+        server.hold(afterBodyBytes: 32 << 10)
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let task = try HaulClient(options: options()).start(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
-        _ = try #require(await started(task, atLeast: 16 << 10))
+        let task = try HaulClient(options: options(idle: Self.heldIdle)).start(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
+        _ = try #require(await downloading(task, atLeast: 16 << 10))
         try await task.pause()
         #expect(task.currentProgress.phase == .paused)
         #expect(!task.currentProgress.canResume, "without ranges nothing can be resumed")
@@ -92,17 +94,19 @@ import HaulTestSupport
 
     @Test func cancellingTheSwiftTaskAwaitingValueStopsTheDownloadAndEndsTheWait() async throws {
         let resource = MisbehavingServer.Resource.pattern(size: 4 << 20, seed: 9)
-        let server = try MisbehavingServer(resource: resource, script: .always(.drip(bytes: 4096, everyMilliseconds: 20)))
+        let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
+        // Still running when the waiter is cancelled, however late the test gets to run.
+        server.hold(afterBodyBytes: 1 << 20)
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var options = DownloadOptions(synchronizesToDisk: false, connections: 2, minimumSegment: 256 << 10)
         options.checkpointBytes = 64 << 10
         let task = try HaulClient(options: options).start(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f")))
-        for await progress in task.progress where progress.bytesDone > 0 { break }
+        _ = try #require(await downloading(task, atLeast: 1))
         let waiter = Task { try await task.value }
         waiter.cancel()
-        // Bounded, not timed: the wait must end by itself long before the dripping download would.
+        // Bounded, not timed: the wait must end by itself (the held download never would).
         let ended = await outcomeOfWaiter(waiter, within: .seconds(20))
         guard case .failure(let error)? = ended, case .cancelled = error.reason else { Issue.record("expected cancelled, got \(String(describing: ended))"); return }
         #expect(FileManager.default.fileExists(atPath: directory + "/f.part.haul"), "kept for a later resume, like a pause")

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import HaulTestSupport
 @testable import Haul
 
 /// The task's outcome, or nil when it had not ended within `limit` (the task is then cancelled): a download
@@ -35,5 +36,37 @@ enum RunScopedDirectories {
         atexit {
             for path in RunScopedDirectories.directories.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
         }
+    }
+}
+
+/// The task's latest snapshot once it is downloading with at least `bytes` written, polled under the
+/// default deadline; nil when that never happened (the download ended first, or the deadline passed).
+///
+/// Polled rather than read from ``DownloadTask/progress``: the stream keeps only the newest snapshot, so a
+/// reader that runs late on a busy machine can see `connecting` and then `completed`, never `downloading`.
+/// The download itself must not be able to end before the caller acts (a server hold, see
+/// `MisbehavingServer.hold(afterBodyBytes:)`); this only waits for the bytes.
+func downloading(_ task: DownloadTask, atLeast bytes: Int64) async -> DownloadProgress? {
+    var seen: DownloadProgress?
+    await eventually {
+        let progress = task.currentProgress
+        guard progress.phase == .downloading, progress.bytesDone >= bytes else {
+            // An ended download will not start again: stop looking.
+            return progress.phase == .completed || progress.phase == .failed || progress.phase == .cancelled
+        }
+        seen = progress
+        return true
+    }
+    return seen
+}
+
+/// Runs `body` on a thread of its own and returns what it returns: for a test that must watch something
+/// while it happens. The shared cooperative pool promises no such thing on a loaded machine: synchronous tests
+/// and heavy fixtures can hold both of its threads for tens of seconds.
+func onThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.name = "test-watcher"
+        thread.start()
     }
 }
