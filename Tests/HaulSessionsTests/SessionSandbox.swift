@@ -69,6 +69,9 @@ final class SessionSandbox: Sendable {
         configuration.stateDirectory = state
         configuration.daemonExecutable = Self.haulBinary
         configuration.consumer = consumer
+        // A bound on a daemon that never starts, not a timing assertion: on a loaded machine running every
+        // suite at once, starting the `haul` binary took over the default 20 s.
+        configuration.startTimeout = .seconds(120)
         return configuration
     }
 
