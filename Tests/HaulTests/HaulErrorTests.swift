@@ -254,4 +254,26 @@ import HaulTestSupport
         #expect(error.attempts == 1)
         #expect(error.description == "\(path) already exists")
     }
+
+    /// The URL an error carries is printed, logged and stored in session events: credentials given in it
+    /// never appear there, whichever context supplied it (a failure before any request, or a failed request).
+    @Test func theURLAnErrorCarriesHasNoCredentials() async throws {
+        let server = try MisbehavingServer(resource: resource)
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data([1])))
+        let withCredentials = server.url("/f").replacingOccurrences(of: "://", with: "://alice:s3cret@")
+        guard let local = try await failure(of: DownloadRequest(url: withCredentials, destination: .file(path)),
+                                            options: options(tries: 2)) else { return }
+        guard case .destinationExists = local.reason else { Issue.record("expected destinationExists, got \(local)"); return }
+        #expect(local.url == server.url("/f").replacingOccurrences(of: "://", with: "://***@"), "\(String(describing: local.url))")
+
+        server.setScript(.always(.status(500)))
+        guard let remote = try await failure(of: DownloadRequest(url: withCredentials, destination: .file(directory + "/g")),
+                                             options: options(tries: 2)) else { return }
+        #expect(remote.url != nil && !remote.url!.contains("s3cret"), "\(String(describing: remote.url))")
+        #expect(!remote.description.contains("s3cret"), "\(remote)")
+    }
 }

@@ -160,7 +160,8 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     public var reason: Reason
     /// The URL that was being fetched when the download failed: the request's URL, a mirror's, or the target
     /// of a redirect. nil for an error that ends no download: a ``HaulClient`` that cannot start, or a
-    /// ``DownloadTask/pause()`` whose last checkpoint failed.
+    /// ``DownloadTask/pause()`` whose last checkpoint failed. Safe to print: user information is shown as
+    /// `***`, so a credential given in the URL never reaches a message, a log or a session event.
     public var url: String?
     /// How many times the request that failed was tried, the failed try included: 1 when it was not retried.
     /// Retries follow the ``RetryPolicy`` (``DownloadOptions/retry``); only ``Reason/isTransient`` failures

@@ -320,7 +320,9 @@ public final class DownloadTask: @unchecked Sendable {
     }
 
     private func end(_ result: Result<DownloadResult, HaulError>) {
-        let result = result.mapError { $0.adding(url: request.url) }   // the download's URL, unless a nearer one is known
+        // The download's URL, unless a nearer one is known; without its credentials, since errors are printed,
+        // logged and stored in session events.
+        let result = result.mapError { $0.adding(url: HTTPURL.displayText(of: request.url)) }
         endTransfer()
         if let ticker { client.loop.cancelTimer(ticker) }
         ticker = nil

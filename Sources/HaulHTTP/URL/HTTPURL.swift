@@ -44,6 +44,13 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     /// The query without its `?`, percent-encoded; nil when there was no `?`.
     public let query: String?
 
+    /// `string`, a URL as given (parsed or not), as safe-to-print text: user information replaced by `***`
+    /// and control characters written as `%XX` — the form a ``URLParseError`` quotes.
+    package static func displayText(of string: String) -> String {
+        let bytes = trimmed(string)
+        return URIReference(bytes).displayText(bytes)
+    }
+
     /// Parses an absolute URL.
     public init(_ string: String) throws(URLParseError) {
         let bytes = Self.trimmed(string)
