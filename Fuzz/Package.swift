@@ -4,12 +4,12 @@ import PackageDescription
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
-                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile"]
+                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile", "FuzzCodable"]
 // The resume journal's format lives in `HaulJournal`; proxy replies in HaulIO (the harness links `Haul`
-// and imports HaulIO itself); the session log and protocol in `HaulSessions`, the .netrc and `-i` list parsers in
-// `HaulCommandLine`.
+// and imports HaulIO itself); requests and results decoded from JSON in `Haul`; the session log and protocol
+// in `HaulSessions`, the .netrc and `-i` list parsers in `HaulCommandLine`.
 let journalHarnesses: Set<String> = ["FuzzJournal"]
-let engineHarnesses: Set<String> = ["FuzzProxyReplies"]
+let engineHarnesses: Set<String> = ["FuzzProxyReplies", "FuzzCodable"]
 let sessionHarnesses: Set<String> = ["FuzzSessions"]
 let commandLineHarnesses: Set<String> = ["FuzzNetrc", "FuzzInputFile"]
 

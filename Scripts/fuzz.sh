@@ -9,7 +9,7 @@ seconds=${1:-30}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 fuzz="$root/Fuzz"
-all_harnesses=(FuzzResponseParser FuzzChunkedDecoder FuzzURL FuzzContentDisposition FuzzFieldValues FuzzJournal FuzzSessions FuzzProxySettings FuzzProxyReplies FuzzNetrc FuzzInputFile)
+all_harnesses=(FuzzResponseParser FuzzChunkedDecoder FuzzURL FuzzContentDisposition FuzzFieldValues FuzzJournal FuzzSessions FuzzProxySettings FuzzProxyReplies FuzzNetrc FuzzInputFile FuzzCodable)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all_harnesses[@]}")
 jobs=${FUZZ_JOBS:-$(nproc)}
