@@ -113,8 +113,10 @@ public final class HaulSession: Sendable {
     public func add(_ spec: TaskSpec) async throws(SessionError) -> SessionTask {
         // A stream or memory destination cannot travel to the daemon (the spec would arrive without a
         // destination): refused here with the daemon's reason.
-        if case .stream = spec.destination { throw .rejected(code: "bad-request", message: spec.problem() ?? "") }
-        if case .memory = spec.destination { throw .rejected(code: "bad-request", message: spec.problem() ?? "") }
+        switch spec.destination {
+        case .stream, .memory: throw .rejected(code: "bad-request", message: spec.problem() ?? "")
+        case .file, .directory: break
+        }
         let body = try await send(.add(spec))
         guard let info = body.task else { throw .protocolViolation("add answered without the task") }
         return shared.withLock { shared in

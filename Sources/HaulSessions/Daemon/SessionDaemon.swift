@@ -655,8 +655,8 @@ public final class SessionDaemon: @unchecked Sendable {
             switch spec.destination {
             case .file(let path): added = .added(url: spec.url, path: path, directory: nil)
             case .directory(let directory): added = .added(url: spec.url, path: nil, directory: directory)
-            case .stream: return respond(.failure(.badRequest("a background task cannot stream to a descriptor")))
-            case .memory: return respond(.failure(.badRequest("a background task cannot download into memory")))
+            // Refused by `problem()` above, with its reason; here only for the switch to be exhaustive.
+            case .stream, .memory: return respond(.failure(.badRequest(spec.problem() ?? "this destination cannot be queued")))
             }
             let record = LogRecord.event(event(id, added), spec: spec, part: nil)
             guard record.payload.count <= SessionLogCodec.maximumPayload else {
