@@ -31,6 +31,10 @@ swift build --build-tests
 # names of SwiftNIO, AsyncHTTPClient and swift-http-types unqualified next to Haul's API. It compiles only while
 # `import Haul` exports none of those names. Built, not run (it has nothing to run), only its one target, in a
 # scratch directory of its own under .build/ (the first build compiles Haul's modules again: about a minute).
+# SwiftPM keeps the build plan of a path dependency while the app's manifest is unchanged, so a source file
+# added to Haul since the last run was left out (HaulIO failed with "no member" for the new file's functions).
+# Dropping the cached plan makes it plan again; the compiled objects stay, so this costs a second or two.
+rm -f .build/embedding/debug.yaml .build/embedding/*/debug/description.json
 swift build --package-path Tests/EmbeddingPackage --scratch-path .build/embedding --target EmbeddingApp
 # One test at a time: the integration tests time real downloads and pause them mid-way, and with suites in
 # parallel on two cores, heavy fixtures (hashing 256 MiB in a debug build) starve the shared cooperative
