@@ -74,7 +74,7 @@ extension MisbehavingServer.Core {
         var bodyRange = 0..<length
         if behavior.rangeHandling != .ignore, let rangeHeader = request.rangeHeader,
             let specifier = MisbehavingServer.ByteRangeSpecifier(fieldValue: rangeHeader),
-            ifRangeMatches(request.header("If-Range"), resource)
+            behavior.ignoresIfRange || ifRangeMatches(request.header("If-Range"), resource)
         {
             if let selected = specifier.resolved(length: length) {
                 status = 206

@@ -153,6 +153,10 @@ extension MisbehavingServer {
         /// A `Content-Disposition` field value for resource responses (200, 206, HEAD), e.g.
         /// `attachment; filename="x.tar.gz"`.
         public var contentDisposition: String?
+        /// Serve the requested range (`206`) even when `If-Range` names another version, as servers that do
+        /// not implement `If-Range` do (RFC 9110 §13.1.5 makes them answer `200`): a client that trusts
+        /// `If-Range` alone then gets bytes of a changed resource.
+        public var ignoresIfRange = false
         /// The chaos fault this behavior stands for, recorded in ``MisbehavingServer/Exchange/chaosFault``
         /// (``Script/chaos(seed:faultRate:faults:)`` sets it; it changes nothing on the wire).
         public var chaosFault: ChaosFault?
@@ -199,6 +203,9 @@ extension MisbehavingServer {
 
         /// Serve a different resource (content and validators) correctly.
         public static func serve(_ resource: Resource) -> Behavior { Behavior().with { $0.resource = resource } }
+
+        /// Answer ranges with `206` whatever `If-Range` says (``ignoresIfRange``).
+        public static let ignoreIfRange = Behavior().with { $0.ignoresIfRange = true }
 
         /// Answer with `status` (e.g. 503 or 429), optionally with `Retry-After: retryAfter`.
         public static func status(_ status: Int, retryAfter: String? = nil) -> Behavior {
