@@ -48,8 +48,9 @@ struct MirrorSet: Sendable {
     var primary: Mirror { mirrors[0] }
 
     /// The request for `range` on `mirror`, to `url` (the mirror's resolved URL unless a redirect chain
-    /// is under way), with `If-Range` when the range continues bytes already written.
-    func request(to url: HTTPURL, range: RangeRequest, ifRange: IfRangeValidator?) -> RequestHead {
+    /// is under way), with `If-Range` when the range continues bytes already written; without `range`, the
+    /// whole file in one response.
+    func request(to url: HTTPURL, range: RangeRequest?, ifRange: IfRangeValidator?) -> RequestHead {
         RequestHead(method: .get, url: url, range: range, ifRange: ifRange, userAgent: userAgent,
                     headers: scope.headers(for: url))
     }

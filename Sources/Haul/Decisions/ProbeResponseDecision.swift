@@ -11,6 +11,11 @@ enum ProbeResponseDecision {
     /// exactly `served.count` bytes (chunked or close-delimited): such a body cannot be bounded as it
     /// arrives, so the connection is closed and the bytes are fetched in bounded ranges instead.
     case ranged(total: Int64, served: Range<Int64>, validators: Validators, streamBody: Bool)
+    /// Ranges work, but the response carries no validator (no `ETag`, no `Last-Modified`): no later response
+    /// could be told to be of the same file, so the download must be one response. With `carriesWholeFile`
+    /// this one is it (it serves all `total` bytes under a `Content-Length`); otherwise the file is asked for
+    /// again without `Range`, so that one response carries it all.
+    case withoutValidators(total: Int64, carriesWholeFile: Bool)
     /// The server ignores ranges: this one response carries the whole file, of `length` bytes when the
     /// framing says so (nil: until the body ends).
     case whole(length: Int64?, validators: Validators)
@@ -60,6 +65,17 @@ enum ProbeResponseDecision {
             return .faulty(.wrongContentRange(url: url, requested: "0-", received: text.isEmpty ? "(none)" : text))
         }
         let served = 0..<(bytes.upperBound + 1)
+        if response.validators.isEmpty {
+            switch response.framing {
+            case .contentLength(let length) where length == served.count:
+                return .withoutValidators(total: total, carriesWholeFile: served.upperBound == total)
+            case .chunked, .untilClose:
+                // Nothing holds this body to its range; the body of a plain GET is the file.
+                return .withoutValidators(total: total, carriesWholeFile: false)
+            case .contentLength, .none:
+                break   // faulty, as with validators
+            }
+        }
         switch response.framing {
         case .contentLength(let length) where length == served.count:
             return .ranged(total: total, served: served, validators: response.validators, streamBody: true)

@@ -4,14 +4,20 @@ import HaulHTTP
 /// written as those bytes of the file.
 ///
 /// The distinction that matters is between a *faulty response* — wrong offsets, a body longer or shorter
-/// than the range, a missing `Content-Range` — which is retried because the resource itself is fine, and a
-/// *changed resource* — another length or validator — which must never be mixed with what was already
-/// written. Pure: a function of the response's facts and what is known of the resource.
+/// than the range, a missing `Content-Range`, a `200` that carries the very validators of the file being
+/// downloaded — which is retried because the resource itself is fine, and a *changed resource* — another
+/// length, or validators that differ from the download's identity in any way (another value, a weak tag
+/// for a strong one, one dropped or gained; ``Validators/changes(in:)``) — which must never be mixed with
+/// what was already written. Pure: a function of the response's facts and what is known of the resource.
 enum RangedResponseDecision {
     /// Write the body as bytes `requested`. `bodyIsBounded` is false when its framing (chunked,
     /// close-delimited) does not promise the length: the bytes then count only once the body has ended at
     /// exactly the range's end.
     case accept(validators: Validators, bodyIsBounded: Bool)
+    /// The server ignores `Range` on this request again, but the whole file it sent instead carries the
+    /// download's strong ETag and length: the range's bytes are taken out of it, body bytes before
+    /// `requested` skipped (``BodyWindow/skipped``) and the rest left unread.
+    case acceptFromWholeBody
     case redirect
     /// This response is broken; the same range may be asked for again.
     case faulty(HaulError)
@@ -33,6 +39,9 @@ enum RangedResponseDecision {
         var sentIfRange: Bool
         /// When the partial download being resumed was started (from its journal), for the message.
         var partialSince: HTTPDate? = nil
+        /// Failures of the connection in a row before this response: a `200` that proves the same file is
+        /// retried first (another backend may honour `Range`), and only then taken from.
+        var failuresInRow = 0
     }
 
     static func decide(_ response: ResponseFacts, requested: Range<Int64>, known: Known, url: String) -> RangedResponseDecision {
@@ -47,8 +56,8 @@ enum RangedResponseDecision {
             if let length = range.completeLength, length != known.total {
                 return differentResource(length: length, known: known, url: url)
             }
-            if known.verified, known.validators.contradicts(response.validators) {
-                return .changed(.changedOnServer(url: url, detail: "ETag changed from \(known.validators.entityTag!) to \(response.entityTag!)"))
+            if known.verified, let change = known.validators.changes(in: response.validators) {
+                return .changed(.changedOnServer(url: url, detail: change))
             }
             guard range.completeLength != nil, bytes.lowerBound == requested.lowerBound, bytes.upperBound + 1 == requested.upperBound else {
                 return .faulty(.wrongContentRange(url: url, requested: asked, received: text))
@@ -67,13 +76,7 @@ enum RangedResponseDecision {
             if !known.verified {
                 return .mirrorDisagrees(.mirrorMismatch(url: url, detail: "ignores Range requests"))
             }
-            if known.sentIfRange {
-                // If-Range failed: the server's current version is not the one the written bytes are from.
-                let detail = known.partialSince.map { "it no longer matches the partial download started \($0) (a request for bytes \(asked) with If-Range got the whole file)" }
-                    ?? "a request for bytes \(asked) with If-Range got the whole file (200): the file is no longer the one being downloaded"
-                return .changed(.changedOnServer(url: url, detail: detail))
-            }
-            return .faulty(.faultyResponse(url: url, detail: "answered the request for bytes \(asked) with the whole file (200)"))
+            return decideWholeBody(response, asked: asked, known: known, url: url)
         case 416:
             if case .unsatisfied(let length)? = ContentRange(text), length != known.total {
                 return differentResource(length: length, known: known, url: url)
@@ -82,6 +85,37 @@ enum RangedResponseDecision {
         default:
             return .failed(.httpStatus(status: response.status, reason: response.reason, url: url))
         }
+    }
+
+    /// A `200` to a ranged request of a verified mirror. Only the validators it carries can tell a changed
+    /// file (If-Range failed, or the server changed and ignores `Range`) from a server that ignores `Range`
+    /// for this request (a load-balanced backend, say): equal validators with a strong ETag and the same
+    /// length prove the file unchanged, so the response is faulty, never a change.
+    private static func decideWholeBody(_ response: ResponseFacts, asked: String, known: Known, url: String) -> RangedResponseDecision {
+        let answer = "a request for bytes \(asked)\(known.sentIfRange ? " with If-Range" : "") got the whole file (200)"
+        if let length = response.declaredLength, length != known.total {
+            return .changed(.changedOnServer(url: url, detail: "\(answer) of \(length) bytes, was \(known.total)"))
+        }
+        if let change = known.validators.changes(in: response.validators) {
+            let detail = known.partialSince.map { "it no longer matches the partial download started \($0): \(answer) and \(change)" }
+                ?? "\(answer) and \(change)"
+            return .changed(.changedOnServer(url: url, detail: detail))
+        }
+        guard known.validators.hasStrongEntityTag else {
+            // Equal weak validators disprove no change and prove none. The date an If-Range carried was
+            // judged not to match although it is the one sent back: servers do that when the file was
+            // modified within the second (the date is then weak), so its bytes are not taken from this body.
+            return .faulty(.faultyResponse(url: url, detail: "\(answer) with the same validators; only a strong ETag could prove it the same file"))
+        }
+        guard known.failuresInRow > 0 else {
+            return .faulty(.faultyResponse(url: url, detail: "\(answer) with the same ETag \(known.validators.entityTag!): the server ignored Range"))
+        }
+        // Its length is the file's (checked above): the range's bytes lie at known offsets of the body. A
+        // body without a length could end anywhere, and is only retried.
+        guard case .contentLength = response.framing else {
+            return .faulty(.faultyResponse(url: url, detail: "\(answer) with the same ETag \(known.validators.entityTag!) but no Content-Length"))
+        }
+        return .acceptFromWholeBody
     }
 
     private static func differentResource(length: Int64, known: Known, url: String) -> RangedResponseDecision {

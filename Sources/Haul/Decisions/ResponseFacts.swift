@@ -43,6 +43,12 @@ struct ResponseFacts: Sendable, Equatable {
 }
 
 /// What identifies one version of a resource: its entity tag and modification date, as a server sent them.
+///
+/// The probe's validators are the download's identity (kept in the journal with the length). Every later
+/// response is held to them *exactly* (``changes(in:)``): another tag, a weak tag where a strong one was
+/// (or the reverse), another date, or a validator dropped or gained all mean another version. Only a strong
+/// tag *proves* that two responses are the same version; a weak tag or a date can only disprove it, which is
+/// why a download without any validator uses one response (``isEmpty``).
 struct Validators: Sendable, Equatable {
     var entityTag: EntityTag?
     var lastModified: HTTPDate?
@@ -52,15 +58,41 @@ struct Validators: Sendable, Equatable {
         self.lastModified = lastModified
     }
 
+    /// Whether the response carried no validator at all: nothing could tell two of its versions apart.
+    var isEmpty: Bool { entityTag == nil && lastModified == nil }
+
+    /// Whether a strong entity tag is among them: the one validator whose equality proves the same bytes.
+    var hasStrongEntityTag: Bool { entityTag.map { !$0.isWeak } ?? false }
+
     /// What a ranged request sends as `If-Range`: a strong tag, else the date (RFC 9110 §13.1.5).
+    ///
+    /// The date goes even when it may be a weak validator (a file modified within the second the server
+    /// sent it): a server may then answer `206` for a changed file, but every response's validators are
+    /// compared exactly anyway, and a change that keeps the date is beyond any client's sight.
     var ifRange: IfRangeValidator? {
         if let entityTag, !entityTag.isWeak { return .entityTag(entityTag) }
         return lastModified.map { .lastModified($0) }
     }
 
-    /// Whether `other` names a different version than these validators: only strong tags can say so.
-    func contradicts(_ other: Validators) -> Bool {
-        guard let known = entityTag, !known.isWeak, let seen = other.entityTag, !seen.isWeak else { return false }
-        return !seen.strongMatches(known)
+    /// How `seen` differs from these validators (the known identity), for a message; nil when it names the
+    /// same version — every validator present in both, or absent in both, and equal.
+    ///
+    /// Entity tags compare exactly, weakness included: `W/"a"` and `"a"` are different validators (a server
+    /// that turns a strong tag weak has started to transform the content, as compressing servers do).
+    func changes(in seen: Validators) -> String? {
+        var changes: [String] = []
+        switch (entityTag, seen.entityTag) {
+        case (let known?, let now?) where known != now: changes.append("ETag changed from \(known) to \(now)")
+        case (let known?, nil): changes.append("ETag \(known) is no longer sent")
+        case (nil, let now?): changes.append("an ETag \(now) appeared where there was none")
+        default: break
+        }
+        switch (lastModified, seen.lastModified) {
+        case (let known?, let now?) where known != now: changes.append("Last-Modified changed from \(known) to \(now)")
+        case (let known?, nil): changes.append("Last-Modified \(known) is no longer sent")
+        case (nil, let now?): changes.append("a Last-Modified \(now) appeared where there was none")
+        default: break
+        }
+        return changes.isEmpty ? nil : changes.joined(separator: "; ")
     }
 }

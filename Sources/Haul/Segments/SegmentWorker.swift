@@ -62,6 +62,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     var retryAfter: Duration?
     /// Whether the current request carried `If-Range`.
     private(set) var sentIfRange = false
+    /// Whether the current request carried `Range` (a probe of a server without validators does not).
+    private(set) var sentRange = true
     /// Why the download stopped the current exchange itself (too slow), reported instead of the close.
     var interruption: HaulError?
     var cancellation: ExchangeCancellation?
@@ -112,11 +114,13 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         isBusy = true
         let ifRange = role == .ranged ? download.mirrors[requestMirror].validators.ifRange : nil
         sentIfRange = ifRange != nil
-        let head = download.mirrors.request(to: target, range: end.map { .bytes(first...($0 - 1)) } ?? .from(first),
-                                            ifRange: ifRange)
+        // A probe of a server without validators asks for the whole file in one plain response.
+        let range: RangeRequest? = role == .probe && download.probesWithoutRange ? nil : end.map { .bytes(first...($0 - 1)) } ?? .from(first)
+        sentRange = range != nil
+        let head = download.mirrors.request(to: target, range: range, ifRange: ifRange)
         download.logger.debug("sending request", metadata: [
             LogKey.connection: "\(id)", "haul.method": "\(head.method.rawValue)", LogKey.url: "\(target)",
-            LogKey.range: "bytes=\(first)-\(end.map { "\($0 - 1)" } ?? "")", LogKey.attempt: "\(failuresInRow + 1)",
+            LogKey.range: range == nil ? "-" : "bytes=\(first)-\(end.map { "\($0 - 1)" } ?? "")", LogKey.attempt: "\(failuresInRow + 1)",
             "haul.role": "\(role)", "haul.if_range": "\(ifRange != nil)",
         ])
         if let end, role != .mirrorCheck { download.bytesRequested += end - first }
@@ -182,19 +186,30 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         let segmentEnd = segment.map { download.planner!.end(of: $0) } ?? Int64.max
         let writable = Int(min(Int64(step.writable), max(0, segmentEnd - at)))
         if writable > 0 {
-            try download.write(UnsafeRawBufferPointer(rebasing: bytes[0..<writable]), at: at, proven: !provisional, from: self)
+            // A whole-file body taken from for one range first drops what comes before the range.
+            let written = bytes[step.dropped..<(step.dropped + writable)]
+            try download.write(UnsafeRawBufferPointer(rebasing: written), at: at, proven: !provisional, from: self)
             bytesWritten += Int64(writable)
             if !provisional { download.recordWritten(Int64(writable), in: segment) }
             if download.options.synchronizesToDisk { noteWritten(at: at, count: Int64(writable)) }
         }
-        if step.overrun > 0 {
+        if step.overrun > 0, !window.isWholeBody {
             throw HaulError.faultyResponse(url: url!.description, detail: "the body ran past the \(window.end! - window.start) bytes of range \(window.start)-\(window.end! - 1)")
         }
-        guard at + Int64(writable) >= segmentEnd, !provisional else { return .continue }
+        guard at + Int64(writable) >= segmentEnd, !provisional else {
+            // A whole-file body has nothing more for this request once its range is written.
+            if window.isWholeBody, window.isFilled {
+                startWriteBack()
+                return .stop
+            }
+            return .continue
+        }
         // The segment is done. The response may still carry bytes that now belong to another connection:
         // drain a small remainder to keep the connection, else close it.
         segment = nil
         startWriteBack()
+        // The rest of a whole-file body is the rest of the file: other requests fetch it.
+        if window.isWholeBody { return .stop }
         let inFlight = (window.end ?? window.position) - window.position
         if inFlight <= 0 { return .continue }
         draining = true

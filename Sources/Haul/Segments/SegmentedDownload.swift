@@ -113,6 +113,11 @@ final class SegmentedDownload: @unchecked Sendable {
     let memoryLimit: Int64?
     /// Mirror checks still out; nothing is requested for the file until they are all back.
     private var mirrorChecksPending = 0
+    /// Set once the server has shown no validator: the probe then asks without `Range`, so that one response
+    /// carries the whole file (``ProbeResponseDecision/withoutValidators(total:carriesWholeFile:)``).
+    private(set) var probesWithoutRange = false
+    /// The probe's answer was dropped for a probe without `Range`, sent when its exchange has ended.
+    private var wholeFileProbePending = false
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -261,6 +266,10 @@ final class SegmentedDownload: @unchecked Sendable {
     /// Continues an interrupted download: only the ranges the journal does not list as durable are fetched,
     /// each request carrying `If-Range` with the stored validator, so a changed file is noticed at once.
     private func resume(from state: JournalState, first: SegmentWorker) {
+        // The download's identity, as the first run's probe showed it: every response is held to it.
+        let identity = Validators(entityTag: state.etag.flatMap { EntityTag($0[...]) },
+                                  lastModified: state.lastModified.map { HTTPDate(secondsSinceEpoch: $0) })
+        guard !identity.isEmpty else { return startOverWithoutValidators(state, first: first) }
         let file: OutputFile
         if let opened = self.file {
             file = opened
@@ -274,8 +283,7 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         total = state.totalLength
         rangesSupported = true
-        mirrors.record(Validators(entityTag: state.etag.flatMap { EntityTag($0[...]) },
-                                  lastModified: state.lastModified.map { HTTPDate(secondsSinceEpoch: $0) }), for: 0)
+        mirrors.record(identity, for: 0)
         // Straight to where the URL led last time; back to the given URL if that has expired.
         if state.url == mirrors.primary.given.description, let text = state.resolvedURL, let resolved = try? HTTPURL(text) {
             mirrors.noteRedirect(0, to: resolved)
@@ -304,6 +312,19 @@ final class SegmentedDownload: @unchecked Sendable {
         assignWork(first)
         addWorkers(upTo: connections - 1)
         finishIfDone()
+    }
+
+    /// A journal without any validator (an older Haul wrote those) cannot be continued: nothing would show
+    /// whether the server still has the file its bytes are from. The download starts over, and says so.
+    private func startOverWithoutValidators(_ state: JournalState, first: SegmentWorker) {
+        notices.append("the partial download \(partPath) has no ETag or Last-Modified to prove the server still has the same file: starting over")
+        logger.notice("discarding a journal without validators", metadata: [
+            "haul.journal": "\(journalPath)", "haul.bytes.discarded": "\(state.durable.count)",
+        ])
+        Checkpointer.discard(path: journalPath)
+        resumeState = nil
+        resumeJournal = nil
+        first.request(first: 0, end: probeEnd, role: .probe)
     }
 
     /// Starts the resume journal — for files larger than one checkpoint window only (or `always`, for a
@@ -530,7 +551,7 @@ final class SegmentedDownload: @unchecked Sendable {
             preconditionFailure("redirects are followed before the probe's decision")
         case .faulty(let error), .failed(let error):
             throw error
-        case .ranged, .whole, .empty:
+        case .ranged, .whole, .empty, .withoutValidators:
             break
         }
         if let resolveName {
@@ -592,21 +613,21 @@ final class SegmentedDownload: @unchecked Sendable {
             return streamBody ? .receiveBody : .abandon
         case .whole(let length, let validators):
             // Ranges are not supported: this one connection carries the file.
-            if let length { try refuseOverMemoryLimit(length, url: url) }
-            mirrors.record(validators, for: worker.requestMirror)
-            try prepareFile(length: length ?? 0)
-            total = length
-            if let length {
-                var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
-                worker.segment = planner.nextRequest(for: worker.id)?.segment
-                if let segment = worker.segment { planner.markRequestedToEnd(segment) }
-                worker.requestEnd = length
-                self.planner = planner
-                bytesRequested += length
-            } else {
-                worker.segment = nil
+            try takeWholeFile(length: length, validators: validators, from: worker, url: url)
+        case .withoutValidators(let length, let carriesWholeFile):
+            if !probesWithoutRange {
+                notices.append("\(url) sends no ETag or Last-Modified: nothing could show that two responses are of the same file, so it is fetched as one response over one connection")
+                probesWithoutRange = true
             }
-            worker.window = BodyWindow(start: 0, end: length, bounded: length != nil)
+            if carriesWholeFile {
+                // `rangesSupported` stays false: a retry or a pause starts the file over, never continues it.
+                try takeWholeFile(length: length, validators: Validators(), from: worker, url: url)
+            } else if !worker.sentRange {
+                throw HaulError.faultyResponse(url: url.description, detail: "answered a request without Range with part of the file (206)")
+            } else {
+                wholeFileProbePending = true
+                return .abandon
+            }
         case .empty(let validators):
             // Whatever body came with it (a 416's error text) is not the file.
             mirrors.record(validators, for: worker.requestMirror)
@@ -618,6 +639,25 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         peakConnections = max(peakConnections, workers.count)
         return .receiveBody
+    }
+
+    /// Makes `worker`'s response the one that carries the whole file (`length` bytes, when known).
+    private func takeWholeFile(length: Int64?, validators: Validators, from worker: SegmentWorker, url: HTTPURL) throws {
+        if let length { try refuseOverMemoryLimit(length, url: url) }
+        mirrors.record(validators, for: worker.requestMirror)
+        try prepareFile(length: length ?? 0)
+        total = length
+        if let length {
+            var planner = SegmentPlanner(total: length, minimumSegment: options.minimumSegment)
+            worker.segment = planner.nextRequest(for: worker.id)?.segment
+            if let segment = worker.segment { planner.markRequestedToEnd(segment) }
+            worker.requestEnd = length
+            self.planner = planner
+            bytesRequested += length
+        } else {
+            worker.segment = nil
+        }
+        worker.window = BodyWindow(start: 0, end: length, bounded: length != nil)
     }
 
     // MARK: Mirror checks
@@ -650,7 +690,7 @@ final class SegmentedDownload: @unchecked Sendable {
             throw error
         case .redirect:
             preconditionFailure("redirects are followed before the check's decision")
-        case .faulty, .changed, .failed:
+        case .faulty, .changed, .failed, .acceptFromWholeBody:
             break   // not an answer about the resource: its first ranged response will check it
         }
     }
@@ -679,11 +719,17 @@ final class SegmentedDownload: @unchecked Sendable {
         let end = worker.requestEnd ?? total!
         let known = RangedResponseDecision.Known(total: total!, validators: mirror.validators, verified: mirror.verified,
                                                  sentIfRange: worker.sentIfRange,
-                                                 partialSince: resumeState.map { HTTPDate(secondsSinceEpoch: $0.createdAt) })
+                                                 partialSince: resumeState.map { HTTPDate(secondsSinceEpoch: $0.createdAt) },
+                                                 failuresInRow: worker.failuresInRow)
         switch RangedResponseDecision.decide(facts, requested: worker.requestFirst..<end, known: known, url: worker.url!.description) {
         case .accept(let validators, let bounded):
             if !mirror.verified { mirrors.record(validators, for: worker.requestMirror) }
             worker.window = BodyWindow(start: worker.requestFirst, end: end, bounded: bounded)
+        case .acceptFromWholeBody:
+            logger.debug("taking a range out of a whole-file answer with the download's ETag", metadata: [
+                LogKey.connection: "\(worker.id)", LogKey.url: "\(worker.url!)", LogKey.range: "\((worker.requestFirst..<end).logText)",
+            ])
+            worker.window = BodyWindow(wholeBodyTaking: worker.requestFirst..<end)
         case .redirect:
             preconditionFailure("redirects are followed before the ranged decision")
         case .faulty(let error), .changed(let error), .mirrorDisagrees(let error), .failed(let error):
@@ -864,6 +910,10 @@ final class SegmentedDownload: @unchecked Sendable {
         case .success(let value): summary = value
         }
         if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
+        if wholeFileProbePending {
+            wholeFileProbePending = false
+            return worker.request(first: 0, end: nil, role: .probe)
+        }
         let url = worker.url!.description
         if let window = worker.window {
             if window.end == nil {
