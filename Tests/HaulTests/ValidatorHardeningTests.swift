@@ -187,6 +187,32 @@ import HaulTestSupport
         #expect(task.currentProgress.notices.contains { $0.contains("no ETag or Last-Modified") }, "\(task.currentProgress.notices)")
     }
 
+    @Test func aPausedDownloadWithoutValidatorsStartsOverInsteadOfMixing() async throws {
+        let change = Self.untagged
+        let server = try MisbehavingServer(resource: change.old())
+        defer { server.stop() }
+        // The first run is still going when it is paused, however late the test gets to run.
+        server.hold(afterBodyBytes: 2 << 20)
+        let directory = try TemporaryDirectory()
+        let path = directory.file("f")
+        // One connection: at N, the bounded probe dropped for a request without Range could spend the hold.
+        var options = options(connections: 1)
+        options.checkpointBytes = 256 << 10
+        options.timeouts.idle = .seconds(60)
+        let request = DownloadRequest(url: server.url("/f"), destination: .file(path))
+        let task = try HaulClient(options: options).start(request)
+        await eventually { task.currentProgress.bytesDone >= 1 << 20 || task.currentProgress.phase == .failed }
+        try #require(task.currentProgress.bytesDone >= 1 << 20, "the first run got going: \(task.currentProgress)")
+        try await task.pause()
+        #expect(!task.currentProgress.canResume, "nothing could show that the rest is of the same file")
+        #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"), "no journal to resume from")
+        server.setResource(change.new())
+        server.release()
+        let (result, _) = try await run(request, options: options)
+        if case .failure(let error) = result { Issue.record("expected the file, got \(error)") }
+        #expect(contents(path).map { sameBytes($0, change.new().bytes) } == true, "the file is one version, whole")
+    }
+
     @Test func aJournalWithoutValidatorsStartsOverInsteadOfMixing() async throws {
         let resource = MisbehavingServer.Resource.pattern(size: Self.size, seed: 5)
         let server = try MisbehavingServer(resource: resource)
@@ -250,6 +276,24 @@ import HaulTestSupport
     }
 
     // MARK: Mirrors
+
+    @Test func aMirrorWithoutValidatorsIsLeftOut() async throws {
+        let resource = MisbehavingServer.Resource.pattern(size: Self.size, seed: 13)
+        let primary = try MisbehavingServer(resource: resource)
+        defer { primary.stop() }
+        // After its check the mirror has another version, and no validator ever shows it.
+        let other = Resource(bytes: TestFiles.bytes(count: Self.size, seed: 14), etag: nil, lastModified: nil)
+        let mirror = try MisbehavingServer(resource: Resource(bytes: resource.bytes, etag: nil, lastModified: nil),
+                                           script: Script { $0.index > 0 ? .serve(other) : .normal })
+        defer { mirror.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("f")
+        let request = DownloadRequest(url: primary.url("/f"), mirrors: [mirror.url("/f")], destination: .file(path))
+        let (result, _) = try await run(request, options: options())
+        if case .failure(let error) = result { Issue.record("expected the file from the primary, got \(error)") }
+        #expect(contents(path).map { sameBytes($0, resource.bytes) } == true, "the file is the primary's, whole")
+        #expect(mirror.requests.map(\.rangeHeader) == ["bytes=0-0"], "the mirror answered its check only")
+    }
 
     @Test func aVerifiedMirrorWhoseWeakETagChangesIsAChange() async throws {
         let resource = MisbehavingServer.Resource.pattern(size: Self.size, seed: 11)

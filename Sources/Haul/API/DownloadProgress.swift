@@ -71,7 +71,8 @@ public struct DownloadProgress: Sendable, Equatable {
     /// partial download started from another URL).
     public var notices: [String] = []
     /// Whether a paused download can continue where it stopped: false when the server does not support
-    /// ranges, or the download is streamed or kept in memory, so the next run starts over.
+    /// ranges or sends no validator (no `ETag`, no `Last-Modified`: nothing could show that the rest is of
+    /// the same file), or the download is streamed or kept in memory, so the next run starts over.
     public var canResume: Bool = true
 
     /// A snapshot with every field given (the engine makes these; tests and custom renderers may too).

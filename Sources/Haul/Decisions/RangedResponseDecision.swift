@@ -25,6 +25,9 @@ enum RangedResponseDecision {
     case changed(HaulError)
     /// A mirror that has not yet been checked serves something else.
     case mirrorDisagrees(HaulError)
+    /// A mirror that has not yet been checked shows no validator: nothing could tell whether two of its
+    /// responses are of one file, so it cannot share the work (the error says so, for a retry's log).
+    case mirrorWithoutValidators(HaulError)
     /// An error status (retried or not as ``HaulError/isTransient`` says).
     case failed(HaulError)
 
@@ -58,6 +61,9 @@ enum RangedResponseDecision {
             }
             if known.verified, let change = known.validators.changes(in: response.validators) {
                 return .changed(.changedOnServer(url: url, detail: change))
+            }
+            if !known.verified, response.validators.isEmpty {
+                return .mirrorWithoutValidators(.faultyResponse(url: url, detail: "sends no ETag or Last-Modified: nothing could show that its responses are of one file"))
             }
             guard range.completeLength != nil, bytes.lowerBound == requested.lowerBound, bytes.upperBound + 1 == requested.upperBound else {
                 return .faulty(.wrongContentRange(url: url, requested: asked, received: text))

@@ -688,6 +688,10 @@ final class SegmentedDownload: @unchecked Sendable {
             mirrors.record(validators, for: worker.requestMirror)
         case .mirrorDisagrees(let error):
             throw error
+        case .mirrorWithoutValidators(let error):
+            // Like a mirror that ignores ranges: it says nothing against the file, but cannot share the work.
+            logger.notice("leaving out a mirror without validators", metadata: [LogKey.url: "\(worker.url!)", LogKey.reason: "\(error)"])
+            _ = mirrors.drop(worker.requestMirror)
         case .redirect:
             preconditionFailure("redirects are followed before the check's decision")
         case .faulty, .changed, .failed, .acceptFromWholeBody:
@@ -732,7 +736,8 @@ final class SegmentedDownload: @unchecked Sendable {
             worker.window = BodyWindow(wholeBodyTaking: worker.requestFirst..<end)
         case .redirect:
             preconditionFailure("redirects are followed before the ranged decision")
-        case .faulty(let error), .changed(let error), .mirrorDisagrees(let error), .failed(let error):
+        case .faulty(let error), .changed(let error), .mirrorDisagrees(let error), .mirrorWithoutValidators(let error), .failed(let error):
+            // A mirror without validators that its check did not reach: retried, then dropped by its tries.
             throw error
         }
     }

@@ -110,6 +110,14 @@ import HaulHTTP
         }
     }
 
+    @Test func aMirrorWithoutValidatorsCannotShareTheWork() {
+        guard case .mirrorWithoutValidators(let error) = decide(206, seen: Validators(), known: Validators(), verified: false),
+              case .faultyResponse(let url, let detail) = error.reason else {
+            Issue.record("a mirror that shows no validator"); return
+        }
+        #expect(url == Self.url && detail.contains("no ETag or Last-Modified"))
+    }
+
     @Test func aWholeFileAnswerWhoseValidatorsDifferIsAChange() {
         for (identity, known) in Self.identities {
             for (difference, seen) in Self.variants(of: known) {
