@@ -50,12 +50,7 @@ final class MemoryFixture: Sendable {
 
     /// Runs `request` to its end within the deadline, with the task (for its last progress).
     func run(_ request: DownloadRequest, options: DownloadOptions) async throws -> (Result<DownloadResult, HaulError>, DownloadTask) {
-        let task = try HaulClient(options: options).start(request)
-        guard let result = await outcomeWithin(Self.deadline, of: task) else {
-            Issue.record("the download did not end within \(Self.deadline)")
-            return (.failure(.unexpected("test deadline")), task)
-        }
-        return (result, task)
+        try await runToEnd(request, options: options, within: Self.deadline)
     }
 
     /// The error of a download that must fail with ``HaulError/Reason/responseTooLarge(url:limit:length:)``.

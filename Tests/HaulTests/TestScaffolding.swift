@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 import HaulTestSupport
 @testable import Haul
 
@@ -18,6 +19,17 @@ func outcomeWithin(_ limit: Duration, of task: DownloadTask) async -> Result<Dow
         group.cancelAll()
         return first
     }
+}
+
+/// Starts `request` on a new client and waits for its end within `limit`; records a test issue (and returns an
+/// `unexpected` failure) when it does not end. The task comes back too, for its last progress.
+func runToEnd(_ request: DownloadRequest, options: DownloadOptions, within limit: Duration) async throws -> (Result<DownloadResult, HaulError>, DownloadTask) {
+    let task = try HaulClient(options: options).start(request)
+    guard let result = await outcomeWithin(limit, of: task) else {
+        Issue.record("the download did not end within \(limit)")
+        return (.failure(.unexpected("test deadline")), task)
+    }
+    return (result, task)
 }
 
 /// Fixtures that live for the whole test run (Swift Testing has no run-wide teardown) register their
