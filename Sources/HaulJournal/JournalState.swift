@@ -16,7 +16,9 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
     public var url: String
     /// Mirror URLs (at most ``JournalLimits/maxMirrors``, each at most ``JournalLimits/maxURLBytes`` bytes).
     public var mirrors: [String]
-    /// The strong ETag the server sent, as raw header-value bytes including the quotes; nil if none.
+    /// The ETag the server sent, as raw header-value bytes including the quotes (and a weak tag's `W/`); nil
+    /// if none. With ``lastModified`` and ``totalLength``, the download's identity: every response of a resume
+    /// is compared with all three.
     public var etag: [UInt8]?
     /// The server's Last-Modified, in seconds since the Unix epoch; nil if none.
     public var lastModified: Int64?
