@@ -60,7 +60,7 @@ enum RangedResponseDecision {
                 return differentResource(length: length, known: known, url: url)
             }
             if known.verified, let change = known.validators.changes(in: response.validators) {
-                return .changed(.changedOnServer(url: url, detail: change))
+                return changed("\(change) (the answer to bytes \(asked))", known: known, url: url)
             }
             if !known.verified, response.validators.isEmpty {
                 return .mirrorWithoutValidators(.faultyResponse(url: url, detail: "sends no ETag or Last-Modified: nothing could show that its responses are of one file"))
@@ -103,9 +103,7 @@ enum RangedResponseDecision {
             return .changed(.changedOnServer(url: url, detail: "\(answer) of \(length) bytes, was \(known.total)"))
         }
         if let change = known.validators.changes(in: response.validators) {
-            let detail = known.partialSince.map { "it no longer matches the partial download started \($0): \(answer) and \(change)" }
-                ?? "\(answer) and \(change)"
-            return .changed(.changedOnServer(url: url, detail: detail))
+            return changed("\(answer) and \(change)", known: known, url: url)
         }
         guard known.validators.hasStrongEntityTag else {
             // Equal weak validators disprove no change and prove none. The date an If-Range carried was
@@ -122,6 +120,11 @@ enum RangedResponseDecision {
             return .faulty(.faultyResponse(url: url, detail: "\(answer) with the same ETag \(known.validators.entityTag!) but no Content-Length"))
         }
         return .acceptFromWholeBody
+    }
+
+    /// A change, said against the partial download when one is being resumed.
+    private static func changed(_ detail: String, known: Known, url: String) -> RangedResponseDecision {
+        .changed(.changedOnServer(url: url, detail: known.partialSince.map { "it no longer matches the partial download started \($0): \(detail)" } ?? detail))
     }
 
     private static func differentResource(length: Int64, known: Known, url: String) -> RangedResponseDecision {

@@ -99,6 +99,15 @@ import HaulHTTP
         }
     }
 
+    @Test func aChangeOnResumeNamesThePartialDownloadTheRangeAndBothValues() {
+        let facts = ResponseFacts(status: 206, contentRange: "bytes 100-199/1000", entityTag: EntityTag("W/\"b\""), framing: .contentLength(100))
+        let known = RangedResponseDecision.Known(total: 1000, validators: Validators(entityTag: Self.weak), verified: true,
+                                                 sentIfRange: false, partialSince: Self.date)
+        guard case .changed(let error) = RangedResponseDecision.decide(facts, requested: 100..<200, known: known, url: Self.url),
+              case .changedOnServer(_, let detail) = error.reason else { Issue.record("expected a change"); return }
+        #expect(detail == "it no longer matches the partial download started \(Self.date): ETag changed from W/\"a\" to W/\"b\" (the answer to bytes 100-199)")
+    }
+
     @Test func aMirrorNotYetVerifiedKeepsItsOwnValidatorsButNotAnotherLength() {
         let own = Validators(entityTag: EntityTag("\"mirror\"")!)
         guard case .accept(let validators, _) = decide(206, seen: own, known: Validators(), verified: false) else {
