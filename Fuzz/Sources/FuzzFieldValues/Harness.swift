@@ -1,8 +1,9 @@
 import FuzzDriver
 import HaulHTTP
 
-/// The header values the engine reads from servers: Content-Range, ETag, HTTP-date, Retry-After and
-/// Accept-Ranges. None may crash or trap on any bytes, and what parses must read back as itself.
+/// The header values the engine reads from servers: Content-Range, ETag, HTTP-date, Retry-After,
+/// Accept-Ranges, Content-Type and Content-Encoding. None may crash or trap on any bytes, and what parses
+/// must read back as itself.
 func fuzzFieldValues(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let value = Array(UnsafeBufferPointer(start: data, count: size))[...]
 
@@ -22,6 +23,16 @@ func fuzzFieldValues(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     }
     if let ranges = AcceptRanges(value) {
         precondition(ranges.units.allSatisfy { $0 == $0.lowercased() }, "units are reported lowercased")
+    }
+    if let type = MediaType(value) {
+        // What was read, of a malformed value too, reads back as itself and well formed.
+        let again = MediaType(type.fieldValue[...])
+        precondition(again?.essence == type.essence && again?.parameters == type.parameters && again?.parametersAreWellFormed == true,
+                     "Content-Type \(type) does not read back")
+        _ = type.boundary
+    }
+    if let encoding = ContentEncoding(value) {
+        precondition(encoding.codings.allSatisfy { !$0.isEmpty && $0 == $0.lowercased() }, "codings are reported lowercased")
     }
     return 0
 }

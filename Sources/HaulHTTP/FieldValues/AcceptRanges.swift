@@ -5,19 +5,7 @@ public struct AcceptRanges: Sendable, Hashable {
 
     /// Parses a comma-separated list of tokens; nil when an element is not a token or the list is empty.
     public init?(_ value: ArraySlice<UInt8>) {
-        var scanner = FieldValueScanner(value)
-        var units: [String] = []
-        while true {
-            scanner.skipWhitespace()
-            if scanner.isAtEnd { break }
-            // The list rule (RFC 9110 §5.6.1) tolerates empty elements such as `bytes, , none`.
-            if scanner.consume(UInt8(ascii: ",")) { continue }
-            guard let unit = scanner.consumeToken() else { return nil }
-            units.append(String(decoding: unit.map(asciiLowercase), as: UTF8.self))
-            scanner.skipWhitespace()
-            guard scanner.isAtEnd || scanner.consume(UInt8(ascii: ",")) else { return nil }
-        }
-        guard !units.isEmpty else { return nil }
+        guard let units = FieldValueScanner.lowercasedTokenList(value), !units.isEmpty else { return nil }
         self.units = units
     }
 

@@ -185,4 +185,21 @@ struct FieldValueScanner {
         index = start
         return nil
     }
+
+    /// Reads `value` as a comma-separated list of tokens (`#token`, RFC 9110 §5.6.1), each lowercased; nil
+    /// when an element is not a token. Empty elements (`a, , b`) are tolerated, as the list rule asks.
+    static func lowercasedTokenList(_ value: ArraySlice<UInt8>) -> [String]? {
+        var scanner = FieldValueScanner(value)
+        var tokens: [String] = []
+        while true {
+            scanner.skipWhitespace()
+            if scanner.isAtEnd { break }
+            if scanner.consume(UInt8(ascii: ",")) { continue }
+            guard let token = scanner.consumeToken() else { return nil }
+            tokens.append(String(decoding: token.map(asciiLowercase), as: UTF8.self))
+            scanner.skipWhitespace()
+            guard scanner.isAtEnd || scanner.consume(UInt8(ascii: ",")) else { return nil }
+        }
+        return tokens
+    }
 }
