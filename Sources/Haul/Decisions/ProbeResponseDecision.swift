@@ -1,6 +1,46 @@
 import HaulHTTP
 
-/// What the first response of a download (to `GET` with `Range: bytes=0-`) says about the whole download.
+/// How the probe asks for the file: which `Range` it sends.
+///
+/// Servers refuse some forms: webfs answers `400` to `bytes=0-4194303` whenever the file is shorter than
+/// 4 MiB, others `416` or `501`. Each refusal moves one form down, never back: bounded, open-ended, none.
+enum ProbeForm: Equatable, Sendable {
+    /// `Range: bytes=0-(end-1)`: one request's worth, when other connections will share the file.
+    case bounded(end: Int64)
+    /// `Range: bytes=0-`.
+    case openEnded
+    /// No `Range` at all: a plain `GET`, whose `200` is the single-connection whole-file path.
+    case withoutRange
+
+    /// The form to ask in when a server refuses this one; nil when none is left.
+    var fallback: ProbeForm? {
+        switch self {
+        case .bounded: .openEnded
+        case .openEnded: .withoutRange
+        case .withoutRange: nil
+        }
+    }
+
+    /// Where the range ends (exclusive); nil when it runs to the end of the file or there is none.
+    var end: Int64? {
+        if case .bounded(let end) = self { return end }
+        return nil
+    }
+
+    var sendsRange: Bool { self != .withoutRange }
+
+    /// The range asked for, as in messages: `0-4194303`, `0-`, or `(none)`.
+    var rangeText: String {
+        switch self {
+        case .bounded(let end): "0-\(end - 1)"
+        case .openEnded: "0-"
+        case .withoutRange: "(none)"
+        }
+    }
+}
+
+/// What the first response of a download (to `GET` with `Range: bytes=0-`, bounded or not, or without
+/// `Range` once the server refused both: ``ProbeForm``) says about the whole download.
 ///
 /// The probe decides the shape of everything after it, so it is where a lying server does most harm: an
 /// error page saved as the file, a length that the body does not keep, an empty resource answered with an
@@ -23,16 +63,21 @@ enum ProbeResponseDecision {
     case empty(validators: Validators)
     /// Follow the `Location`.
     case redirect
+    /// The server refused the probe's form (`refusal`: its status, from its URL): ask again, at once, in `form`.
+    /// A refusal is an answer about how the server takes ranges, not a fault, so the same request again would
+    /// get the same answer.
+    case retryProbe(ProbeForm, because: HaulError)
     /// This response is broken but the resource may be fine: retry it.
     case faulty(HaulError)
     /// An error status, or a response that cannot be a download.
     case failed(HaulError)
 
-    static func decide(_ response: ResponseFacts, url: String) -> ProbeResponseDecision {
+    /// `form`: how the probe asked.
+    static func decide(_ response: ResponseFacts, url: String, form: ProbeForm = .openEnded) -> ProbeResponseDecision {
         if response.isRedirect { return .redirect }
         switch response.status {
         case 206:
-            return decidePartial(response, url: url)
+            return decidePartial(response, url: url, form: form)
         case 200:
             switch response.framing {
             case .contentLength(let length): return .whole(length: length, validators: response.validators)
@@ -42,17 +87,28 @@ enum ProbeResponseDecision {
         case 204:
             return .empty(validators: response.validators)
         case 416:
-            // `bytes=0-` is unsatisfiable only for an empty resource; the answer must say so (`*/0`).
-            if case .unsatisfied(let length)? = response.contentRange.flatMap(ContentRange.init), length == 0 {
+            // A range from 0 is unsatisfiable only for an empty resource; the answer must say so (`*/0`).
+            if form.sendsRange, case .unsatisfied(let length)? = response.contentRange.flatMap(ContentRange.init), length == 0 {
                 return .empty(validators: response.validators)
             }
-            return .failed(.httpStatus(status: 416, reason: response.reason, url: url))
+            return refused(response, url: url, form: form)
+        case 400, 501:
+            // webfs: 400 to a bounded range past the end of the file; others 501 to any Range they do not do.
+            return refused(response, url: url, form: form)
         default:
             return .failed(.httpStatus(status: response.status, reason: response.reason, url: url))
         }
     }
 
-    private static func decidePartial(_ response: ResponseFacts, url: String) -> ProbeResponseDecision {
+    /// A status that refuses the probe's form (400, 416 other than `*/0`, 501): the next form, or the error
+    /// once no form is left.
+    private static func refused(_ response: ResponseFacts, url: String, form: ProbeForm) -> ProbeResponseDecision {
+        let error = HaulError.httpStatus(status: response.status, reason: response.reason, url: url)
+        guard let next = form.fallback else { return .failed(error) }
+        return .retryProbe(next, because: error)
+    }
+
+    private static func decidePartial(_ response: ResponseFacts, url: String, form: ProbeForm) -> ProbeResponseDecision {
         let text = response.contentRange ?? ""
         if isEmptyRangeForm(text) {
             // `bytes 0--1/0`: what webfs answers for an empty file (curl accepts it too).
@@ -60,9 +116,18 @@ enum ProbeResponseDecision {
                 ? .empty(validators: response.validators)
                 : .faulty(.faultyResponse(url: url, detail: "Content-Range \"\(text)\" says the file is empty but Content-Length is \(response.declaredLength!)"))
         }
+        switch PartialContentBody.judge(response, asked: form.rangeText, url: url) {
+        case .bytes:
+            break
+        case .multipart(let error):
+            return .faulty(error)
+        case .coded(let error):
+            // No range is taken over a coding: the whole file in one plain GET instead.
+            return form.sendsRange ? .retryProbe(.withoutRange, because: error) : .faulty(error)
+        }
         guard let range = ContentRange(text), let bytes = range.range, bytes.lowerBound == 0,
               let total = range.completeLength else {
-            return .faulty(.wrongContentRange(url: url, requested: "0-", received: text.isEmpty ? "(none)" : text))
+            return .faulty(.wrongContentRange(url: url, requested: form.rangeText, received: text.isEmpty ? "(none)" : text))
         }
         let served = 0..<(bytes.upperBound + 1)
         if response.validators.isEmpty {

@@ -53,6 +53,8 @@ enum RangedResponseDecision {
         let text = response.contentRange ?? ""
         switch response.status {
         case 206:
+            // MIME framing or a content coding: whatever the Content-Range says, the body is not those bytes.
+            if let fault = PartialContentBody.judge(response, asked: asked, url: url).fault { return .faulty(fault) }
             guard let range = ContentRange(text), let bytes = range.range else {
                 return .faulty(.wrongContentRange(url: url, requested: asked, received: text.isEmpty ? "(none)" : text))
             }

@@ -11,9 +11,21 @@ struct ResponseFacts: Sendable, Equatable {
     var lastModified: HTTPDate?
     var framing: BodyFraming
     var location: String?
+    /// The `Content-Type` value as sent, for messages: of the field that declares `multipart/byteranges`
+    /// when one of several does, else of the first.
+    var contentType: String?
+    /// What ``contentType`` declares; nil when it is absent or not `type/subtype`.
+    var mediaType: MediaType?
+    /// The content codings the body carries (`Content-Encoding`, every field), lowercased, `identity` left
+    /// out: empty when the body is the representation's own bytes. A value that is not a list of tokens is
+    /// kept whole, as one coding nobody knows, so that it never passes for identity.
+    var contentCodings: [String]
 
+    /// `contentTypes` and `contentEncodings` are field values as sent (a response may carry several fields
+    /// of each), parsed here once.
     init(status: Int, reason: String = "", contentRange: String? = nil, entityTag: EntityTag? = nil,
-         lastModified: HTTPDate? = nil, framing: BodyFraming = .contentLength(0), location: String? = nil) {
+         lastModified: HTTPDate? = nil, framing: BodyFraming = .contentLength(0), location: String? = nil,
+         contentTypes: [String] = [], contentEncodings: [String] = []) {
         self.status = status
         self.reason = reason
         self.contentRange = contentRange
@@ -21,13 +33,22 @@ struct ResponseFacts: Sendable, Equatable {
         self.lastModified = lastModified
         self.framing = framing
         self.location = location
+        // Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be
+        // hidden behind the other.
+        let declared = contentTypes.map { (text: $0, type: MediaType($0)) }
+        let chosen = declared.first { $0.type?.isMultipartByteranges == true } ?? declared.first
+        self.contentType = chosen?.text
+        self.mediaType = chosen?.type
+        self.contentCodings = contentEncodings.flatMap { ContentEncoding($0)?.appliedCodings ?? [$0] }
     }
 
     init(_ head: ResponseHead) {
         self.init(status: head.status, reason: head.reason, contentRange: head.fields.firstString("content-range"),
                   entityTag: head.fields.first("etag").flatMap { EntityTag($0) },
                   lastModified: head.fields.first("last-modified").flatMap { HTTPDate($0) },
-                  framing: head.framing, location: head.fields.firstString("location"))
+                  framing: head.framing, location: head.fields.firstString("location"),
+                  contentTypes: head.fields.all("content-type").map(latin1String),
+                  contentEncodings: head.fields.all("content-encoding").map(latin1String))
     }
 
     var isRedirect: Bool { RedirectPolicy.redirectStatuses.contains(status) }

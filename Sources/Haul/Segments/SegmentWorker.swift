@@ -62,7 +62,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     var retryAfter: Duration?
     /// Whether the current request carried `If-Range`.
     private(set) var sentIfRange = false
-    /// Whether the current request carried `Range` (a probe of a server without validators does not).
+    /// Whether the current request carried `Range` (a probe of a server without validators, or one whose
+    /// range was refused, does not: ``ProbeForm/withoutRange``).
     private(set) var sentRange = true
     /// Why the download stopped the current exchange itself (too slow), reported instead of the close.
     var interruption: HaulError?
@@ -84,6 +85,10 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         case redirect(ResponseFacts)
         /// The download dropped this exchange on purpose (it resumes from a journal instead).
         case retired
+        /// The probe's answer cannot be used in the form it was asked (a refused range, a coded answer, a
+        /// server without validators): once its exchange has ended, the probe goes again in the form the
+        /// download now holds (``ProbeForm``).
+        case retryProbe(because: HaulError)
     }
 
     init(id: Int, download: SegmentedDownload, mirror: Int) {
@@ -95,10 +100,17 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// File offset of the next body byte of the current response.
     var position: Int64 { window?.position ?? requestFirst }
 
+    /// How the current request asked, when it is the probe.
+    var probeForm: ProbeForm { !sentRange ? .withoutRange : requestEnd.map { .bounded(end: $0) } ?? .openEnded }
+
     /// Starts an exchange for `first..<end` (open-ended when `end` is nil) on a new redirect chain from the
-    /// mirror's resolved URL, or — `hop` — continues the current chain at `hop`.
-    func request(first: Int64, end: Int64?, role: Role, hop: HTTPURL? = nil) {
-        if hop == nil { requestMirror = mirror }
+    /// mirror's resolved URL, or — `hop` — continues the current chain at `hop`. `withoutRange` sends no
+    /// `Range` at all (a probe's plain `GET`); a hop keeps what the chain's first request sent.
+    func request(first: Int64, end: Int64?, role: Role, hop: HTTPURL? = nil, withoutRange: Bool = false) {
+        if hop == nil {
+            requestMirror = mirror
+            sentRange = !withoutRange
+        }
         let target = hop ?? download.mirrors[requestMirror].resolved
         if hop == nil { chain = [target] }
         url = target
@@ -114,13 +126,11 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         isBusy = true
         let ifRange = role == .ranged ? download.mirrors[requestMirror].validators.ifRange : nil
         sentIfRange = ifRange != nil
-        // A probe of a server without validators asks for the whole file in one plain response.
-        let range: RangeRequest? = role == .probe && download.probesWithoutRange ? nil : end.map { .bytes(first...($0 - 1)) } ?? .from(first)
-        sentRange = range != nil
+        let range: RangeRequest? = sentRange ? end.map { .bytes(first...($0 - 1)) } ?? .from(first) : nil
         let head = download.mirrors.request(to: target, range: range, ifRange: ifRange)
         download.logger.debug("sending request", metadata: [
             LogKey.connection: "\(id)", "haul.method": "\(head.method.rawValue)", LogKey.url: "\(target)",
-            LogKey.range: range == nil ? "-" : "bytes=\(first)-\(end.map { "\($0 - 1)" } ?? "")", LogKey.attempt: "\(failuresInRow + 1)",
+            LogKey.range: "\(range.map(\.headerValue) ?? "-")", LogKey.attempt: "\(failuresInRow + 1)",
             "haul.role": "\(role)", "haul.if_range": "\(ifRange != nil)",
         ])
         if let end, role != .mirrorCheck { download.bytesRequested += end - first }

@@ -113,11 +113,9 @@ final class SegmentedDownload: @unchecked Sendable {
     let memoryLimit: Int64?
     /// Mirror checks still out; nothing is requested for the file until they are all back.
     private var mirrorChecksPending = 0
-    /// Set once the server has shown no validator: the probe then asks without `Range`, so that one response
-    /// carries the whole file (``ProbeResponseDecision/withoutValidators(total:carriesWholeFile:)``).
-    private(set) var probesWithoutRange = false
-    /// The probe's answer was dropped for a probe without `Range`, sent when its exchange has ended.
-    private var wholeFileProbePending = false
+    /// The form a refused probe fell back to (``ProbeResponseDecision/retryProbe(_:because:)``), which every
+    /// later probe of this download keeps: a server that refused a form once refuses it again.
+    private var probeFallback: ProbeForm?
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -193,7 +191,7 @@ final class SegmentedDownload: @unchecked Sendable {
         if let resumeState {
             resume(from: resumeState, first: first)
         } else {
-            first.request(first: 0, end: probeEnd, role: .probe)
+            sendProbe(first)
         }
         scheduleSpeedChecks()
     }
@@ -206,6 +204,28 @@ final class SegmentedDownload: @unchecked Sendable {
     private var probeEnd: Int64? {
         guard options.connections > 1, stream == nil else { return nil }
         return max(options.minimumSegment, SegmentPlanner.defaultRequestChunk)
+    }
+
+    /// Sends the probe in the form the server has not refused: the fallback a refusal chose, else bounded
+    /// (``probeEnd``) — open-ended when it goes `again` after a failure, as it always has.
+    private func sendProbe(_ worker: SegmentWorker, again: Bool = false) {
+        let form = probeFallback ?? (again ? .openEnded : probeEnd.map { .bounded(end: $0) } ?? .openEnded)
+        worker.request(first: 0, end: form.end, role: .probe, withoutRange: !form.sendsRange)
+    }
+
+    /// Asks again, at once, in the form the probe fell back to (a refused range, a coded answer, a server
+    /// without validators): the server answered (it is not overloaded), and the question is another one.
+    /// Counted among the download's retries (the result shows them, and they spend the budget like any
+    /// other), but no failure in a row: at most two, each once.
+    private func retryRefusedProbe(_ worker: SegmentWorker, because refusal: HaulError) {
+        guard !isFinished else { return }
+        retries += 1
+        let form = probeFallback ?? .withoutRange
+        logger.notice("the probe's answer cannot be used: asking again in another form", metadata: [
+            LogKey.connection: "\(worker.id)", LogKey.url: "\(worker.url.map { "\($0)" } ?? "-")", LogKey.reason: "\(refusal)",
+            LogKey.range: "\(form.sendsRange ? "bytes=\(form.rangeText)" : "-")",
+        ])
+        sendProbe(worker)
     }
 
     /// A new connection's worker, when the client-wide budget has a slot for it.
@@ -324,7 +344,7 @@ final class SegmentedDownload: @unchecked Sendable {
         Checkpointer.discard(path: journalPath)
         resumeState = nil
         resumeJournal = nil
-        first.request(first: 0, end: probeEnd, role: .probe)
+        sendProbe(first)
     }
 
     /// Starts the resume journal — for files larger than one checkpoint window only (or `always`, for a
@@ -487,7 +507,7 @@ final class SegmentedDownload: @unchecked Sendable {
         let startOver = { [self] in
             Checkpointer.discard(path: journalPath)
             guard !isFinished else { return }
-            probe.request(first: 0, end: probeEnd, role: .probe)
+            sendProbe(probe)
             scheduleSpeedChecks()
         }
         if let previous { previous.whenIdle(startOver) } else { startOver() }
@@ -545,12 +565,17 @@ final class SegmentedDownload: @unchecked Sendable {
         // A bounded probe counted its range when it was sent; what it carries is counted below, per decision.
         if let end = worker.requestEnd { bytesRequested -= end - worker.requestFirst }
         let url = worker.url!
-        let decision = ProbeResponseDecision.decide(facts, url: url.description)
+        let decision = ProbeResponseDecision.decide(facts, url: url.description, form: worker.probeForm)
         switch decision {
         case .redirect:
             preconditionFailure("redirects are followed before the probe's decision")
         case .faulty(let error), .failed(let error):
             throw error
+        case .retryProbe(let form, let refusal):
+            // Nothing of this response is the file (no window): its body is drained, then the probe goes again.
+            probeFallback = form
+            worker.verdict = .retryProbe(because: refusal)
+            return .receiveBody
         case .ranged, .whole, .empty, .withoutValidators:
             break
         }
@@ -615,9 +640,10 @@ final class SegmentedDownload: @unchecked Sendable {
             // Ranges are not supported: this one connection carries the file.
             try takeWholeFile(length: length, validators: validators, from: worker, url: url)
         case .withoutValidators(let length, let carriesWholeFile):
-            if !probesWithoutRange {
+            if probeFallback != .withoutRange {
                 notices.append("\(url) sends no ETag or Last-Modified: nothing could show that two responses are of the same file, so it is fetched as one response over one connection")
-                probesWithoutRange = true
+                // Every later probe of this download (after a failure, a restart) asks without Range too.
+                probeFallback = .withoutRange
             }
             if carriesWholeFile {
                 // `rangesSupported` stays false: a retry or a pause starts the file over, never continues it.
@@ -625,7 +651,7 @@ final class SegmentedDownload: @unchecked Sendable {
             } else if !worker.sentRange {
                 throw HaulError.faultyResponse(url: url.description, detail: "answered a request without Range with part of the file (206)")
             } else {
-                wholeFileProbePending = true
+                worker.verdict = .retryProbe(because: .faultyResponse(url: url.description, detail: "sends no ETag or Last-Modified, and this answer is not the whole file"))
                 return .abandon
             }
         case .empty(let validators):
@@ -634,7 +660,7 @@ final class SegmentedDownload: @unchecked Sendable {
             try prepareFile(length: 0)
             total = 0
             planner = SegmentPlanner(total: 0, minimumSegment: options.minimumSegment)
-        case .redirect, .faulty, .failed:
+        case .redirect, .faulty, .failed, .retryProbe:
             break
         }
         peakConnections = max(peakConnections, workers.count)
@@ -915,10 +941,7 @@ final class SegmentedDownload: @unchecked Sendable {
         case .success(let value): summary = value
         }
         if case .redirect(let facts) = worker.verdict { return followRedirect(facts, worker: worker) }
-        if wholeFileProbePending {
-            wholeFileProbePending = false
-            return worker.request(first: 0, end: nil, role: .probe)
-        }
+        if case .retryProbe(let refusal) = worker.verdict { return retryRefusedProbe(worker, because: refusal) }
         let url = worker.url!.description
         if let window = worker.window {
             if window.end == nil {
@@ -1028,7 +1051,7 @@ final class SegmentedDownload: @unchecked Sendable {
             wakeIdleWorkers()
         } else {
             resetToProbe()
-            worker.request(first: 0, end: nil, role: .probe)
+            sendProbe(worker, again: true)
         }
     }
 

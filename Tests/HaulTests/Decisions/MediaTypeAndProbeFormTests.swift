@@ -1,0 +1,167 @@
+import Testing
+import HaulHTTP
+@testable import Haul
+
+/// What a 206's head says about its body — MIME framing, a content coding — for the probe and for every
+/// ranged request: one test per way of saying it.
+@Suite struct PartialContentBodyTests {
+    let url = "http://a.test/f"
+
+    func facts(_ status: Int = 206, range: String? = "bytes 100-199/1000", framing: BodyFraming = .contentLength(100),
+               types: [String] = [], codings: [String] = []) -> ResponseFacts {
+        ResponseFacts(status: status, contentRange: range, framing: framing, contentTypes: types, contentEncodings: codings)
+    }
+
+    func ranged(_ facts: ResponseFacts) -> RangedResponseDecision {
+        let known = RangedResponseDecision.Known(total: 1000, validators: Validators(), verified: true, sentIfRange: false)
+        return RangedResponseDecision.decide(facts, requested: 100..<200, known: known, url: url)
+    }
+
+    static let multipartTypes = [
+        "multipart/byteranges; boundary=THIS_STRING_SEPARATES",
+        "Multipart/ByteRanges; BOUNDARY=\"quoted boundary\"",
+        "MULTIPART/BYTERANGES",
+        "multipart/byteranges; boundary=",
+        "multipart/byteranges; charset=utf-8; boundary=\"x\"",
+        "multipart/byteranges boundary=x",
+        "  multipart/byteranges;boundary=\"unterminated",
+    ]
+
+    /// The head agrees with the request in every length and range: only the media type tells.
+    @Test(arguments: multipartTypes, [BodyFraming.contentLength(100), .chunked, .untilClose])
+    func aMultipartRangeIsFaultyWhateverItsParametersAndFraming(type: String, framing: BodyFraming) {
+        guard case .faulty(let error) = ranged(facts(framing: framing, types: [type])), case .faultyResponse(let where_, let detail) = error.reason else {
+            Issue.record("expected faulty for \(type)"); return
+        }
+        #expect(where_ == url && detail.contains(type) && detail.contains("100-199"), "\(detail)")
+        #expect(error.isTransient, "a faulty response is retried")
+    }
+
+    @Test func aSecondContentTypeFieldCannotHideTheMultipartOne() {
+        let both = facts(types: ["application/octet-stream", "multipart/byteranges; boundary=b"])
+        #expect(both.contentType == "multipart/byteranges; boundary=b")
+        guard case .faulty = ranged(both) else { Issue.record("expected faulty"); return }
+    }
+
+    @Test(arguments: ["application/octet-stream", "multipart/mixed; boundary=x", "text/html; charset=utf-8", "\"multipart/byteranges\"", ""])
+    func otherTypesAreTheBytes(type: String) {
+        guard case .accept = ranged(facts(types: [type])) else { Issue.record("expected accept for \(type)"); return }
+        guard case .accept = ranged(facts()) else { Issue.record("expected accept without Content-Type"); return }
+    }
+
+    @Test(arguments: [["gzip"], ["GZIP"], ["identity, gzip"], ["identity", "br"], ["x-gzip"], ["gzip br"], ["\"gzip\""]])
+    func aCodedRangeIsFaulty(codings: [String]) {
+        guard case .faulty(let error) = ranged(facts(codings: codings)), case .faultyResponse(_, let detail) = error.reason else {
+            Issue.record("expected faulty for \(codings)"); return
+        }
+        #expect(detail.contains("Content-Encoding"), "\(detail)")
+    }
+
+    @Test(arguments: [["identity"], ["Identity"], [""], ["identity, identity"]])
+    func identityIsNoCoding(codings: [String]) {
+        #expect(facts(codings: codings).contentCodings.isEmpty)
+        guard case .accept = ranged(facts(codings: codings)) else { Issue.record("expected accept for \(codings)"); return }
+    }
+
+    @Test func aMalformedCodingIsKeptWholeSoItNeverPassesForIdentity() {
+        #expect(facts(codings: ["gzip br"]).contentCodings == ["gzip br"])
+        #expect(facts(codings: ["GZip", "identity", "br"]).contentCodings == ["gzip", "br"])
+    }
+
+    @Test(arguments: ProbeFormTests.forms)
+    func theProbeTreatsMultipartAsFaulty(form: ProbeForm) {
+        let response = facts(range: "bytes 0-999/1000", framing: .contentLength(1000), types: ["multipart/byteranges; boundary=b"])
+        guard case .faulty(let error) = ProbeResponseDecision.decide(response, url: url, form: form),
+              case .faultyResponse(_, let detail) = error.reason else { Issue.record("expected faulty"); return }
+        #expect(detail.contains("multipart/byteranges") && detail.contains(form.rangeText), "\(detail)")
+    }
+
+    /// No range is taken over a coding: the whole file in one plain GET instead.
+    @Test(arguments: [ProbeForm.bounded(end: 4 << 20), .openEnded])
+    func aCodedProbeFallsBackToAPlainGet(form: ProbeForm) {
+        let response = facts(range: "bytes 0-999/1000", framing: .contentLength(1000), codings: ["gzip"])
+        guard case .retryProbe(.withoutRange, let error) = ProbeResponseDecision.decide(response, url: url, form: form),
+              case .faultyResponse(_, let detail) = error.reason else { Issue.record("expected a plain GET"); return }
+        #expect(detail.contains("gzip"))
+        guard case .faulty = ProbeResponseDecision.decide(response, url: url, form: .withoutRange) else {
+            Issue.record("a coded 206 to a request without Range is faulty"); return
+        }
+    }
+
+    /// A coded `200` is the file as served, whole, as curl and wget save it (Haul asks for no coding).
+    @Test func aCodedWholeFileIsTheFileAsServed() {
+        let response = facts(200, range: nil, framing: .contentLength(1000), codings: ["gzip"])
+        guard case .whole(1000, _) = ProbeResponseDecision.decide(response, url: url, form: .withoutRange) else {
+            Issue.record("expected whole"); return
+        }
+    }
+}
+
+/// How the probe asks (``ProbeForm``), and what a refusal of each form leads to.
+@Suite struct ProbeFormTests {
+    let url = "http://a.test/f"
+    static let forms: [ProbeForm] = [.bounded(end: 4 << 20), .openEnded, .withoutRange]
+
+    func decide(_ status: Int, range: String? = nil, form: ProbeForm) -> ProbeResponseDecision {
+        ProbeResponseDecision.decide(ResponseFacts(status: status, reason: "Refused", contentRange: range, framing: .contentLength(20)),
+                                     url: url, form: form)
+    }
+
+    @Test func theFormsFallBackInOrderAndEnd() {
+        #expect(ProbeForm.bounded(end: 10).fallback == .openEnded)
+        #expect(ProbeForm.openEnded.fallback == .withoutRange)
+        #expect(ProbeForm.withoutRange.fallback == nil)
+        #expect(ProbeForm.bounded(end: 10).end == 10 && ProbeForm.openEnded.end == nil && ProbeForm.withoutRange.end == nil)
+        #expect(ProbeForm.bounded(end: 4194304).rangeText == "0-4194303" && ProbeForm.openEnded.rangeText == "0-")
+        #expect(!ProbeForm.withoutRange.sendsRange && ProbeForm.openEnded.sendsRange)
+    }
+
+    static let refusals: [(Int, String?)] = [(400, nil), (416, nil), (416, "bytes */1000"), (416, "garbage"), (501, nil)]
+
+    /// webfs: 400 to `bytes=0-4194303` for a file under 4 MiB; others 416 or 501.
+    @Test(arguments: refusals)
+    func aRefusedBoundedProbeAsksOpenEnded(status: Int, range: String?) {
+        guard case .retryProbe(.openEnded, let error) = decide(status, range: range, form: .bounded(end: 4 << 20)),
+              case .httpStatus(status, "Refused", url) = error.reason else {
+            Issue.record("expected open-ended for \(status) \(range ?? "")"); return
+        }
+    }
+
+    @Test(arguments: refusals)
+    func aRefusedOpenEndedProbeAsksWithoutRange(status: Int, range: String?) {
+        guard case .retryProbe(.withoutRange, _) = decide(status, range: range, form: .openEnded) else {
+            Issue.record("expected without Range for \(status) \(range ?? "")"); return
+        }
+    }
+
+    /// No form is left: the error names the status and the URL.
+    @Test(arguments: refusals + [(416, "bytes */0")])
+    func aRefusedPlainGetFailsWithTheStatus(status: Int, range: String?) {
+        guard case .failed(let error) = decide(status, range: range, form: .withoutRange),
+              case .httpStatus(status, _, url) = error.reason else {
+            Issue.record("expected HTTP \(status)"); return
+        }
+        #expect(error.description.contains(url) && error.description.contains("\(status)"))
+    }
+
+    /// `*/0` says the file is empty: that is an answer, not a refusal.
+    @Test(arguments: [ProbeForm.bounded(end: 4 << 20), .openEnded])
+    func anEmptyFileIsStillEmptyWhateverTheRange(form: ProbeForm) {
+        guard case .empty = decide(416, range: "bytes */0", form: form) else { Issue.record("expected empty"); return }
+    }
+
+    @Test(arguments: forms, [403, 404, 500, 503])
+    func otherErrorsAreNotRefusals(form: ProbeForm, status: Int) {
+        guard case .failed(let error) = decide(status, form: form), case .httpStatus(status, _, _) = error.reason else {
+            Issue.record("expected failure for \(status)"); return
+        }
+    }
+
+    @Test func aWrongContentRangeNamesTheRangeAskedFor() {
+        let response = ResponseFacts(status: 206, contentRange: "bytes 5-999/1000", framing: .contentLength(995))
+        guard case .faulty(let error) = ProbeResponseDecision.decide(response, url: url, form: .bounded(end: 4 << 20)),
+              case .wrongContentRange(_, "0-4194303", "bytes 5-999/1000") = error.reason else {
+            Issue.record("expected the bounded range in the message"); return
+        }
+    }
+}
