@@ -70,6 +70,11 @@ extension MisbehavingServer.Core {
 
         // The resource, whole or in part.
         let length = resource.bytes.count
+        if let refusal = Self.refusal(of: request, by: behavior.rangeHandling, length: length) {
+            if refusal == 416 { fields.append(("Content-Range", "bytes */\(length)")) }
+            return sendSimple(status: refusal, fields: fields, body: "\(refusal) \(Self.reason(refusal))\n", request: request,
+                              behavior: behavior, closesAfter: closesAfter, over: transport)
+        }
         var status = 200
         var bodyRange = 0..<length
         if behavior.rangeHandling != .ignore, let rangeHeader = request.rangeHeader,
@@ -84,7 +89,7 @@ extension MisbehavingServer.Core {
                     fields.append(("Content-Range", "bytes \(selected.lowerBound + offset)-\(selected.upperBound + offset)/\(length)"))
                 case .omitContentRange:
                     break
-                case .honor, .ignore:
+                case .honor, .ignore, .refuseBoundedPastEnd, .refuseEveryRange:
                     fields.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(length)"))
                 }
             } else if length == 0 && behavior.emptyRangeAnswer == .partialContentMinusOne {
@@ -102,9 +107,13 @@ extension MisbehavingServer.Core {
         fields.append(("Accept-Ranges", "bytes"))
         if let etag = resource.etag { fields.append(("ETag", etag)) }
         if let lastModified = resource.lastModified { fields.append(("Last-Modified", lastModified)) }
-        fields.append(("Content-Type", resource.contentType))
+        let multipart = status == 206 ? behavior.multipartByteranges : nil
+        fields.append(("Content-Type", multipart?.contentType ?? resource.contentType))
         if let disposition = behavior.contentDisposition { fields.append(("Content-Disposition", disposition)) }
-        let body = Self.body(of: resource, range: bodyRange, overrun: behavior.overrunBytes ?? 0)
+        if let coding = behavior.contentEncoding { fields.append(("Content-Encoding", coding)) }
+        var body = Self.body(of: resource, range: bodyRange, overrun: behavior.overrunBytes ?? 0)
+        if let multipart { body = Self.multipartBody(of: resource, range: bodyRange, multipart, cutTo: body.count) }
+        if behavior.contentEncoding != nil { body = ArraySlice(body.map { $0 ^ 0x5A }) }
         switch behavior.framing {
         case .contentLength: fields.append(("Content-Length", "\(body.count)"))
         case .chunked: fields.append(("Transfer-Encoding", "chunked"))
@@ -129,6 +138,30 @@ extension MisbehavingServer.Core {
             fillerIndex += 1
         }
         return bytes[...]
+    }
+
+    /// The status that refuses this request's range under `handling`, if it does.
+    private static func refusal(of request: MisbehavingServer.ReceivedRequest, by handling: MisbehavingServer.RangeHandling,
+                                length: Int) -> Int? {
+        switch handling {
+        case .refuseEveryRange(let status):
+            return request.rangeHeader == nil ? nil : status
+        case .refuseBoundedPastEnd(let status):
+            guard case .bounded(_, let last)? = request.range, last >= length else { return nil }
+            return status
+        case .honor, .ignore, .shiftContentRange, .omitContentRange:
+            return nil
+        }
+    }
+
+    /// `range` of the resource as one MIME part of a `multipart/byteranges` body, cut to `count` bytes.
+    private static func multipartBody(of resource: Resource, range: Range<Int>, _ multipart: MisbehavingServer.MultipartByteranges,
+                                      cutTo count: Int) -> ArraySlice<UInt8> {
+        let last = max(range.lowerBound, range.upperBound - 1)
+        var bytes = Array("\r\n--\(multipart.boundary)\r\nContent-Type: \(resource.contentType)\r\nContent-Range: bytes \(range.lowerBound)-\(last)/\(resource.bytes.count)\r\n\r\n".utf8)
+        bytes += resource.bytes[range]
+        bytes += Array("\r\n--\(multipart.boundary)--\r\n".utf8)
+        return bytes.prefix(count)
     }
 
     /// `100 Continue` responses, as many as `interims` says (forever when it gives no count); false if the
@@ -244,6 +277,7 @@ extension MisbehavingServer.Core {
         case 206: "Partial Content"
         case 301: "Moved Permanently"
         case 302: "Found"
+        case 400: "Bad Request"
         case 303: "See Other"
         case 307: "Temporary Redirect"
         case 308: "Permanent Redirect"
@@ -251,6 +285,7 @@ extension MisbehavingServer.Core {
         case 416: "Range Not Satisfiable"
         case 429: "Too Many Requests"
         case 500: "Internal Server Error"
+        case 501: "Not Implemented"
         case 503: "Service Unavailable"
         default: "Status"
         }

@@ -45,6 +45,13 @@ extension MisbehavingServer {
         case shiftContentRange(by: Int)
         /// Send 206 with the requested bytes but no `Content-Range` field.
         case omitContentRange
+        /// Answer a bounded range (`bytes=first-last`) whose last byte lies past the resource's end with this
+        /// status and a short text body (a `416` with `Content-Range: bytes */length`), and every other range
+        /// correctly: webfs answers `400` to `bytes=0-4194303` whenever the file is shorter than 4 MiB.
+        case refuseBoundedPastEnd(status: Int)
+        /// Answer every request that carries `Range` (whatever its value) with this status and a short text
+        /// body (a `416` with `Content-Range: bytes */length`); requests without `Range` are served.
+        case refuseEveryRange(status: Int)
     }
 
     /// A response that is not the resource at all.
@@ -80,6 +87,23 @@ extension MisbehavingServer {
         case unsatisfiable
         /// `206 Partial Content` with `Content-Range: bytes 0--1/0` and `Content-Length: 0`, as webfs answers.
         case partialContentMinusOne
+    }
+
+    /// A `206` framed as `multipart/byteranges` (RFC 9110 §14.6) although one range was asked for, which a
+    /// server must not do: the body is the range as one MIME part (`\r\n--boundary\r\n`, the part's
+    /// `Content-Type` and `Content-Range`, a blank line, the bytes, `\r\n--boundary--\r\n`) *cut to the range's
+    /// length*, under a top-level `Content-Range` for the range: every length and range in the head agrees
+    /// with the request, and only `Content-Type` tells the framing from the bytes. With any ``Framing``.
+    public struct MultipartByteranges: Sendable, Hashable {
+        /// The `Content-Type` value sent, verbatim (odd case, quoted boundary, no boundary, more parameters).
+        public var contentType: String
+        /// The boundary written around the part.
+        public var boundary: String
+
+        public init(contentType: String, boundary: String) {
+            self.contentType = contentType
+            self.boundary = boundary
+        }
     }
 
     /// Interim `100 Continue` responses sent before the final response.
@@ -157,6 +181,12 @@ extension MisbehavingServer {
         /// not implement `If-Range` do (RFC 9110 §13.1.5 makes them answer `200`): a client that trusts
         /// `If-Range` alone then gets bytes of a changed resource.
         public var ignoresIfRange = false
+        /// Frame a `206` as `multipart/byteranges` (a `200` is sent as usual).
+        public var multipartByteranges: MultipartByteranges?
+        /// A `Content-Encoding` field value for resource responses (200, 206), with a body of the length the
+        /// head promises that is not the resource's bytes (each XORed with 0x5A): what a server that codes each
+        /// response on the fly sends, at a length that hides it.
+        public var contentEncoding: String?
         /// The chaos fault this behavior stands for, recorded in ``MisbehavingServer/Exchange/chaosFault``
         /// (``Script/chaos(seed:faultRate:faults:)`` sets it; it changes nothing on the wire).
         public var chaosFault: ChaosFault?
@@ -272,6 +302,28 @@ extension MisbehavingServer {
 
         /// A ranged request of an empty resource gets webfs's `206` with `Content-Range: bytes 0--1/0`.
         public static let webfsEmptyRange = Behavior().with { $0.emptyRangeAnswer = .partialContentMinusOne }
+
+        /// A `206` framed as `multipart/byteranges` with `boundary`, under `contentType` (default
+        /// `multipart/byteranges; boundary=<boundary>`); see ``MultipartByteranges``.
+        public static func multipartByteranges(boundary: String = "HAUL_SEPARATES_PARTS", contentType: String? = nil) -> Behavior {
+            Behavior().with {
+                $0.multipartByteranges = MultipartByteranges(contentType: contentType ?? "multipart/byteranges; boundary=\(boundary)",
+                                                             boundary: boundary)
+            }
+        }
+
+        /// `Content-Encoding: <coding>` on a body that is not the resource's bytes; see ``contentEncoding``.
+        public static func contentEncoded(_ coding: String = "gzip") -> Behavior { Behavior().with { $0.contentEncoding = coding } }
+
+        /// A bounded range past the resource's end gets `status` (webfs: `400`); see ``RangeHandling/refuseBoundedPastEnd(status:)``.
+        public static func refuseBoundedRangePastEnd(status: Int = 400) -> Behavior {
+            Behavior().with { $0.rangeHandling = .refuseBoundedPastEnd(status: status) }
+        }
+
+        /// Every request with `Range` gets `status`; see ``RangeHandling/refuseEveryRange(status:)``.
+        public static func refuseEveryRange(status: Int = 400) -> Behavior {
+            Behavior().with { $0.rangeHandling = .refuseEveryRange(status: status) }
+        }
 
         /// A correct response carrying `Content-Disposition: attachment; filename="<filename>"` (sent verbatim).
         public static func attachment(filename: String) -> Behavior {
