@@ -14,6 +14,7 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
         /// parameters (`boundary`) are case-sensitive.
         public let value: String
 
+        /// A parameter; `name` is expected lowercased, as parsing gives it.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
