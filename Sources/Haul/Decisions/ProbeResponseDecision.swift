@@ -79,6 +79,11 @@ enum ProbeResponseDecision {
         case 206:
             return decidePartial(response, url: url, form: form)
         case 200:
+            // Only a 206 may be multipart/byteranges (RFC 9110 §14.6): a 200 saying so carries MIME framing
+            // around whatever it carries, not a representation anybody serves as a file.
+            if response.mediaType?.isMultipartByteranges == true {
+                return .faulty(.faultyResponse(url: url, detail: "a 200 with Content-Type \"\(response.contentType ?? "")\": multipart/byteranges frames parts of a 206, never a whole file"))
+            }
             switch response.framing {
             case .contentLength(let length): return .whole(length: length, validators: response.validators)
             case .chunked, .untilClose: return .whole(length: nil, validators: response.validators)

@@ -88,6 +88,14 @@ import HaulHTTP
         }
     }
 
+    @Test(arguments: ProbeFormTests.forms)
+    func aWholeFileCannotBeMultipartEither(form: ProbeForm) {
+        let response = facts(200, range: nil, framing: .chunked, types: ["Multipart/ByteRanges; boundary=b"])
+        guard case .faulty(let error) = ProbeResponseDecision.decide(response, url: url, form: form),
+              case .faultyResponse(_, let detail) = error.reason else { Issue.record("expected faulty"); return }
+        #expect(detail.contains("Multipart/ByteRanges; boundary=b"))
+    }
+
     /// A coded `200` is the file as served, whole, as curl and wget save it (Haul asks for no coding).
     @Test func aCodedWholeFileIsTheFileAsServed() {
         let response = facts(200, range: nil, framing: .contentLength(1000), codings: ["gzip"])
