@@ -3,7 +3,8 @@ import HaulHTTP
 /// How the probe asks for the file: which `Range` it sends.
 ///
 /// Servers refuse some forms: webfs answers `400` to `bytes=0-4194303` whenever the file is shorter than
-/// 4 MiB, others `416` or `501`. Each refusal moves one form down, never back: bounded, open-ended, none.
+/// 4 MiB, others `416` or `501`. Each refusal moves one form down, never back: bounded, open-ended, none; a
+/// content-coded `206` moves straight to none (no range is taken over a coding, ``PartialContentBody``).
 enum ProbeForm: Equatable, Sendable {
     /// `Range: bytes=0-(end-1)`: one request's worth, when other connections will share the file.
     case bounded(end: Int64)
@@ -63,9 +64,9 @@ enum ProbeResponseDecision {
     case empty(validators: Validators)
     /// Follow the `Location`.
     case redirect
-    /// The server refused the probe's form (`refusal`: its status, from its URL): ask again, at once, in `form`.
-    /// A refusal is an answer about how the server takes ranges, not a fault, so the same request again would
-    /// get the same answer.
+    /// Ask again, at once, in `form`: the server refused the probe's form (`refusal`: its status, from its
+    /// URL), or answered it in a content coding no range can be taken over. Either is an answer about how
+    /// the server takes ranges, not a fault, so the same request again would get the same answer.
     case retryProbe(ProbeForm, because: HaulError)
     /// This response is broken but the resource may be fine: retry it.
     case faulty(HaulError)
