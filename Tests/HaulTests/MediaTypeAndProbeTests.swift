@@ -24,6 +24,8 @@ import HaulTestSupport
     func download(from server: MisbehavingServer, options: DownloadOptions? = nil,
                   _ check: (Result<DownloadResult, HaulError>, String) throws -> Void) async throws {
         let directory = try TemporaryDirectory()
+        // Held to the end: a directory released after its last use would go while the download writes into it.
+        defer { directory.remove() }
         let path = directory.file("f")
         let result = try await hostile.run(DownloadRequest(url: server.url("/f"), destination: .file(path)),
                                            options: options ?? hostile.options())
