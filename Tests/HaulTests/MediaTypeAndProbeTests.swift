@@ -179,6 +179,22 @@ import HaulTestSupport
         #expect(server.requests.prefix(2).map(\.rangeHeader) == ["bytes=0-4194303", "bytes=0-"])
     }
 
+    /// A refusal is an answer, not a failure: the probe falls back even when no retry is allowed.
+    @Test func aRefusedProbeFallsBackWithoutRetries() async throws {
+        let server = try MisbehavingServer(resource: small, script: .always(.refuseEveryRange(status: 400)))
+        defer { server.stop() }
+        var options = hostile.options()
+        options.retry = .none
+        try await download(from: server, options: options) { result, path in
+            switch result {
+            case .success:
+                hostile.expectFile(path, holds: small.bytes)
+            case .failure(let error):
+                Issue.record("400 to every Range with no retries: expected the file, got \(error)")
+            }
+        }
+    }
+
     /// Every `Range` refused, with one connection (open-ended probe) or several (bounded): one plain GET.
     @Test(arguments: [400, 416, 501], [1, 8])
     func aServerThatRefusesEveryRangeIsDownloadedWithOnePlainGet(status: Int, connections: Int) async throws {
