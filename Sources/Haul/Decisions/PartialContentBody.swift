@@ -1,8 +1,9 @@
 import HaulHTTP
 
-/// Whether the body of a `206` can be the bytes its `Content-Range` names, judged from what its head says
-/// about the body itself — its media type and content coding — before anything of it is written. Shared by
-/// the probe (``ProbeResponseDecision``) and every ranged request (``RangedResponseDecision``). Pure.
+/// Whether the body of a `206` can be the bytes its `Content-Range` names (or a `200` the whole file's, when
+/// a range is taken from it), judged from what its head says about the body itself — its media type and
+/// content coding — before anything of it is written. Shared by the probe (``ProbeResponseDecision``) and
+/// every ranged request (``RangedResponseDecision``). Pure.
 ///
 /// Haul asks for one range per request and for no content coding, so the only body a `206` may carry is
 /// those bytes as they are. The two ways a head can say otherwise while its `Content-Range` and
@@ -27,10 +28,10 @@ enum PartialContentBody {
     /// `asked`: the range requested, as `first-last` (or `first-`) for messages.
     static func judge(_ response: ResponseFacts, asked: String, url: String) -> PartialContentBody {
         if response.mediaType?.isMultipartByteranges == true {
-            return .multipart(.faultyResponse(url: url, detail: "Content-Type \"\(response.contentType ?? "")\" on the 206 for bytes \(asked): a multipart body wraps its parts in MIME boundaries, and a server must not send one for a single range (RFC 9110 §14.6)"))
+            return .multipart(.faultyResponse(url: url, detail: "Content-Type \"\(response.contentType ?? "")\" on the \(response.status) for bytes \(asked): a multipart body wraps its parts in MIME boundaries, and a server must not send one for a single range (RFC 9110 §14.6)"))
         }
         if !response.contentCodings.isEmpty {
-            return .coded(.faultyResponse(url: url, detail: "Content-Encoding \"\(response.contentCodings.joined(separator: ", "))\" on the 206 for bytes \(asked): a range of a coded response is not the file's bytes (Haul asks for no coding)"))
+            return .coded(.faultyResponse(url: url, detail: "Content-Encoding \"\(response.contentCodings.joined(separator: ", "))\" on the \(response.status) for bytes \(asked): a range of a coded response is not the file's bytes (Haul asks for no coding)"))
         }
         return .bytes
     }

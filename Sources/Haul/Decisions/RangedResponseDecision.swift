@@ -121,6 +121,8 @@ enum RangedResponseDecision {
         guard case .contentLength = response.framing else {
             return .faulty(.faultyResponse(url: url, detail: "\(answer) with the same ETag \(known.validators.entityTag!) but no Content-Length"))
         }
+        // A coded or multipart body is not the file's bytes at their offsets, whatever its length.
+        if let fault = PartialContentBody.judge(response, asked: asked, url: url).fault { return .faulty(fault) }
         return .acceptFromWholeBody
     }
 

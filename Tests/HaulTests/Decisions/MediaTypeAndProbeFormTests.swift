@@ -37,6 +37,23 @@ import HaulHTTP
         #expect(error.isTransient, "a faulty response is retried")
     }
 
+    /// A 200 with the download's strong ETag and length, after a failure, may give a range out of its body
+    /// (``RangedResponseDecision/acceptFromWholeBody``): not when the body is coded or multipart.
+    @Test(arguments: [([], ["gzip"]), (["multipart/byteranges; boundary=b"], [])] as [([String], [String])])
+    func aWholeBodyIsNotTakenFromWhenCodedOrMultipart(types: [String], codings: [String]) {
+        let tag = EntityTag("\"v1\"")!
+        let known = RangedResponseDecision.Known(total: 1000, validators: Validators(entityTag: tag), verified: true,
+                                                 sentIfRange: true, failuresInRow: 1)
+        let plain = ResponseFacts(status: 200, entityTag: tag, framing: .contentLength(1000))
+        guard case .acceptFromWholeBody = RangedResponseDecision.decide(plain, requested: 100..<200, known: known, url: url) else {
+            Issue.record("the plain whole body is taken from"); return
+        }
+        let dressed = ResponseFacts(status: 200, entityTag: tag, framing: .contentLength(1000), contentTypes: types, contentEncodings: codings)
+        guard case .faulty(let error) = RangedResponseDecision.decide(dressed, requested: 100..<200, known: known, url: url),
+              case .faultyResponse(_, let detail) = error.reason else { Issue.record("expected faulty for \(types) \(codings)"); return }
+        #expect(detail.contains("on the 200 for bytes 100-199"), "\(detail)")
+    }
+
     @Test func aSecondContentTypeFieldCannotHideTheMultipartOne() {
         let both = facts(types: ["application/octet-stream", "multipart/byteranges; boundary=b"])
         #expect(both.contentType == "multipart/byteranges; boundary=b")
