@@ -29,6 +29,22 @@ extension MisbehavingServer {
         case headDrip
         /// Ten `100 Continue` 20 ms apart, then the real response.
         case interimFlood
+        /// A 206 wrapped in `multipart/byteranges` framing (cut to the range's length, so only the media type
+        /// tells), which a server must not send for one range.
+        case multipartByteranges
+        /// `Content-Encoding: gzip` over bytes that are not the file's, at the length of the range.
+        case contentEncoded
+        /// Another version of the file for this response (every byte and every validator changed, a weak ETag
+        /// kept weak), with `If-Range` honoured: a file replaced on the server between two requests.
+        case otherVersion
+        /// Another version of the file, served as `206` whatever `If-Range` says.
+        case otherVersionIgnoringIfRange
+        /// `200` with the whole file and the same validators: a backend that ignores `Range`.
+        case wholeFileForRange
+        /// `503 Service Unavailable` with `Retry-After: 999999999` (about 32 years).
+        case longRetryAfter
+        /// The first 4 KiB of the body 64 bytes every 20 ms (about 1.3 s, 3 KiB/s), then the rest at full speed.
+        case trickle
     }
 
     /// The generator of the chaos script (now shared by every seeded test, see ``HaulTestSupport/SplitMix64``).
@@ -57,6 +73,9 @@ extension MisbehavingServer.Behavior {
         let draw = Double(random.next() >> 11) / Double(1 << 53)
         guard !faults.isEmpty, draw < faultRate else { return .normal }
         let fault = faults[Int(random.next() % UInt64(faults.count))]
+        // Without `Range` the server's framing is all there is to say how long the file is: bytes "past the
+        // end" of such a body are the file, so an overrun there is no fault a client could see.
+        if request.range == nil, [.overrunContentLength, .overrunChunked, .overrunCloseDelimited].contains(fault) { return .normal }
         // Somewhere inside the body: within the requested range when it is bounded, else the first 256 KiB.
         let span: UInt64 = switch request.range {
         case .bounded(let first, let last)?: UInt64(max(1, last - first + 1))
@@ -78,6 +97,13 @@ extension MisbehavingServer.Behavior {
         case .closeWithoutResponse: .closeWithoutResponse
         case .headDrip: .dripHead(bytes: 1, everyMilliseconds: 3)
         case .interimFlood: .interimFlood(everyMilliseconds: 20, count: 10)
+        case .multipartByteranges: .multipartByteranges()
+        case .contentEncoded: .contentEncoded("gzip")
+        case .otherVersion: .otherVersion
+        case .otherVersionIgnoringIfRange: .otherVersion.with { $0.ignoresIfRange = true }
+        case .wholeFileForRange: .ignoreRange
+        case .longRetryAfter: .status(503, retryAfter: "999999999")
+        case .trickle: .trickle(bytes: 64, everyMilliseconds: 20, forBytes: 4096)
         }
         behavior.chaosFault = fault
         return behavior

@@ -26,7 +26,8 @@ extension MisbehavingServer.Core {
             indexOnConnection += 1
             let chosen = behavior.decide(request)
             if let fault = chosen.chaosFault { state.withLock { $0.exchanges[request.index].chaosFault = fault } }
-            let keepOpen = respond(to: request, with: chosen, resource: chosen.resource ?? resource, over: transport)
+            let served = chosen.resource ?? (chosen.servesOtherVersion ? resource.otherVersion : resource)
+            let keepOpen = respond(to: request, with: chosen, resource: served, over: transport)
             if !keepOpen { return }
         }
         transport.finish(graceful: true)
@@ -207,7 +208,8 @@ extension MisbehavingServer.Core {
                 guard pause(midBody.stall) else { return false }
             }
             // The next piece ends at the next event: the drip size, the cut, the stall, or 256 KiB.
-            var pieceSize = min(body.count - sent, max(1, behavior.drip?.bytes ?? 256 * 1024))
+            let dripping = behavior.drip.map { sent < $0.forBytes ?? Int.max } ?? false
+            var pieceSize = min(body.count - sent, max(1, dripping ? behavior.drip!.bytes : 256 * 1024))
             if let cut = behavior.closeAfterBodyBytes { pieceSize = min(pieceSize, cut - sent) }
             if let midBody = behavior.midBodyStall, !stalled { pieceSize = min(pieceSize, midBody.afterBytes - sent) }
             pieceSize = max(pieceSize, 0)
@@ -223,7 +225,7 @@ extension MisbehavingServer.Core {
                 sent += pieceSize
                 state.withLock { $0.exchanges[request.index].bodyBytesSent = sent }
             }
-            if let drip = behavior.drip, sent < body.count, !isReleased, !pause(.seconds(Double(drip.intervalMilliseconds) / 1000)) {
+            if let drip = behavior.drip, sent < body.count, sent < drip.forBytes ?? Int.max, !isReleased, !pause(.seconds(Double(drip.intervalMilliseconds) / 1000)) {
                 return false
             }
         }

@@ -21,6 +21,23 @@ extension MisbehavingServer {
             self.contentType = contentType
         }
 
+        /// Another version of this resource, as a file replaced on the server would be: the same length, every
+        /// byte different, an ETag of the same strength with another value, and another `Last-Modified`
+        /// (a validator this resource lacks stays absent, so only the ones it has can tell the versions apart).
+        public var otherVersion: Resource {
+            var other = self
+            other.bytes = bytes.map { $0 ^ 0xA5 }
+            if let etag {
+                // `"x"` becomes `"x-other"`, `W/"x"` becomes `W/"x-other"`.
+                other.etag = etag.hasSuffix("\"") ? String(etag.dropLast()) + "-other\"" : etag + "-other"
+            }
+            if let lastModified {
+                let later = "Thu, 22 Oct 2015 08:28:00 GMT"
+                other.lastModified = lastModified == later ? "Fri, 23 Oct 2015 09:28:00 GMT" : later
+            }
+            return other
+        }
+
         /// `size` bytes of the ``TestFiles`` pattern for `seed`, with an ETag naming size and seed.
         public static func pattern(size: Int, seed: UInt64 = 0) -> Resource {
             Resource(bytes: TestFiles.bytes(count: size, seed: seed), etag: "\"haul-\(size)-\(seed)\"")
@@ -131,6 +148,9 @@ extension MisbehavingServer {
         public var bytes: Int
         /// Pause after each piece, in milliseconds.
         public var intervalMilliseconds: Int
+        /// Drip only the first this many body bytes, then send the rest at full speed (nil: the whole body),
+        /// so that a trickle ends by itself for a client that waits it out.
+        public var forBytes: Int? = nil
     }
 
     /// A pause after some body bytes.
@@ -181,6 +201,9 @@ extension MisbehavingServer {
         /// not implement `If-Range` do (RFC 9110 §13.1.5 makes them answer `200`): a client that trusts
         /// `If-Range` alone then gets bytes of a changed resource.
         public var ignoresIfRange = false
+        /// Serve ``Resource/otherVersion`` of the server's resource (every byte and every validator changed,
+        /// a weak ETag kept weak) for this response: a file replaced on the server between two requests.
+        public var servesOtherVersion = false
         /// Frame a `206` as `multipart/byteranges` (a `200` is sent as usual).
         public var multipartByteranges: MultipartByteranges?
         /// A `Content-Encoding` field value for resource responses (200, 206), with a body of the length the
@@ -233,6 +256,16 @@ extension MisbehavingServer {
 
         /// Serve a different resource (content and validators) correctly.
         public static func serve(_ resource: Resource) -> Behavior { Behavior().with { $0.resource = resource } }
+
+        /// Serve another version of the server's resource (``servesOtherVersion``), honouring `If-Range` as a
+        /// correct server does (a mismatch gets the whole other version, `200`).
+        public static let otherVersion = Behavior().with { $0.servesOtherVersion = true }
+
+        /// Send the first `forBytes` body bytes `bytes` at a time with `everyMilliseconds` between pieces, then
+        /// the rest at full speed: a trickle that ends by itself.
+        public static func trickle(bytes: Int, everyMilliseconds: Int, forBytes: Int) -> Behavior {
+            Behavior().with { $0.drip = Drip(bytes: bytes, intervalMilliseconds: everyMilliseconds, forBytes: forBytes) }
+        }
 
         /// Answer ranges with `206` whatever `If-Range` says (``ignoresIfRange``).
         public static let ignoreIfRange = Behavior().with { $0.ignoresIfRange = true }

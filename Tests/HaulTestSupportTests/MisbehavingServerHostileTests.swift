@@ -219,6 +219,10 @@ struct MisbehavingServerHostileTests {
         #expect((0..<200).allSatisfy { never.decide(Self.request($0)) == .normal })
         let onlyDrops = MisbehavingServer.Script.chaos(seed: seed, faultRate: 1, faults: [.dropMidBody])
         #expect((0..<200).allSatisfy { onlyDrops.decide(Self.request($0)).chaosFault == .dropMidBody })
+        // A body asked for without Range is the file whatever its length: no overrun is a fault there.
+        let onlyOverruns = MisbehavingServer.Script.chaos(seed: seed, faultRate: 1, faults: [.overrunContentLength, .overrunChunked, .overrunCloseDelimited])
+        #expect((0..<200).allSatisfy { onlyOverruns.decide(Self.request($0, range: nil)) == .normal })
+        #expect((0..<200).allSatisfy { onlyOverruns.decide(Self.request($0)).overrunBytes != nil })
     }
 
     @Test("chaos: each fault on the wire, recorded in the exchange", arguments: MisbehavingServer.ChaosFault.allCases)
@@ -285,6 +289,33 @@ struct MisbehavingServerHostileTests {
         case .interimFlood:
             #expect(response.interimHeads.count == 10)
             #expect(response.rest == expected)
+        case .multipartByteranges:
+            #expect(response.status == 206)
+            #expect(response.field("Content-Type")?.hasPrefix("multipart/byteranges") == true)
+            #expect(response.rest.count == expected.count)
+            #expect(response.rest != expected)
+        case .contentEncoded:
+            #expect(response.field("Content-Encoding") == "gzip")
+            #expect(response.rest.count == expected.count)
+            #expect(response.rest != expected)
+        case .otherVersion, .otherVersionIgnoringIfRange:
+            // No If-Range was sent: both answer 206 with the other version's bytes and validators.
+            #expect(response.status == 206)
+            #expect(response.field("Content-Range") == contentRange)
+            #expect(response.field("ETag") == resource.otherVersion.etag)
+            #expect(response.field("ETag") != resource.etag)
+            #expect(response.field("Last-Modified") != resource.lastModified)
+            #expect(response.rest == Array(resource.otherVersion.bytes[first...last]))
+        case .wholeFileForRange:
+            #expect(response.status == 200)
+            #expect(response.field("ETag") == resource.etag)
+            #expect(response.rest == resource.bytes)
+        case .longRetryAfter:
+            #expect(response.status == 503)
+            #expect(response.field("Retry-After") == "999999999")
+        case .trickle:
+            #expect(response.rest == expected)
+            #expect(reply.arrivals.count > 20)
         }
     }
 }

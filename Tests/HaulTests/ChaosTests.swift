@@ -6,11 +6,19 @@ import HaulTestSupport
 @testable import Haul
 
 /// Many downloads against servers that pick a fault for about a third of their responses
-/// (``MisbehavingServer/Script/chaos(seed:faultRate:faults:)``). Every download must end in the exact file
-/// or a clear ``HaulError`` with no destination file and no `.part` longer than the resource.
+/// (``MisbehavingServer/Script/chaos(seed:faultRate:faults:)``): cut, stalled, trickled, overrunning and
+/// mis-framed bodies, lying ranges, multipart and coded bodies, another version of the file (with and
+/// without `If-Range` honoured), the whole file for a range, and `Retry-After` of decades. Every download must
+/// end in the exact file — one version, never a mix — or a clear ``HaulError`` with no destination file and no
+/// `.part` longer than the resource.
 ///
-/// The seed comes from `HAUL_CHAOS_SEED` (decimal or `0x` hex) or a fixed default, and is printed first and
-/// in every failure message. Download `i` uses the server seed `SplitMix64(seed ^ i)`; set
+/// The downloads vary what the server can prove: download `i` identifies the file by a strong ETag and a date,
+/// a weak ETag, a date only, or a weak ETag and a date (`i % 4`); odd downloads restart on a change, even ones
+/// fail; every fifth goes into a directory where the server names its file after another download's `.part`,
+/// which must be left as it was.
+///
+/// Three seeds run by default; `HAUL_CHAOS_SEED` (decimal or `0x` hex) runs that one alone. Each is printed
+/// first and in every failure message. Download `i` uses the server seed `SplitMix64(seed ^ i)`; set
 /// `HAUL_CHAOS_DOWNLOAD=i` to run only that one again.
 @Suite(.serialized) struct ChaosTests {
     static let size = 2 << 20
@@ -19,21 +27,37 @@ import HaulTestSupport
     static let concurrency = 4
     /// Longest any one download may take before the test gives up on it (a hang is a failure).
     static let deadline: Duration = .seconds(30)
-    static let defaultSeed: UInt64 = 20_261_124
+    static let defaultSeeds: [UInt64] = [20_261_124, 20_261_126, 0x5EED_C4A0_5]
 
-    static var seed: UInt64 {
+    /// The seeds to run: `HAUL_CHAOS_SEED` alone when set, else the three defaults.
+    static var seeds: [UInt64] {
         guard let text = ProcessInfo.processInfo.environment["HAUL_CHAOS_SEED"]?.trimmingCharacters(in: .whitespaces) else {
-            return defaultSeed
+            return defaultSeeds
         }
-        if text.lowercased().hasPrefix("0x") { return UInt64(text.dropFirst(2), radix: 16) ?? defaultSeed }
-        return UInt64(text) ?? defaultSeed
+        let seed = text.lowercased().hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
+        return seed.map { [$0] } ?? defaultSeeds
     }
+
+    /// What another download left in the directory of a directory download: its interrupted `.part`, whose name
+    /// the server gives as its own file's.
+    static let victimName = "victim.bin.part"
+    static let victimBytes = Array("the partial download of victim.bin: not to be touched".utf8)
 
     static var onlyDownload: Int? {
         ProcessInfo.processInfo.environment["HAUL_CHAOS_DOWNLOAD"].flatMap { Int($0) }
     }
 
-    let resource = MisbehavingServer.Resource.pattern(size: ChaosTests.size, seed: 31)
+    /// Download `index`'s resource: the same bytes, identified by one of four sets of validators.
+    static func resource(for index: Int) -> MisbehavingServer.Resource {
+        var resource = MisbehavingServer.Resource.pattern(size: size, seed: 31)
+        switch index % 4 {
+        case 0: break                                        // strong ETag and Last-Modified
+        case 1: resource.etag = "W/\"chaos-weak\""; resource.lastModified = nil
+        case 2: resource.etag = nil                           // Last-Modified only
+        default: resource.etag = "W/\"chaos-weak\""         // weak ETag and Last-Modified
+        }
+        return resource
+    }
 
     func options() -> DownloadOptions {
         var options = DownloadOptions(synchronizesToDisk: false, connections: 8, minimumSegment: 64 << 10)
@@ -41,6 +65,8 @@ import HaulTestSupport
         options.retry = RetryPolicy(triesPerRange: 8, totalRetries: 200, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50),
                                     maxRetryAfter: .seconds(1))
         options.checkpointBytes = 256 << 10  // journal as it goes, so that checkpoints meet the faults too
+        // A trickle (3 KiB/s) is cut in a second, as the default limit would in its own time.
+        options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: 16 << 10, seconds: 1)
         return options
     }
 
@@ -75,14 +101,36 @@ import HaulTestSupport
         let serverSeed = Self.serverSeed(seed, download: index)
         let tag = "HAUL_CHAOS_SEED=\(seed) HAUL_CHAOS_DOWNLOAD=\(index) (server seed \(serverSeed))"
         var outcome = Outcome(index: index, serverSeed: serverSeed, ending: "not started", faults: [:], requests: 0, problems: [])
+        let resource = Self.resource(for: index)
+        let intoDirectory = index % 5 == 0
         do {
-            let server = try MisbehavingServer(resource: resource, script: .chaos(seed: serverSeed))
+            let chaos = MisbehavingServer.Script.chaos(seed: serverSeed)
+            let script = intoDirectory
+                ? MisbehavingServer.Script { chaos.decide($0).with { $0.contentDisposition = "attachment; filename=\"\(Self.victimName)\"" } }
+                : chaos
+            let server = try MisbehavingServer(resource: resource, script: script)
             defer { server.stop() }
             let directory = try scratchDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let path = directory + "/f"
-            let task = try HaulClient(options: options()).start(DownloadRequest(url: server.url("/f"), destination: .file(path)))
+            var path = directory + "/f"
+            let destination: DownloadRequest.Destination
+            if intoDirectory {
+                try Data(Self.victimBytes).write(to: URL(fileURLWithPath: directory + "/" + Self.victimName))
+                destination = .directory(directory)
+            } else {
+                destination = .file(path)
+            }
+            let request = DownloadRequest(url: server.url("/f"), destination: destination,
+                                          ifChangedOnServer: index % 2 == 1 ? .restart : .fail)
+            let task = try HaulClient(options: options()).start(request)
             let result = await outcomeWithin(Self.deadline, of: task)
+            if intoDirectory {
+                let victim = FileManager.default.contents(atPath: directory + "/" + Self.victimName).map { Array($0) }
+                if victim != Self.victimBytes {
+                    outcome.problems.append("the server named its file \(Self.victimName) and the other download's .part changed; \(tag)")
+                }
+                if case .success(let done)? = result { path = done.path }
+            }
             server.stop()
             let exchanges = server.exchanges
             outcome.requests = exchanges.count
@@ -93,7 +141,8 @@ import HaulTestSupport
             case .success?:
                 outcome.ending = "completed"
                 let bytes = FileManager.default.contents(atPath: path).map { Array($0) }
-                if let bytes, !sameBytes(bytes, resource.bytes) {
+                // A version served whole by one response is a true copy of the file as it was then.
+                if let bytes, !sameBytes(bytes, resource.bytes), !sameBytes(bytes, resource.otherVersion.bytes) {
                     let difference = (0..<min(bytes.count, Self.size)).first { bytes[$0] != resource.bytes[$0] } ?? min(bytes.count, Self.size)
                     outcome.problems.append("completed, but the file is \(bytes.count) bytes and differs from the resource from offset \(difference) on; \(context)")
                 } else if bytes == nil {
@@ -102,7 +151,7 @@ import HaulTestSupport
             case .failure(let error)?:
                 outcome.ending = Self.errorClass(error)
                 if case .cancelled = error.reason { outcome.problems.append("ended as cancelled: \(context)") }
-                if FileManager.default.fileExists(atPath: path) {
+                if !intoDirectory, FileManager.default.fileExists(atPath: path) {
                     outcome.problems.append("failed (\(error)) yet the destination exists; \(context)")
                 }
                 if let part = Self.fileSize(path + ".part"), part > Self.size {
@@ -119,8 +168,8 @@ import HaulTestSupport
         return outcome
     }
 
-    @Test func downloadsAgainstAChaoticServerEndInTheFileOrAClearError() async throws {
-        let seed = Self.seed
+    @Test(arguments: ChaosTests.seeds)
+    func downloadsAgainstAChaoticServerEndInTheFileOrAClearError(seed: UInt64) async throws {
         print("chaos: HAUL_CHAOS_SEED=\(seed) (set it to replay; HAUL_CHAOS_DOWNLOAD=i runs download i alone)")
         let indices = Self.onlyDownload.map { [$0] } ?? Array(0..<Self.downloads)
         let started = ContinuousClock.now
