@@ -121,7 +121,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .invalidURL, .invalidRequest, .invalidDestination: self = .usage
         case .network, .truncatedTLS, .timedOut, .incomplete, .belowSpeedLimit: self = .network
         case .tls, .tlsSetup: self = .tls
-        case .httpStatus, .redirect: self = .http
+        case .httpStatus, .redirect, .retryAfterTooLong: self = .http
         case .malformedResponse(let parseError, _):
             switch parseError.kind {
             case .connectionClosedBeforeResponse, .incompleteMessage: self = .network

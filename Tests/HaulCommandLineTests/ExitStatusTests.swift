@@ -27,6 +27,7 @@ import HaulCommandLine
         (.tlsSetup(TLSSetupError(reason: "cannot read CA file")), 4, "tls"),
         (.httpStatus(status: 404, reason: "Not Found", url: "u"), 5, "http"),
         (.redirect(RedirectError(.tooMany(limit: 10), at: url)), 5, "http"),
+        (.retryAfterTooLong(url: "u", status: 503, asked: .seconds(3600), limit: .seconds(60)), 5, "http"),
         (.malformedResponse(HTTPParseError(.bareLF, offset: 17), server: "s"), 6, "protocol"),
         (.wrongContentRange(url: "u", requested: "0-9", received: "bytes 5-9/10"), 6, "protocol"),
         (.mirrorMismatch(url: "u", detail: "length"), 6, "protocol"),

@@ -33,6 +33,7 @@ import HaulTestSupport
         .wrongContentRange(url: url, requested: "0-9", received: "bytes 5-9/10"),
         .faultyResponse(url: url, detail: "the body ran past the range"),
         .belowSpeedLimit(url: url, limit: LowSpeedLimit(bytesPerSecond: 10, seconds: 3)),
+        .retryAfterTooLong(url: url, status: 503, asked: .seconds(999_999_999), limit: .seconds(60)),
         .outputClosed,
         .destinationBusy(path: "a.iso", holder: 42),
         .mirrorMismatch(url: url, detail: "length 10, expected 20"),
@@ -80,11 +81,12 @@ import HaulTestSupport
         case .checkpointFailed: 26
         case .unexpected: 27
         case .responseTooLarge: 28
+        case .retryAfterTooLong: 29
         }
     }
 
     @Test func everyReasonHasARepresentative() {
-        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...28))
+        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...29))
     }
 
     /// Advice that names a program's options: a long option, or the old "pass replace" wording.

@@ -55,6 +55,9 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case faultyResponse(url: String, detail: String)
         /// A connection stayed below the low-speed limit (``DownloadOptions/lowSpeedLimit``).
         case belowSpeedLimit(url: String, limit: LowSpeedLimit)
+        /// The server answered `status` with a `Retry-After` asking for a longer wait than the retry policy
+        /// honours (``RetryPolicy/maxRetryAfter``): the try fails at once and is not retried on that URL.
+        case retryAfterTooLong(url: String, status: Int, asked: Duration, limit: Duration)
         /// The stream a download was delivered to (``DownloadRequest/Destination/stream(_:)``) was closed by its
         /// reader (a broken pipe).
         case outputClosed
@@ -111,6 +114,8 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .faultyResponse(let url, let detail): "faulty response from \(url): \(detail)"
             case .belowSpeedLimit(let url, let limit):
                 "transfer from \(url) stayed below \(limit.bytesPerSecond) bytes/s for \(limit.seconds) s"
+            case .retryAfterTooLong(let url, let status, let asked, let limit):
+                "\(url) answered HTTP \(status) asking to retry after \(Self.text(of: asked)), longer than the \(Self.text(of: limit)) allowed to wait"
             case .outputClosed: "the output was closed by its reader"
             case .invalidDestination(let reason): "invalid destination: \(reason)"
             case .destinationBusy(let path, let holder):
@@ -124,6 +129,14 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .responseTooLarge(let url, let limit, nil):
                 "\(url) sent more than the limit of \(limit) bytes for a download into memory (it announced no length)"
             }
+        }
+
+        /// `90 s`, or `1500 ms` for a duration that is not whole seconds: no overflow for the largest
+        /// `Retry-After` a server can send.
+        private static func text(of duration: Duration) -> String {
+            let (seconds, attoseconds) = duration.components
+            if attoseconds == 0 || seconds >= 1_000_000 { return "\(seconds) s" }
+            return "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000) ms"
         }
 
         /// Whether trying again (on a new connection, after a pause) may succeed.
@@ -145,7 +158,8 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         var concernsServer: Bool {
             switch self {
             case .invalidURL, .network, .tls, .malformedResponse, .truncatedTLS, .httpStatus, .redirect, .timedOut,
-                 .incomplete, .changedOnServer, .wrongContentRange, .faultyResponse, .belowSpeedLimit, .mirrorMismatch,
+                 .incomplete, .changedOnServer, .wrongContentRange, .faultyResponse, .belowSpeedLimit, .retryAfterTooLong,
+                 .mirrorMismatch,
                  .responseTooLarge, .unexpected:
                 true
             case .invalidRequest, .tlsSetup, .disk, .invalidDestination, .destinationExists, .outputClosed,
@@ -281,6 +295,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// ``Reason/belowSpeedLimit(url:limit:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func belowSpeedLimit(url: String, limit: LowSpeedLimit) -> HaulError {
         HaulError(Reason.belowSpeedLimit(url: url, limit: limit))
+    }
+    /// ``Reason/retryAfterTooLong(url:status:asked:limit:)`` without context: the engine adds the URL and the tries where the download ends.
+    public static func retryAfterTooLong(url: String, status: Int, asked: Duration, limit: Duration) -> HaulError {
+        HaulError(Reason.retryAfterTooLong(url: url, status: status, asked: asked, limit: limit))
     }
     /// ``Reason/outputClosed`` without context: the engine adds the URL and the tries where the download ends.
     public static var outputClosed: HaulError { HaulError(Reason.outputClosed) }

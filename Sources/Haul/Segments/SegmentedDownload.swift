@@ -993,6 +993,14 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     private func handleFailure(_ error: HaulError, worker: SegmentWorker) {
+        // A server's Retry-After on this failure: a wait to honour, or — longer than the policy allows — the
+        // failure itself (``RetryPolicy/serverWait(after:retryAfter:)``).
+        var error = error
+        var serverWait: Duration?
+        switch options.retry.serverWait(after: error, retryAfter: worker.retryAfter) {
+        case .success(let wait): serverWait = wait
+        case .failure(let refusal): error = refusal
+        }
         // The URL this request went to (a mirror's, a redirect's target) and its tries in a row, for an
         // error that ends the download: the context a message needs beside the reason.
         let failed = error.adding(url: worker.url?.description, attempts: worker.failuresInRow + 1)
@@ -1029,7 +1037,7 @@ final class SegmentedDownload: @unchecked Sendable {
             retries += 1
             worker.failuresInRow += 1
             if reResolve { _ = mirrors.reResolve(mirror) }
-            let delay = options.retry.delay(attempt: attempt, retryAfter: worker.retryAfter)
+            let delay = options.retry.delay(attempt: attempt, retryAfter: serverWait)
             logger.debug("retrying", metadata: [
                 LogKey.connection: "\(worker.id)", LogKey.url: "\(worker.url.map { "\($0)" } ?? "-")",
                 LogKey.reason: "\(error)", "haul.delay": "\(delay)", LogKey.attempt: "\(worker.failuresInRow + 1)",
