@@ -47,8 +47,9 @@ final class DownloadTaskFixture: Sendable {
                                       minimumSegment: 512 << 10, checkpointBytes: 1 << 20, progressInterval: .milliseconds(50))
         options.tls.caFile = fixture.ca.caCertificatePath
         // Longer than a test can take to get round to a held download (below) on a busy machine, so that
-        // its connections wait instead of timing out and retrying meanwhile.
+        // its connections wait instead of timing out and retrying meanwhile (nor closed by the low-speed limit).
         options.timeouts.idle = .seconds(120)
+        options.lowSpeedLimit = nil
         return try HaulClient(options: options)
     }
 

@@ -294,8 +294,10 @@ import HaulTestSupport
         let path = directory + "/f"
         var options = options(connections: 4)
         options.checkpointBytes = 128 << 10
-        // Held connections wait for the release instead of timing out and retrying meanwhile.
+        // Held connections wait for the release instead of timing out and retrying meanwhile (the low-speed
+        // limit would close them after its minute of nothing as well).
         options.timeouts.idle = .seconds(120)
+        options.lowSpeedLimit = nil
         let request = DownloadRequest(url: server.url("/f"), destination: .file(path))
         let firstClient = try HaulClient(options: options)
         let first = firstClient.start(request)

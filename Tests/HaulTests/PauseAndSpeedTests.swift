@@ -10,11 +10,14 @@ import HaulTestSupport
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 64 << 10)
         options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
         options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: idle)
+        // A held download's connections receive nothing until the test acts: not a slow server to close.
+        if idle >= Self.heldIdle { options.lowSpeedLimit = nil }
         return options
     }
 
     /// For a download the server holds (`hold(afterBodyBytes:)`) until the test acts: its connections wait
-    /// for as long as the test takes to get there on a busy machine, instead of timing out and retrying.
+    /// for as long as the test takes to get there on a busy machine, instead of timing out and retrying
+    /// (and, in `options(idle:)`, are not held to the low-speed limit).
     static let heldIdle: Duration = .seconds(120)
 
     @Test func aPauseLeavesAJournalEvenForAFileWithinOneCheckpointWindow() async throws {

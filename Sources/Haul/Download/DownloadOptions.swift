@@ -5,7 +5,8 @@ public struct DownloadOptions: Sendable {
     public var userAgent: String
     /// Extra request headers, sent in order (validated: no CR/LF, no framing headers).
     public var headers: [(name: String, value: String)]
-    /// Connect, TLS handshake and stall (no bytes received) limits.
+    /// Connect, TLS handshake, stall (no bytes received) and response-head limits. A server that sends
+    /// *something* now and then is not stalled: ``lowSpeedLimit`` is what ends it.
     public var timeouts: ConnectionTimeouts
     /// Longest a whole download may take; nil for no limit.
     public var totalTimeout: Duration?
@@ -30,8 +31,17 @@ public struct DownloadOptions: Sendable {
     public var slowConnectionRatio: Double
     /// How long a connection must stay slow before its range is split.
     public var slowWindow: Duration
-    /// A connection below this rate for this long is closed and its range retried (curl's
-    /// `--speed-limit`/`--speed-time`); nil for none. Stalls are caught by the idle timeout of `timeouts` anyway.
+    /// A connection that receives less than this rate on average for this long is closed and its range
+    /// retried like any failed try (curl's `--speed-limit`/`--speed-time`, per connection), so that it counts
+    /// against ``RetryPolicy/triesPerRange`` and ``RetryPolicy/totalRetries``: a server that trickles every
+    /// try fails the download.
+    ///
+    /// On by default (``LowSpeedLimit/standard``: under 100 bytes/s over 60 s): the idle timeout ends only a
+    /// connection that sends nothing, and a server that sends a byte a second — or a byte just inside the idle
+    /// timeout, or a response head a byte at a time, or `100 Continue` forever — would otherwise hold a
+    /// download forever. It watches every connection with a request out, in every phase: waiting for the
+    /// head, the probe, a whole-file `200` of known or unknown length, a single-connection download. With
+    /// ``rateLimit`` set, the limit is lowered to a quarter of a connection's share of it. nil turns it off.
     public var lowSpeedLimit: LowSpeedLimit?
     /// Most time between two checkpoints of the resume journal.
     public var checkpointInterval: Duration
@@ -46,7 +56,9 @@ public struct DownloadOptions: Sendable {
     public var proxy: ProxySettings?
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
-    /// writes, a checkpoint every second or 32 MiB.
+    /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to
+    /// handshake, 30 s without a byte or for a response head, a connection under 100 bytes/s for 60 s is
+    /// retried, a `Retry-After` of more than 60 s fails, and tries are counted (``RetryPolicy``).
     public init(
         userAgent: String = "haul/0.2.0",
         headers: [(name: String, value: String)] = [],
@@ -62,7 +74,7 @@ public struct DownloadOptions: Sendable {
         rateLimit: Int64? = nil,
         slowConnectionRatio: Double = 0.25,
         slowWindow: Duration = .seconds(5),
-        lowSpeedLimit: LowSpeedLimit? = nil,
+        lowSpeedLimit: LowSpeedLimit? = .standard,
         checkpointInterval: Duration = .seconds(1),
         checkpointBytes: Int64 = 32 << 20,
         progressInterval: Duration = .milliseconds(200),

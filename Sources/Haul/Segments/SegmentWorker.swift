@@ -71,8 +71,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     var isBusy = false
     var timer: TimerID?
 
-    /// Bytes written, for the speed watch.
-    var bytesWritten: Int64 = 0
+    /// Body bytes received, whatever became of them (written, drained, dropped), for the low-speed limit: a
+    /// server that trickles a body nobody keeps holds the connection all the same.
+    var bytesReceived: Int64 = 0
     private var bytesSinceRateCheck = 0
     /// Bytes this worker wrote in one run, `writeBackFrom..<writeFront`, whose write-back is not started yet.
     /// The run goes on across requests that continue where the last one ended (a segment is fetched in
@@ -184,6 +185,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) throws -> BodyDecision {
         guard !download.isFinished else { return .stop }
         bytesSinceRateCheck += bytes.count
+        bytesReceived += Int64(bytes.count)
         guard var window, !draining else {
             drained += Int64(bytes.count)
             return drained > Self.maxDrainBytes ? .stop : .continue
@@ -199,7 +201,6 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
             // A whole-file body taken from for one range first drops what comes before the range.
             let written = bytes[step.dropped..<(step.dropped + writable)]
             try download.write(UnsafeRawBufferPointer(rebasing: written), at: at, proven: !provisional, from: self)
-            bytesWritten += Int64(writable)
             if !provisional { download.recordWritten(Int64(writable), in: segment) }
             if download.options.synchronizesToDisk { noteWritten(at: at, count: Int64(writable)) }
         }

@@ -141,8 +141,9 @@ final class SegmentedDownload: @unchecked Sendable {
         self.mirrors = mirrors
         self.logger = logger
         self.rateLimiter = options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
-        self.speedWatch = ConnectionSpeedWatch(window: Int(options.slowWindow.components.seconds),
-                                               slowRatio: options.slowConnectionRatio, lowSpeed: options.lowSpeedLimit)
+        self.speedWatch = ConnectionSpeedWatch(
+            window: Int(options.slowWindow.components.seconds), slowRatio: options.slowConnectionRatio,
+            lowSpeed: options.lowSpeedLimit?.allowing(rateLimit: options.rateLimit, connections: options.connections))
         self.notices = notices
         self.file = file
         self.stream = stream
@@ -380,9 +381,15 @@ final class SegmentedDownload: @unchecked Sendable {
     /// so when the disk syncs slower than the network delivers, that amount would grow without bound;
     /// pausing reads at two windows (one being synced, one being written) keeps it bounded.
     func durabilityBackpressure() -> Duration? {
-        guard let checkpointer, bytesDone - checkpointer.durableBytes >= 2 * options.checkpointBytes else { return nil }
+        guard readsHeldForDurability else { return nil }
         checkpointNow()
         return .milliseconds(5)
+    }
+
+    /// Whether reads wait for the checkpoints to catch up (``durabilityBackpressure()``).
+    private var readsHeldForDurability: Bool {
+        guard let checkpointer else { return false }
+        return bytesDone - checkpointer.durableBytes >= 2 * options.checkpointBytes
     }
 
     private func checkpointNow() {
@@ -1084,14 +1091,19 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Once a second (``ConnectionSpeedWatch``): a connection far slower than the median gives up the rest
     /// of its range, so that the tail does not wait on it; one under the low-speed limit is closed and its
-    /// range retried.
+    /// range retried — any connection with a request out, whatever it waits for (a head, a probe, a whole
+    /// file of unknown length, a drain), since any of them can be held by a server.
     private func checkSpeeds() {
         scheduleSpeedChecks()
-        var written: [Int: Int64] = [:]
-        for worker in workers where worker.isBusy && worker.segment != nil { written[worker.id] = worker.bytesWritten }
-        let verdict = speedWatch.tick(written: written)
+        var received: [Int: Int64] = [:]
+        // Reads held back for the checkpoints (a slow disk) are haul's wait, not the server's: no sample.
+        if !readsHeldForDurability {
+            for worker in workers where worker.isBusy { received[worker.id] = worker.bytesReceived }
+        }
+        let splittable = Set(workers.filter { $0.isBusy && $0.segment != nil }.map(\.id))
+        let verdict = speedWatch.tick(received: received, splittable: splittable)
         for id in verdict.belowLimit {
-            guard let worker = workers.first(where: { $0.id == id }), let limit = options.lowSpeedLimit, let url = worker.url else { continue }
+            guard let worker = workers.first(where: { $0.id == id }), let limit = speedWatch.lowSpeed, let url = worker.url else { continue }
             worker.interruption = .belowSpeedLimit(url: url.description, limit: limit)
             logger.debug("closing a connection below the speed limit", metadata: [LogKey.connection: "\(id)", LogKey.url: "\(url)"])
             worker.stop()
