@@ -38,11 +38,13 @@ struct ConnectionSpeedWatch {
     /// Records one sample per connection with a request out (`received`: its counter of body bytes received,
     /// whatever became of them) and decides. Only connections in `splittable` (those writing a range that
     /// others may take over) are weighed against the median; every one in `received` is held to the low-speed
-    /// limit. Connections missing from `received` rest or wait to retry: their history is dropped.
-    mutating func tick(received: [Int: Int64], splittable: Set<Int>) -> Verdict {
+    /// limit. Connections missing from `received` rest or wait to retry: their history is dropped. Those in
+    /// `paused` are held back by haul itself (a rate limit, the checkpoints): their history is kept but this
+    /// second is not counted, neither for nor against them.
+    mutating func tick(received: [Int: Int64], splittable: Set<Int>, paused: Set<Int> = []) -> Verdict {
         let keepSamples = max(window, lowSpeed?.seconds ?? 0) + 1
         samples = samples.filter { received[$0.key] != nil }
-        for (connection, bytes) in received {
+        for (connection, bytes) in received where !paused.contains(connection) {
             var history = samples[connection] ?? []
             history.append(bytes)
             if history.count > keepSamples { history.removeFirst(history.count - keepSamples) }

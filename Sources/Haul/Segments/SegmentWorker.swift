@@ -74,6 +74,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// Body bytes received, whatever became of them (written, drained, dropped), for the low-speed limit: a
     /// server that trickles a body nobody keeps holds the connection all the same.
     var bytesReceived: Int64 = 0
+    /// Until when haul itself holds this connection's reads (the rate limit, the checkpoints): time the
+    /// low-speed limit does not count against the server.
+    private(set) var readsPausedUntil: MonotonicInstant?
     private var bytesSinceRateCheck = 0
     /// Bytes this worker wrote in one run, `writeBackFrom..<writeFront`, whose write-back is not started yet.
     /// The run goes on across requests that continue where the last one ended (a segment is fetched in
@@ -248,7 +251,13 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     func pauseBeforeNextRead() -> Duration? {
         defer { bytesSinceRateCheck = 0 }
         let rateWait = download.rateLimiter?.spend(bytesSinceRateCheck)
-        if let durabilityWait = download.durabilityBackpressure() { return max(durabilityWait, rateWait ?? .zero) }
-        return rateWait
+        let wait = download.durabilityBackpressure().map { max($0, rateWait ?? .zero) } ?? rateWait
+        readsPausedUntil = wait.map { MonotonicInstant.now().advanced(by: $0) }
+        return wait
+    }
+
+    /// Whether haul holds this connection's reads right now (``readsPausedUntil``).
+    var readsPaused: Bool {
+        readsPausedUntil.map { MonotonicInstant.now() < $0 } ?? false
     }
 }

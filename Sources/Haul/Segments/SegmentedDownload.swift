@@ -1096,12 +1096,12 @@ final class SegmentedDownload: @unchecked Sendable {
     private func checkSpeeds() {
         scheduleSpeedChecks()
         var received: [Int: Int64] = [:]
-        // Reads held back for the checkpoints (a slow disk) are haul's wait, not the server's: no sample.
-        if !readsHeldForDurability {
-            for worker in workers where worker.isBusy { received[worker.id] = worker.bytesReceived }
-        }
+        for worker in workers where worker.isBusy { received[worker.id] = worker.bytesReceived }
         let splittable = Set(workers.filter { $0.isBusy && $0.segment != nil }.map(\.id))
-        let verdict = speedWatch.tick(received: received, splittable: splittable)
+        // Reads haul holds back itself (the rate limit, a slow disk behind the checkpoints) are haul's wait,
+        // not the server's: those seconds are not counted.
+        let paused = readsHeldForDurability ? Set(received.keys) : Set(workers.filter { $0.isBusy && $0.readsPaused }.map(\.id))
+        let verdict = speedWatch.tick(received: received, splittable: splittable, paused: paused)
         for id in verdict.belowLimit {
             guard let worker = workers.first(where: { $0.id == id }), let limit = speedWatch.lowSpeed, let url = worker.url else { continue }
             worker.interruption = .belowSpeedLimit(url: url.description, limit: limit)

@@ -87,6 +87,18 @@ import Testing
         }
     }
 
+    /// Seconds in which haul holds a connection's reads itself (a rate limit's pause, the checkpoints) count
+    /// neither for nor against it; its history is kept, and the seconds around them still count.
+    @Test func secondsHaulHoldsTheReadsAreNotCounted() {
+        var watch = ConnectionSpeedWatch(window: 0, slowRatio: 0.25, lowSpeed: LowSpeedLimit(bytesPerSecond: 100, seconds: 2))
+        #expect(watch.tick(received: [0: 0], splittable: [0]).belowLimit.isEmpty)
+        for _ in 0..<10 {
+            #expect(watch.tick(received: [0: 0], splittable: [0], paused: [0]).belowLimit.isEmpty, "held by haul")
+        }
+        #expect(watch.tick(received: [0: 0], splittable: [0]).belowLimit.isEmpty, "one counted second is not the limit's two")
+        #expect(watch.tick(received: [0: 0], splittable: [0]).belowLimit == [0], "two counted seconds of nothing")
+    }
+
     @Test func theDefaultsHoldEveryConnectionToALimit() {
         #expect(DownloadOptions().lowSpeedLimit == LowSpeedLimit.standard)
         #expect(LowSpeedLimit.standard == LowSpeedLimit(bytesPerSecond: 100, seconds: 60))
