@@ -63,8 +63,10 @@ extension HaulCommand {
         options.timeouts = ConnectionTimeouts(connect: .seconds(connectTimeout), tlsHandshake: .seconds(connectTimeout),
                                               idle: .seconds(stallTimeout))
         options.totalTimeout = maxTime.map { .seconds($0) }
-        if speedLimit != nil || speedTime != nil {
-            options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speedLimit?.bytes ?? 1, seconds: speedTime ?? 30)
+        do {
+            options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: speedLimit, speedTime: speedTime)
+        } catch {
+            throw UsageError("\(error)")
         }
         do {
             let settings = try ProxySettings.forCommandLine(proxy: proxy, noProxy: noproxy,

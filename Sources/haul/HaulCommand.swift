@@ -96,7 +96,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M; 0 for no limit).")
     var limitRate: RateLimitSetting?
 
-    @Option(name: .long, help: "Retries per download for network failures and 408/429/5xx.")
+    @Option(name: .long, help: ArgumentHelp("Retries per download for network failures and 408/429/5xx. " + WaitOptionHelp.retryAfter))
     var retries = 100
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
@@ -105,10 +105,10 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
     var stallTimeout: Double = 30
 
-    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: "With --speed-time: bytes per second below which a connection is given up and its range retried (e.g. 10K).")
-    var speedLimit: ByteSize?
+    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedLimit))
+    var speedLimit: RateLimitSetting?
 
-    @Option(name: [.customShort("y", allowingJoined: true), .long], help: "Seconds a connection may stay below --speed-limit (default 30 when --speed-limit is given).")
+    @Option(name: [.customShort("y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedTime))
     var speedTime: Int?
 
     @Option(name: .long, help: "Seconds one download may take in all.")

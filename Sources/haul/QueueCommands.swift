@@ -80,7 +80,7 @@ struct QueueAdd: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes per second for this download (e.g. 500K; 0 for no limit).")
     var limitRate: RateLimitSetting?
 
-    @Option(name: .long, help: "Retries for network failures and 408/429/5xx.")
+    @Option(name: .long, help: ArgumentHelp("Retries for network failures and 408/429/5xx. " + WaitOptionHelp.retryAfter))
     var retries = 100
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
@@ -89,10 +89,10 @@ struct QueueAdd: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
     var stallTimeout: Double = 30
 
-    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: "With --speed-time: bytes per second below which a connection is retried.")
-    var speedLimit: ByteSize?
+    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedLimit))
+    var speedLimit: RateLimitSetting?
 
-    @Option(name: [.customShort("y", allowingJoined: true), .long], help: "Seconds a connection may stay below --speed-limit (default 30).")
+    @Option(name: [.customShort("y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedTime))
     var speedTime: Int?
 
     @Option(name: .long, help: "Seconds one run of the download may take.")
@@ -174,8 +174,10 @@ struct QueueAdd: AsyncParsableCommand {
         options.rateLimit = limitRate?.bytesPerSecond
         options.triesPerRange = min(5, retries + 1)
         options.totalRetries = retries
-        if speedLimit != nil || speedTime != nil {
-            options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speedLimit?.bytes ?? 1, seconds: speedTime ?? 30)
+        do {
+            options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: speedLimit, speedTime: speedTime)
+        } catch {
+            throw CommandFailure(.usage, "\(error)")
         }
         options.synchronizesToDisk = !noSync
         if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }

@@ -154,4 +154,23 @@ import HaulCommandLine
         #expect(json == JSONProgress.errorLine(file: nil, status: .interrupted, message: message, transient: true) + "\n")
         #expect(message.contains("journal") && message.contains("exiting now"))
     }
+
+    /// `--speed-limit`/`--speed-time` as `haul` and `haul queue add` take them: the engine's default unless
+    /// given, the default for a half left out, and 0 (either) to turn the limit off.
+    @Test func theLowSpeedOptionsDefaultToTheEnginesAndZeroTurnsThemOff() throws {
+        #expect(try LowSpeedLimit.commandLine(speedLimit: nil, speedTime: nil) == .standard)
+        #expect(try LowSpeedLimit.commandLine(speedLimit: RateLimitSetting("10K"), speedTime: nil)
+            == LowSpeedLimit(bytesPerSecond: 10 << 10, seconds: LowSpeedLimit.standard.seconds))
+        #expect(try LowSpeedLimit.commandLine(speedLimit: nil, speedTime: 120)
+            == LowSpeedLimit(bytesPerSecond: LowSpeedLimit.standard.bytesPerSecond, seconds: 120))
+        #expect(try LowSpeedLimit.commandLine(speedLimit: RateLimitSetting("0"), speedTime: nil) == nil)
+        #expect(try LowSpeedLimit.commandLine(speedLimit: RateLimitSetting("1K"), speedTime: 0) == nil)
+        #expect(throws: LowSpeedSettingError.self) { try LowSpeedLimit.commandLine(speedLimit: nil, speedTime: -1) }
+        #expect(WaitOptionHelp.speedLimit.contains("default 100") && WaitOptionHelp.speedTime.contains("default 60"))
+        #expect(WaitOptionHelp.retryAfter.contains("up to 60 s"))
+        let slow = HaulError(.belowSpeedLimit(url: "http://h/f", limit: .standard), url: "http://h/f", attempts: 5)
+        #expect(ErrorText.message(for: slow, source: .commandLine) == "\(slow) (--speed-limit and --speed-time set the limit; --speed-limit 0 turns it off)")
+        let asked = HaulError(.retryAfterTooLong(url: "http://h/f", status: 503, asked: .seconds(3600), limit: .seconds(60)), url: "http://h/f")
+        #expect(ErrorText.message(for: asked, source: .commandLine).hasPrefix("http://h/f answered HTTP 503 asking to retry after 3600 s, longer than the 60 s allowed to wait ("))
+    }
 }

@@ -108,6 +108,27 @@ import Testing
         #expect(SampleLog.spec.request(firstStart: true).headers.map(\.name) == ["X-Token"])
     }
 
+    /// A queued download's waits end as a foreground one's do: the engine's defaults, one set of them; a
+    /// task that turned the low-speed limit off keeps it off across the log and the protocol.
+    @Test func aTaskTakesTheEnginesWaitDefaultsAndCanTurnTheLowSpeedLimitOff() throws {
+        let engine = DownloadOptions()
+        let queued = TaskSpec(url: "http://h/x", destination: .file("/x")).options.downloadOptions(maximumConnections: 16)
+        #expect(queued.lowSpeedLimit == engine.lowSpeedLimit && queued.lowSpeedLimit != nil)
+        #expect(queued.timeouts == engine.timeouts)
+        #expect(queued.retry == engine.retry)
+        #expect(queued.totalTimeout == engine.totalTimeout)
+
+        var off = TaskSpec(url: "http://h/x", destination: .file("/x"))
+        off.options.lowSpeedLimit = nil
+        #expect(off.json.serialized == #"{"url":"http://h/x","path":"/x","options":{"speedLimit":0}}"#)
+        let read = try TaskSpec(json: off.json)
+        #expect(read == off && read.options.downloadOptions(maximumConnections: 16).lowSpeedLimit == nil)
+        guard case .object(var object) = off.json, case .object(var options) = object["options"] else { return }
+        options["speedTime"] = .int(5)
+        object["options"] = .object(options)
+        #expect(throws: SchemaError.self, "a time with no rate is a mistake, not a limit") { try TaskSpec(json: .object(object)) }
+    }
+
     @Test func theLineSplitterHandsOnCompleteLinesAndBoundsThem() throws {
         var splitter = LineSplitter(maximumLineBytes: 16)
         #expect(try splitter.feed(Array("ab".utf8)).isEmpty)

@@ -20,6 +20,8 @@ public enum ErrorText {
     ///
     /// - `destinationExists`: `--allow-overwrite` or `--skip-existing`.
     /// - `journal`, `partialDownloadMismatch`: `--restart` discards the partial download.
+    /// - `belowSpeedLimit`: `--speed-limit`/`--speed-time` set the limit, `--speed-limit 0` turns it off.
+    /// - `retryAfterTooLong`: the server said when to come back; the command can be run again then.
     /// - `mirrorMismatch`: how to download different files instead: `-Z` or `-i` on the command line,
     ///   separate lines in an input file.
     public static func message(for error: any Error, source: Source) -> String {
@@ -31,6 +33,10 @@ public enum ErrorText {
             return "\(error) (pass --restart to discard the partial download)"
         case .partialDownloadMismatch:
             return "\(error) (pass --restart to discard it)"
+        case .belowSpeedLimit:
+            return "\(error) (--speed-limit and --speed-time set the limit; --speed-limit 0 turns it off)"
+        case .retryAfterTooLong:
+            return "\(error) (run the same command again once the server is back: it resumes)"
         case .mirrorMismatch:
             switch source {
             case .commandLine: return "\(error); if these are different files, use -Z (or -i)"

@@ -12,9 +12,9 @@ public struct TaskOptions: Sendable, Hashable {
     public var minimumSegment: Int64 = 1 << 20
     public var userAgent: String = HaulVersion.userAgent
     /// Time allowed to connect (and for the TLS handshake).
-    public var connectTimeout: Duration = .seconds(10)
+    public var connectTimeout: Duration = DownloadOptions().timeouts.connect
     /// Time without a byte before a connection is given up.
-    public var stallTimeout: Duration = .seconds(30)
+    public var stallTimeout: Duration = DownloadOptions().timeouts.idle ?? .seconds(30)
     /// Longest the whole download may take (counted per run of the daemon); nil for no limit.
     public var totalTimeout: Duration?
     public var caFile: String?
@@ -22,9 +22,10 @@ public struct TaskOptions: Sendable, Hashable {
     public var insecure: Bool = false
     /// Bytes per second for this download; nil for no limit.
     public var rateLimit: Int64?
-    public var triesPerRange: Int = 5
-    public var totalRetries: Int = 100
-    public var lowSpeedLimit: LowSpeedLimit?
+    public var triesPerRange: Int = RetryPolicy().triesPerRange
+    public var totalRetries: Int = RetryPolicy().totalRetries
+    /// The engine's default (a queued download's waits end as a foreground one's do); nil turns it off.
+    public var lowSpeedLimit: LowSpeedLimit? = DownloadOptions().lowSpeedLimit
     /// `fdatasync` before the rename and before each checkpoint (off: `--no-sync`).
     public var synchronizesToDisk: Bool = true
     public var checkpointBytes: Int64 = 32 << 20
@@ -181,9 +182,10 @@ extension TaskOptions {
         if let rateLimit { object["rateLimit"] = .int(rateLimit) }
         if triesPerRange != defaults.triesPerRange { object["triesPerRange"] = .int(triesPerRange) }
         if totalRetries != defaults.totalRetries { object["retries"] = .int(totalRetries) }
-        if let lowSpeedLimit {
-            object["speedLimit"] = .int(lowSpeedLimit.bytesPerSecond)
-            object["speedTime"] = .int(lowSpeedLimit.seconds)
+        if lowSpeedLimit != defaults.lowSpeedLimit {
+            // Turned off: `speedLimit` 0, alone.
+            object["speedLimit"] = .int(lowSpeedLimit?.bytesPerSecond ?? 0)
+            if let lowSpeedLimit { object["speedTime"] = .int(lowSpeedLimit.seconds) }
         }
         if !synchronizesToDisk { object["sync"] = .bool(false) }
         if checkpointBytes != defaults.checkpointBytes { object["checkpointBytes"] = .int(checkpointBytes) }
@@ -208,12 +210,13 @@ extension TaskOptions {
         rateLimit = try reader.optionalInteger("rateLimit", in: 1...(Int64(1) << 50))
         if let value = try reader.optionalInteger("triesPerRange", in: 1...1000) { triesPerRange = Int(value) }
         if let value = try reader.optionalInteger("retries", in: 0...1_000_000) { totalRetries = Int(value) }
-        let speed = try reader.optionalInteger("speedLimit", in: 1...(Int64(1) << 50))
+        let speed = try reader.optionalInteger("speedLimit", in: 0...(Int64(1) << 50))
         let time = try reader.optionalInteger("speedTime", in: 1...86_400)
         switch (speed, time) {
         case (nil, nil): break
-        case (let speed?, let time?): lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speed, seconds: Int(time))
-        default: throw SchemaError(field: reader.name("speedLimit"), "speedLimit and speedTime go together")
+        case (0, nil): lowSpeedLimit = nil
+        case (let speed?, let time?) where speed > 0: lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speed, seconds: Int(time))
+        default: throw SchemaError(field: reader.name("speedLimit"), "speedLimit and speedTime go together (speedLimit 0 alone: no limit)")
         }
         synchronizesToDisk = try reader.bool("sync", default: true)
         if let value = try reader.optionalInteger("checkpointBytes", in: 1...(Int64(1) << 40)) { checkpointBytes = value }
