@@ -58,7 +58,7 @@ public struct DownloadOptions: Sendable {
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to
     /// handshake, 30 s without a byte or for a response head, a connection under 100 bytes/s for 60 s is
-    /// retried, a `Retry-After` of more than 60 s fails, and tries are counted (``RetryPolicy``).
+    /// retried, a `Retry-After` of more than 60 s fails the try, and tries are counted (``RetryPolicy``).
     public init(
         userAgent: String = "haul/0.2.0",
         headers: [(name: String, value: String)] = [],

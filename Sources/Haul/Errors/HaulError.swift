@@ -56,7 +56,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         /// A connection stayed below the low-speed limit (``DownloadOptions/lowSpeedLimit``).
         case belowSpeedLimit(url: String, limit: LowSpeedLimit)
         /// The server answered `status` with a `Retry-After` asking for a longer wait than the retry policy
-        /// honours (``RetryPolicy/maxRetryAfter``): the try fails at once and is not retried on that URL.
+        /// honours (``RetryPolicy/maxRetryAfter``): the try fails at once and counts like any failed try.
         case retryAfterTooLong(url: String, status: Int, asked: Duration, limit: Duration)
         /// The stream a download was delivered to (``DownloadRequest/Destination/stream(_:)``) was closed by its
         /// reader (a broken pipe).
@@ -145,6 +145,8 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             // A proxy that refuses our credentials will refuse them again; a proxy that is down may come back.
             case .network(let error) where error.kind == .proxyFailed: error.proxyFailure?.isTransient ?? true
             case .network, .truncatedTLS, .incomplete, .timedOut, .faultyResponse, .wrongContentRange, .belowSpeedLimit: true
+            // Its status (503, 429, ...) is retried; only the wait it asked for is not honoured.
+            case .retryAfterTooLong: true
             // One broken response says little about the next: like a faulty range it is tried again, and only a
             // server that keeps breaking HTTP fails the download (after the retry policy's tries).
             case .malformedResponse: true

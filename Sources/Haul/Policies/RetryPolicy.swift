@@ -5,9 +5,10 @@
 /// back together). A server's `Retry-After` on a failing response (any form: seconds or an HTTP-date, on
 /// a 503, a 429 or any other status that is retried) is honoured up to `maxRetryAfter`; a server that asks
 /// for longer fails the try at once with ``HaulError/Reason/retryAfterTooLong(url:status:asked:limit:)``,
-/// which is not retried: its mirror is dropped when another is live, else the download fails. Waiting
-/// sooner than the server asked would be pointless and rude, and waiting as long as it asks would let a
-/// server hold a download for as long as it likes.
+/// which counts like any failed try: retried after the policy's own backoff within `triesPerRange` and
+/// `totalRetries`, then another mirror or the end of the download with that error. Waiting as long as a
+/// server asks would let it hold a download for as long as it likes; refusing the whole download on one
+/// such answer would let one misconfigured node of many end it.
 public struct RetryPolicy: Sendable, Hashable {
     /// Tries for one range before its mirror counts as failed (the first try included).
     public var triesPerRange: Int
@@ -17,7 +18,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public var baseDelay: Duration
     /// Longest computed wait.
     public var maxDelay: Duration
-    /// Longest `Retry-After` honoured; a server asking for more fails the try and the mirror (see above).
+    /// Longest `Retry-After` honoured; a server asking for more fails the try at once (see above).
     public var maxRetryAfter: Duration
 
     /// The longest `Retry-After` honoured by default: a minute, long enough for a server restarting or

@@ -20,7 +20,7 @@ public enum WaitOptionHelp {
         + "range retried like any failed try (default \(LowSpeedLimit.standard.bytesPerSecond); 0 turns the limit off)."
     /// What `--retries`' help says of the waits a server asks for (``RetryPolicy/maxRetryAfter``).
     public static let retryAfter = "A Retry-After of up to \(RetryPolicy.defaultMaxRetryAfter.components.seconds) s "
-        + "is waited for; a longer one fails that URL at once."
+        + "is waited for; a longer one fails that try at once, like any failed try."
     /// `--speed-time`'s help.
     public static let speedTime = "Seconds over which --speed-limit is averaged (default \(LowSpeedLimit.standard.seconds); 0 turns the limit off)."
 }

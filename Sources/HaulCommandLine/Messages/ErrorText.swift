@@ -21,7 +21,7 @@ public enum ErrorText {
     /// - `destinationExists`: `--allow-overwrite` or `--skip-existing`.
     /// - `journal`, `partialDownloadMismatch`: `--restart` discards the partial download.
     /// - `belowSpeedLimit`: `--speed-limit`/`--speed-time` set the limit, `--speed-limit 0` turns it off.
-    /// - `retryAfterTooLong`: the server said when to come back; the command can be run again then.
+    /// - `retryAfterTooLong`: the server asked for a longer wait on every try; the command can be run again then.
     /// - `mirrorMismatch`: how to download different files instead: `-Z` or `-i` on the command line,
     ///   separate lines in an input file.
     public static func message(for error: any Error, source: Source) -> String {

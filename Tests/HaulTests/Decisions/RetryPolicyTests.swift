@@ -1,7 +1,8 @@
 import Testing
 @testable import Haul
 
-/// What a server's `Retry-After` does to a failed try: honoured up to the bound, a failure past it.
+/// What a server's `Retry-After` does to a failed try: honoured up to the bound; past it, the try fails at once
+/// and counts like any failed try.
 @Suite struct RetryPolicyTests {
     let policy = RetryPolicy()
     let unavailable = HaulError.httpStatus(status: 503, reason: "Service Unavailable", url: "https://a.example/f")
@@ -31,7 +32,7 @@ import Testing
                 continue
             }
             #expect(url == "https://a.example/f" && refusedStatus == status && refusedAsk == asked && limit == .seconds(60))
-            #expect(!refusal.isTransient, "not retried: the server said when to come back")
+            #expect(refusal.isTransient, "its status is retried (on the policy's own backoff), like any failed try")
             #expect(refusal.description.contains("https://a.example/f") && refusal.description.contains("HTTP \(status)"))
             #expect(refusal.description.contains("\(asked.components.seconds) s") && refusal.description.contains("60 s"), "\(refusal)")
         }
@@ -55,14 +56,19 @@ import Testing
         #expect(try policy.serverWait(after: unavailable, retryAfter: nil).get() == nil)
     }
 
-    @Test func aRefusedWaitIsNotRetriedButMovesToAnotherMirror() {
+    /// A refused wait is a failed try: retried on the policy's backoff (not the server's wait) while tries are
+    /// left, then another mirror or the end of the download, with the refusal as its error.
+    @Test func aRefusedWaitCountsLikeAnyFailedTry() {
         let refusal = HaulError.retryAfterTooLong(url: "u", status: 503, asked: .seconds(3600), limit: .seconds(60))
-        func decide(reResolve: Bool, otherMirror: Bool) -> FailureAction {
-            FailurePolicy.decide(.init(error: refusal, failuresInRow: 1, retriesSoFar: 0, restartsSoFar: 0,
+        func decide(inRow: Int, retries: Int = 0, reResolve: Bool = false, otherMirror: Bool = false) -> FailureAction {
+            FailurePolicy.decide(.init(error: refusal, failuresInRow: inRow, retriesSoFar: retries, restartsSoFar: 0,
                                        canReResolve: reResolve, otherMirrorLive: otherMirror), retry: policy, ifChangedOnServer: .fail)
         }
-        #expect(decide(reResolve: false, otherMirror: false) == .fail)
-        #expect(decide(reResolve: true, otherMirror: false) == .fail, "nor tried again from the given URL")
-        #expect(decide(reResolve: false, otherMirror: true) == .dropMirror)
+        #expect(decide(inRow: 1) == .retry(attempt: 1, reResolve: false))
+        #expect(decide(inRow: policy.triesPerRange - 1) == .retry(attempt: policy.triesPerRange - 1, reResolve: false))
+        #expect(decide(inRow: policy.triesPerRange) == .fail, "the tries per range are spent")
+        #expect(decide(inRow: policy.triesPerRange, otherMirror: true) == .dropMirror)
+        #expect(decide(inRow: 1, retries: policy.totalRetries) == .fail, "the download's retries are spent")
+        #expect(decide(inRow: 1, reResolve: true) == .retry(attempt: 1, reResolve: true), "a redirect target goes back to the given URL")
     }
 }
