@@ -91,8 +91,10 @@ public struct LowSpeedLimit: Sendable, Hashable {
     /// `--lowest-speed-limit` are off), and their stall timeouts (aria2's `--timeout` 60 s, wget's
     /// `--read-timeout` 900 s) end only a connection that sends nothing at all: one byte a second holds them
     /// forever. dnf sets 1000 bytes/s over 30 s for its single connection per file; haul shares a link among
-    /// up to 8 connections, so the floor is lower — 100 bytes/s still passes on a link of under 1 KB/s
-    /// shared 8 ways — and the time longer, aria2's minute, so that a moment of congestion is not a failure.
+    /// up to 8 connections, so the floor is lower — a 1 KB/s link shared 8 ways still passes — and the time
+    /// longer, aria2's minute, so that a moment of congestion is not a failure. The limit is there to end a
+    /// held connection, not to judge a slow server: a retry does not make a slow server faster, it only
+    /// spends the tries of a download that would have finished (the median split handles a slow tail).
     public static let standard = LowSpeedLimit(bytesPerSecond: 100, seconds: 60)
 
     /// This limit as it applies to a download paced by a rate limit (`rateLimit` bytes a second shared by up
