@@ -65,7 +65,8 @@ import HaulTestSupport
         options.retry = RetryPolicy(triesPerRange: 8, totalRetries: 200, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50),
                                     maxRetryAfter: .seconds(1))
         options.checkpointBytes = 256 << 10  // journal as it goes, so that checkpoints meet the faults too
-        // A trickle (3 KiB/s) is cut in a second, as the default limit would in its own time.
+        // The trickle fault (3 KiB/s for about a second, then full speed) meets a limit here, so that its cut
+        // and retry happen too; the default limit (100 bytes/s over 60 s) would let it pass.
         options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: 16 << 10, seconds: 1)
         return options
     }
