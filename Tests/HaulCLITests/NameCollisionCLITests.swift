@@ -20,8 +20,11 @@ import HaulTestSupport
     }
 
     /// Runs `haul` (`--no-sync`, as the other CLI tests) and calls `onLine` with each line it writes to
-    /// stderr as it comes, so that a test can act on what a run says while it still runs.
-    func haul(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void) throws -> (status: Int32, errorText: String) {
+    /// stderr as it comes, so that a test can act on what a run says while it still runs. A run that has not
+    /// ended after `deadline` seconds (a test whose condition never came) is killed: the deadline decides only
+    /// how long a broken test takes to fail.
+    func haul(_ arguments: [String], deadline: Double = 120,
+              onLine: @escaping @Sendable (String) -> Void) throws -> (status: Int32, errorText: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
         process.arguments = ["--no-sync"] + arguments
@@ -29,6 +32,13 @@ import HaulTestSupport
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        let pid = process.processIdentifier
+        let ended = EndFlag()
+        DispatchQueue.global().asyncAfter(deadline: .now() + deadline) {
+            // Never a pid reused after the run ended: the flag is set, under the lock, once it was reaped.
+            ended.state.withLock { if !$0 { kill(pid, SIGKILL) } }
+        }
+        defer { ended.state.withLock { $0 = true } }
         var text = ""
         var pending = Data()
         let handle = errors.fileHandleForReading
@@ -56,7 +66,7 @@ import HaulTestSupport
         defer { intruder.stop() }
         // `a.bin` is held until the intruder's download has ended one way or the other (its line says so).
         let run = try haul(["-Z", "-d", directory.path, victim.url("/a.bin"), intruder.url("/x")]) { line in
-            if line.contains("saved") || line.contains("exists") { victim.release() }
+            if line.contains("saved") || line.contains("exists") || line.contains("being written") { victim.release() }
         }
         victim.release()
         #expect(run.status == 0, "\(run.errorText)")
@@ -105,4 +115,9 @@ import HaulTestSupport
         #expect(contents(directory.file("same.bin")).map { sameBytes($0, victimBytes.bytes) } == true)
         #expect(entries(directory.path) == ["same.bin"])
     }
+}
+
+/// Whether a run has ended, for the deadline that kills one that does not.
+private final class EndFlag: Sendable {
+    let state = Mutex(false)
 }
