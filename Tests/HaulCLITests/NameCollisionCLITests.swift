@@ -115,6 +115,35 @@ import HaulTestSupport
         #expect(contents(directory.file("same.bin")).map { sameBytes($0, victimBytes.bytes) } == true)
         #expect(entries(directory.path) == ["same.bin"])
     }
+
+    /// Across processes: while one `haul` downloads `x`, a second may not name its file `x.part`, even with
+    /// `--allow-overwrite` — its final rename would replace the first one's partial file.
+    @Test func aSecondHaulCannotNameTheFirstOnesPartialFile() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-cli-names")
+        let server = try MisbehavingServer(resource: victimBytes)
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 256 << 10)
+        let other = try MisbehavingServer(resource: intruderBytes)
+        defer { other.stop() }
+        let first = Process()
+        first.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
+        first.arguments = ["--no-sync", "-o", directory.file("x"), server.url("/x")]
+        first.standardError = FileHandle.nullDevice
+        first.standardOutput = FileHandle.nullDevice
+        try first.run()
+        defer { if first.isRunning { first.terminate(); first.waitUntilExit() } }
+        // Body bytes flow only once the first run has opened and locked `x.part`.
+        try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the first run never started")
+
+        let second = try haul(["--allow-overwrite", "-o", directory.file("x.part"), other.url("/y")]) { _ in }
+        server.release()
+        first.waitUntilExit()
+        #expect(second.status == 9, "\(second.errorText)")
+        #expect(second.errorText.contains("\(directory.file("x")) is being written by another download"), "\(second.errorText)")
+        #expect(first.terminationStatus == 0)
+        #expect(contents(directory.file("x")).map { sameBytes($0, victimBytes.bytes) } == true, "x is not the first run's")
+        #expect(entries(directory.path) == ["x"])
+    }
 }
 
 /// Whether a run has ended, for the deadline that kills one that does not.
