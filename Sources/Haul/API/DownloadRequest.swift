@@ -16,7 +16,7 @@ public struct DownloadRequest: Sendable {
         /// of the final URL's path, else `index.html`. Suggested names are sanitized: no path separators, no
         /// `..`, no control characters, at most 255 bytes, and never ending in a working suffix (`.part`,
         /// `.part.haul`, `.part.haul.tmp`, in any case: the last `.` becomes `_`, `x.part` is `x_part`).
-        /// The name is held as for ``file(_:)``; a second download given the same name is not renamed but
+        /// The name is held as a file destination's is; a second download given the same name is not renamed but
         /// fails with ``HaulError/Reason/destinationBusy(path:holder:)``.
         case directory(String)
         /// Deliver the bytes in order to this open descriptor (standard output, a pipe, a socket) while
