@@ -26,6 +26,36 @@ struct SuggestedFileNameTests {
         #expect(name.hasSuffix(".gz") && name.hasPrefix("éé"))
     }
 
+    /// A server (or a URL) never names a working file of another download: `victim.bin.part` would be
+    /// the partial file of `victim.bin`, and replacing it would mix two files in one.
+    @Test(arguments: [
+        ("victim.bin.part", "victim.bin_part"),
+        ("victim.bin.part.haul", "victim.bin.part_haul"),
+        ("victim.bin.part.haul.tmp", "victim.bin.part.haul_tmp"),
+        ("a.PART", "a_PART"),
+        ("a.Part.Haul", "a.Part_Haul"),
+        ("..part", "part"),
+        ("a.part/", "a.part_"),
+        ("a.partial", "a.partial"),
+        ("a.part.gz", "a.part.gz"),
+        ("a_part", "a_part"),
+    ] as [(String, String)])
+    func neverEndsInAWorkingSuffix(raw: String, expected: String) {
+        let name = SuggestedFileName.sanitized(raw)
+        #expect(name == expected)
+        #expect(!WorkingFileNames.endsInWorkingSuffix(ignoringCase: name ?? ""))
+    }
+
+    @Test func aLongNameEndingInAWorkingSuffixIsCutAndStillChanged() throws {
+        let name = try #require(SuggestedFileName.sanitized(String(repeating: "x", count: 300) + ".part"))
+        #expect(name.hasSuffix("_part") && name.utf8.count <= SuggestedFileName.maximumBytes)
+    }
+
+    @Test func urlNamesLeaveTheWorkingNamesAlone() throws {
+        #expect(SuggestedFileName.forURL(try HTTPURL("http://h/dir/a.bin.part")) == "a.bin_part")
+        #expect(SuggestedFileName.forURL(try HTTPURL("http://h/dir/a.bin%2Epart%2Ehaul")) == "a.bin.part_haul")
+    }
+
     @Test func urlNamesArePercentDecodedAndFallBack() throws {
         #expect(SuggestedFileName.forURL(try HTTPURL("http://h/dir/my%20file%2Fx.iso?q=1")) == "my file_x.iso")
         #expect(SuggestedFileName.forURL(try HTTPURL("http://h/")) == "index.html")

@@ -16,4 +16,20 @@ struct WorkingFileNamesTests {
         #expect(WorkingFileNames.destination(ofPartial: "f.part.haul") == nil)
         #expect(WorkingFileNames.destination(ofPartial: ".part") == "")
     }
+
+    @Test func aWorkingNameLeadsBackToTheDestinationItBelongsTo() {
+        let owner = { (path: String) in WorkingFileNames.owner(ofWorkingName: path).map { [$0.destination, $0.suffix] } }
+        #expect(owner("d/x.part") == ["d/x", ".part"])
+        #expect(owner("d/x.part.haul") == ["d/x", ".part.haul"])
+        #expect(owner("x.part.haul.tmp") == ["x", ".part.haul.tmp"])
+        #expect(WorkingFileNames.owner(ofWorkingName: "x.PART") == nil)   // exact: what the file system compares
+        #expect(WorkingFileNames.owner(ofWorkingName: ".part") == nil)
+        #expect(WorkingFileNames.owner(ofWorkingName: "x.haul") == nil)
+    }
+
+    @Test(arguments: [("x.part", true), ("x.PaRt", true), ("x.part.HAUL", true), ("x.part.haul.TMP", true),
+                      ("x.parts", false), ("x.haul", false), ("x.tmp", false), ("part", false), ("x.pärt", false)])
+    func workingSuffixesAreFoundInAnyCase(name: String, working: Bool) {
+        #expect(WorkingFileNames.endsInWorkingSuffix(ignoringCase: name) == working)
+    }
 }

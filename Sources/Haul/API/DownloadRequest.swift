@@ -7,11 +7,17 @@ import SystemPackage
 public struct DownloadRequest: Sendable {
     /// Where the file goes.
     public enum Destination: Sendable, Hashable {
-        /// This exact path.
+        /// This exact path. While the download runs it holds this name, in this process and against Haul
+        /// downloads of others: a second download of the same path, or of a path that is a working file of
+        /// this one (`NAME.part`, `NAME.part.haul`) or whose working file this one is, fails with
+        /// ``HaulError/Reason/destinationBusy(path:holder:)``.
         case file(String)
         /// This directory, under the name the server suggests (`Content-Disposition`), else the last segment
         /// of the final URL's path, else `index.html`. Suggested names are sanitized: no path separators, no
-        /// `..`, no control characters, at most 255 bytes.
+        /// `..`, no control characters, at most 255 bytes, and never ending in a working suffix (`.part`,
+        /// `.part.haul`, `.part.haul.tmp`, in any case: the last `.` becomes `_`, `x.part` is `x_part`).
+        /// The name is held as a file destination's is; a second download given the same name is not renamed but
+        /// fails with ``HaulError/Reason/destinationBusy(path:holder:)``.
         case directory(String)
         /// Deliver the bytes in order to this open descriptor (standard output, a pipe, a socket) while
         /// still fetching over several connections: no `.part`, no journal, nothing to resume. Connections
@@ -53,7 +59,10 @@ public struct DownloadRequest: Sendable {
     /// Whether missing directories on the way to the destination are created.
     public var createsDirectories: Bool
     /// Whether an existing file at the destination may be replaced; when false that is
-    /// ``HaulError/destinationExists(path:)``, before anything is fetched.
+    /// ``HaulError/destinationExists(path:)``, before anything is fetched. Only a finished file is ever
+    /// replaced: a destination that is a working file of an interrupted download (`x.part` while `x.part.haul`
+    /// waits for a resume) is ``HaulError/Reason/invalidDestination(_:)``, and one a live download holds or
+    /// will produce is ``HaulError/Reason/destinationBusy(path:holder:)``, whatever this says.
     public var replacesExisting: Bool
     /// A digest the finished file must have; on a mismatch the file stays `NAME.part`.
     public var checksum: Checksum?

@@ -6,7 +6,11 @@ import HaulHTTP
 ///
 /// A suggestion comes from the network, so it is hostile until proven otherwise: path separators would
 /// write outside the directory, `..` would climb out of it, control characters would garble terminals and
-/// logs, and a leading `.` would hide the file.
+/// logs, and a leading `.` would hide the file. And a name ending in one of Haul's working suffixes
+/// (`.part`, `.part.haul`, `.part.haul.tmp`, in any case) would be a working file of another download — a
+/// server naming its file `victim.bin.part` would replace the partial file of `victim.bin` — so its last
+/// `.` becomes `_`: `victim.bin_part`, `x.part_haul`, `x.part.haul_tmp`. Stripping the suffix instead would
+/// give `victim.bin`, the other download's own name.
 public enum SuggestedFileName {
     /// Longest working suffix the engine appends to a destination name (`NAME.part.haul.tmp`).
     static let longestWorkingSuffix = WorkingFileNames.journalTemporarySuffix
@@ -46,7 +50,16 @@ public enum SuggestedFileName {
         while let first = name.first, first == "." || first == " " { name.removeFirst() }
         while let last = name.last, last == " " { name.removeLast() }
         guard !name.isEmpty else { return nil }
-        return truncated(name)
+        return outsideWorkingNames(truncated(name))
+    }
+
+    /// `name` with its last `.` changed to `_` when it ends in a working suffix (see the type's
+    /// description); the same length, so a truncated name stays short enough.
+    static func outsideWorkingNames(_ name: String) -> String {
+        guard WorkingFileNames.endsInWorkingSuffix(ignoringCase: name), let dot = name.lastIndex(of: ".") else { return name }
+        var changed = name
+        changed.replaceSubrange(dot...dot, with: "_")
+        return changed
     }
 
     /// Cuts `name` to ``maximumBytes`` on a character boundary, keeping its extension — a compound one

@@ -61,7 +61,9 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         /// The stream a download was delivered to (``DownloadRequest/Destination/stream(_:)``) was closed by its
         /// reader (a broken pipe).
         case outputClosed
-        /// Another download (in this process or another) is writing the same destination.
+        /// Another download (in this process or another) is writing the same destination, or one whose name
+        /// collides with it: one is a working file of the other (`x` and `x.part`). `holder` is the pid of the
+        /// process that runs the other download, when known (this process's own pid for one of its own).
         case destinationBusy(path: String, holder: Int32?)
         /// Mirrors disagree about the resource (length).
         case mirrorMismatch(url: String, detail: String)
@@ -118,6 +120,9 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                 "\(url) answered HTTP \(status) asking to retry after \(Self.text(of: asked)), longer than the \(Self.text(of: limit)) allowed to wait"
             case .outputClosed: "the output was closed by its reader"
             case .invalidDestination(let reason): "invalid destination: \(reason)"
+            case .destinationBusy(let path, let holder) where holder == getpid():
+                // Two downloads of one run (or of one program's client): the pid would only be haul's own.
+                "\(path) is being written by another download of this process; not touching it"
             case .destinationBusy(let path, let holder):
                 "\(path) is being written by another download\(holder.map { " (process \($0))" } ?? ""); not touching it"
             case .checksumMismatch(let path, let expected, let actual):

@@ -95,7 +95,7 @@ enum DownloadPreparation {
         guard !directory.isEmpty else { return }
         // A list of thousands of downloads into one directory would check it once per download. A recent
         // answer is taken instead: should the directory go meanwhile, creating the `.part` in it fails and
-        // ``resolveName(in:head:url:request:)`` comes back here to check (and create) it again.
+        // ``resolveName(in:head:url:request:claimant:)`` comes back here to check (and create) it again.
         let now = MonotonicInstant.now()
         if !rechecking, recentDirectory.withLock({ $0.map { $0.path == directory && now < $0.checked.advanced(by: .seconds(1)) } ?? false }) {
             return
@@ -113,16 +113,20 @@ enum DownloadPreparation {
     /// The directory ``prepareDirectory(_:create:)`` last found, and when.
     private static let recentDirectory = Mutex<(path: String, checked: MonotonicInstant)?>(nil)
 
-    static func nameResolver(directory: String, request: DownloadRequest) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
-        { head, url in try resolveName(in: directory, head: head, url: url, request: request) }
+    /// `claimant` is the download's number in ``DestinationClaims``: the name is claimed before its `.part`
+    /// is opened.
+    static func nameResolver(directory: String, request: DownloadRequest, claimant: Int) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
+        { head, url in try resolveName(in: directory, head: head, url: url, request: request, claimant: claimant) }
     }
 
     /// Names a directory download once the probe's head is in: the suggested name, checked against an
     /// existing file and an interrupted download of the same name. Runs on the loop; its file-system calls
     /// are a `stat` and, rarely, reading a journal of a few KiB.
-    static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest) throws(HaulError) -> SegmentedDownload.NameResolution {
+    static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest,
+                            claimant: Int) throws(HaulError) -> SegmentedDownload.NameResolution {
         let name = SuggestedFileName.forResponse(head, url: url)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        try DestinationClaims.claim(path, owner: claimant)
         let primary: HTTPURL
         do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
         let opened: (OutputFile, created: Bool)

@@ -28,6 +28,10 @@ public final class DownloadTask: @unchecked Sendable {
         DownloadProgress(phase: .connecting, bytesDone: 0, total: nil, bytesPerSecond: 0, estimatedTimeRemaining: nil,
                          activeConnections: 0, completedRanges: [], segments: [], elapsed: .zero, partialPath: ""))
 
+    /// Who this download is in ``DestinationClaims``: it holds its final name from before it opens anything
+    /// until its end (after the final rename), and gives it up while paused, as it does its `.part` lock.
+    private let nameOwner = DestinationClaims.newOwner()
+
     /// Set once every byte is in (the finish remains) or the download ended, with who waits for that.
     private let transfer = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
@@ -46,6 +50,11 @@ public final class DownloadTask: @unchecked Sendable {
         self.request = request
         self.client = client
         self.logger = logger
+    }
+
+    deinit {
+        // A download abandoned unfinished (its client shut down) names nothing any more.
+        DestinationClaims.release(owner: nameOwner)
     }
 
     // MARK: Public
@@ -166,7 +175,12 @@ public final class DownloadTask: @unchecked Sendable {
     private func prepareOnLoop() {
         publish(phase: .connecting)
         let options = client.options
-        launch(Result { () throws(HaulError) in try DownloadPreparation.prepare(request, options: options) })
+        let request = self.request, owner = nameOwner
+        launch(Result { () throws(HaulError) in
+            // The name first: nothing is created or opened under a name another download holds.
+            if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
+            return try DownloadPreparation.prepare(request, options: options)
+        })
     }
 
     private func pauseOnLoop(_ continuation: CheckedContinuation<Result<Void, HaulError>, Never>) {
@@ -216,6 +230,7 @@ public final class DownloadTask: @unchecked Sendable {
         case .endCancelled:
             end(.failure(.cancelled))
         case .paused:
+            DestinationClaims.release(owner: nameOwner)
             publish(phase: .paused)
             resolve(&pauseWaiters, .success(()))
             resolve(&resumeWaiters, .success(()))
@@ -225,7 +240,7 @@ public final class DownloadTask: @unchecked Sendable {
             let download = SegmentedDownload(
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
-                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request) },
+                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, claimant: nameOwner) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, logger: logger)
@@ -278,6 +293,7 @@ public final class DownloadTask: @unchecked Sendable {
             case .removeFiles:
                 removeFilesAndEnd(run: download)
             case .paused:
+                DestinationClaims.release(owner: nameOwner)
                 var paused = snapshot
                 paused.checkpointFailure = failure
                 publish(paused, phase: .paused, canResume: resumable)
@@ -324,6 +340,8 @@ public final class DownloadTask: @unchecked Sendable {
         // logged and stored in session events.
         let result = result.mapError { $0.adding(url: HTTPURL.displayText(of: request.url)) }
         endTransfer()
+        // After the final rename (a finished download ends only then): the name is free for the next one.
+        DestinationClaims.release(owner: nameOwner)
         if let ticker { client.loop.cancelTimer(ticker) }
         ticker = nil
         lifecycle.ended()

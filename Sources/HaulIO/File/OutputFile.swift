@@ -131,6 +131,19 @@ public final class OutputFile: Sendable {
         fileDescriptor.unlock()
     }
 
+    /// Whether a download holds the ``openForDownload(_:)`` lock on the file at `path` now: the file is
+    /// opened read-only (never created, a symbolic link never followed) and the lock tried and dropped at
+    /// once. False when nothing is there. For checking that a name is free before anything is created; the
+    /// answer can be stale as soon as it is returned. While the probe holds the lock, for a moment, a
+    /// download opening the same file finds it busy — only a download whose name collides with the caller's.
+    public static func isLockedForDownload(_ path: String) -> Bool {
+        guard let owner = try? FileDescriptor.opening(FilePath(path), .readOnly, options: [.noFollow, .nonBlocking]) else {
+            return false
+        }
+        // Closing the descriptor (`owner` going away) drops the probe's lock.
+        return (try? owner.descriptor.lockExclusively()) == false
+    }
+
     /// The pid of the process holding a `flock` lock on the file at `path`, read from `/proc/locks`; nil if
     /// no such lock is listed, `/proc` is not mounted, or the holder is outside this pid namespace.
     ///

@@ -1,0 +1,166 @@
+import Glibc
+import HaulIO
+import Synchronization
+
+/// The final names the downloads of this process hold, and what makes two names collide.
+///
+/// The `.part` lock (``OutputFile/openForDownload(_:)``) stops two downloads writing one `.part`; it cannot
+/// see two downloads whose names differ yet meet on disk: `x` and `x.part` (the second one's final rename
+/// would replace the first one's partial file), or `x` and `x.part.haul` (its journal). A pure value, so
+/// the rules are tested without files; ``DestinationClaims`` holds the process's one copy.
+struct NameClaims: Sendable {
+    /// The download holding a name, and its path as that download gave it (for messages).
+    struct Holder: Sendable, Equatable {
+        var owner: Int
+        var path: String
+    }
+
+    /// Claimed names by key (see ``DestinationClaims/key(of:)``).
+    private var holders: [String: Holder] = [:]
+    /// The key each owner holds: a download has one final name at a time.
+    private var keys: [Int: String] = [:]
+
+    /// Claims `key` for `owner` (giving up the one it held before, if another), or returns the holder of a
+    /// colliding name and claims nothing. Names collide when they are the same, or when one is a working
+    /// file of the other (it ends in one of ``WorkingFileNames/suffixes`` after the other).
+    mutating func claim(_ key: String, path: String, owner: Int) -> Holder? {
+        if let collision = collision(with: key, owner: owner) { return collision }
+        release(owner: owner)
+        holders[key] = Holder(owner: owner, path: path)
+        keys[owner] = key
+        return nil
+    }
+
+    /// Gives up whatever `owner` holds (nothing when it holds nothing).
+    mutating func release(owner: Int) {
+        guard let key = keys.removeValue(forKey: owner) else { return }
+        holders[key] = nil
+    }
+
+    /// The name `owner` holds, if any.
+    func key(of owner: Int) -> String? { keys[owner] }
+
+    private func collision(with key: String, owner: Int) -> Holder? {
+        var related = [key] + WorkingFileNames.suffixes.map { key + $0 }
+        if let base = WorkingFileNames.owner(ofWorkingName: key) { related.append(base.destination) }
+        for candidate in related {
+            if let holder = holders[candidate], holder.owner != owner { return holder }
+        }
+        return nil
+    }
+}
+
+/// The process-wide registry of final names (``NameClaims``), and the checks for downloads of other
+/// processes, which only their `.part` locks reveal.
+///
+/// A download claims its final name before it creates or opens anything (a file destination as it is
+/// prepared, a directory download once the server's head names it) and holds it until its end — after the
+/// final rename — or until it pauses, when it gives up its `.part` lock too. Every client of the process
+/// shares it: two ``HaulClient``s downloading into one directory collide as two tasks of one client do.
+enum DestinationClaims {
+    private static let claims = Mutex(NameClaims())
+    private static let owners = Atomic<Int>(0)
+
+    /// A number for a new claimant, unique in the process.
+    static func newOwner() -> Int { owners.add(1, ordering: .relaxed).newValue }
+
+    /// Claims `path` for `owner`, or throws:
+    /// - ``HaulError/Reason/destinationBusy(path:holder:)`` (this process's pid) when another download of
+    ///   this process holds the same name, or a name one of them would replace as a working file;
+    /// - ``HaulError/Reason/destinationBusy(path:holder:)`` (the other pid, when known) when a download of
+    ///   another process writes a working file of `path`, or `path` is a working file of its destination;
+    /// - ``HaulError/Reason/invalidDestination(_:)`` when `path` is a working file of an interrupted download
+    ///   that it would replace: a replace is for finished files only.
+    static func claim(_ path: String, owner: Int) throws(HaulError) {
+        let key = key(of: path)
+        if let holder = claims.withLock({ $0.claim(key, path: path, owner: owner) }) {
+            throw .destinationBusy(path: holder.path, holder: getpid())
+        }
+        do {
+            try checkOtherProcesses(path)
+        } catch {
+            release(owner: owner)
+            throw error
+        }
+    }
+
+    /// Gives up the name `owner` holds, if any.
+    static func release(owner: Int) {
+        claims.withLock { $0.release(owner: owner) }
+    }
+
+    /// What only the file system knows: downloads of other processes, and interrupted downloads.
+    private static func checkOtherProcesses(_ path: String) throws(HaulError) {
+        // `path` is a working file of `x`: refused while a download of `x` runs, and not replaced while one
+        // of `x` waits to be resumed (its journal is there).
+        if let base = WorkingFileNames.owner(ofWorkingName: path) {
+            let partial = WorkingFileNames.partial(of: base.destination)
+            if OutputFile.isLockedForDownload(partial) {
+                throw .destinationBusy(path: base.destination, holder: OutputFile.lockHolder(of: partial))
+            }
+            if OutputFile.exists(path), OutputFile.exists(WorkingFileNames.journal(of: base.destination)) {
+                throw .invalidDestination("\(path) is a working file of the interrupted download of \(base.destination); replacing it would corrupt that download")
+            }
+        }
+        // A download of another process whose final name is a working file of `path` (`path.part`, say):
+        // its `.part` (`path.part.part`) is locked, and its final rename would replace this download's file.
+        for suffix in WorkingFileNames.suffixes {
+            let producer = WorkingFileNames.partial(of: path + suffix)
+            if OutputFile.isLockedForDownload(producer) {
+                throw .destinationBusy(path: path + suffix, holder: OutputFile.lockHolder(of: producer))
+            }
+        }
+    }
+
+    /// The name `path` is claimed under: its directory resolved (`realpath`: `./a`, `a` and `dir/../a` are
+    /// one name, as are two routes through a symbolic link), its last component as given. A directory that
+    /// does not exist yet is made absolute and normalized by its text alone.
+    static func key(of path: String) -> String {
+        let slash = path.lastIndex(of: "/")
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let resolved = resolvedDirectory(directory)
+        return resolved.hasSuffix("/") ? resolved + name : resolved + "/" + name
+    }
+
+    /// The last directory resolved, and when: a list of thousands of downloads into one directory would
+    /// otherwise resolve it once per download.
+    private static let recent = Mutex<(directory: String, resolved: String, at: MonotonicInstant)?>(nil)
+
+    private static func resolvedDirectory(_ directory: String) -> String {
+        let now = MonotonicInstant.now()
+        if let cached = recent.withLock({ $0 }), cached.directory == directory, now < cached.at.advanced(by: .seconds(1)) {
+            return cached.resolved
+        }
+        guard let real = realpath(directory, nil) else { return lexicallyNormalized(directory) }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        recent.withLock { $0 = (directory, resolved, now) }
+        return resolved
+    }
+
+    /// `path` made absolute (against the working directory) with `.`, `..` and repeated `/` taken out by
+    /// their text, for a directory `realpath` cannot resolve because it is not there yet.
+    static func lexicallyNormalized(_ path: String, workingDirectory: String? = nil) -> String {
+        var full = path
+        if !path.hasPrefix("/") {
+            let cwd = workingDirectory ?? currentDirectory()
+            full = cwd + "/" + path
+        }
+        var parts: [Substring] = []
+        for part in full.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": _ = parts.popLast()
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    private static func currentDirectory() -> String {
+        guard let cwd = getcwd(nil, 0) else { return "" }
+        defer { free(cwd) }
+        return String(cString: cwd)
+    }
+}
