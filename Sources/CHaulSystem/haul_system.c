@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CHaulSystem.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -66,26 +67,71 @@ const unsigned int haul_SYNC_FILE_RANGE_WAIT_AFTER = SYNC_FILE_RANGE_WAIT_AFTER;
 
 static int haul_stop_fd = -1;
 static int haul_stop_exit_status = 130;
-static volatile sig_atomic_t haul_stop_count = 0;
+/// 0: running; 1: a stop began and the program has not yet told the user that another signal quits;
+/// 2: it has (``haul_acknowledge_stop``).
+static volatile int haul_stop_phase = 0;
+/// What a signal does in each phase, `[phase * 3 + signal]` with signal 0 SIGINT, 1 SIGTERM, 2 SIGHUP:
+/// 0 begins the stop, 1 is ignored (the same stop), 2 exits at once. Decided in Swift (StopSignalPolicy).
+static unsigned char haul_stop_actions[9] = {0, 0, 0, 1, 1, 1, 2, 2, 1};
+/// The line written before an immediate exit; filled before the phase becomes 2, never changed after.
+static char haul_stop_exit_line[1024];
+static size_t haul_stop_exit_line_length = 0;
 
-// Only async-signal-safe calls here: write(2) and _exit(2).
+// Only async-signal-safe calls here: write(2) and _exit(2); errno is restored for the interrupted code.
 static void haul_on_stop_signal(int signal_number) {
-    haul_stop_count += 1;
-    if (haul_stop_count > 1) _exit(haul_stop_exit_status);
-    unsigned char byte = (unsigned char)signal_number;
-    ssize_t ignored = write(haul_stop_fd, &byte, 1);
-    (void)ignored;
+    int saved_errno = errno;
+    int index = signal_number == SIGINT ? 0 : signal_number == SIGTERM ? 1 : 2;
+    int phase = __atomic_load_n(&haul_stop_phase, __ATOMIC_SEQ_CST);
+    switch (haul_stop_actions[phase * 3 + index]) {
+    case 0: {
+        int expected = 0;
+        // Two signals at once on two threads: only one begins the stop.
+        if (!__atomic_compare_exchange_n(&haul_stop_phase, &expected, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) break;
+        unsigned char byte = (unsigned char)signal_number;
+        ssize_t ignored = write(haul_stop_fd, &byte, 1);
+        (void)ignored;
+        break;
+    }
+    case 2: {
+        size_t offset = 0;
+        while (offset < haul_stop_exit_line_length) {
+            ssize_t written = write(2, haul_stop_exit_line + offset, haul_stop_exit_line_length - offset);
+            if (written < 0 && errno == EINTR) continue;
+            if (written <= 0) break;
+            offset += (size_t)written;
+        }
+        _exit(haul_stop_exit_status);
+    }
+    default:
+        break;
+    }
+    errno = saved_errno;
 }
 
-int haul_install_stop_signals(int fd, int exit_status) {
+int haul_install_stop_signals(int fd, int exit_status, const unsigned char actions[9]) {
     haul_stop_fd = fd;
     haul_stop_exit_status = exit_status;
+    memcpy(haul_stop_actions, actions, sizeof haul_stop_actions);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = haul_on_stop_signal;
+    // One handler at a time on a thread: a SIGHUP cannot interrupt the SIGINT handler half-way.
     sigemptyset(&action.sa_mask);
+    sigaddset(&action.sa_mask, SIGINT);
+    sigaddset(&action.sa_mask, SIGTERM);
+    sigaddset(&action.sa_mask, SIGHUP);
     action.sa_flags = SA_RESTART;
     if (sigaction(SIGINT, &action, NULL) != 0) return -1;
     if (sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    if (sigaction(SIGHUP, &action, NULL) != 0) return -1;
     return 0;
+}
+
+void haul_acknowledge_stop(const char *line, size_t length) {
+    if (__atomic_load_n(&haul_stop_phase, __ATOMIC_SEQ_CST) == 2) return;
+    if (length > sizeof haul_stop_exit_line) length = sizeof haul_stop_exit_line;
+    memcpy(haul_stop_exit_line, line, length);
+    haul_stop_exit_line_length = length;
+    // The line is complete before any handler can see phase 2.
+    __atomic_store_n(&haul_stop_phase, 2, __ATOMIC_SEQ_CST);
 }

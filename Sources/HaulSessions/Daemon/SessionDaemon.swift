@@ -236,11 +236,12 @@ public final class SessionDaemon: @unchecked Sendable {
                 try StopSignals.install(immediateExitStatus: 130) { [self] _ in
                     loop.execute { [self] in
                         say("stop signal: pausing every download")
+                        StopSignals.acknowledge(exitLine: "haul daemon: second stop signal: exiting now; each journal keeps its last checkpoint\n")
                         beginStop(status: 0)
                     }
                 }
             } catch {
-                say("cannot handle SIGINT/SIGTERM: \(error)")
+                say("cannot handle SIGINT/SIGTERM/SIGHUP: \(error)")
             }
         }
         for task in state.tasks {
