@@ -27,6 +27,8 @@ enum DownloadPreparation {
         var stream: FileDescriptor?
         /// The most bytes a download into memory may keep (its `file` is then an anonymous in-memory file).
         var memoryLimit: Int?
+        /// What preparing created (the `.part`, directories): a stop before the first body byte removes it.
+        var created = EarlyStopCleanup.Created()
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -42,10 +44,11 @@ enum DownloadPreparation {
             // The parent is looked at only when the `.part` cannot be created in it: the common case (it is
             // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
             let opened: (OutputFile, created: Bool)
+            var directories: [String] = []
             do throws(HaulError) {
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             } catch let error where !parent.isEmpty && error.isMissingDirectory {
-                try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
+                directories = try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }
             let (file, created) = opened
@@ -53,10 +56,12 @@ enum DownloadPreparation {
                 let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
                 if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
-                                resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file)
+                                resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
+                                created: EarlyStopCleanup.Created(part: created, directories: directories))
             } catch {
                 // Nothing of this download may stay behind: not even the empty `.part` it just made.
                 if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
+                OutputFile.removeEmptyDirectories(directories)
                 throw error
             }
         case .stream(let descriptor):
@@ -65,8 +70,9 @@ enum DownloadPreparation {
             }
             return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
         case .directory(let directory):
-            try prepareDirectory(directory, create: request.createsDirectories)
-            return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
+            let directories = try prepareDirectory(directory, create: request.createsDirectories)
+            return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil,
+                            created: EarlyStopCleanup.Created(directories: directories))
         case .memory(let limit):
             guard limit >= 0 else { throw .invalidDestination("a memory limit is a number of bytes, not \(limit)") }
             // An anonymous file in memory rather than a buffer of our own: the connections write into it with
@@ -91,23 +97,25 @@ enum DownloadPreparation {
         }
     }
 
-    private static func prepareDirectory(_ directory: String, create: Bool, rechecking: Bool = false) throws(HaulError) {
-        guard !directory.isEmpty else { return }
+    /// Returns the directories it created, outermost first.
+    @discardableResult
+    private static func prepareDirectory(_ directory: String, create: Bool, rechecking: Bool = false) throws(HaulError) -> [String] {
+        guard !directory.isEmpty else { return [] }
         // A list of thousands of downloads into one directory would check it once per download. A recent
         // answer is taken instead: should the directory go meanwhile, creating the `.part` in it fails and
         // ``resolveName(in:head:url:request:)`` comes back here to check (and create) it again.
         let now = MonotonicInstant.now()
         if !rechecking, recentDirectory.withLock({ $0.map { $0.path == directory && now < $0.checked.advanced(by: .seconds(1)) } ?? false }) {
-            return
+            return []
         }
         guard !OutputFile.isDirectory(directory) else {
             recentDirectory.withLock { $0 = (directory, now) }
-            return
+            return []
         }
         guard create else {
             throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
         }
-        do { try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+        do { return try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
     }
 
     /// The directory ``prepareDirectory(_:create:)`` last found, and when.
@@ -126,11 +134,12 @@ enum DownloadPreparation {
         let primary: HTTPURL
         do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
         let opened: (OutputFile, created: Bool)
+        var directories: [String] = []
         do throws(HaulError) {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         } catch let error where error.isMissingDirectory {
             // The directory checked at prepare (or recently, for another download) is gone or was replaced.
-            try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
+            directories = try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         }
         let (file, created) = opened
@@ -139,9 +148,10 @@ enum DownloadPreparation {
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
             }
             if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
-            return .fresh(destination: path, file: file)
+            return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories))
         } catch {
             if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
+            OutputFile.removeEmptyDirectories(directories)
             throw error
         }
     }

@@ -214,8 +214,10 @@ public final class DownloadTask: @unchecked Sendable {
         case .removeFiles:
             removeFilesAndEnd(run: nil)
         case .endCancelled:
+            removeWhatPreparingCreated(outcome)
             end(.failure(.cancelled))
         case .paused:
+            removeWhatPreparingCreated(outcome)
             publish(phase: .paused)
             resolve(&pauseWaiters, .success(()))
             resolve(&resumeWaiters, .success(()))
@@ -228,7 +230,7 @@ public final class DownloadTask: @unchecked Sendable {
                 resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
-                memoryLimit: prepared.memoryLimit, logger: logger)
+                memoryLimit: prepared.memoryLimit, created: prepared.created, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -236,6 +238,18 @@ public final class DownloadTask: @unchecked Sendable {
             download.startOnLoop { [self] outcome in downloadEnded(outcome) }
             resolve(&resumeWaiters, .success(()))
         }
+    }
+
+    /// Stopped between preparing and running: no byte was fetched, so what preparing created goes again
+    /// (``EarlyStopCleanup``) — before the prepared `.part` is closed, which releases its lock.
+    private func removeWhatPreparingCreated(_ outcome: Result<DownloadPreparation.Prepared, HaulError>) {
+        guard case .success(let prepared) = outcome, prepared.stream == nil, prepared.memoryLimit == nil else { return }
+        let path = prepared.destination
+        EarlyStopCleanup.decide(.init(
+            created: prepared.created, resumed: prepared.resume != nil, bytesWritten: 0,
+            partPath: path.map(WorkingFileNames.partial(of:)) ?? "", journalPath: path.map(WorkingFileNames.journal(of:)) ?? "")
+        ).perform()
+        withExtendedLifetime(prepared.file) {}
     }
 
     private func downloadEnded(_ outcome: SegmentedDownload.Outcome) {
