@@ -60,6 +60,18 @@ import Testing
         }
     }
 
+    /// `timeout` sends the same signal twice (to haul, then to its group) from one pid; a terminal's Ctrl-C
+    /// pressed twice is two requests.
+    @Test func aCopyOfTheFirstSignalFromTheSameSenderIsTheSameDelivery() {
+        let timeout = Policy.Sender(code: Int32(SI_USER), pid: 4242)
+        #expect(Policy.isSameDelivery((.interrupt, timeout), as: (.interrupt, timeout), after: .milliseconds(1)))
+        #expect(!Policy.isSameDelivery((.interrupt, timeout), as: (.interrupt, timeout), after: .seconds(1)), "a second kill later")
+        #expect(!Policy.isSameDelivery((.terminate, timeout), as: (.interrupt, timeout), after: .milliseconds(1)))
+        #expect(!Policy.isSameDelivery((.interrupt, .init(code: Int32(SI_USER), pid: 7)), as: (.interrupt, timeout), after: .milliseconds(1)))
+        let terminal = Policy.Sender(code: Int32(SI_KERNEL), pid: 0)
+        #expect(!Policy.isSameDelivery((.interrupt, terminal), as: (.interrupt, terminal), after: .milliseconds(1)))
+    }
+
     @Test func theHandlersTableIsThePolicy() {
         let table = Policy.table
         #expect(table.count == 9)

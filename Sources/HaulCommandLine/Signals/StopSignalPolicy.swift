@@ -4,7 +4,9 @@ import Glibc
 ///
 /// - The first of them begins a stop: every download pauses after a final checkpoint, then the program exits
 ///   with ``ExitStatus/interrupted`` (130, whichever signal it was).
-/// - A signal that arrives before the program has said "press Ctrl-C again to quit at once" is the same
+/// - A copy of the first signal from the same sender moments later is the same stop
+///   (``isSameDelivery(_:as:after:)``), and so is any signal that arrives before the program has said
+///   "press Ctrl-C again to quit at once": it is the same
 ///   stop, not a second one: `timeout -s INT` signals haul and then its whole process group, and a closed
 ///   terminal sends SIGHUP from the kernel to the foreground group and again from the shell — one event,
 ///   delivered twice within microseconds, which used to end the process at once with nothing saved.
@@ -51,6 +53,30 @@ public enum StopSignalPolicy {
         case (.acknowledged, .hangUp): .ignore
         case (.acknowledged, .interrupt), (.acknowledged, .terminate): .exitNow
         }
+    }
+
+    /// Who sent a signal, as `siginfo_t` says.
+    public struct Sender: Sendable, Equatable {
+        /// `si_code`: `SI_USER` for kill(2), `SI_KERNEL` for a terminal's Ctrl-C or hang-up.
+        public var code: Int32
+        /// `si_pid`.
+        public var pid: Int32
+        public init(code: Int32, pid: Int32) {
+            self.code = code
+            self.pid = pid
+        }
+    }
+
+    /// How long after the first signal a copy of it is the same delivery (``isSameDelivery(_:as:after:)``).
+    public static let sameDeliveryWindow: Duration = .milliseconds(250)
+
+    /// Whether `next` is the first stop signal delivered again rather than a second request: the same signal,
+    /// sent with kill(2) (`SI_USER`) by the same process, within ``sameDeliveryWindow``. That is `timeout`
+    /// passing a signal to haul and then to its process group; a loaded machine can let haul acknowledge the
+    /// first in between, so "before the acknowledgement" alone does not catch it. A terminal's Ctrl-C
+    /// (`SI_KERNEL`) is never a copy: pressed twice, it means twice. Checked before ``action(for:in:)``.
+    public static func isSameDelivery(_ next: (Signal, Sender), as first: (Signal, Sender), after elapsed: Duration) -> Bool {
+        next.0 == first.0 && next.1 == first.1 && next.1.code == Int32(SI_USER) && elapsed < sameDeliveryWindow
     }
 
     /// The table the C handler reads: `[phase * 3 + signal]`.

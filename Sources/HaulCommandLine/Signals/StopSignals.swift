@@ -23,7 +23,11 @@ public enum StopSignals {
             onStop(Int32(byte))
         }
         let table = StopSignalPolicy.table
-        _ = try blockingSyscall("sigaction") { haul_install_stop_signals(pipe.writeEnd.rawValue, immediateExitStatus, table) }
+        let window = StopSignalPolicy.sameDeliveryWindow.components
+        let windowNanoseconds = window.seconds * 1_000_000_000 + window.attoseconds / 1_000_000_000
+        _ = try blockingSyscall("sigaction") {
+            haul_install_stop_signals(pipe.writeEnd.rawValue, immediateExitStatus, table, windowNanoseconds)
+        }
     }
 
     /// Says that the user now knows a second signal quits (the program printed so): from now on a SIGINT or
