@@ -44,16 +44,17 @@ enum DownloadPreparation {
             // The parent is looked at only when the `.part` cannot be created in it: the common case (it is
             // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
             let opened: (OutputFile, created: Bool)
-            var directories: [String] = []
             do throws(HaulError) {
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             } catch let error where !parent.isEmpty && error.isMissingDirectory {
-                directories = try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
+                try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }
             let (file, created) = opened
+            let directories = directoriesCreated(holding: parent)
             do throws(HaulError) {
                 let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
+                if resume == nil, !created { removeUnfinishedJournal(of: path) }
                 if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
                                 resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
@@ -70,9 +71,9 @@ enum DownloadPreparation {
             }
             return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
         case .directory(let directory):
-            let directories = try prepareDirectory(directory, create: request.createsDirectories)
+            try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil,
-                            created: EarlyStopCleanup.Created(directories: directories))
+                            created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory)))
         case .memory(let limit):
             guard limit >= 0 else { throw .invalidDestination("a memory limit is a number of bytes, not \(limit)") }
             // An anonymous file in memory rather than a buffer of our own: the connections write into it with
@@ -97,25 +98,42 @@ enum DownloadPreparation {
         }
     }
 
-    /// Returns the directories it created, outermost first.
-    @discardableResult
-    private static func prepareDirectory(_ directory: String, create: Bool, rechecking: Bool = false) throws(HaulError) -> [String] {
-        guard !directory.isEmpty else { return [] }
+    private static func prepareDirectory(_ directory: String, create: Bool, rechecking: Bool = false) throws(HaulError) {
+        guard !directory.isEmpty else { return }
         // A list of thousands of downloads into one directory would check it once per download. A recent
         // answer is taken instead: should the directory go meanwhile, creating the `.part` in it fails and
         // ``resolveName(in:head:url:request:)`` comes back here to check (and create) it again.
         let now = MonotonicInstant.now()
         if !rechecking, recentDirectory.withLock({ $0.map { $0.path == directory && now < $0.checked.advanced(by: .seconds(1)) } ?? false }) {
-            return []
+            return
         }
         guard !OutputFile.isDirectory(directory) else {
             recentDirectory.withLock { $0 = (directory, now) }
-            return []
+            return
         }
         guard create else {
             throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
         }
-        do { return try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+        let made: [String]
+        do { made = try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+        createdDirectories.withLock { created in
+            // A bound for a long-lived process (the session daemon): forgetting one only leaves it behind.
+            if created.count >= 256 { created.removeFirst(created.count - 255) }
+            created.append(contentsOf: made)
+        }
+    }
+
+    /// Directories this process created for downloads, in order. Several downloads of one `-i` list share
+    /// the directory the first of them created; whichever of them fails early last removes it (only an empty
+    /// one is ever removed), so each download lists it (``directoriesCreated(holding:)``).
+    private static let createdDirectories = Mutex<[String]>([])
+
+    /// The directories this process created that hold `directory` (or are it), outermost first: no file-system
+    /// call, so a download into a directory that was there costs nothing.
+    static func directoriesCreated(holding directory: String) -> [String] {
+        createdDirectories.withLock { created in
+            created.filter { directory == $0 || directory.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
+        }.sorted { $0.count < $1.count }
     }
 
     /// The directory ``prepareDirectory(_:create:)`` last found, and when.
@@ -134,19 +152,20 @@ enum DownloadPreparation {
         let primary: HTTPURL
         do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
         let opened: (OutputFile, created: Bool)
-        var directories: [String] = []
         do throws(HaulError) {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         } catch let error where error.isMissingDirectory {
             // The directory checked at prepare (or recently, for another download) is gone or was replaced.
-            directories = try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
+            try prepareDirectory(directory, create: request.createsDirectories, rechecking: true)
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         }
         let (file, created) = opened
+        let directories = directoriesCreated(holding: directory)
         do throws(HaulError) {
             if let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: primary, restart: request.discardsPartialDownload) {
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
             }
+            if !created { removeUnfinishedJournal(of: path) }
             if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories))
         } catch {
@@ -155,6 +174,13 @@ enum DownloadPreparation {
             throw error
         }
     }
+    /// Removes the temp file of a journal whose first write was cut short (a second Ctrl-C during it) beside
+    /// a `.part` an earlier run left without a journal: this run starts over, and nothing else would ever
+    /// remove it. Only then, so that a fresh download costs no extra call.
+    private static func removeUnfinishedJournal(of path: String) {
+        try? OutputFile.remove(ResumeJournal.temporaryPath(WorkingFileNames.journal(of: path)))
+    }
+
     /// The journal of an interrupted download at `partPath`, if there is one to resume.
     ///
     /// A journal without its `.part` file (or with one of the wrong size) cannot be trusted and is
