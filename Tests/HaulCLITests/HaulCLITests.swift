@@ -663,7 +663,8 @@ final class CLIFixture: Sendable {
         #expect(quiet.exitStatus == 0 && quiet.errorText.isEmpty, "\(quiet.errorText)")
     }
 
-    /// The second Ctrl-C exits at once (130), saying so; the journal of the last checkpoint still resumes.
+    /// The second Ctrl-C exits at once (130), saying so without claiming a journal; what the last checkpoint
+    /// recorded still resumes.
     ///
     /// The second signal must arrive between the first one's "saving progress" line and the end of the
     /// pause, a window of milliseconds on loopback (the fdatasync of the checkpoint is most of it). When the
@@ -699,7 +700,7 @@ final class CLIFixture: Sendable {
             let text = errorText()
             #expect(process.terminationStatus == 130, "\(text)")
             #expect(text.hasPrefix("haul: interrupted; saving progress"), "\(text)")
-            if text.hasSuffix("haul: second interrupt: exiting now; the journal holds the progress of the last checkpoint\n") {
+            if text.hasSuffix("haul: second interrupt: exiting now; each journal keeps its last checkpoint; a download without one starts over\n") {
                 secondCaught = true
             } else {
                 #expect(text.hasSuffix("; run the same command again to resume\n"), "the first interrupt finished first: \(text)")
