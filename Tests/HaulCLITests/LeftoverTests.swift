@@ -72,11 +72,8 @@ import HaulTestSupport
     /// An interrupted download's `.part` and journal are an earlier run's progress: a rerun that fails before
     /// its first byte keeps them, and so does one that fails on a `.part` it found without a journal.
     @Test func aFailedRerunKeepsWhatAnEarlierRunLeft() throws {
-        let scratch = try TemporaryDirectory(prefix: "haul-leftovers")
-        let resource = MisbehavingServer.Resource.pattern(size: 3 << 20, seed: 4)
-        let server = try MisbehavingServer(resource: resource)
+        let (scratch, _, server) = try SignalTests.heldServer(size: 3 << 20, seed: 4, heldAt: 1 << 20)
         defer { server.stop() }
-        server.hold(afterBodyBytes: 1 << 20)
         let output = scratch.file("kept.bin")
         let arguments = ["--retries", "0", "-o", output, server.url("/kept.bin")]
         let first = try SignalTests.Running(arguments, errorsPath: scratch.file("stderr"))

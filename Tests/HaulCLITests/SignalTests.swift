@@ -53,6 +53,14 @@ import HaulTestSupport
 
     static let signals: [(Int32, String)] = [(SIGINT, "INT"), (SIGTERM, "TERM"), (SIGHUP, "HUP")]
 
+    /// A scratch directory and a server of `size` pattern bytes that sends `heldAt` of them until released.
+    static func heldServer(size: Int, seed: UInt64, heldAt: Int) throws -> (TemporaryDirectory, MisbehavingServer.Resource, MisbehavingServer) {
+        let resource = MisbehavingServer.Resource.pattern(size: size, seed: seed)
+        let server = try MisbehavingServer(resource: resource)
+        server.hold(afterBodyBytes: heldAt)
+        return (try TemporaryDirectory(prefix: "haul-signals"), resource, server)
+    }
+
     /// "paused at 1.5 MiB of 3.0 MiB" as a lower bound in bytes (the figure is rounded to one decimal).
     static func pausedBytes(in text: String) -> Int64? {
         guard let match = text.firstMatch(of: /paused at ([0-9.]+) (B|KiB|MiB|GiB)/) else { return nil }
@@ -136,11 +144,8 @@ import HaulTestSupport
     /// A closed terminal (SIGHUP, which the kernel and then the shell send) pauses like SIGTERM: exit 130,
     /// a journal with what was written. It used to kill haul (129) with nothing saved since the last checkpoint.
     @Test func aHangUpSavesProgressLikeTerminate() throws {
-        let scratch = try TemporaryDirectory(prefix: "haul-signals")
-        let resource = MisbehavingServer.Resource.pattern(size: 3 << 20, seed: 7)
-        let server = try MisbehavingServer(resource: resource)
+        let (scratch, resource, server) = try Self.heldServer(size: 3 << 20, seed: 7, heldAt: 1 << 20)
         defer { server.stop() }
-        server.hold(afterBodyBytes: 1 << 20)
         let output = scratch.file("hup.bin")
         let arguments = ["-c", "2", "-o", output, server.url("/hup.bin")]
         let run = try Running(arguments, errorsPath: scratch.file("stderr"))
