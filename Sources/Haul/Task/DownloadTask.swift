@@ -95,7 +95,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// Stops every connection once the journal records every byte written, and returns then.
     ///
     /// The partial file and its journal stay; ``resume()`` continues in this process, and starting the same
-    /// request continues in another. Returns at once when there is nothing to pause (paused already,
+    /// request continues in another. Paused before its first body byte, a download has nothing to resume:
+    /// what it created (the `.part`, a journal, directories) is removed, and a resume starts as it did. Returns at once when there is nothing to pause (paused already,
     /// finishing, ended). Throws ``HaulError/checkpointFailed(_:)`` when that last checkpoint could not be
     /// written (a later resume then re-fetches what the previous checkpoint did not list).
     public func pause() async throws(HaulError) {
