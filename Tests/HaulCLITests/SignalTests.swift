@@ -39,12 +39,14 @@ import HaulTestSupport
         var isRunning: Bool { process.isRunning }
         func send(_ signal: Int32) { if process.isRunning { kill(process.processIdentifier, signal) } }
 
-        /// The exit status once it has exited by itself (nil: still running at the deadline, or killed by a signal).
+        /// The exit status once it has exited by itself; 1128 + N when signal N killed it; nil while still running
+        /// at the deadline.
         func exitStatus(within seconds: Double = 60) -> Int32? {
             poll(every: .milliseconds(2), within: seconds) { !process.isRunning }
             guard !process.isRunning else { return nil }
             process.waitUntilExit()
-            return process.terminationReason == .exit ? process.terminationStatus : nil
+            // Offset by 1000, so that SIGINT's default action (1130) never reads as a clean stop's 130.
+            return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus + 1000
         }
     }
 
@@ -177,11 +179,13 @@ import HaulTestSupport
         let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
         for attempt in 0..<30 {
-            let held = server.bodyBytesSent + (1 << 20)
+            // Counted over this attempt's own requests: the last attempt's connections may still be sending,
+            // and a signal before haul has made a request could come before its handlers are installed.
+            let earlier = server.exchanges.count
             server.hold(afterBodyBytes: 1 << 20)
             let output = scratch.file("twice-\(attempt).bin")
             let run = try Running(["-c", "2", "-o", output, server.url("/twice.bin")], errorsPath: scratch.file("stderr-\(attempt)"))
-            poll { server.bodyBytesSent >= held || !run.isRunning }
+            poll { server.exchanges.dropFirst(earlier).reduce(0) { $0 + $1.bodyBytesSent } >= 1 << 19 || !run.isRunning }
             let pid = run.process.processIdentifier
             #expect(getpgid(pid) == pid, "haul leads a process group of its own")
             kill(pid, SIGINT)
