@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CHaulSystem.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 int haul_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
@@ -66,26 +68,99 @@ const unsigned int haul_SYNC_FILE_RANGE_WAIT_AFTER = SYNC_FILE_RANGE_WAIT_AFTER;
 
 static int haul_stop_fd = -1;
 static int haul_stop_exit_status = 130;
-static volatile sig_atomic_t haul_stop_count = 0;
+/// 0: running; 1: a stop began and the program has not yet told the user that another signal quits;
+/// 2: it has (``haul_acknowledge_stop``).
+static volatile int haul_stop_phase = 0;
+/// What a signal does in each phase, `[phase * 3 + signal]` with signal 0 SIGINT, 1 SIGTERM, 2 SIGHUP:
+/// 0 begins the stop, 1 is ignored (the same stop), 2 exits at once. Decided in Swift (StopSignalPolicy).
+static unsigned char haul_stop_actions[9] = {0, 0, 0, 1, 1, 1, 2, 2, 1};
+/// The line written before an immediate exit; filled before the phase becomes 2, never changed after.
+static char haul_stop_exit_line[1024];
+static size_t haul_stop_exit_line_length = 0;
+/// The signal that began the stop: its number, sender and code, and when (CLOCK_MONOTONIC, nanoseconds).
+static int haul_stop_first_signal = 0;
+static pid_t haul_stop_first_sender = 0;
+static int haul_stop_first_code = 0;
+static int64_t haul_stop_first_time = 0;
+/// How long after the first a copy of it sent by the same process with kill(2) is the same stop.
+static int64_t haul_stop_duplicate_window = 0;
 
-// Only async-signal-safe calls here: write(2) and _exit(2).
-static void haul_on_stop_signal(int signal_number) {
-    haul_stop_count += 1;
-    if (haul_stop_count > 1) _exit(haul_stop_exit_status);
-    unsigned char byte = (unsigned char)signal_number;
-    ssize_t ignored = write(haul_stop_fd, &byte, 1);
-    (void)ignored;
+static int64_t haul_monotonic_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-int haul_install_stop_signals(int fd, int exit_status) {
+// Only async-signal-safe calls here: clock_gettime(2), write(2) and _exit(2); errno is restored for the
+// interrupted code.
+static void haul_on_stop_signal(int signal_number, siginfo_t *info, void *context) {
+    (void)context;
+    int saved_errno = errno;
+    int index = signal_number == SIGINT ? 0 : signal_number == SIGTERM ? 1 : 2;
+    int phase = __atomic_load_n(&haul_stop_phase, __ATOMIC_SEQ_CST);
+    // `timeout` signals haul, then its process group: the same signal from the same sender moments apart,
+    // which may come after haul has acknowledged the first. One stop (StopSignalPolicy.isSameDelivery).
+    if (phase != 0 && info != NULL && info->si_code == SI_USER && haul_stop_first_code == SI_USER
+        && signal_number == haul_stop_first_signal && info->si_pid == haul_stop_first_sender
+        && haul_monotonic_nanoseconds() - haul_stop_first_time < haul_stop_duplicate_window) {
+        errno = saved_errno;
+        return;
+    }
+    switch (haul_stop_actions[phase * 3 + index]) {
+    case 0: {
+        int expected = 0;
+        // Two signals at once on two threads: only one begins the stop.
+        if (!__atomic_compare_exchange_n(&haul_stop_phase, &expected, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) break;
+        haul_stop_first_signal = signal_number;
+        haul_stop_first_sender = info != NULL ? info->si_pid : 0;
+        haul_stop_first_code = info != NULL ? info->si_code : 0;
+        haul_stop_first_time = haul_monotonic_nanoseconds();
+        unsigned char byte = (unsigned char)signal_number;
+        ssize_t ignored = write(haul_stop_fd, &byte, 1);
+        (void)ignored;
+        break;
+    }
+    case 2: {
+        size_t offset = 0;
+        while (offset < haul_stop_exit_line_length) {
+            ssize_t written = write(2, haul_stop_exit_line + offset, haul_stop_exit_line_length - offset);
+            if (written < 0 && errno == EINTR) continue;
+            if (written <= 0) break;
+            offset += (size_t)written;
+        }
+        _exit(haul_stop_exit_status);
+    }
+    default:
+        break;
+    }
+    errno = saved_errno;
+}
+
+int haul_install_stop_signals(int fd, int exit_status, const unsigned char actions[9], int64_t duplicate_window_ns) {
     haul_stop_fd = fd;
     haul_stop_exit_status = exit_status;
+    haul_stop_duplicate_window = duplicate_window_ns;
+    memcpy(haul_stop_actions, actions, sizeof haul_stop_actions);
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = haul_on_stop_signal;
+    action.sa_sigaction = haul_on_stop_signal;
+    // One handler at a time on a thread: a SIGHUP cannot interrupt the SIGINT handler half-way.
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    sigaddset(&action.sa_mask, SIGINT);
+    sigaddset(&action.sa_mask, SIGTERM);
+    sigaddset(&action.sa_mask, SIGHUP);
+    action.sa_flags = SA_RESTART | SA_SIGINFO;
     if (sigaction(SIGINT, &action, NULL) != 0) return -1;
     if (sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    if (sigaction(SIGHUP, &action, NULL) != 0) return -1;
     return 0;
+}
+
+void haul_acknowledge_stop(const char *line, size_t length) {
+    if (__atomic_load_n(&haul_stop_phase, __ATOMIC_SEQ_CST) == 2) return;
+    if (length > sizeof haul_stop_exit_line) length = sizeof haul_stop_exit_line;
+    memcpy(haul_stop_exit_line, line, length);
+    haul_stop_exit_line_length = length;
+    // The line is complete before any handler can see phase 2.
+    __atomic_store_n(&haul_stop_phase, 2, __ATOMIC_SEQ_CST);
 }

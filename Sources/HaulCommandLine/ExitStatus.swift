@@ -26,7 +26,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     case checksumMismatch = 8
     /// Writing the output failed: disk error, no space, destination exists, resume journal unusable.
     case output = 9
-    /// Interrupted (SIGINT/SIGTERM) or cancelled; the partial download is kept, run again to resume.
+    /// Interrupted (SIGINT, SIGTERM or SIGHUP) or cancelled; the partial download is kept, run again to resume.
     case interrupted = 130
 
     /// The code passed to `exit`.

@@ -38,12 +38,10 @@ final class CommandRun: Sendable {
         let secondInterrupt: SecondInterrupt.Form = plan.messages == .json ? .json : plan.progress == .bar ? .terminal : .text
         do {
             try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { [self] signal in
-                // From now on a second signal says what it does before it exits.
-                SecondInterrupt.install(secondInterrupt)
-                Task { await stop(signal: signal) }
+                Task { await stop(signal: signal, secondInterrupt: secondInterrupt) }
             }
         } catch {
-            reporter.warning("cannot handle SIGINT/SIGTERM (\(error)); Ctrl-C will not save progress")
+            reporter.warning("cannot handle SIGINT/SIGTERM/SIGHUP (\(error)); Ctrl-C will not save progress")
         }
 
         let ticker = Task { [self] in
@@ -168,14 +166,17 @@ final class CommandRun: Sendable {
         return verdict == .alreadyComplete
     }
 
-    /// The first SIGINT or SIGTERM: pause every download (each writes its journal), say how to resume, stop
+    /// The first SIGINT, SIGTERM or SIGHUP: pause every download (each writes its journal), say how to resume, stop
     /// the event loop, exit with ``ExitStatus/interrupted``. A download that had already finished when the
     /// signal came is reported as finished, and when nothing was left to interrupt the run ends as usual.
-    /// A second signal exits at once (handled in C).
-    private func stop(signal: Int32) async {
+    /// A second SIGINT or SIGTERM after the "saving progress" line exits at once (handled in C).
+    private func stop(signal: Int32, secondInterrupt: SecondInterrupt.Form) async {
         stopping.withLock { $0 = true }
         let tasks = running.withLock { $0 }
         reporter.interrupting()
+        // Only now that the user has been told does a second signal quit at once; one that came before this
+        // was the same stop delivered twice (`timeout` signals haul and its process group).
+        SecondInterrupt.acknowledge(secondInterrupt)
         await withTaskGroup(of: Void.self) { group in
             for (index, task) in tasks {
                 group.addTask { [self] in
@@ -187,6 +188,14 @@ final class CommandRun: Sendable {
                     }
                 }
             }
+        }
+        // A download whose bytes were all in is being committed (synced, renamed, its journal removed): it
+        // is let finish and be reported, since exiting half-way could leave a complete file that the next
+        // run cannot recognise (a `.part` with no journal saying it is whole starts over).
+        for (index, task) in tasks where task.currentProgress.phase == .finishing {
+            _ = try? await task.value
+            // `outcome(index:task:download:)` reports it, then forgets it.
+            while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
         }
         let paused = tasks.sorted { $0.key < $1.key }.map(\.value).filter { $0.currentProgress.phase == .paused }
         let notStarted = plan.downloads.count - started.withLock { $0 }

@@ -177,6 +177,44 @@ import Testing
         await session.close()
     }
 
+    /// The daemon handles SIGHUP as the CLI does, like SIGTERM: it pauses every download (each writes its
+    /// journal) and stops, instead of dying with nothing saved since the last checkpoint; the next daemon
+    /// resumes the task to the exact file.
+    @Test func aHangUpPausesEveryDownloadAndStops() async throws {
+        let sandbox = try SessionSandbox("hangup")
+        defer { sandbox.cleanUp() }
+        let started = try sandbox.haul(["daemon", "--session", sandbox.identifier, "--detach"])
+        #expect(started.exitStatus == 0, "\(started.errorText)")
+        #expect(SessionSandbox.waitUntil(timeout: 30) { SessionLock.isHeld(sandbox.paths) }, "the detached daemon took the lock")
+        let session = try await sandbox.connect()
+        let resource = MisbehavingServer.Resource.pattern(size: 8 << 20, seed: 127)
+        let held = try MisbehavingServer(resource: resource)
+        defer { held.stop() }
+        held.hold(afterBodyBytes: 2 << 20)
+        var options = TaskOptions()
+        options.connections = 4
+        options.stallTimeout = .seconds(600)
+        let output = sandbox.output + "/hup.bin"
+        let task = try await session.add(DownloadRequest(url: held.url("/hup.bin"), destination: .file(output)), options: options)
+        #expect(SessionSandbox.waitUntil(timeout: 30) { task.info.bytes > 1 << 20 }, "the task moved")
+        await session.close()
+        let pid = try #require(sandbox.daemonPID)
+        kill(pid, SIGHUP)
+        #expect(SessionSandbox.waitUntil(timeout: 60) { !SessionLock.isHeld(sandbox.paths) }, "the daemon stopped")
+        let log = (try? String(contentsOfFile: sandbox.paths.daemonLog, encoding: .utf8)) ?? ""
+        #expect(log.contains("stop signal: pausing every download"), "\(log)")
+        #expect(FileManager.default.fileExists(atPath: output + ".part.haul"), "paused with its journal on disk")
+
+        held.release()
+        let again = try await sandbox.connect()
+        let resumed = try #require(again.task(task.id))
+        let result = try await within(60) { try await resumed.value }
+        #expect(result.bytes == Int64(resource.bytes.count))
+        #expect(FileManager.default.contents(atPath: output) == Data(resource.bytes))
+        try await again.stopDaemon()
+        await again.close()
+    }
+
     /// A completion hook runs once, with the task in its environment, and is not run again when a later
     /// daemon starts (aria2#1778).
     @Test func theHookRunsOnceAndNeverAgainAtStartUp() async throws {

@@ -186,6 +186,50 @@ private final class CheckpointerFixture: @unchecked Sendable {
         #expect(recorded.trustedDurable(currentBootID: Array("another boot".utf8)) == ByteRangeSet())
     }
 
+    /// A pause's checkpoint (the process may be killed right after it, by a second Ctrl-C) records what is
+    /// written, bound to this boot, before the data sync ends; the synced record follows. A small file had
+    /// no journal at all until the sync ended, so a second signal during it lost every byte.
+    @Test func aPausesCheckpointRecordsTheBytesForThisBootBeforeTheDataSyncEnds() async throws {
+        let fixture = try CheckpointerFixture()
+        fixture.sync.hold(call: 1)
+        let events = fixture.events
+        try await fixture.onLoop { $0.checkpoint(ByteRangeSet([0..<500]), pausing: true) { events.add("paused") } }
+        #expect(await eventually { fixture.sync.isHolding })
+        let early = try #require(fixture.recorded(), "a journal exists while the data sync runs")
+        #expect(early.durable == ByteRangeSet([0..<500]))
+        #expect(early.bootID != nil && early.bootID == JournalState.currentBootID())
+        fixture.sync.release()
+        #expect(await eventually { events.all == ["paused"] })
+        let final = try #require(fixture.recorded())
+        #expect(final.durable == ByteRangeSet([0..<500]) && final.bootID == nil)
+    }
+
+    /// A synced record is never replaced by a boot-bound one (a power loss in between would lose it), and a
+    /// failed data sync takes the boot-bound record back.
+    @Test func aPausesEarlyRecordNeverReplacesASyncedOneAndGoesIfTheSyncFails() async throws {
+        let synced = try CheckpointerFixture()
+        try await synced.checkpoint([0..<100], "synced")
+        #expect(await eventually { synced.events.all == ["synced"] })
+        synced.sync.hold(call: 2)
+        let events = synced.events
+        try await synced.onLoop { $0.checkpoint(ByteRangeSet([0..<400]), pausing: true) { events.add("paused") } }
+        #expect(await eventually { synced.sync.isHolding })
+        #expect(synced.recorded()?.durable == ByteRangeSet([0..<100]) && synced.recorded()?.bootID == nil)
+        synced.sync.release()
+        #expect(await eventually { events.all == ["synced", "paused"] })
+
+        let failing = try CheckpointerFixture()
+        failing.sync.fail(call: 1)
+        failing.sync.hold(call: 1)
+        let failures = failing.events
+        try await failing.onLoop { $0.checkpoint(ByteRangeSet([0..<500]), pausing: true) { failures.add("paused") } }
+        #expect(await eventually { failing.sync.isHolding })
+        #expect(failing.recorded()?.durable == ByteRangeSet([0..<500]))
+        failing.sync.release()
+        #expect(await eventually { failures.all == ["paused"] })
+        #expect(failing.recorded().map { $0.durable.count } ?? 0 == 0, "no record vouches for pages whose sync failed")
+    }
+
     @Test func syncedCheckpointsClearABootIDFromAnUnsyncedRun() async throws {
         // Resuming with syncs a journal an unsynced run wrote in this boot: the first data sync flushes
         // those pages too, so the record no longer depends on the boot.

@@ -19,9 +19,15 @@ int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int fl
 int haul_memfd_create(const char *name);
 /// `pthread_setname_np` is a GNU extension, invisible to Swift without _GNU_SOURCE.
 int haul_set_thread_name(unsigned long thread, const char *name);
-/// Routes SIGINT and SIGTERM to one byte (the signal number) written to `fd`, so that a thread can react
-/// outside the signal handler. A second stop signal ends the process at once with `_exit(exit_status)`.
-int haul_install_stop_signals(int fd, int exit_status);
+/// Routes SIGINT, SIGTERM and SIGHUP to one byte (the signal number) written to `fd`, so that a thread can
+/// react outside the signal handler. What each later signal does is `actions[phase * 3 + signal]` (signal 0
+/// SIGINT, 1 SIGTERM, 2 SIGHUP; phase 0 running, 1 stopping, 2 acknowledged): 0 begin the stop, 1 ignore,
+/// 2 write the acknowledged line to stderr and `_exit(exit_status)`. Before that, a copy of the first signal
+/// sent with kill(2) by the same process within `duplicate_window_ns` of it is ignored.
+int haul_install_stop_signals(int fd, int exit_status, const unsigned char actions[9], int64_t duplicate_window_ns);
+/// The program has told the user that another signal quits: from now on phase 2, and `line` (copied, at most
+/// 1024 bytes) is what an immediate exit writes. Only the first call counts.
+void haul_acknowledge_stop(const char *line, size_t length);
 
 extern const int haul_EPOLL_CTL_ADD;
 extern const int haul_EPOLL_CTL_MOD;

@@ -26,7 +26,7 @@ final class Checkpointer: @unchecked Sendable {
     private var running = false
     private var runningState: JournalState?
     private var runningCompletions: [() -> Void] = []
-    private var queued: (ByteRangeSet, [() -> Void])?
+    private var queued: (ByteRangeSet, [() -> Void], pausing: Bool)?
     /// Why the latest checkpoint failed; nil once one succeeds again. After a ``dataSyncFailure`` it stays
     /// that failure (as `.io(call: "fdatasync", ...)` naming the data file), since no checkpoint runs again.
     private(set) var lastError: JournalError?
@@ -60,16 +60,24 @@ final class Checkpointer: @unchecked Sendable {
     /// Records `written` (every byte in it must already be written to the data file); `completion` runs on
     /// the loop once it (or a later checkpoint) is durable — or, after a ``dataSyncFailure`` or a discard,
     /// at once, without anything written (check ``dataSyncFailure`` and ``lastError`` in it).
-    func checkpoint(_ written: ByteRangeSet, completion: (() -> Void)? = nil) {
+    ///
+    /// `pausing`: the process may be killed at once after this (a second Ctrl-C during a pause), before a
+    /// data sync of many MiB ends. When no synced record is at stake (no journal yet, or one recording
+    /// nothing synced), a record of `written` bound to this boot (as with `--no-sync`) is written first,
+    /// without waiting for the data: the bytes are in the page cache, which outlives the process, and a
+    /// resume after a reboot does not trust it. The synced record follows as usual. A synced record is
+    /// never replaced by a boot-bound one: a power loss in between would lose it.
+    func checkpoint(_ written: ByteRangeSet, pausing: Bool = false, completion: (() -> Void)? = nil) {
         precondition(loop.inEventLoop)
         if isDiscarded || dataSyncFailure != nil {
             completion?()
             return
         }
+        let pausing = pausing || queued?.pausing == true
         if running {
             var waiting = queued?.1 ?? []
             if let completion { waiting.append(completion) }
-            queued = (written, waiting)
+            queued = (written, waiting, pausing)
             return
         }
         // Not running but queued: called from a completion of the checkpoint that just finished, before
@@ -77,10 +85,10 @@ final class Checkpointer: @unchecked Sendable {
         var completions = queued?.1 ?? []
         queued = nil
         if let completion { completions.append(completion) }
-        run(written, completions: completions)
+        run(written, completions: completions, pausing: pausing)
     }
 
-    private func run(_ written: ByteRangeSet, completions: [() -> Void]) {
+    private func run(_ written: ByteRangeSet, completions: [() -> Void], pausing: Bool = false) {
         running = true
         var next = state
         next.durable = written
@@ -88,8 +96,14 @@ final class Checkpointer: @unchecked Sendable {
         next.bootID = syncsData ? nil : bootID
         runningState = next
         runningCompletions = completions
-        let job = Job(journal: journal, path: journalPath, file: file, syncsData: syncsData, state: next,
-                      synchronizeData: synchronizeData)
+        var quick: JournalState?
+        if pausing, syncsData, let thisBoot = JournalState.currentBootID(), state.durable.count == 0 || state.bootID != nil,
+           written.count > 0 {
+            quick = next
+            quick!.bootID = thisBoot
+        }
+        let job = Job(journal: journal, path: journalPath, file: file, syncsData: syncsData, state: next, quick: quick,
+                      previous: state, synchronizeData: synchronizeData)
         BlockingWork.start { [self] in
             let outcome = job.perform()
             loop.execute { [self] in finished(outcome) }
@@ -114,12 +128,12 @@ final class Checkpointer: @unchecked Sendable {
         runningCompletions = []
         for completion in completions { completion() }
         // A completion may have started the next checkpoint already (then `queued` waits for that one).
-        if !running, let (written, waiting) = queued {
+        if !running, let (written, waiting, pausing) = queued {
             queued = nil
             if isDiscarded || dataSyncFailure != nil {
                 for completion in waiting { completion() }
             } else {
-                run(written, completions: waiting)
+                run(written, completions: waiting, pausing: pausing)
             }
         }
     }
@@ -175,23 +189,39 @@ final class Checkpointer: @unchecked Sendable {
         let file: OutputFile
         let syncsData: Bool
         let state: JournalState
+        /// A boot-bound record to write before the data sync (a pause's, see ``checkpoint(_:pausing:completion:)``).
+        let quick: JournalState?
+        /// What the journal recorded before this job, restored if the data sync fails after `quick`.
+        let previous: JournalState
         let synchronizeData: @Sendable (OutputFile) throws(SystemError) -> Void
 
         func perform() -> Outcome {
+            var journal = self.journal
+            if let quick {
+                // Best effort: if it cannot be written, the synced record below is tried all the same.
+                if let written = try? record(quick, in: journal) { journal = written }
+            }
             if syncsData {
                 do { try synchronizeData(file) } catch {
+                    // Pages that failed to sync may be gone: the boot-bound record must not vouch for them.
+                    if quick != nil, let journal, (try? journal.checkpoint(previous)) == nil { Checkpointer.discard(path: path) }
                     return .dataSyncFailed(error)
                 }
             }
             do {
-                if let journal {
-                    try journal.checkpoint(state)
-                    return .recorded(journal)
-                }
-                return .recorded(try ResumeJournal.create(path: path, state: state))
+                return .recorded(try record(state, in: journal))
             } catch {
                 return .journalFailed(error)
             }
+        }
+
+        /// Records `state` in `journal`, creating the journal when there is none yet.
+        private func record(_ state: JournalState, in journal: ResumeJournal?) throws(JournalError) -> ResumeJournal {
+            if let journal {
+                try journal.checkpoint(state)
+                return journal
+            }
+            return try ResumeJournal.create(path: path, state: state)
         }
     }
 }

@@ -53,8 +53,9 @@ final class SegmentedDownload: @unchecked Sendable {
 
     /// Where a download into a directory goes, decided once the probe's head names the file.
     enum NameResolution {
-        /// Start a new file at this destination path, in `file` (its `.part`, opened and locked).
-        case fresh(destination: String, file: OutputFile)
+        /// Start a new file at this destination path, in `file` (its `.part`, opened and locked); `created`
+        /// is what naming it created on disk.
+        case fresh(destination: String, file: OutputFile, created: EarlyStopCleanup.Created)
         /// A journal for this destination exists: continue it (the probe's response is dropped).
         case resume(destination: String, journal: ResumeJournal, state: JournalState, file: OutputFile)
     }
@@ -116,13 +117,17 @@ final class SegmentedDownload: @unchecked Sendable {
     /// The form a refused probe fell back to (``ProbeResponseDecision/retryProbe(_:because:)``), which every
     /// later probe of this download keeps: a server that refused a form once refuses it again.
     private var probeFallback: ProbeForm?
+    /// What this run created on disk (the `.part`, directories), removed again if it stops before its
+    /// first body byte (``EarlyStopCleanup``).
+    private var created: EarlyStopCleanup.Created
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
          destination: String?, resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)? = nil,
          checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
-         stream: OrderedStream? = nil, memoryLimit: Int? = nil, logger: Logger = .haulDisabled) {
+         stream: OrderedStream? = nil, memoryLimit: Int? = nil, created: EarlyStopCleanup.Created = .init(),
+         logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
                      "a download needs a destination or a way to name it")
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
@@ -146,6 +151,7 @@ final class SegmentedDownload: @unchecked Sendable {
             lowSpeed: options.lowSpeedLimit?.allowing(rateLimit: options.rateLimit, connections: options.connections))
         self.notices = notices
         self.file = file
+        self.created = created
         self.stream = stream
         self.memoryLimit = memoryLimit.map(Int64.init)
         if stream != nil {
@@ -276,12 +282,35 @@ final class SegmentedDownload: @unchecked Sendable {
             completion?(.failed(error))
             completion = nil
         }
+        let cleanup = earlyStopCleanup
+        if !cleanup.isEmpty {
+            // Nothing was written: no checkpoint to make, and what this run created goes again.
+            return removeThenReport(cleanup, report)
+        }
         if let checkpointer, let planner {
             if case .changedOnServer = error.reason { return checkpointer.whenIdle(report) }
             checkpointer.checkpoint(planner.written, completion: report)
         } else {
             report()
         }
+    }
+
+    /// What a stop now removes (``EarlyStopCleanup``): empty unless no body byte was written yet.
+    private var earlyStopCleanup: EarlyStopCleanup {
+        guard stream == nil, memoryLimit == nil else { return EarlyStopCleanup() }
+        return EarlyStopCleanup.decide(.init(created: created, resumed: resumeState != nil,
+                                             bytesWritten: max(bytesDone, planner?.written.count ?? 0),
+                                             partPath: partPath, journalPath: journalPath))
+    }
+
+    /// Carries out `cleanup` once no checkpoint is writing (none can re-create the journal after it), while
+    /// the `.part` is still locked, then calls `report`.
+    private func removeThenReport(_ cleanup: EarlyStopCleanup, _ report: @escaping () -> Void) {
+        let remove = {
+            cleanup.perform()
+            report()
+        }
+        if let checkpointer { checkpointer.discardWhenIdle(completion: remove) } else { remove() }
     }
 
     /// Continues an interrupted download: only the ranges the journal does not list as durable are fetched,
@@ -362,8 +391,11 @@ final class SegmentedDownload: @unchecked Sendable {
             checksum: checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
             createdAt: Int64(time(nil)), resolvedURL: primary.isRedirected ? primary.resolved.description : nil)
         checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
+        // A pause creates the journal with its own checkpoint, one job: a second signal during an extra
+        // empty one (with its data sync) left no journal at all.
+        guard !always else { return }
         checkpointer!.checkpoint(ByteRangeSet())
-        if !always { scheduleCheckpoints() }
+        scheduleCheckpoints()
     }
 
     private func scheduleCheckpoints() {
@@ -412,6 +444,16 @@ final class SegmentedDownload: @unchecked Sendable {
         releaseConnections()
         // Neither a stream nor memory keeps what it has: a resume of either starts over.
         let resumable = bytesDone == 0 || (rangesSupported && stream == nil && memoryLimit == nil)
+        let cleanup = earlyStopCleanup
+        if !cleanup.isEmpty {
+            // Paused before the first body byte: there is nothing to resume, so nothing stays behind; the
+            // next run (or ``DownloadTask/resume()``) starts as this one did.
+            return removeThenReport(cleanup) { [self] in
+                file?.unlock()
+                completion?(.paused(checkpointFailure: nil, resumable: resumable))
+                completion = nil
+            }
+        }
         startCheckpointing(always: true)
         guard let checkpointer, let planner else {
             file?.unlock()
@@ -419,7 +461,9 @@ final class SegmentedDownload: @unchecked Sendable {
             completion = nil
             return
         }
-        checkpointer.checkpoint(planner.written) { [self] in
+        // `pausing`: the process may be killed right after (a second Ctrl-C), so a record that is true for
+        // this boot goes first when no synced one is at stake (``Checkpointer``).
+        checkpointer.checkpoint(planner.written, pausing: true) { [self] in
             file?.unlock()
             completion?(.paused(checkpointFailure: checkpointer.lastError, resumable: resumable))
             completion = nil
@@ -589,9 +633,10 @@ final class SegmentedDownload: @unchecked Sendable {
         if let resolveName {
             self.resolveName = nil
             switch try resolveName(head, url) {
-            case .fresh(let destination, let file):
+            case .fresh(let destination, let file, let created):
                 setDestination(destination)
                 self.file = file
+                self.created = self.created.merged(with: created)
             case .resume(let destination, let journal, let state, let file):
                 // An earlier run left this very file half done: continue it instead of this response.
                 setDestination(destination)

@@ -27,6 +27,8 @@ enum DownloadPreparation {
         var stream: FileDescriptor?
         /// The most bytes a download into memory may keep (its `file` is then an anonymous in-memory file).
         var memoryLimit: Int?
+        /// What preparing created (the `.part`, directories): a stop before the first body byte removes it.
+        var created = EarlyStopCleanup.Created()
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -49,14 +51,18 @@ enum DownloadPreparation {
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }
             let (file, created) = opened
+            let directories = directoriesCreated(holding: parent)
             do throws(HaulError) {
                 let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
+                if resume == nil, !created { removeUnfinishedJournal(of: path) }
                 if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
-                                resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file)
+                                resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
+                                created: EarlyStopCleanup.Created(part: created, directories: directories))
             } catch {
                 // Nothing of this download may stay behind: not even the empty `.part` it just made.
                 if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
+                OutputFile.removeEmptyDirectories(directories)
                 throw error
             }
         case .stream(let descriptor):
@@ -66,7 +72,8 @@ enum DownloadPreparation {
             return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
-            return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil)
+            return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil,
+                            created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory)))
         case .memory(let limit):
             guard limit >= 0 else { throw .invalidDestination("a memory limit is a number of bytes, not \(limit)") }
             // An anonymous file in memory rather than a buffer of our own: the connections write into it with
@@ -107,7 +114,26 @@ enum DownloadPreparation {
         guard create else {
             throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
         }
-        do { try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+        let made: [String]
+        do { made = try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
+        createdDirectories.withLock { created in
+            // A bound for a long-lived process (the session daemon): forgetting one only leaves it behind.
+            if created.count >= 256 { created.removeFirst(created.count - 255) }
+            created.append(contentsOf: made)
+        }
+    }
+
+    /// Directories this process created for downloads, in order. Several downloads of one `-i` list share
+    /// the directory the first of them created; whichever of them fails early last removes it (only an empty
+    /// one is ever removed), so each download lists it (``directoriesCreated(holding:)``).
+    private static let createdDirectories = Mutex<[String]>([])
+
+    /// The directories this process created that hold `directory` (or are it), outermost first: no file-system
+    /// call, so a download into a directory that was there costs nothing.
+    static func directoriesCreated(holding directory: String) -> [String] {
+        createdDirectories.withLock { created in
+            created.filter { directory == $0 || directory.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
+        }.sorted { $0.count < $1.count }
     }
 
     /// The directory ``prepareDirectory(_:create:)`` last found, and when.
@@ -138,17 +164,27 @@ enum DownloadPreparation {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
         }
         let (file, created) = opened
+        let directories = directoriesCreated(holding: directory)
         do throws(HaulError) {
             if let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: primary, restart: request.discardsPartialDownload) {
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
             }
+            if !created { removeUnfinishedJournal(of: path) }
             if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
-            return .fresh(destination: path, file: file)
+            return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories))
         } catch {
             if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
+            OutputFile.removeEmptyDirectories(directories)
             throw error
         }
     }
+    /// Removes the temp file of a journal whose first write was cut short (a second Ctrl-C during it) beside
+    /// a `.part` an earlier run left without a journal: this run starts over, and nothing else would ever
+    /// remove it. Only then, so that a fresh download costs no extra call.
+    private static func removeUnfinishedJournal(of path: String) {
+        try? OutputFile.remove(ResumeJournal.temporaryPath(WorkingFileNames.journal(of: path)))
+    }
+
     /// The journal of an interrupted download at `partPath`, if there is one to resume.
     ///
     /// A journal without its `.part` file (or with one of the wrong size) cannot be trusted and is

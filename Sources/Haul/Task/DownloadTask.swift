@@ -104,7 +104,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// Stops every connection once the journal records every byte written, and returns then.
     ///
     /// The partial file and its journal stay; ``resume()`` continues in this process, and starting the same
-    /// request continues in another. Returns at once when there is nothing to pause (paused already,
+    /// request continues in another. Paused before its first body byte, a download has nothing to resume:
+    /// what it created (the `.part`, a journal, directories) is removed, and a resume starts as it did. Returns at once when there is nothing to pause (paused already,
     /// finishing, ended). Throws ``HaulError/checkpointFailed(_:)`` when that last checkpoint could not be
     /// written (a later resume then re-fetches what the previous checkpoint did not list).
     public func pause() async throws(HaulError) {
@@ -228,8 +229,10 @@ public final class DownloadTask: @unchecked Sendable {
         case .removeFiles:
             removeFilesAndEnd(run: nil)
         case .endCancelled:
+            removeWhatPreparingCreated(outcome)
             end(.failure(.cancelled))
         case .paused:
+            removeWhatPreparingCreated(outcome)
             DestinationClaims.release(owner: nameOwner)
             publish(phase: .paused)
             resolve(&pauseWaiters, .success(()))
@@ -243,7 +246,7 @@ public final class DownloadTask: @unchecked Sendable {
                 resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, claimant: nameOwner) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
-                memoryLimit: prepared.memoryLimit, logger: logger)
+                memoryLimit: prepared.memoryLimit, created: prepared.created, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -251,6 +254,18 @@ public final class DownloadTask: @unchecked Sendable {
             download.startOnLoop { [self] outcome in downloadEnded(outcome) }
             resolve(&resumeWaiters, .success(()))
         }
+    }
+
+    /// Stopped between preparing and running: no byte was fetched, so what preparing created goes again
+    /// (``EarlyStopCleanup``) — before the prepared `.part` is closed, which releases its lock.
+    private func removeWhatPreparingCreated(_ outcome: Result<DownloadPreparation.Prepared, HaulError>) {
+        guard case .success(let prepared) = outcome, prepared.stream == nil, prepared.memoryLimit == nil else { return }
+        let path = prepared.destination
+        EarlyStopCleanup.decide(.init(
+            created: prepared.created, resumed: prepared.resume != nil, bytesWritten: 0,
+            partPath: path.map(WorkingFileNames.partial(of:)) ?? "", journalPath: path.map(WorkingFileNames.journal(of:)) ?? "")
+        ).perform()
+        withExtendedLifetime(prepared.file) {}
     }
 
     private func downloadEnded(_ outcome: SegmentedDownload.Outcome) {

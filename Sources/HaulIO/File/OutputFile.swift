@@ -360,14 +360,26 @@ public final class OutputFile: Sendable {
     }
 
     /// Creates `path` and any missing parents (like `mkdir -p`); an existing directory is not an error.
-    public static func createDirectories(_ path: String) throws(SystemError) {
-        if path.isEmpty || isDirectory(path) { return }
+    /// Returns the directories this call created, outermost first, so that a caller can take them away
+    /// again (``removeEmptyDirectories(_:)``).
+    @discardableResult
+    public static func createDirectories(_ path: String) throws(SystemError) -> [String] {
+        if path.isEmpty || isDirectory(path) { return [] }
+        var created: [String] = []
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try createDirectories(String(path[..<slash]))
+            created = try createDirectories(String(path[..<slash]))
         }
         do {
             _ = try blockingSyscall("mkdir") { mkdir(path, 0o777) }
+            created.append(path)
         } catch where error.code == .fileExists && isDirectory(path) {
         }
+        return created
+    }
+
+    /// Removes each of `directories` that is empty, innermost (last) first; one that is not empty (another
+    /// download wrote into it meanwhile) or is gone already is left alone. `rmdir` never removes a file.
+    public static func removeEmptyDirectories(_ directories: [String]) {
+        for directory in directories.reversed() { _ = rmdir(directory) }
     }
 }

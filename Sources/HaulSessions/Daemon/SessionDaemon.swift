@@ -236,11 +236,12 @@ public final class SessionDaemon: @unchecked Sendable {
                 try StopSignals.install(immediateExitStatus: 130) { [self] _ in
                     loop.execute { [self] in
                         say("stop signal: pausing every download")
+                        StopSignals.acknowledge(exitLine: "haul daemon: second stop signal: exiting now; each journal keeps its last checkpoint\n")
                         beginStop(status: 0)
                     }
                 }
             } catch {
-                say("cannot handle SIGINT/SIGTERM: \(error)")
+                say("cannot handle SIGINT/SIGTERM/SIGHUP: \(error)")
             }
         }
         for task in state.tasks {
@@ -332,7 +333,7 @@ public final class SessionDaemon: @unchecked Sendable {
         if !OutputFile.exists(partPath) {
             if !spec.replacesExisting && OutputFile.exists(path) { return (nil, false) }
             let parent = OutputFile.directory(containing: path)
-            if spec.createsDirectories && !OutputFile.isDirectory(parent) { try? OutputFile.createDirectories(parent) }
+            if spec.createsDirectories && !OutputFile.isDirectory(parent) { _ = try? OutputFile.createDirectories(parent) }
             do {
                 _ = try FileDescriptor.openingSessionFile(partPath, .writeOnly, options: [.create, .exclusiveCreate],
                                                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
@@ -370,7 +371,8 @@ public final class SessionDaemon: @unchecked Sendable {
         case .failure(let error):
             if case .cancelled = error.reason { return cancelled(id, engine) }
             engines[id] = nil
-            fail(id, error, createdPart: engine.createdPart)
+            // The engine took away the journal it started; a `.part` it preallocated has a size but no byte.
+            fail(id, error, createdPart: engine.createdPart, wroteNothing: engine.task.currentProgress.bytesDone == 0)
             taskSettled(id)
         }
     }
@@ -396,7 +398,7 @@ public final class SessionDaemon: @unchecked Sendable {
         taskSettled(id)
     }
 
-    private func fail(_ id: Int, _ error: HaulError, createdPart: Bool) {
+    private func fail(_ id: Int, _ error: HaulError, createdPart: Bool, wroteNothing: Bool = false) {
         guard let task = state.task(id), !task.state.hasEnded else { return }
         let status = ExitStatus(error)
         // The engine's own words (the URL, the tries), not the CLI's hints: the event is read by API clients
@@ -409,7 +411,7 @@ public final class SessionDaemon: @unchecked Sendable {
         if createdPart, let path = task.spec.filePath, !OutputFile.exists(WorkingFileNames.journal(of: path)) {
             var info = stat()
             let partPath = WorkingFileNames.partial(of: path)
-            if lstat(partPath, &info) == 0, info.st_size == 0, info.st_mode & S_IFMT == S_IFREG { _ = unlink(partPath) }
+            if lstat(partPath, &info) == 0, info.st_size == 0 || wroteNothing, info.st_mode & S_IFMT == S_IFREG { _ = unlink(partPath) }
         }
     }
 
