@@ -15,7 +15,8 @@
  *
  * A second port, the control port, answers one command per connection, a line: "stats" (JSON: connections
  * open now, opened and at most open at once since the last reset, bytes sent to clients since then, and
- * per connection closed since then its bytes and the seconds from its first to its last byte sent) or
+ * per connection closed since then [bytes, seconds from its first to its last byte sent, seconds of those
+ * it waited for the server, seconds it waited for the client]) or
  * "reset" (the same answer, then the counters are zeroed).
  *
  * Build: cc -O2 -o pacer Benchmarks/pacer.c   (bench.py does this in its temporary directory)
@@ -44,7 +45,8 @@ struct conn {
     struct end client, upstream;
     char *down; size_t down_len, down_off;   /* upstream -> client, at most CHUNK */
     char *up; size_t up_len, up_off;         /* client -> upstream */
-    int connected, client_eof, upstream_eof, waiting_io, dead;
+    int connected, client_eof, upstream_eof, dead;
+    int waiting; double waiting_since, waited[3];   /* waiting for: 1 the server, 2 the client (its socket full) */
     double tokens, last, wake;
     long long bytes; double first, final;
     struct conn *next, *prev;
@@ -56,7 +58,7 @@ static int ep, upstream_port;
 static struct conn *conns, *graves;   /* graves: closed, freed after the batch of events naming them */
 static int open_now, opened, max_open;
 static long long sent;
-static struct { long long bytes; double seconds; } *closed_list;
+static struct { long long bytes; double seconds, server, client; } *closed_list;
 static size_t closed_count, closed_cap;
 static volatile sig_atomic_t stopping;
 
@@ -100,6 +102,8 @@ static void finish(struct conn *c) {
         }
         closed_list[closed_count].bytes = c->bytes;
         closed_list[closed_count].seconds = c->final - c->first;
+        closed_list[closed_count].server = c->waited[1];
+        closed_list[closed_count].client = c->waited[2];
         closed_count++;
     }
     if (c->prev) c->prev->next = c->next; else conns = c->next;
@@ -111,10 +115,15 @@ static void finish(struct conn *c) {
 }
 
 static void refill(struct conn *c, double t) {
-    double cap = c->waiting_io ? burst : fmax(burst, rate * late);
+    double cap = c->waiting ? burst : fmax(burst, rate * late);
     c->tokens = fmin(cap, c->tokens + (t - c->last) * rate);
     c->last = t;
-    c->waiting_io = 0;
+    if (c->waiting && c->bytes) c->waited[c->waiting] += t - c->waiting_since;   /* between its first and last byte */
+    c->waiting = 0;
+}
+
+static void wait_for(struct conn *c, int whom) {
+    if (c->waiting != whom) { c->waiting = whom; c->waiting_since = now(); }
 }
 
 /* Every step the connection can take without blocking; then what it waits for. Returns 0 once closed. */
@@ -149,7 +158,7 @@ static int step(struct conn *c) {
             ssize_t n = read(c->upstream.fd, c->down, chunk);
             if (n > 0) { c->down_len = n; c->down_off = 0; progress = 1; }
             else if (n == 0) { c->upstream_eof = 1; shutdown(c->client.fd, SHUT_WR); progress = 1; }
-            else if (errno == EAGAIN || errno == EINTR) c->waiting_io = 1;
+            else if (errno == EAGAIN || errno == EINTR) wait_for(c, 1);
             else { finish(c); return 0; }
         }
         if (c->down_off < c->down_len) {
@@ -166,7 +175,7 @@ static int step(struct conn *c) {
                 c->down_off += n;
                 if (c->down_off == c->down_len) c->down_len = c->down_off = 0;
                 progress = 1;
-            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) c->waiting_io = 1;
+            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) wait_for(c, 2);
             else { finish(c); return 0; }
         }
     }
@@ -218,12 +227,13 @@ static void control(int lfd) {
     struct timeval tv = { 2, 0 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ssize_t n = read(fd, line, sizeof line - 1);
-    size_t size = 256 + closed_count * 48, used;
+    size_t size = 256 + closed_count * 96, used;
     char *out = malloc(size);
     used = snprintf(out, size, "{\"open\": %d, \"opened\": %d, \"max_open\": %d, \"bytes\": %lld, \"closed\": [",
                     open_now, opened, max_open, sent);
     for (size_t i = 0; i < closed_count; i++)
-        used += snprintf(out + used, size - used, "%s[%lld, %.6f]", i ? ", " : "", closed_list[i].bytes, closed_list[i].seconds);
+        used += snprintf(out + used, size - used, "%s[%lld, %.6f, %.6f, %.6f]", i ? ", " : "", closed_list[i].bytes,
+                         closed_list[i].seconds, closed_list[i].server, closed_list[i].client);
     used += snprintf(out + used, size - used, "]}\n");
     for (size_t off = 0; off < used;) {
         ssize_t w = write(fd, out + off, used - off);
