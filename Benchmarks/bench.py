@@ -544,13 +544,17 @@ def fmt_paced(results):
     lines = ["(c) through the pacer: ideal = (128 MiB - n x burst) / (n x 20 MiB/s); connections the pacer saw (most at once, "
              "most opened in one run); of each connection's time from its first byte to its last, the share spent waiting for "
              "the server (between requests) and for the client (its socket full), medians; pace: each connection's bytes ÷ "
-             "its first-to-last-byte time ÷ 20 MiB/s, the median of the connections that lived more than 50 ms.",
+             "its first-to-last-byte time ÷ 20 MiB/s, the median of the connections that lived more than 50 ms; span: from "
+             "the first byte of any connection to the last byte of any; ramp: from that first byte to the first byte of the "
+             "n-th connection.",
              "",
-             "| connections | tool | wall s | ideal s | of ideal | at once | opened | pace | waiting for the server | waiting for the client |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| connections | tool | wall s | ideal s | of ideal | span s | ramp s | at once | opened | pace | waiting for the server | waiting for the client |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     share = lambda v: "—" if v is None else f"{v * 100:.1f}%"
     for r in rows:
+        seconds = lambda v: "—" if v is None else f"{v:.3f}"
         lines.append(f"| {r['key'][1:]} | {r['tool']} | {r['wall']:.3f} | {r['ideal_wall']:.3f} | {r['ideal']:.3f} | "
+                     f"{seconds(r.get('span'))} | {seconds(r.get('ramp'))} | "
                      f"{r.get('connections')} | {r.get('opened')} | {'—' if r.get('pace') is None else format(r['pace'], '.3f')} | "
                      f"{share(r.get('server_wait'))} | {share(r.get('client_wait'))} |")
     return "\n".join(lines)
@@ -711,6 +715,17 @@ def measure_all(args):
                             # unless it waited for the server or the client, or the pacer fell behind.
                             paces = [c[0] / c[1] / pacer.rate for st in stats for c in st["closed"] if c[1] > 0.05]
                             row["pace"] = statistics.median(paces) if paces else None
+                            # Where the rest of the wall time went, per run: span, the first byte of any
+                            # connection to the last of any; ramp, that first byte to the first byte of the
+                            # n-th connection (connections opening late).
+                            spans, ramps = [], []
+                            for st in stats:
+                                firsts = sorted(c[4] for c in st["closed"])
+                                if firsts:
+                                    spans.append(max(c[5] for c in st["closed"]) - firsts[0])
+                                    ramps.append(firsts[min(n, len(firsts)) - 1] - firsts[0])
+                            row["span"] = statistics.median(spans) if spans else None
+                            row["ramp"] = statistics.median(ramps) if ramps else None
                             row["extra"] = f" ({row['ideal'] * 100:.0f}% of {n}x{rate:.0f} MiB/s)"
                 pacer.stop()
                 pacer = None

@@ -16,7 +16,8 @@
  * A second port, the control port, answers one command per connection, a line: "stats" (JSON: connections
  * open now, opened and at most open at once since the last reset, bytes sent to clients since then, and
  * per connection closed since then [bytes, seconds from its first to its last byte sent, seconds of those
- * it waited for the server, seconds it waited for the client]) or
+ * it waited for the server, seconds it waited for the client, its first and last byte's CLOCK_MONOTONIC
+ * time]) or
  * "reset" (the same answer, then the counters are zeroed).
  *
  * Build: cc -O2 -o pacer Benchmarks/pacer.c   (bench.py does this in its temporary directory)
@@ -58,7 +59,7 @@ static int ep, upstream_port;
 static struct conn *conns, *graves;   /* graves: closed, freed after the batch of events naming them */
 static int open_now, opened, max_open;
 static long long sent;
-static struct { long long bytes; double seconds, server, client; } *closed_list;
+static struct { long long bytes; double seconds, server, client, first, final; } *closed_list;
 static size_t closed_count, closed_cap;
 static volatile sig_atomic_t stopping;
 
@@ -104,6 +105,8 @@ static void finish(struct conn *c) {
         closed_list[closed_count].seconds = c->final - c->first;
         closed_list[closed_count].server = c->waited[1];
         closed_list[closed_count].client = c->waited[2];
+        closed_list[closed_count].first = c->first;
+        closed_list[closed_count].final = c->final;
         closed_count++;
     }
     if (c->prev) c->prev->next = c->next; else conns = c->next;
@@ -227,13 +230,14 @@ static void control(int lfd) {
     struct timeval tv = { 2, 0 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ssize_t n = read(fd, line, sizeof line - 1);
-    size_t size = 256 + closed_count * 96, used;
+    size_t size = 256 + closed_count * 160, used;
     char *out = malloc(size);
     used = snprintf(out, size, "{\"open\": %d, \"opened\": %d, \"max_open\": %d, \"bytes\": %lld, \"closed\": [",
                     open_now, opened, max_open, sent);
     for (size_t i = 0; i < closed_count; i++)
-        used += snprintf(out + used, size - used, "%s[%lld, %.6f, %.6f, %.6f]", i ? ", " : "", closed_list[i].bytes,
-                         closed_list[i].seconds, closed_list[i].server, closed_list[i].client);
+        used += snprintf(out + used, size - used, "%s[%lld, %.6f, %.6f, %.6f, %.6f, %.6f]", i ? ", " : "", closed_list[i].bytes,
+                         closed_list[i].seconds, closed_list[i].server, closed_list[i].client, closed_list[i].first,
+                         closed_list[i].final);
     used += snprintf(out + used, size - used, "]}\n");
     for (size_t off = 0; off < used;) {
         ssize_t w = write(fd, out + off, used - off);
