@@ -521,8 +521,14 @@ def pacer_check(pacer, nginx, rounds):
             if any(codes) or not n * per_connection <= stats["bytes"] <= n * (per_connection + requests * 1024):
                 raise RuntimeError(f"pacer check, {n} connections: curl exit codes {codes}, {stats['bytes']} bytes through the pacer")
             rates = [b / s / pacer.rate for b, s, *_ in stats["closed"] if s > 0]
+            # The same, less the time the pacer had nothing to send (waiting for the next response: curl's,
+            # the pacer's and nginx's turn-around between requests) or could not send (the client's socket
+            # full): the pacer's own accuracy.
+            busy = [b / (s - server - client) / pacer.rate for b, s, server, client, *_ in stats["closed"] if s - server - client > 0]
+            waits = [(server + client) / s for b, s, server, client, *_ in stats["closed"] if s > 0]
             samples.append(dict(wall=wall, total=n * per_connection / wall / pacer.rate, opened=stats["opened"],
-                                max_open=stats["max_open"], per_connection=statistics.median(rates), slowest=min(rates), fastest=max(rates)))
+                                max_open=stats["max_open"], per_connection=statistics.median(rates), slowest=min(rates), fastest=max(rates),
+                                busy=statistics.median(busy), waiting=statistics.median(waits)))
         case = {key: statistics.median(s[key] for s in samples) for key in samples[0]}
         case.update(connections=n, bytes=per_connection, requests=requests)
         cases.append(case)
@@ -565,12 +571,14 @@ def fmt_pacer_check(check):
     lines = [f"Pacer check (medians of {check['rounds']}): n curl processes at once, each 8 requests of 2 MiB over one connection, "
              f"through the pacer at {rate:.0f} MiB/s per connection (burst {check['burst'] // 1024} KiB); expected n × {rate:.0f} MiB/s.",
              "",
-             "| connections | in all (clients' wall) | expected | per connection (pacer: first to last byte) | slowest, fastest | connections seen (at once) |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "| connections | in all (clients' wall) | expected | per connection (pacer: first to last byte) | slowest, fastest | "
+             "waiting (between requests) | per connection, less the waiting | connections seen (at once) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for c in check["cases"]:
         n = c["connections"]
         lines.append(f"| {n} | {c['total'] * rate:.1f} MiB/s ({c['total'] / n:.3f} of n × R) | {n * rate:.0f} MiB/s | "
-                     f"{c['per_connection']:.3f} of R | {c['slowest']:.3f}, {c['fastest']:.3f} | {c['opened']:.0f} ({c['max_open']:.0f}) |")
+                     f"{c['per_connection']:.3f} of R | {c['slowest']:.3f}, {c['fastest']:.3f} | "
+                     f"{c.get('waiting', 0) * 100:.1f}% | {c.get('busy', 0):.3f} of R | {c['opened']:.0f} ({c['max_open']:.0f}) |")
     lines += ["", f"The same 8 requests on one connection straight to nginx with `limit_rate {rate:.0f}m` (what (c) used before: "
               f"per request, a second's worth up front): {check['nginx_limit_rate']:.2f} of R."]
     return "\n".join(lines)
