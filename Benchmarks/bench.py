@@ -578,7 +578,8 @@ def fmt_pacer_check(check):
         n = c["connections"]
         lines.append(f"| {n} | {c['total'] * rate:.1f} MiB/s ({c['total'] / n:.3f} of n × R) | {n * rate:.0f} MiB/s | "
                      f"{c['per_connection']:.3f} of R | {c['slowest']:.3f}, {c['fastest']:.3f} | "
-                     f"{c.get('waiting', 0) * 100:.1f}% | {c.get('busy', 0):.3f} of R | {c['opened']:.0f} ({c['max_open']:.0f}) |")
+                     f"{'—' if 'waiting' not in c else format(c['waiting'] * 100, '.1f') + '%'} | "
+                     f"{'—' if 'busy' not in c else format(c['busy'], '.3f') + ' of R'} | {c['opened']:.0f} ({c['max_open']:.0f}) |")
     lines += ["", f"The same 8 requests on one connection straight to nginx with `limit_rate {rate:.0f}m` (what (c) used before: "
               f"per request, a second's worth up front): {check['nginx_limit_rate']:.2f} of R."]
     return "\n".join(lines)
