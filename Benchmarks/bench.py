@@ -681,21 +681,28 @@ def measure_all(args):
             # burst each connection may take at once: (size - n x burst) / (n x rate) seconds.
             try:
                 pacer = Pacer(work, nginx.http)
-            except RuntimeError as error:
+            except (RuntimeError, OSError) as error:
                 results["skipped"]["c"] = str(error)
             if pacer:
                 print("checking the pacer...", file=sys.stderr)
                 try:
                     results["pacer_check"] = pacer_check(pacer, nginx, args.rounds)
                     print(fmt_pacer_check(results["pacer_check"]), file=sys.stderr)
-                except RuntimeError as error:
+                except (RuntimeError, OSError, ValueError) as error:
                     results["pacer_check"] = dict(error=str(error))
                     print(f"pacer check failed: {error}", file=sys.stderr)
                 url = pacer.url("/limited.bin")
                 rate = pacer.rate / MiB
                 for n in (1, 8, 16):
                     seen = {}
-                    after = lambda label: seen.setdefault(label, []).append(pacer.reset())
+
+                    def after(label):
+                        # The pacer's counters for this run of the tool; a pacer that stopped answering
+                        # leaves the row without them (the tool's own row still says how it fared).
+                        try:
+                            seen.setdefault(label, []).append(pacer.reset())
+                        except (OSError, ValueError) as error:
+                            print(f"(c): the pacer did not answer after {label}: {error}", file=sys.stderr)
                     tools = [(f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync", url, "-o", o], one(sums["limited"]))]
                     if n == 1:
                         tools.append(("curl -o FILE", ["curl", "-s", "-o", o, url], one(sums["limited"])))
@@ -1069,6 +1076,10 @@ def report(results):
         parts.append(fmt_rows(results["rows"]))
     if results.get("pacer_check", {}).get("cases"):
         parts.append(fmt_pacer_check(results["pacer_check"]))
+    elif results.get("pacer_check", {}).get("error"):
+        parts.append(f"Pacer check failed: {results['pacer_check']['error']}")
+    if results.get("skipped", {}).get("c"):
+        parts.append(f"(c) skipped: {results['skipped']['c']}")
     paced = fmt_paced(results)
     if paced:
         parts.append(paced)
