@@ -447,10 +447,14 @@ class Pacer:
             raise RuntimeError(f"Benchmarks/pacer.c did not build: {built.stderr[-600:]}")
         self.process = subprocess.Popen([binary, str(upstream_port), str(rate), str(burst)], start_new_session=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.process.stdout.readline().split()
-        if len(line) != 2:
+        try:
+            line = self.process.stdout.readline().split()
+            if len(line) != 2:
+                raise RuntimeError("the pacer did not start")
+        except BaseException:
+            # Also Ctrl-C while it starts: the caller has no pacer to stop yet.
             self.stop()
-            raise RuntimeError("the pacer did not start")
+            raise
         self.port, self.control_port = int(line[0]), int(line[1])
 
     def url(self, path):
