@@ -7,8 +7,9 @@ SHA-256, and deletes them. Tools are interleaved (A B C A B C ...) and medians o
 because these machines are shared and noisy. A tool whose command fails (non-zero exit, missing or wrong
 output) is reported as failed in the table; the run goes on.
 
-Scenarios: (a) one big file over HTTP, (b) the same over HTTPS, (c) 128 MiB through limit_rate 20m per
-connection, (d) 200 files of 256 KiB, 16 at a time, over HTTP and HTTPS, (e) the big file interrupted at
+Scenarios: (a) one big file over HTTP, (b) the same over HTTPS, (c) 128 MiB through a pacer of 20 MiB/s per
+TCP connection (Benchmarks/pacer.c, checked first: 1, 2 and 16 connections through it), at 1, 8 and 16
+connections, (d) 200 files of 256 KiB, 16 at a time, over HTTP and HTTPS, (e) the big file interrupted at
 50% (SIGKILL) and resumed: time to finish and bytes fetched again, (f) 10,000 files of 4 KiB, 16 at a time
 (and Haul's peak RSS at 1,000 of them: flat in the list's length?), (g) one 16 GiB file (throughput and
 peak RSS against the big file of (a)), (h) peak RSS by connection count on the big file, (p) the response
@@ -270,9 +271,10 @@ class Runner:
         self.rounds = rounds
         self.rows = []
 
-    def scenario(self, key, name, size, tools, reference=(), scratch=None, files=None, rounds=None, ratios=True, startup=()):
+    def scenario(self, key, name, size, tools, reference=(), scratch=None, files=None, rounds=None, ratios=True, startup=(), after=None):
         """tools: [(label, command, outputs)]. Reference rows are not peers: no ratio is computed against
-        them. key: a short stable name the targets and charts find the rows by."""
+        them. key: a short stable name the targets and charts find the rows by. after(label): called after
+        each measurement, failed or not."""
         rounds = rounds or self.rounds
         reference = list(reference) + list(startup)
         results = {label: [] for label, _, _ in tools}
@@ -287,6 +289,8 @@ class Runner:
                     # exist yet, is reported, not fatal.
                     failures[label] = failures.get(label, 0) + 1
                     print(f"{name}: {label}: {error}", file=sys.stderr)
+                if after:
+                    after(label)
         peers = [l for l, _, _ in tools if not l.startswith("haul") and l not in reference and results[l]]
         summary = {}
         for label, samples in results.items():
@@ -421,6 +425,170 @@ coredump_dir {directory}
                     pass
 
 
+PACE_RATE = 20 * MiB  # (c): bytes/s for each client connection through the pacer
+PACE_BURST = 64 * 1024
+
+
+class Pacer:
+    """Benchmarks/pacer.c, compiled into the run's directory and started in a process group of its own: a
+    TCP proxy on 127.0.0.1 in front of nginx that sends each client connection at most `rate` bytes/s across
+    all its requests (a token bucket of `burst` bytes; see the comment at the top of pacer.c). Its control
+    port tells how many connections a tool opened (at most at once, in all) and, per closed connection, its
+    bytes and the seconds from its first to its last byte."""
+
+    def __init__(self, work, upstream_port, rate=PACE_RATE, burst=PACE_BURST):
+        self.rate, self.burst = rate, burst
+        binary = f"{work}/pacer"
+        compiler = shutil.which("cc") or shutil.which("gcc")
+        if not compiler:
+            raise RuntimeError("no C compiler (cc or gcc) to build Benchmarks/pacer.c")
+        built = subprocess.run([compiler, "-O2", "-o", binary, f"{REPO}/Benchmarks/pacer.c", "-lm"], capture_output=True, text=True)
+        if built.returncode != 0:
+            raise RuntimeError(f"Benchmarks/pacer.c did not build: {built.stderr[-600:]}")
+        self.process = subprocess.Popen([binary, str(upstream_port), str(rate), str(burst)], start_new_session=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            line = self.process.stdout.readline().split()
+            if len(line) != 2:
+                raise RuntimeError("the pacer did not start")
+        except BaseException:
+            # Also Ctrl-C while it starts: the caller has no pacer to stop yet.
+            self.stop()
+            raise
+        self.port, self.control_port = int(line[0]), int(line[1])
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def command(self, word):
+        with socket.create_connection(("127.0.0.1", self.control_port), timeout=5) as s:
+            s.sendall(word.encode() + b"\n")
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        return json.loads(answer)
+
+    def reset(self, timeout=10):
+        """Waits until every connection through the pacer has closed, then returns its counters since the
+        last reset and zeroes them."""
+        deadline = time.monotonic() + timeout
+        while self.command("stats")["open"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.command("reset")
+
+    def stop(self):
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+            except ProcessLookupError:
+                pass
+        self.process.stdout.close()
+
+
+def pacer_check(pacer, nginx, rounds):
+    """The pacer's accuracy, measured before (c): 1, 2 and 16 curl processes at once, each fetching the same
+    2 MiB range 8 times over one kept-alive connection (16 MiB a connection), through the pacer. Expected:
+    n x rate in all, each connection at rate. Reported per case (medians of `rounds`): the rate in all from
+    the clients' wall time (curl's start-up included), each connection's rate as the pacer saw it (first to
+    last byte), and the connections it saw. Then the same requests on one connection straight to nginx's
+    /limited/ (`limit_rate 20m`, what (c) used before): a request-per-range client is hardly slowed at all."""
+    step, requests = 2 * MiB, 8
+    per_connection = step * requests
+    cases = []
+
+    def curl(url, header=()):
+        argv = ["curl", "-s", "-r", f"0-{step - 1}"] + list(header)
+        for _ in range(requests):
+            argv += ["-o", "/dev/null", url]
+        return argv
+
+    for n in (1, 2, 16):
+        samples = []
+        for _ in range(rounds):
+            pacer.reset()
+            start = time.monotonic()
+            processes = [subprocess.Popen(curl(pacer.url("/limited.bin")), start_new_session=True) for _ in range(n)]
+            try:
+                codes = [p.wait() for p in processes]
+            finally:
+                for p in processes:
+                    if p.poll() is None:
+                        os.killpg(p.pid, signal.SIGKILL)
+                        p.wait()
+            wall = time.monotonic() - start
+            stats = pacer.reset()
+            # The bytes through the pacer are the bodies and each response's head.
+            if any(codes) or not n * per_connection <= stats["bytes"] <= n * (per_connection + requests * 1024):
+                raise RuntimeError(f"pacer check, {n} connections: curl exit codes {codes}, {stats['bytes']} bytes through the pacer")
+            rates = [b / s / pacer.rate for b, s, *_ in stats["closed"] if s > 0]
+            # The same, less the time the pacer had nothing to send (waiting for the next response: curl's,
+            # the pacer's and nginx's turn-around between requests) or could not send (the client's socket
+            # full): the pacer's own accuracy.
+            busy = [b / (s - server - client) / pacer.rate for b, s, server, client, *_ in stats["closed"] if s - server - client > 0]
+            waits = [(server + client) / s for b, s, server, client, *_ in stats["closed"] if s > 0]
+            samples.append(dict(wall=wall, total=n * per_connection / wall / pacer.rate, opened=stats["opened"],
+                                max_open=stats["max_open"], per_connection=statistics.median(rates), slowest=min(rates), fastest=max(rates),
+                                busy=statistics.median(busy), waiting=statistics.median(waits)))
+        case = {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+        case.update(connections=n, bytes=per_connection, requests=requests)
+        cases.append(case)
+    samples = []
+    for _ in range(rounds):
+        start = time.monotonic()
+        code, _, _ = run_own_group(curl(nginx.url("/limited/limited.bin")))
+        if code != 0:
+            raise RuntimeError(f"pacer check, nginx limit_rate: curl exit code {code}")
+        samples.append(per_connection / (time.monotonic() - start) / pacer.rate)
+    return dict(rate=pacer.rate, burst=pacer.burst, cases=cases, nginx_limit_rate=statistics.median(samples), rounds=rounds)
+
+
+def fmt_paced(results):
+    """(c) in detail: each tool's share of the ideal and what the pacer saw of its connections."""
+    rows = [r for r in results["rows"] if r["key"] in ("c1", "c8", "c16") and "failed" not in r and "ideal" in r]
+    if not rows:
+        return ""
+    lines = ["(c) through the pacer: ideal = (128 MiB - n x burst) / (n x 20 MiB/s); connections the pacer saw (most at once, "
+             "most opened in one run); of each connection's time from its first byte to its last, the share spent waiting for "
+             "the server (between requests) and for the client (its socket full), medians; pace: each connection's bytes ÷ "
+             "its first-to-last-byte time ÷ 20 MiB/s, the median of the connections that lived more than 50 ms; span: from "
+             "the first byte of any connection to the last byte of any; ramp: from that first byte to the first byte of the "
+             "n-th connection.",
+             "",
+             "| connections | tool | wall s | ideal s | of ideal | span s | ramp s | at once | opened | pace | waiting for the server | waiting for the client |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    share = lambda v: "—" if v is None else f"{v * 100:.1f}%"
+    for r in rows:
+        seconds = lambda v: "—" if v is None else f"{v:.3f}"
+        lines.append(f"| {r['key'][1:]} | {r['tool']} | {r['wall']:.3f} | {r['ideal_wall']:.3f} | {r['ideal']:.3f} | "
+                     f"{seconds(r.get('span'))} | {seconds(r.get('ramp'))} | "
+                     f"{r.get('connections')} | {r.get('opened')} | {'—' if r.get('pace') is None else format(r['pace'], '.3f')} | "
+                     f"{share(r.get('server_wait'))} | {share(r.get('client_wait'))} |")
+    return "\n".join(lines)
+
+
+def fmt_pacer_check(check):
+    rate = check["rate"] / MiB
+    lines = [f"Pacer check (medians of {check['rounds']}): n curl processes at once, each 8 requests of 2 MiB over one connection, "
+             f"through the pacer at {rate:.0f} MiB/s per connection (burst {check['burst'] // 1024} KiB); expected n × {rate:.0f} MiB/s.",
+             "",
+             "| connections | in all (clients' wall) | expected | per connection (pacer: first to last byte) | slowest, fastest | "
+             "waiting (between requests) | per connection, less the waiting | connections seen (at once) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in check["cases"]:
+        n = c["connections"]
+        lines.append(f"| {n} | {c['total'] * rate:.1f} MiB/s ({c['total'] / n:.3f} of n × R) | {n * rate:.0f} MiB/s | "
+                     f"{c['per_connection']:.3f} of R | {c['slowest']:.3f}, {c['fastest']:.3f} | "
+                     f"{'—' if 'waiting' not in c else format(c['waiting'] * 100, '.1f') + '%'} | "
+                     f"{'—' if 'busy' not in c else format(c['busy'], '.3f') + ' of R'} | {c['opened']:.0f} ({c['max_open']:.0f}) |")
+    lines += ["", f"The same 8 requests on one connection straight to nginx with `limit_rate {rate:.0f}m` (what (c) used before: "
+              f"per request, a second's worth up front): {check['nginx_limit_rate']:.2f} of R."]
+    return "\n".join(lines)
+
+
 def measure_all(args):
     scenarios = set(args.scenarios.split(","))
     results = dict(version=1, date=time.strftime("%Y-%m-%d %H:%M"), commit=git_commit(),
@@ -450,6 +618,7 @@ def measure_all(args):
     data, out = f"{work}/data", f"{work}/out"
     os.makedirs(data); os.makedirs(out)
     nginx = proxies = None
+    pacer = None
     try:
         big, limited = args.size_mib * MiB, 128 * MiB
         sums = {}
@@ -510,19 +679,76 @@ def measure_all(args):
             lap("b", since)
         if "c" in scenarios:
             since = time.monotonic()
-            # One scenario per connection count, so that Haul's ratio is to the peers using as many.
-            url = nginx.url("/limited/limited.bin")
-            for n in (8, 16):
-                name = f"(c) 128 MiB, limit_rate 20m/conn, {n} connections"
-                scenario(f"c{n}", name, limited, [
-                    (f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync", url, "-o", o], one(sums["limited"])),
-                    (f"aria2c -x{n} -s{n} -k1M", ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["limited"])),
-                    (f"axel -n {n}", ["axel", "-q", "-n", str(n), "-o", o, url], one(sums["limited"])),
-                ])
-                for row in runner.rows:
-                    if row["key"] == f"c{n}" and "failed" not in row:
-                        row["ideal"] = row["rate"] * 1e6 / (n * 20 * MiB)
-                        row["extra"] = f" ({row['ideal'] * 100:.0f}% of {n}x20 MiB/s)"
+            # Through the pacer (Benchmarks/pacer.c): each TCP connection at most 20 MiB/s across all its
+            # requests. One scenario per connection count, so that Haul's ratio is to the peers using as
+            # many; at 1, curl is the floor. Ideal: n connections x 20 MiB/s from the first byte, less the
+            # burst each connection may take at once: (size - n x burst) / (n x rate) seconds.
+            try:
+                pacer = Pacer(work, nginx.http)
+            except (RuntimeError, OSError) as error:
+                results["skipped"]["c"] = str(error)
+            if pacer:
+                print("checking the pacer...", file=sys.stderr)
+                try:
+                    results["pacer_check"] = pacer_check(pacer, nginx, args.rounds)
+                    print(fmt_pacer_check(results["pacer_check"]), file=sys.stderr)
+                except (RuntimeError, OSError, ValueError) as error:
+                    results["pacer_check"] = dict(error=str(error))
+                    print(f"pacer check failed: {error}", file=sys.stderr)
+                url = pacer.url("/limited.bin")
+                rate = pacer.rate / MiB
+                for n in (1, 8, 16):
+                    seen = {}
+
+                    def after(label):
+                        # The pacer's counters for this run of the tool; a pacer that stopped answering
+                        # leaves the row without them (the tool's own row still says how it fared).
+                        try:
+                            seen.setdefault(label, []).append(pacer.reset())
+                        except (OSError, ValueError) as error:
+                            print(f"(c): the pacer did not answer after {label}: {error}", file=sys.stderr)
+                    tools = [(f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync", url, "-o", o], one(sums["limited"]))]
+                    if n == 1:
+                        tools.append(("curl -o FILE", ["curl", "-s", "-o", o, url], one(sums["limited"])))
+                    else:
+                        tools += [
+                            (f"aria2c -x{n} -s{n} -k1M", ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file", url], one(sums["limited"])),
+                            (f"axel -n {n}", ["axel", "-q", "-n", str(n), "-o", o, url], one(sums["limited"])),
+                        ]
+                    pacer.reset()
+                    scenario(f"c{n}", f"(c) 128 MiB paced at {rate:.0f} MiB/s per connection, {plural(n, 'connection')}", limited, tools, after=after)
+                    ideal = max(limited - n * pacer.burst, 0) / (n * pacer.rate)
+                    for row in runner.rows:
+                        if row["key"] == f"c{n}" and "failed" not in row:
+                            stats = seen.get(row["tool"], [])
+                            row["ideal"] = ideal / row["wall"]
+                            row["ideal_wall"] = ideal
+                            row["connections"] = max((st["max_open"] for st in stats), default=None)
+                            row["opened"] = max((st["opened"] for st in stats), default=None)
+                            # Of each connection's time from its first byte to its last, the share the pacer
+                            # spent waiting for the server (between requests, mostly) and for the client.
+                            lived = [sum(c[1] for c in st["closed"]) for st in stats]
+                            for i, name in ((2, "server_wait"), (3, "client_wait")):
+                                shares = [sum(c[i] for c in st["closed"]) / t for st, t in zip(stats, lived) if t > 0]
+                                row[name] = statistics.median(shares) if shares else None
+                            # What each connection got while it lived, as the pacer saw it: about 1 (of the rate)
+                            # unless it waited for the server or the client, or the pacer fell behind.
+                            paces = [c[0] / c[1] / pacer.rate for st in stats for c in st["closed"] if c[1] > 0.05]
+                            row["pace"] = statistics.median(paces) if paces else None
+                            # Where the rest of the wall time went, per run: span, the first byte of any
+                            # connection to the last of any; ramp, that first byte to the first byte of the
+                            # n-th connection (connections opening late).
+                            spans, ramps = [], []
+                            for st in stats:
+                                firsts = sorted(c[4] for c in st["closed"])
+                                if firsts:
+                                    spans.append(max(c[5] for c in st["closed"]) - firsts[0])
+                                    ramps.append(firsts[min(n, len(firsts)) - 1] - firsts[0])
+                            row["span"] = statistics.median(spans) if spans else None
+                            row["ramp"] = statistics.median(ramps) if ramps else None
+                            row["extra"] = f" ({row['ideal'] * 100:.0f}% of {n}x{rate:.0f} MiB/s)"
+                pacer.stop()
+                pacer = None
             lap("c", since)
         if "d" in scenarios:
             since = time.monotonic()
@@ -639,6 +865,8 @@ def measure_all(args):
     finally:
         if proxies:
             proxies.stop()
+        if pacer:
+            pacer.stop()
         if nginx:
             nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -763,11 +991,11 @@ def targets(results):
                  "a", "curl -o /dev/null (reference)", 0.9)
     haul, axel = find(results, "c16", "haul -c16 --no-sync"), find(results, "c16", "axel -n 16")
     if haul and "ideal" in haul:
-        out.append(("128 MiB, 16 connections at 20 MiB/s each ≥ 0.95 of ideal", f"{haul['ideal']:.3f} of ideal",
+        out.append(("128 MiB, 16 connections paced at 20 MiB/s each ≥ 0.95 of ideal", f"{haul['ideal']:.3f} of ideal",
                     f"axel -n 16: {axel['ideal']:.3f}" if axel and "ideal" in axel else "axel: —",
                     f"{haul['ideal']:.3f}", judged(haul["ideal"] >= 0.95, f"{0.95 - haul['ideal']:.3f} short", haul)))
     else:
-        out.append(("128 MiB, 16 connections at 20 MiB/s each ≥ 0.95 of ideal", "—", "—", missing("c"), "—"))
+        out.append(("128 MiB, 16 connections paced at 20 MiB/s each ≥ 0.95 of ideal", "—", "—", missing("c"), "—"))
     for suffix in ("http", "https"):
         ratio_target(f"{args['small_files']} × 256 KiB {suffix.upper()}, 16 at a time, durable ≥ 1.2× curl --parallel",
                      f"d-{suffix}", "haul -i LIST -j 16", f"d-{suffix}", "curl --parallel --parallel-max 16", 1.2)
@@ -850,6 +1078,15 @@ def report(results):
              f"peak RSS is the largest seen. {results['date']}."]
     if results["rows"]:
         parts.append(fmt_rows(results["rows"]))
+    if results.get("pacer_check", {}).get("cases"):
+        parts.append(fmt_pacer_check(results["pacer_check"]))
+    elif results.get("pacer_check", {}).get("error"):
+        parts.append(f"Pacer check failed: {results['pacer_check']['error']}")
+    if results.get("skipped", {}).get("c"):
+        parts.append(f"(c) skipped: {results['skipped']['c']}")
+    paced = fmt_paced(results)
+    if paced:
+        parts.append(paced)
     if results.get("resume_rows"):
         parts.append(f"(e) {args['size_mib']} MiB over HTTP, first run throttled to {args['size_mib'] // 8} MiB/s in all and "
                      f"interrupted with SIG{args['resume_signal']} once nginx has sent 50%; second run unthrottled, timed to the end. "

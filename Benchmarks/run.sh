@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Benchmarks Haul side by side with curl, wget, aria2c and axel on this machine, in one run.
 # Installs what is missing (the peers, nginx, GNU time, gnuplot), builds Haul and the parser benchmark in
-# release mode, starts its own nginx on 127.0.0.1 (HTTP and HTTPS with a CA it generates), creates the test
-# data in a temporary directory, runs every scenario with tools interleaved, verifies each output's SHA-256,
-# prints markdown tables and the issue 16 targets (met / not met), saves the raw results as JSON
-# (Benchmarks/results/, not in git) and draws the charts into docs/benchmarks/*.svg. It stops only the
-# processes it started and removes its temporary directory also on failure and Ctrl-C.
+# release mode, starts its own nginx on 127.0.0.1 (HTTP and HTTPS with a CA it generates) and, for the
+# throttled scenario (c), the per-connection pacer in front of it (Benchmarks/pacer.c, compiled with cc into
+# the temporary directory, stopped after (c)), creates the test data in a temporary directory, runs every
+# scenario with tools interleaved, verifies each output's SHA-256, prints markdown tables and the issue 16
+# targets (met / not met), saves the raw results as JSON (Benchmarks/results/, not in git) and draws the
+# charts into docs/benchmarks/*.svg. It stops only the processes it started and removes its temporary
+# directory also on failure and Ctrl-C.
 #
 # Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c,d,e,f,g,h,p] [--size-mib N] [--small-files N]
 #                          [--many-files N] [--huge-gib N] [--huge-rounds N] [--resume-signal KILL|INT]
