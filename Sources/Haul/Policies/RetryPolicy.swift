@@ -46,7 +46,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public func isRetriable(_ error: HaulError) -> Bool { error.isTransient }
 
     /// The wait before retry number `attempt` (1 for the first retry), or the server's `retryAfter` (never
-    /// more than `maxRetryAfter`: ``serverWait(after:retryAfter:)`` has turned a longer one into a failure).
+    /// more than `maxRetryAfter`: `serverWait(after:retryAfter:)` has turned a longer one into a failure).
     public func delay(attempt: Int, retryAfter: Duration? = nil) -> Duration {
         if let retryAfter { return min(retryAfter, maxRetryAfter) }
         var step = baseDelay
