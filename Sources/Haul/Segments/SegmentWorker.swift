@@ -53,6 +53,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     var provisional: Bool { window.map { !$0.bounded && $0.end != nil } ?? false }
     /// Bytes read and dropped from the current response.
     private var drained: Int64 = 0
+    /// Whether some of the current response's body was spliced into the file (logged once per exchange).
+    private var spliced = false
     /// The segment is done but its response goes on: its remaining bytes are drained.
     private var draining = false
     /// What the response handler decided that the exchange's completion must act on.
@@ -124,6 +126,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         window = nil
         draining = false
         drained = 0
+        spliced = false
         verdict = .none
         retryAfter = nil
         interruption = nil
@@ -202,7 +205,13 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// The same steps as for bytes read (the window, the segment's end, the accounting, the rate and
     /// durability checks that follow), with the bytes moved from the connection's pipe into the file.
     func didReceiveBody(piped: PipedBytes) throws -> BodyDecision {
-        try receiveBody(count: piped.count) { part, at in
+        if !spliced {
+            spliced = true
+            download.logger.debug("splicing the body into the file", metadata: [
+                LogKey.connection: "\(id)", "haul.offset": "\(position)", "haul.bytes": "\(piped.count)",
+            ])
+        }
+        return try receiveBody(count: piped.count) { part, at in
             // Never the case: no splice is asked for while a whole-file body still has bytes to drop.
             guard part.lowerBound == 0 else {
                 throw HaulError.unexpected("spliced body bytes \(part) would skip a part of the pipe")
