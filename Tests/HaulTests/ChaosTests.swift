@@ -81,6 +81,8 @@ import HaulTestSupport
         var requests: Int
         /// What was wrong with it, if anything (each is also recorded as a test issue).
         var problems: [String]
+        /// Exchanges that spliced some of their body into the file.
+        var splicedExchanges = 0
     }
 
     /// The case name of a HaulError (`network`, `malformedResponse`, ...).
@@ -123,7 +125,10 @@ import HaulTestSupport
             }
             let request = DownloadRequest(url: server.url("/f"), destination: destination,
                                           ifChangedOnServer: index % 2 == 1 ? .restart : .fail)
-            let task = try HaulClient(options: options(path: bodies)).start(request)
+            let log = CapturingLogHandler.Store()
+            let logger = CapturingLogHandler.logger(log, level: .debug)
+            let task = try HaulClient(options: options(path: bodies), logger: logger).start(request)
+            defer { outcome.splicedExchanges = log.with(BodyPath.splicingMessage).count }
             let result = await outcomeWithin(Self.deadline, of: task)
             if intoDirectory {
                 let victim = FileManager.default.contents(atPath: directory + "/" + Self.victimName).map { Array($0) }
@@ -198,6 +203,10 @@ import HaulTestSupport
             for (fault, count) in outcome.faults { faults[fault, default: 0] += count }
         }
         let elapsed = ContinuousClock.now - started
+        let spliced = outcomes.reduce(0) { $0 + $1.splicedExchanges }
+        print("chaos: exchanges that spliced their body: \(spliced)")
+        if path == .received { #expect(spliced == 0, "splicing is off") }
+        if path == .spliced, Self.onlyDownload == nil { #expect(spliced > 0, "splicing is on, yet no exchange spliced") }
         print("chaos: HAUL_CHAOS_SEED=\(seed): \(outcomes.count) downloads in \(elapsed), \(outcomes.reduce(0) { $0 + $1.requests }) requests")
         print("chaos: endings: " + endings.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         print("chaos: faults injected: " + MisbehavingServer.ChaosFault.allCases.map { "\($0.rawValue) \(faults[$0] ?? 0)" }.joined(separator: ", "))

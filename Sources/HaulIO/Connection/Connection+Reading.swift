@@ -1,3 +1,4 @@
+import Glibc
 import SystemPackage
 
 extension Connection {
@@ -186,6 +187,7 @@ extension Connection {
                                 let decision = handler(.piped(PipedBytes(pipe: pipe, count: count)))
                                 // Bytes left behind belong to no offset any more: they go with the pipe.
                                 if pipe.pending > 0, bodyPipe === pipe { bodyPipe = nil }
+                                if pipe.fileRefusesSplice { spliceUnavailable = true }
                                 if decision == .stop && readerGeneration == generation { setReader(.idle) }
                                 continue
                             case .endOfStream(let end):
@@ -302,6 +304,8 @@ final class BodyPipe {
     let pipe: SplicePipe
     /// Bytes spliced in and not yet moved out.
     var pending = 0
+    /// A file refused a splice from this pipe (``PipedBytes/move(_:into:at:)``): the connection stops splicing.
+    var fileRefusesSplice = false
 
     init(size: Int) throws(SystemError) {
         pipe = try SplicePipe(size: size)
@@ -317,10 +321,36 @@ public struct PipedBytes {
 
     /// Moves the next `count` waiting bytes into `file` at `offset` without copying them through user space.
     /// After a failure the rest of the pipe is discarded when the handler returns.
+    ///
+    /// A file that refuses `splice` (`EINVAL`: a file system without splice support, a file opened for
+    /// appending) gets the bytes read out of the pipe and written with `pwrite` instead, and the connection
+    /// reads rather than splices from then on.
     public func move(_ count: Int, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
         precondition(count >= 0 && count <= pipe.pending, "moving \(count) of \(pipe.pending) piped bytes")
         guard count > 0 else { return }
-        try pipe.pipe.readEnd.descriptor.spliceAll(count, into: file, at: offset)
+        var done = 0
+        do {
+            try pipe.pipe.readEnd.descriptor.spliceAll(count, into: file, at: offset, moved: &done)
+        } catch where error.errno == EINVAL {
+            pipe.fileRefusesSplice = true
+            try copyOut(count - done, into: file, at: offset + Int64(done))
+        }
         pipe.pending -= count
+    }
+
+    /// Reads `count` bytes out of the pipe and writes them into `file` at `offset`.
+    private func copyOut(_ count: Int, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+        defer { buffer.deallocate() }
+        var filled = 0
+        while filled < count {
+            let target = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
+            switch try pipe.pipe.readEnd.descriptor.readAvailable(into: target) {
+            case .processed(let read) where read > 0: filled += read
+            // Bytes known to be in the pipe cannot run out.
+            case .processed, .wouldBlock: throw SystemError(call: "read", errno: EIO)
+            }
+        }
+        try file.writeAll(UnsafeRawBufferPointer(buffer), at: offset)
     }
 }

@@ -43,6 +43,11 @@ extension FileDescriptor {
     /// with `off_out`, looping over short moves; the file's own position is not used or changed).
     package func spliceAll(_ count: Int, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
         var done = 0
+        try spliceAll(count, into: file, at: offset, moved: &done)
+    }
+
+    /// ``spliceAll(_:into:at:)`` that counts in `done` the bytes moved, also when it throws.
+    package func spliceAll(_ count: Int, into file: FileDescriptor, at offset: Int64, moved done: inout Int) throws(SystemError) {
         while done < count {
             var at = offset + Int64(done)
             let moved = try blockingSyscall("splice") {
