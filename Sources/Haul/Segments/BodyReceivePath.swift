@@ -4,7 +4,7 @@
 /// Splicing is for the bulk of a big file: a body whose `Content-Length` promised its length, whose window
 /// takes every byte from here to the range's end into a file on disk. Everything else is received: the
 /// output stream and memory (which keep `recv` + `pwrite`, as the issue asks), a rate-limited download
-/// (paced in receive-buffer steps; a 1 MiB splice would make its pauses coarse, and it is not CPU-bound), a
+/// (paced in receive-buffer steps; it is not CPU-bound, and a pipe's worth per step would only make its pauses coarser), a
 /// provisional window (chunked or close-delimited: its bytes are not proven), bytes a whole-file body drops
 /// before its range, a response being drained. Two more conditions are enforced below this decision, where
 /// the facts live: `HTTPConnection` splices only a body framed by `Content-Length` and never past its

@@ -39,8 +39,10 @@ public struct ConnectionOptions: Sendable, Hashable {
     public var attemptDelay: Duration
     /// The capacity asked for the pipe a plain-TCP connection splices bodies through (`F_SETPIPE_SZ`; the
     /// kernel's 64 KiB stays when it refuses): the most bytes one splice moves. Made on the first splice
-    /// only (``Connection/startReadingOnLoop(splicing:_:)``), kept for the connection's life.
-    public var splicePipeSize: Int = 1 << 20
+    /// only (``Connection/startReadingOnLoop(splicing:_:)``), kept for the connection's life. 256 KiB, the
+    /// receive buffer's size, measured best (docs/benchmarks.md, 2026-11-26): at 8 connections 1 MiB pipes
+    /// made the pipe → file copy up to twice as slow per byte, 128 KiB cost more in calls.
+    public var splicePipeSize: Int = 256 << 10
 
     /// The defaults described on each property.
     public init(
