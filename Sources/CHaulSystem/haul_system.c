@@ -36,6 +36,10 @@ int haul_eventfd(unsigned int initval) { return eventfd(initval, EFD_CLOEXEC | E
 
 int haul_pipe2_nonblocking(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NONBLOCK); }
 
+int haul_set_pipe_size(int fd, int size) { return fcntl(fd, F_SETPIPE_SZ, size); }
+
+int haul_pipe_size(int fd) { return fcntl(fd, F_GETPIPE_SZ); }
+
 ssize_t haul_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len, unsigned int flags) {
     return splice(fd_in, (loff_t *)off_in, fd_out, (loff_t *)off_out, len, flags);
 }

@@ -59,7 +59,7 @@ import HaulTestSupport
         return resource
     }
 
-    func options() -> DownloadOptions {
+    func options(path: BodyPath) -> DownloadOptions {
         var options = DownloadOptions(synchronizesToDisk: false, connections: 8, minimumSegment: 64 << 10)
         options.timeouts = ConnectionTimeouts(connect: .seconds(2), tlsHandshake: .seconds(2), idle: .seconds(1))
         options.retry = RetryPolicy(triesPerRange: 8, totalRetries: 200, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50),
@@ -68,7 +68,7 @@ import HaulTestSupport
         // The trickle fault (3 KiB/s for about a second, then full speed) meets a limit here, so that its cut
         // and retry happen too; the default limit (100 bytes/s over 60 s) would let it pass.
         options.lowSpeedLimit = LowSpeedLimit(bytesPerSecond: 16 << 10, seconds: 1)
-        return options
+        return path.applied(to: options)
     }
 
     /// How one download ended.
@@ -81,6 +81,8 @@ import HaulTestSupport
         var requests: Int
         /// What was wrong with it, if anything (each is also recorded as a test issue).
         var problems: [String]
+        /// Exchanges that spliced some of their body into the file.
+        var splicedExchanges = 0
     }
 
     /// The case name of a HaulError (`network`, `malformedResponse`, ...).
@@ -98,9 +100,9 @@ import HaulTestSupport
         return lstat(path, &info) == 0 ? Int(info.st_size) : nil
     }
 
-    func runOne(_ index: Int, seed: UInt64) async -> Outcome {
+    func runOne(_ index: Int, seed: UInt64, bodies: BodyPath) async -> Outcome {
         let serverSeed = Self.serverSeed(seed, download: index)
-        let tag = "HAUL_CHAOS_SEED=\(seed) HAUL_CHAOS_DOWNLOAD=\(index) (server seed \(serverSeed))"
+        let tag = "HAUL_CHAOS_SEED=\(seed) HAUL_CHAOS_DOWNLOAD=\(index) (server seed \(serverSeed), bodies \(bodies))"
         var outcome = Outcome(index: index, serverSeed: serverSeed, ending: "not started", faults: [:], requests: 0, problems: [])
         let resource = Self.resource(for: index)
         let intoDirectory = index % 5 == 0
@@ -123,7 +125,10 @@ import HaulTestSupport
             }
             let request = DownloadRequest(url: server.url("/f"), destination: destination,
                                           ifChangedOnServer: index % 2 == 1 ? .restart : .fail)
-            let task = try HaulClient(options: options()).start(request)
+            let log = CapturingLogHandler.Store()
+            let logger = CapturingLogHandler.logger(log, level: .debug)
+            let task = try HaulClient(options: options(path: bodies), logger: logger).start(request)
+            defer { outcome.splicedExchanges = log.with(BodyPath.splicingMessage).count }
             let result = await outcomeWithin(Self.deadline, of: task)
             if intoDirectory {
                 let victim = FileManager.default.contents(atPath: directory + "/" + Self.victimName).map { Array($0) }
@@ -169,9 +174,9 @@ import HaulTestSupport
         return outcome
     }
 
-    @Test(arguments: ChaosTests.seeds)
-    func downloadsAgainstAChaoticServerEndInTheFileOrAClearError(seed: UInt64) async throws {
-        print("chaos: HAUL_CHAOS_SEED=\(seed) (set it to replay; HAUL_CHAOS_DOWNLOAD=i runs download i alone)")
+    @Test(arguments: ChaosTests.seeds, BodyPath.allCases)
+    func downloadsAgainstAChaoticServerEndInTheFileOrAClearError(seed: UInt64, path: BodyPath) async throws {
+        print("chaos: HAUL_CHAOS_SEED=\(seed), bodies \(path) (set it to replay; HAUL_CHAOS_DOWNLOAD=i runs download i alone)")
         let indices = Self.onlyDownload.map { [$0] } ?? Array(0..<Self.downloads)
         let started = ContinuousClock.now
         var outcomes: [Outcome] = []
@@ -179,11 +184,11 @@ import HaulTestSupport
             var next = indices.makeIterator()
             for _ in 0..<Self.concurrency {
                 guard let index = next.next() else { break }
-                group.addTask { await runOne(index, seed: seed) }
+                group.addTask { await runOne(index, seed: seed, bodies: path) }
             }
             while let outcome = await group.next() {
                 outcomes.append(outcome)
-                if let index = next.next() { group.addTask { await runOne(index, seed: seed) } }
+                if let index = next.next() { group.addTask { await runOne(index, seed: seed, bodies: path) } }
             }
         }
         outcomes.sort { $0.index < $1.index }
@@ -198,6 +203,10 @@ import HaulTestSupport
             for (fault, count) in outcome.faults { faults[fault, default: 0] += count }
         }
         let elapsed = ContinuousClock.now - started
+        let spliced = outcomes.reduce(0) { $0 + $1.splicedExchanges }
+        print("chaos: exchanges that spliced their body: \(spliced)")
+        if path == .received { #expect(spliced == 0, "splicing is off") }
+        if path == .spliced, Self.onlyDownload == nil { #expect(spliced > 0, "splicing is on, yet no exchange spliced") }
         print("chaos: HAUL_CHAOS_SEED=\(seed): \(outcomes.count) downloads in \(elapsed), \(outcomes.reduce(0) { $0 + $1.requests }) requests")
         print("chaos: endings: " + endings.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         print("chaos: faults injected: " + MisbehavingServer.ChaosFault.allCases.map { "\($0.rawValue) \(faults[$0] ?? 0)" }.joined(separator: ", "))

@@ -9,18 +9,20 @@ import HaulTestSupport
     static let size = 4 << 20
     let resource = MisbehavingServer.Resource.pattern(size: FaultTests.size, seed: 3)
 
-    func options(connections: Int = 4) -> DownloadOptions {
+    func options(connections: Int = 4, path: BodyPath = .spliced) -> DownloadOptions {
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 256 << 10)
         options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
         options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: .seconds(5))
-        return options
+        return path.applied(to: options)
     }
 
-    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions, ifChangedOnServer: ChangePolicy = .fail) async throws -> (DownloadResult, [UInt8]) {
+    func download(_ url: String, mirrors: [String] = [], options: DownloadOptions, ifChangedOnServer: ChangePolicy = .fail,
+                  log: CapturingLogHandler.Store? = nil) async throws -> (DownloadResult, [UInt8]) {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let request = DownloadRequest(url: url, mirrors: mirrors, destination: .file(directory + "/f"), ifChangedOnServer: ifChangedOnServer)
-        let result = try await HaulClient(options: options).download(request)
+        let client = try log.map { try HaulClient(options: options, logger: CapturingLogHandler.logger($0)) } ?? HaulClient(options: options)
+        let result = try await client.download(request)
         return (result, Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/f"))))
     }
 
@@ -40,12 +42,15 @@ import HaulTestSupport
         }
     }
 
-    @Test func stallMidBodyTimesOutAndARetryFinishes() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func stallMidBodyTimesOutAndARetryFinishes(path: BodyPath) async throws {
         let server = try MisbehavingServer(resource: resource, script: .sequence([.stallMidBody(afterBytes: 100_000, .untilStopped)]))
         defer { server.stop() }
-        var options = options(connections: 1)
+        var options = options(connections: 1, path: path)
         options.timeouts.idle = .milliseconds(300)
-        let (result, bytes) = try await download(server.url("/f"), options: options)
+        let log = CapturingLogHandler.Store()
+        let (result, bytes) = try await download(server.url("/f"), options: options, log: log)
+        path.expectTaken(in: log)
         #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 1)
     }
@@ -89,22 +94,29 @@ import HaulTestSupport
         }
     }
 
-    @Test func truncatedChunkedBodyIsRetried() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func truncatedChunkedBodyIsRetried(path: BodyPath) async throws {
         // Request 0 is the probe: a chunked 206 has no length to hold it to, so the engine drops its body and
         // asks again for a bounded range (request 1), which is the one cut short here.
         let server = try MisbehavingServer(resource: resource, script: .sequence([.chunked, .truncatedChunked(afterBytes: 50_000)], then: .chunked))
         defer { server.stop() }
-        let (result, bytes) = try await download(server.url("/f"), options: options(connections: 1))
+        let log = CapturingLogHandler.Store()
+        let (result, bytes) = try await download(server.url("/f"), options: options(connections: 1, path: path), log: log)
+        path.expectTaken(in: log, spliceExpected: false)
+        #expect(log.with(BodyPath.splicingMessage).isEmpty, "a chunked body is never spliced")
         #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 1)
     }
 
     // MARK: Segmented engine
 
-    @Test func serverIgnoringRangeIsOneStream() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func serverIgnoringRangeIsOneStream(path: BodyPath) async throws {
         let server = try MisbehavingServer(resource: resource, script: .always(.ignoreRange))
         defer { server.stop() }
-        let (result, bytes) = try await download(server.url("/f"), options: options(connections: 8))
+        let log = CapturingLogHandler.Store()
+        let (result, bytes) = try await download(server.url("/f"), options: options(connections: 8, path: path), log: log)
+        path.expectTaken(in: log)
         #expect(sameBytes(bytes, resource.bytes))
         #expect(result.connections == 1)
         #expect(server.requests.count == 1)
@@ -127,13 +139,14 @@ import HaulTestSupport
         #expect(sameBytes(bytes, changed.bytes), "after a restart the file is the new version, never a mix")
     }
 
-    @Test func wrongOrMissingContentRangeIsRejected() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func wrongOrMissingContentRangeIsRejected(path: BodyPath) async throws {
         for behavior in [MisbehavingServer.Behavior.wrongContentRange(shiftedBy: 10), .omitContentRange] {
             // The probe (request 0) is answered correctly; every ranged request after it is not.
             let server = try MisbehavingServer(resource: resource, script: MisbehavingServer.Script { $0.index >= 1 ? behavior : .normal })
             defer { server.stop() }
             await #expect {
-                _ = try await download(server.url("/f"), options: options())
+                _ = try await download(server.url("/f"), options: options(path: path))
             } throws: { error in
                 guard case .wrongContentRange? = (error as? HaulError)?.reason else { return false }
                 return true
@@ -141,12 +154,15 @@ import HaulTestSupport
         }
     }
 
-    @Test func droppedConnectionsRefetchOnlyTheLostBytes() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func droppedConnectionsRefetchOnlyTheLostBytes(path: BodyPath) async throws {
         let server = try MisbehavingServer(resource: resource, script: .byRequestIndex([
             2: .closeMidBody(afterBytes: 200_000), 3: .closeMidBody(afterBytes: 10_000), 5: .closeMidBody(afterBytes: 300_000),
         ]))
         defer { server.stop() }
-        let (result, bytes) = try await download(server.url("/f"), options: options())
+        let log = CapturingLogHandler.Store()
+        let (result, bytes) = try await download(server.url("/f"), options: options(path: path), log: log)
+        path.expectTaken(in: log)
         #expect(sameBytes(bytes, resource.bytes))
         #expect(result.retries == 3)
         // What was lost: the undelivered part of each cut-off ranged request.
@@ -184,11 +200,14 @@ import HaulTestSupport
         #expect(working.requests.count >= 1)
     }
 
-    @Test func mirrorThatFailsMidDownloadHandsItsRangesOver() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func mirrorThatFailsMidDownloadHandsItsRangesOver(path: BodyPath) async throws {
         let flaky = try MisbehavingServer(resource: resource, script: .byRequestIndex([0: .normal], otherwise: .closeMidBody(afterBytes: 1000)))
         let working = try MisbehavingServer(resource: resource)
         defer { flaky.stop(); working.stop() }
-        let (_, bytes) = try await download(flaky.url("/f"), mirrors: [working.url("/f")], options: options())
+        let log = CapturingLogHandler.Store()
+        let (_, bytes) = try await download(flaky.url("/f"), mirrors: [working.url("/f")], options: options(path: path), log: log)
+        path.expectTaken(in: log)
         #expect(sameBytes(bytes, resource.bytes))
         #expect(working.requests.count >= 2)
     }

@@ -20,16 +20,20 @@ import HaulTestSupport
     /// Generous limit for any one download here, so that no test can hang the run.
     static let deadline: Duration = .seconds(20)
 
-    func options(connections: Int = 8) -> DownloadOptions {
+    func options(connections: Int = 8, path: BodyPath = .spliced) -> DownloadOptions {
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 256 << 10)
         options.retry = RetryPolicy(triesPerRange: 5, totalRetries: 100, baseDelay: .milliseconds(10), maxDelay: .milliseconds(100))
         options.timeouts = ConnectionTimeouts(connect: .seconds(5), tlsHandshake: .seconds(5), idle: .seconds(5))
-        return options
+        return path.applied(to: options)
     }
 
-    /// Downloads `request` with `options` within the deadline; records a test issue when it does not end.
-    func run(_ request: DownloadRequest, options: DownloadOptions) async throws -> Result<DownloadResult, HaulError> {
-        let task = try HaulClient(options: options).start(request)
+    /// Downloads `request` with `options` within the deadline (logging to `log`, if given); records a test
+    /// issue when it does not end.
+    func run(_ request: DownloadRequest, options: DownloadOptions,
+             log: CapturingLogHandler.Store? = nil) async throws -> Result<DownloadResult, HaulError> {
+        let client = try log.map { try HaulClient(options: options, logger: CapturingLogHandler.logger($0)) }
+            ?? HaulClient(options: options)
+        let task = try client.start(request)
         guard let result = await outcomeWithin(Self.deadline, of: task) else {
             Issue.record("the download did not end within \(HostileServerTests.deadline)")
             return .failure(.unexpected("test deadline"))
@@ -100,8 +104,8 @@ import HaulTestSupport
     /// The first two tries of each range get a correct head whose body runs 64 KiB past the range. The
     /// server pauses 20 ms after the range's last byte, so the extra bytes arrive in a read of their own (as
     /// they would from a slow or buffering server) and not only at the tail of the range's last read.
-    @Test(arguments: [MisbehavingServer.Framing.contentLength, .chunked, .closeDelimited])
-    func bodyRunningPastTheRangeNeverLandsInTheFile(framing: MisbehavingServer.Framing) async throws {
+    @Test(arguments: [MisbehavingServer.Framing.contentLength, .chunked, .closeDelimited], BodyPath.allCases)
+    func bodyRunningPastTheRangeNeverLandsInTheFile(framing: MisbehavingServer.Framing, path bodyPath: BodyPath) async throws {
         let size = HostileServerTests.size
         let tries = TryCounter()
         let script = Script { request in
@@ -116,7 +120,10 @@ import HaulTestSupport
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let result = try await run(DownloadRequest(url: server.url("/f"), destination: .file(path)), options: options())
+        let log = CapturingLogHandler.Store()
+        let result = try await run(DownloadRequest(url: server.url("/f"), destination: .file(path)), options: options(path: bodyPath), log: log)
+        // Splicing stops at the range's end; the overrun is then read, and refused, as on the other path.
+        bodyPath.expectTaken(in: log, spliceExpected: framing == .contentLength)
         let overruns = server.exchanges.filter { $0.status == 206 && $0.bodyBytesSent > ($0.request.range?.resolved(length: size)?.count ?? 0) }.count
         switch result {
         case .success:
@@ -130,13 +137,16 @@ import HaulTestSupport
 
     // MARK: 2. Shifted Content-Range
 
-    @Test func shiftedContentRangeIsRetriedAndTheFileFinishes() async throws {
+    @Test(arguments: BodyPath.allCases)
+    func shiftedContentRangeIsRetriedAndTheFileFinishes(path bodyPath: BodyPath) async throws {
         let server = try MisbehavingServer(resource: resource, script: Self.firstTwoTriesOfEachRange(.wrongContentRange(shiftedBy: 4096)))
         defer { server.stop() }
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/f"
-        let result = try await run(DownloadRequest(url: server.url("/f"), destination: .file(path)), options: options())
+        let log = CapturingLogHandler.Store()
+        let result = try await run(DownloadRequest(url: server.url("/f"), destination: .file(path)), options: options(path: bodyPath), log: log)
+        bodyPath.expectTaken(in: log)
         switch result {
         case .success:
             expectFile(path, holds: resource.bytes)

@@ -12,6 +12,10 @@ int haul_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 int haul_epoll_wait(int epfd, uint32_t *events, uint64_t *datas, int maxevents, int timeout_ms);
 int haul_eventfd(unsigned int initval);
 int haul_pipe2_nonblocking(int fds[2]);
+/// `fcntl(fd, F_SETPIPE_SZ, size)`: the pipe's new capacity in bytes (at least `size`), or -1.
+int haul_set_pipe_size(int fd, int size);
+/// `fcntl(fd, F_GETPIPE_SZ)`: the pipe's capacity in bytes, or -1.
+int haul_pipe_size(int fd);
 ssize_t haul_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len, unsigned int flags);
 int haul_fallocate(int fd, int mode, int64_t offset, int64_t len);
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);

@@ -54,6 +54,11 @@ public struct DownloadOptions: Sendable {
     /// environment is not read implicitly: pass `ProxySettings.fromEnvironment(_:)` to honour `https_proxy`
     /// and friends as curl does.
     public var proxy: ProxySettings?
+    /// Whether plain-HTTP bodies of known length are spliced into the file (socket → pipe → file, one copy in
+    /// the kernel) rather than read into a buffer and written with `pwrite` (two copies). On by default; TLS,
+    /// chunked and close-delimited bodies, streams, memory destinations and rate-limited downloads are always
+    /// read. Turn it off to work around a kernel or file system whose `splice` misbehaves.
+    public var splicesBodies: Bool = true
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to

@@ -53,6 +53,8 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     var provisional: Bool { window.map { !$0.bounded && $0.end != nil } ?? false }
     /// Bytes read and dropped from the current response.
     private var drained: Int64 = 0
+    /// Whether some of the current response's body was spliced into the file (logged once per exchange).
+    private var spliced = false
     /// The segment is done but its response goes on: its remaining bytes are drained.
     private var draining = false
     /// What the response handler decided that the exchange's completion must act on.
@@ -124,6 +126,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         window = nil
         draining = false
         drained = 0
+        spliced = false
         verdict = .none
         retryAfter = nil
         interruption = nil
@@ -186,15 +189,49 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     }
 
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) throws -> BodyDecision {
+        try receiveBody(count: bytes.count) { part, at in
+            try download.write(UnsafeRawBufferPointer(rebasing: bytes[part]), at: at, proven: !provisional, from: self)
+        }
+    }
+
+    func bodyBytesToSplice() -> Int64 {
+        guard !download.isFinished else { return 0 }
+        return BodyReceivePath.decide(
+            enabled: download.options.splicesBodies, sink: download.sink, rateLimited: download.rateLimiter != nil,
+            window: window, draining: draining, segmentEnd: segment.map { download.planner!.end(of: $0) }
+        ).spliceBytes
+    }
+
+    /// The same steps as for bytes read (the window, the segment's end, the accounting, the rate and
+    /// durability checks that follow), with the bytes moved from the connection's pipe into the file.
+    func didReceiveBody(piped: PipedBytes) throws -> BodyDecision {
+        if !spliced {
+            spliced = true
+            download.logger.debug("splicing the body into the file", metadata: [
+                LogKey.connection: "\(id)", "haul.offset": "\(position)", "haul.bytes": "\(piped.count)",
+            ])
+        }
+        return try receiveBody(count: piped.count) { part, at in
+            // Never the case: no splice is asked for while a whole-file body still has bytes to drop.
+            guard part.lowerBound == 0 else {
+                throw HaulError.unexpected("spliced body bytes \(part) would skip a part of the pipe")
+            }
+            try download.write(piped: piped, count: part.count, at: at, from: self)
+        }
+    }
+
+    /// Takes `count` body bytes: `write` is given the part of them that belongs in the file and the offset
+    /// it goes to.
+    private func receiveBody(count: Int, write: (Range<Int>, Int64) throws -> Void) throws -> BodyDecision {
         guard !download.isFinished else { return .stop }
-        bytesSinceRateCheck += bytes.count
-        bytesReceived += Int64(bytes.count)
+        bytesSinceRateCheck += count
+        bytesReceived += Int64(count)
         guard var window, !draining else {
-            drained += Int64(bytes.count)
+            drained += Int64(count)
             return drained > Self.maxDrainBytes ? .stop : .continue
         }
         let at = window.position
-        let step = window.take(bytes.count)
+        let step = window.take(count)
         self.window = window
         // The segment's end may lie below the window's: the probe asked for everything, and others took
         // the rest of the file meanwhile.
@@ -202,8 +239,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         let writable = Int(min(Int64(step.writable), max(0, segmentEnd - at)))
         if writable > 0 {
             // A whole-file body taken from for one range first drops what comes before the range.
-            let written = bytes[step.dropped..<(step.dropped + writable)]
-            try download.write(UnsafeRawBufferPointer(rebasing: written), at: at, proven: !provisional, from: self)
+            try write(step.dropped..<(step.dropped + writable), at)
             if !provisional { download.recordWritten(Int64(writable), in: segment) }
             if download.options.synchronizesToDisk { noteWritten(at: at, count: Int64(writable)) }
         }
@@ -227,7 +263,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         let inFlight = (window.end ?? window.position) - window.position
         if inFlight <= 0 { return .continue }
         draining = true
-        drained = Int64(bytes.count - writable)
+        drained = Int64(count - writable)
         return inFlight <= Self.maxDrainBytes ? .continue : .stop
     }
 

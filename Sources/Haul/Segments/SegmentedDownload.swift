@@ -914,6 +914,26 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
+    /// Moves `count` spliced body bytes from the connection's pipe into the file at `offset`: ``write(_:at:proven:from:)``
+    /// for bytes that never entered user space (a file only; ``sink`` says when).
+    func write(piped: PipedBytes, count: Int, at offset: Int64, from worker: SegmentWorker) throws {
+        guard offset >= 0, offset + Int64(count) <= total ?? Int64.max, sink == .file, let file else {
+            throw HaulError.unexpected("refusing to splice \(count) bytes at \(offset) of a \(total ?? -1)-byte file")
+        }
+        do {
+            try piped.move(count, into: file.fileDescriptor, at: offset)
+        } catch {
+            throw HaulError.disk(path: fileLabel, error)
+        }
+    }
+
+    /// Where the bytes go: a file on disk is the one destination bodies may be spliced into.
+    var sink: BodyReceivePath.Sink {
+        if stream != nil { return .stream }
+        if memoryLimit != nil { return .memory }
+        return .file
+    }
+
     /// Once the stream has delivered enough, the planner may hand out the next bytes: connections that
     /// rest for want of work are woken (on the next loop turn: this runs inside a connection's read).
     private func queueHorizonCheck() {

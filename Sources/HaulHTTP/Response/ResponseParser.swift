@@ -85,6 +85,25 @@ public struct ResponseParser {
     /// Body bytes of the final response delivered so far.
     public var bodyBytesDelivered: Int64 { bodyBytes }
 
+    /// The bytes still to come of a body framed by `Content-Length`, while one is being received; nil in any
+    /// other state (head, chunked, close-delimited, complete).
+    public var contentLengthRemaining: Int64? {
+        if case .contentLength(let remaining) = state { return remaining }
+        return nil
+    }
+
+    /// Counts `count` bytes of a `Content-Length` body that the caller received around the parser (spliced
+    /// straight from the socket into a file) as delivered, exactly as if they had been parsed as `.body`. After
+    /// the body's last byte, the next `parse` reports `.end`. `count` must not exceed ``contentLengthRemaining``.
+    public mutating func skipBody(_ count: Int) {
+        guard case .contentLength(let remaining) = state, Int64(count) <= remaining, count >= 0 else {
+            preconditionFailure("skipBody(\(count)) outside a Content-Length body or past its end")
+        }
+        bodyBytes += Int64(count)
+        streamOffset += count
+        state = remaining == Int64(count) ? .endPending : .contentLength(remaining: remaining - Int64(count))
+    }
+
     /// Parses from `input`; returns one event and the number of bytes of `input` it consumed.
     public mutating func parse(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> (event: ResponseEvent, consumed: Int) {
         let result = try step(input)

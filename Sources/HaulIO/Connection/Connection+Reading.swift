@@ -1,3 +1,6 @@
+import Glibc
+import SystemPackage
+
 extension Connection {
     /// The most reads handled per wake-up before yielding to other connections on the loop.
     static let readsPerWakeUp = 16
@@ -19,6 +22,17 @@ extension Connection {
     /// Call again to resume, or to replace the handler (also from inside the current handler, e.g. when one
     /// response ends and the next begins). Loop thread only; one reader at a time.
     public func startReadingOnLoop(_ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
+        startReadingOnLoop(splicing: nil, handler)
+    }
+
+    /// ``startReadingOnLoop(_:)`` that may splice: before each read, `splice` (if given) says how many bytes
+    /// the handler takes through a pipe rather than the receive buffer. A positive answer, on a plain TCP
+    /// connection, makes that read a `splice` of at most that many bytes (and at most the pipe's capacity)
+    /// from the socket into the connection's pipe, handed to the handler as ``ConnectionReadEvent/piped(_:)``;
+    /// 0 (and any TLS connection) reads as usual. Bytes a handler leaves in the pipe are discarded with the
+    /// pipe when it returns, so they can never be written later at a wrong offset.
+    public func startReadingOnLoop(splicing splice: (() -> Int64)?,
+                                   _ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
         precondition(loop.inEventLoop, "Connection.startReadingOnLoop must be called on the loop thread")
         if let terminalError {
             _ = handler(.failed(terminalError))
@@ -26,7 +40,7 @@ extension Connection {
         }
         let wasIdle = !hasPendingOperation
         if case .handler = reader { setReader(.idle) }
-        setReader(.handler(handler))
+        setReader(.handler(handler, splice: tls == nil ? splice : nil))
         armIdleTimer(operationWasIdle: wasIdle)
         readSoon()
     }
@@ -92,6 +106,8 @@ extension Connection {
                         case .failed(let error):
                             continuation.resume(throwing: error)
                             return .stop
+                        case .piped:
+                            preconditionFailure("readLoop never asks for spliced bytes")
                         }
                     }
                 }
@@ -159,7 +175,29 @@ extension Connection {
                         completion(.success(.endOfStream(end)))
                     }
                     return
-                case .handler(let handler):
+                case .handler(let handler, let splice):
+                    if let splice, !spliceUnavailable {
+                        let limit = splice()
+                        if limit > 0, let pipe = pipeForSplicing() {
+                            switch try spliceOnce(into: pipe, limit: limit) {
+                            case .wouldBlock:
+                                return
+                            case .bytes(let count):
+                                noteProgress()
+                                let decision = handler(.piped(PipedBytes(pipe: pipe, count: count)))
+                                // Bytes left behind belong to no offset any more: they go with the pipe.
+                                if pipe.pending > 0, bodyPipe === pipe { bodyPipe = nil }
+                                if pipe.fileRefusesSplice { spliceUnavailable = true }
+                                if decision == .stop && readerGeneration == generation { setReader(.idle) }
+                                continue
+                            case .endOfStream(let end):
+                                peerFinished = true
+                                setReader(.idle)
+                                _ = handler(.endOfStream(end))
+                                return
+                            }
+                        }
+                    }
                     guard !loop.isLendingReceiveBuffer else {
                         performReadsOnNextTurn()
                         return
@@ -197,6 +235,35 @@ extension Connection {
         }
     }
 
+    /// The connection's pipe, made on first use; nil (and reading from then on) when none can be made.
+    private func pipeForSplicing() -> BodyPipe? {
+        if let bodyPipe { return bodyPipe }
+        do {
+            let pipe = try BodyPipe(size: options.splicePipeSize)
+            bodyPipe = pipe
+            return pipe
+        } catch {
+            spliceUnavailable = true
+            return nil
+        }
+    }
+
+    /// One `splice` of at most `limit` bytes from the socket into the (empty) pipe.
+    private func spliceOnce(into pipe: BodyPipe, limit: Int64) throws(ConnectionError) -> RawRead {
+        let count = Int(min(limit, Int64(pipe.pipe.capacity)))
+        do {
+            switch try socket.fileDescriptor.splice(toPipe: pipe.pipe.writeEnd.descriptor, count: count) {
+            case .processed(0): return .endOfStream(.clean)
+            case .processed(let moved):
+                pipe.pending = moved
+                return .bytes(moved)
+            case .wouldBlock: return .wouldBlock
+            }
+        } catch {
+            throw ConnectionError(kind: .ioFailure, host: host, port: port, systemError: error)
+        }
+    }
+
     @inline(__always)
     private func readOnce(into buffer: UnsafeMutableRawBufferPointer) throws(ConnectionError) -> RawRead {
         if let tls {
@@ -230,4 +297,60 @@ extension Connection {
 /// loop has finished with the buffer, so exactly one thread uses the memory at any time.
 struct LentBuffer: @unchecked Sendable {
     let buffer: UnsafeMutableRawBufferPointer
+}
+
+/// A connection's splice pipe and how many spliced bytes wait in it.
+final class BodyPipe {
+    let pipe: SplicePipe
+    /// Bytes spliced in and not yet moved out.
+    var pending = 0
+    /// A file refused a splice from this pipe (``PipedBytes/move(_:into:at:)``): the connection stops splicing.
+    var fileRefusesSplice = false
+
+    init(size: Int) throws(SystemError) {
+        pipe = try SplicePipe(size: size)
+    }
+}
+
+/// Body bytes waiting in a connection's pipe (``ConnectionReadEvent/piped(_:)``): move them into a file before
+/// the handler returns; what is left is discarded.
+public struct PipedBytes {
+    let pipe: BodyPipe
+    /// How many bytes were spliced in this read.
+    public let count: Int
+
+    /// Moves the next `count` waiting bytes into `file` at `offset` without copying them through user space.
+    /// After a failure the rest of the pipe is discarded when the handler returns.
+    ///
+    /// A file that refuses `splice` (`EINVAL`: a file system without splice support, a file opened for
+    /// appending) gets the bytes read out of the pipe and written with `pwrite` instead, and the connection
+    /// reads rather than splices from then on.
+    public func move(_ count: Int, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
+        precondition(count >= 0 && count <= pipe.pending, "moving \(count) of \(pipe.pending) piped bytes")
+        guard count > 0 else { return }
+        var done = 0
+        do {
+            try pipe.pipe.readEnd.descriptor.spliceAll(count, into: file, at: offset, moved: &done)
+        } catch where error.errno == EINVAL {
+            pipe.fileRefusesSplice = true
+            try copyOut(count - done, into: file, at: offset + Int64(done))
+        }
+        pipe.pending -= count
+    }
+
+    /// Reads `count` bytes out of the pipe and writes them into `file` at `offset`.
+    private func copyOut(_ count: Int, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+        defer { buffer.deallocate() }
+        var filled = 0
+        while filled < count {
+            let target = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
+            switch try pipe.pipe.readEnd.descriptor.readAvailable(into: target) {
+            case .processed(let read) where read > 0: filled += read
+            // Bytes known to be in the pipe cannot run out.
+            case .processed, .wouldBlock: throw SystemError(call: "read", errno: EIO)
+            }
+        }
+        try file.writeAll(UnsafeRawBufferPointer(buffer), at: offset)
+    }
 }

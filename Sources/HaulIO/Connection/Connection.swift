@@ -21,7 +21,9 @@ public final class Connection: @unchecked Sendable {
 
     enum Reader {
         case idle
-        case handler((ConnectionReadEvent) -> ReadDecision)
+        /// `splice`, if given, is asked before each read how many bytes may go socket → pipe instead of
+        /// into the receive buffer (0: read as usual).
+        case handler((ConnectionReadEvent) -> ReadDecision, splice: (() -> Int64)?)
         case into(UnsafeMutableRawBufferPointer, (Result<ReadResult, ConnectionError>) -> Void)
     }
 
@@ -71,6 +73,11 @@ public final class Connection: @unchecked Sendable {
     /// The peer finished sending (FIN or close_notify was delivered to a reader).
     var peerFinished = false
     var lastProgress = MonotonicInstant.now()
+    /// The pipe bodies are spliced through (plain TCP only): made on the first splice, kept for the
+    /// connection's life, dropped with any bytes still in it when a handler leaves some behind.
+    var bodyPipe: BodyPipe?
+    /// Set when a pipe could not be made (descriptors or pipe memory exhausted): the connection reads instead.
+    var spliceUnavailable = false
     var idleTimer: TimerID?
 
     init(loop: EventLoop, host: String, port: UInt16, options: ConnectionOptions, socket: TCPSocket,
@@ -247,7 +254,7 @@ public final class Connection: @unchecked Sendable {
         pendingHandshake?.completion(.failure(error))
         switch pendingReader {
         case .idle: break
-        case .handler(let handler): _ = handler(.failed(error))
+        case .handler(let handler, _): _ = handler(.failed(error))
         case .into(_, let completion): completion(.failure(error))
         }
         pendingWriter?.completion(error)
@@ -262,6 +269,7 @@ public final class Connection: @unchecked Sendable {
         registration = nil
         registeredInterest = []
         socket.close()
+        bodyPipe = nil
         // OpenSSL's state goes now, on the loop thread, rather than wherever and whenever the last reference to
         // this connection is dropped (perhaps on a thread that is running the process's exit handlers).
         tls = nil

@@ -37,6 +37,12 @@ public struct ConnectionOptions: Sendable, Hashable {
     public var receiveBufferSize: Int
     /// Delay between Happy Eyeballs attempts.
     public var attemptDelay: Duration
+    /// The capacity asked for the pipe a plain-TCP connection splices bodies through (`F_SETPIPE_SZ`; the
+    /// kernel's 64 KiB stays when it refuses): the most bytes one splice moves. Made on the first splice
+    /// only (``Connection/startReadingOnLoop(splicing:_:)``), kept for the connection's life. 256 KiB, the
+    /// receive buffer's size, measured best (docs/benchmarks.md, 2026-11-26): at 8 connections 1 MiB pipes
+    /// made the pipe → file copy up to twice as slow per byte, 128 KiB cost more in calls.
+    public var splicePipeSize: Int = 256 << 10
 
     /// The defaults described on each property.
     public init(
@@ -94,6 +100,10 @@ public enum ConnectionReadEvent {
     case endOfStream(EndOfStream)
     /// The connection failed (I/O error, TLS error, idle timeout, closed); it is unusable.
     case failed(ConnectionError)
+    /// Bytes spliced from the socket into the connection's pipe (only when the reader asked for it, see
+    /// ``Connection/startReadingOnLoop(splicing:_:)``), waiting to be moved into a file with
+    /// ``PipedBytes/move(_:into:at:)``. Whatever the handler leaves in the pipe is discarded when it returns.
+    case piped(PipedBytes)
 }
 
 /// Facts about a TLS connection, fixed once the handshake is done.

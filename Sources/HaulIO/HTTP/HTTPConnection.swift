@@ -72,9 +72,10 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     private func startReading() {
-        transport.startReadingOnLoop { [self] event in
+        transport.startReadingOnLoop(splicing: { [self] in bytesToSplice() }) { [self] event in
             switch event {
             case .bytes(let bytes): return consume(bytes)
+            case .piped(let piped): return consumePiped(piped)
             case .endOfStream(let end):
                 endOfStream(end)
                 return .stop
@@ -136,6 +137,47 @@ public final class HTTPConnection: @unchecked Sendable {
                     return .stop
                 }
             }
+        } catch let error as HTTPParseError {
+            finish(.failure(.malformedResponse(error, origin: origin)))
+        } catch {
+            finish(.failure(.handlerFailed(error)))
+        }
+        return .stop
+    }
+
+    /// How many of the body's next bytes may be spliced: the rest of a `Content-Length` body, as far as the
+    /// handler takes it that way (the transport splices only on plain TCP).
+    private func bytesToSplice() -> Int64 {
+        guard let exchange = active, exchange.head != nil,
+              let remaining = parser.contentLengthRemaining, remaining > 0 else { return 0 }
+        return min(remaining, exchange.handler.bodyBytesToSplice())
+    }
+
+    /// Body bytes that went socket → pipe: counted by the parser as if parsed, handed to the handler to move
+    /// into its file, and the response ended when they were its last.
+    private func consumePiped(_ piped: PipedBytes) -> ReadDecision {
+        guard let exchange = active else { return .stop }
+        parser.skipBody(piped.count)
+        do {
+            if try exchange.handler.didReceiveBody(piped: piped) == .stop {
+                finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
+                return .stop
+            }
+            if parser.contentLengthRemaining == nil {
+                let (event, _) = try parser.parse(UnsafeRawBufferPointer(start: nil, count: 0))
+                guard case .end(let trailers) = event else {
+                    preconditionFailure("a Content-Length body's last byte was not followed by its end")
+                }
+                // Nothing past the body has been read; bytes the server sent after it stay in the socket,
+                // where the pool's check before reuse finds them.
+                finish(.success(summary(complete: true, trailers: trailers, reusable: parser.connectionReusable)))
+                return .stop
+            }
+            if let pause = exchange.handler.pauseBeforeNextRead() {
+                pauseReading(for: pause)
+                return .stop
+            }
+            return .continueReading
         } catch let error as HTTPParseError {
             finish(.failure(.malformedResponse(error, origin: origin)))
         } catch {

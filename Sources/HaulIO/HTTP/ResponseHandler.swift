@@ -28,10 +28,23 @@ public protocol ResponseHandler: AnyObject, Sendable {
     /// Asked after each read has been handled: a duration pauses reading for that long (TCP flow control then
     /// slows the sender), which is how a rate limit is kept without dropping bytes.
     func pauseBeforeNextRead() -> Duration?
+    /// Asked before each read of a body framed by `Content-Length` on a plain TCP connection: how many of the
+    /// body's next bytes the handler takes spliced (socket → pipe → file, never through user space) rather
+    /// than through ``didReceiveBody(_:)``. 0, the default, reads them as usual. The connection splices no more
+    /// than this, nor than the body's declared length, nor than its pipe holds.
+    func bodyBytesToSplice() -> Int64
+    /// Body bytes spliced into the connection's pipe, at most what ``bodyBytesToSplice()`` allowed: move them
+    /// into the file (``PipedBytes/move(_:into:at:)``) before returning. They count as delivered body bytes
+    /// like those of ``didReceiveBody(_:)``; any left in the pipe are discarded. Throwing abandons the exchange.
+    func didReceiveBody(piped: PipedBytes) throws -> BodyDecision
 }
 
 extension ResponseHandler {
     public func pauseBeforeNextRead() -> Duration? { nil }
+    public func bodyBytesToSplice() -> Int64 { 0 }
+    public func didReceiveBody(piped: PipedBytes) throws -> BodyDecision {
+        preconditionFailure("\(Self.self) received spliced bytes it never asked for")
+    }
 }
 
 /// How an exchange ended when it did not fail.

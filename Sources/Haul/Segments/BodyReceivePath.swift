@@ -1,0 +1,53 @@
+/// How the next bytes of a response body reach the file: read into the receive buffer and written with
+/// `pwrite` (two copies), or spliced socket → pipe → file (one copy, none through user space). Pure.
+///
+/// Splicing is for the bulk of a big file: a body whose `Content-Length` promised its length, whose window
+/// takes every byte from here to the range's end into a file on disk. Everything else is received: the
+/// output stream and memory (which keep `recv` + `pwrite`, as the issue asks), a rate-limited download
+/// (paced in receive-buffer steps; it is not CPU-bound, and a pipe's worth per step would only make its pauses coarser), a
+/// provisional window (chunked or close-delimited: its bytes are not proven), bytes a whole-file body drops
+/// before its range, a response being drained. Two more conditions are enforced below this decision, where
+/// the facts live: `HTTPConnection` splices only a body framed by `Content-Length` and never past its
+/// declared end, and `Connection` only on plain TCP (a TLS body must be decrypted in user space).
+enum BodyReceivePath: Equatable {
+    /// Read the bytes and write them from the receive buffer.
+    case receive
+    /// Splice at most this many bytes (the room left in the window and the segment; always positive).
+    case splice(upTo: Int64)
+
+    /// Where the download's bytes go.
+    enum Sink: Equatable {
+        case file
+        case stream
+        case memory
+    }
+
+    /// - Parameters:
+    ///   - enabled: ``DownloadOptions/splicesBodies``.
+    ///   - sink: where the bytes go.
+    ///   - rateLimited: whether a rate limit paces the download.
+    ///   - window: the response's body window; nil while the body is not file content (only drained).
+    ///   - draining: whether the worker is draining what remains of a response after its segment was done.
+    ///   - segmentEnd: where the worker's segment ends now (it shrinks when another connection takes its
+    ///     tail); nil without a segment.
+    static func decide(enabled: Bool, sink: Sink, rateLimited: Bool, window: BodyWindow?, draining: Bool,
+                       segmentEnd: Int64?) -> BodyReceivePath {
+        guard enabled, sink == .file, !rateLimited, !draining, let window, window.bounded,
+              window.received >= window.skipped else { return .receive }
+        let end: Int64
+        switch (window.end, segmentEnd) {
+        case (let a?, let b?): end = min(a, b)
+        case (let a?, nil): end = a
+        case (nil, let b?): end = b
+        case (nil, nil): return .receive
+        }
+        let room = end - window.position
+        return room > 0 ? .splice(upTo: room) : .receive
+    }
+
+    /// The bytes that may be spliced: 0 for ``receive``.
+    var spliceBytes: Int64 {
+        if case .splice(let count) = self { return count }
+        return 0
+    }
+}
