@@ -31,9 +31,8 @@ import HaulTestSupport
     /// issue when it does not end.
     func run(_ request: DownloadRequest, options: DownloadOptions,
              log: CapturingLogHandler.Store? = nil) async throws -> Result<DownloadResult, HaulError> {
-        let client = try log.map { try HaulClient(options: options, logger: CapturingLogHandler.logger($0)) }
-            ?? HaulClient(options: options)
-        let task = try client.start(request)
+        let client = if let log { try HaulClient(options: options, logger: CapturingLogHandler.logger(log)) } else { try HaulClient(options: options) }
+        let task = client.start(request)
         guard let result = await outcomeWithin(Self.deadline, of: task) else {
             Issue.record("the download did not end within \(HostileServerTests.deadline)")
             return .failure(.unexpected("test deadline"))
