@@ -193,7 +193,8 @@ final class GroupCommit: @unchecked Sendable {
         }
         for group in plan.fileSystems {
             do throws(SystemError) {
-                // The first-opened file of the group: its descriptor has seen every write-back of the others.
+                // The first-opened file of the group: its descriptor was opened before any of the group's data
+                // was written, so its `syncfs` reports every write-back error of theirs.
                 try operations.syncFileSystem(batch[group[0]].file)
             } catch {
                 // Whose data failed, `syncfs` does not say: each file's own `fdatasync` does (its descriptor
