@@ -36,6 +36,28 @@ import Testing
         #expect(FlushPlan.make([], syncfsReportsErrors: true) == FlushPlan(perFile: [], fileSystems: []))
     }
 
+    @Test func muchDirtyDataOfOthersSendsAFileSystemsFilesToTheirOwnSyncs() {
+        let files = [small(1, 1), small(1, 2), small(1, 3), small(2, 4), small(2, 5)]
+        let allowance = FlushPlan.dirtyAllowancePerFile
+        // Three files on filesystem 1 may wait for 3 × 64 KiB of others' data, two on filesystem 2 for 2 × 64 KiB.
+        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: 2 * allowance)
+            == FlushPlan(perFile: [], fileSystems: [[0, 1, 2], [3, 4]]))
+        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: 2 * allowance + 1)
+            == FlushPlan(perFile: [3, 4], fileSystems: [[0, 1, 2]]))
+        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: 3 * allowance + 1)
+            == FlushPlan(perFile: [0, 1, 2, 3, 4], fileSystems: []))
+        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: nil).fileSystems.count == 2, "unknown: no limit")
+    }
+
+    @Test func dirtyBytesAreDirtyPlusWritebackOfProcMeminfo() {
+        let text = "MemTotal:       24000000 kB\nDirty:             95380 kB\nWriteback:            12 kB\nWritebackTmp:          7 kB\n"
+        let expected: Int64 = (95380 + 12) * 1024
+        let measured = FlushPlan.dirtyBytes(memoryInformation: text)
+        #expect(measured == expected, "\(String(describing: measured))")
+        #expect(FlushPlan.dirtyBytes(memoryInformation: "Dirty: 5 kB\n") == nil)
+        #expect(FlushPlan.dirtyBytes(memoryInformation: nil) == nil)
+    }
+
     @Test func syncfsReportsWriteBackErrorsFromLinux5Point8() {
         for (release, expected) in [
             ("6.18.44-fc-v657", true), ("5.8.0", true), ("5.10.0-28-amd64", true), ("5.15.0-1048-aws", true),

@@ -8,7 +8,9 @@
 /// that its error names no file. So the rule:
 ///
 /// - **one `syncfs` per filesystem** for the files of the batch on it that are at most ``largeFile`` bytes,
-///   when there are at least two of them: there the flush per file is the cost, and it is paid once;
+///   when there are at least two of them: there the flush per file is the cost, and it is paid once — unless
+///   the machine holds more dirty data that is not the batch's than ``dirtyAllowancePerFile`` per such file
+///   (``make(_:syncfsReportsErrors:dirtyElsewhere:)``): then the `syncfs` would mostly wait for others' data;
 /// - **an `fdatasync` each** for a file larger than ``largeFile`` (its own data dominates its flush, and
 ///   waiting for other writers' data would only add to it), for a file alone on its filesystem in the batch
 ///   (nothing to share), for a file whose filesystem is unknown (`fstat` failed), for a file whose earlier
@@ -38,8 +40,17 @@ struct FlushPlan: Equatable, Sendable {
     /// sync waits for (8 MiB is milliseconds of writing; a flush is one or two).
     static let largeFile: Int64 = 8 << 20
 
+    /// How much of other writers' dirty data one file's `fdatasync` saved is worth waiting for (64 KiB): a
+    /// flush of a small file took about 0.1 ms of the disk's time in the measurements of docs/benchmarks.md
+    /// (10,000 in 0.7–0.95 s, eight at a time), what writing 64 KiB takes at 600 MB/s.
+    static let dirtyAllowancePerFile: Int64 = 64 << 10
+
     /// The plan for `files` (in batch order). `syncfsReportsErrors` false: every file on its own.
-    static func make(_ files: [File], syncfsReportsErrors: Bool) -> FlushPlan {
+    /// `dirtyElsewhere`: the bytes dirty or under write-back on the machine (`/proc/meminfo`) less the
+    /// batch's own; a filesystem's small files share a `syncfs` only while it is at most
+    /// ``dirtyAllowancePerFile`` for each of them (nil: unknown, no limit). It counts every filesystem, so it
+    /// errs towards `fdatasync`, never towards waiting for more.
+    static func make(_ files: [File], syncfsReportsErrors: Bool, dirtyElsewhere: Int64? = nil) -> FlushPlan {
         guard syncfsReportsErrors else { return FlushPlan(perFile: Array(files.indices), fileSystems: []) }
         var alone: [Int] = []
         var shared: [UInt64: [Int]] = [:]
@@ -55,7 +66,7 @@ struct FlushPlan: Equatable, Sendable {
         var groups: [[Int]] = []
         for fileSystem in order {
             let indices = shared[fileSystem] ?? []
-            if indices.count < 2 {
+            if indices.count < 2 || (dirtyElsewhere ?? 0) > Int64(indices.count) * dirtyAllowancePerFile {
                 alone += indices
             } else {
                 let first = indices.min { files[$0].openOrder < files[$1].openOrder }!
@@ -63,6 +74,21 @@ struct FlushPlan: Equatable, Sendable {
             }
         }
         return FlushPlan(perFile: alone.sorted(), fileSystems: groups)
+    }
+
+    /// The bytes dirty or under write-back on the machine, from the text of `/proc/meminfo` (its `Dirty:`
+    /// and `Writeback:` lines, in kB); nil when either is missing.
+    static func dirtyBytes(memoryInformation: String?) -> Int64? {
+        guard let memoryInformation else { return nil }
+        var dirty: Int64?, writeBack: Int64?
+        for line in memoryInformation.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, let kilobytes = Int64(fields[1]) else { continue }
+            if fields[0] == "Dirty:" { dirty = kilobytes * 1024 }
+            if fields[0] == "Writeback:" { writeBack = kilobytes * 1024 }
+        }
+        guard let dirty, let writeBack else { return nil }
+        return dirty + writeBack
     }
 
     /// Whether `syncfs` on a kernel of this release (`uname -r`) reports write-back errors: Linux 5.8 and

@@ -28,7 +28,8 @@ import HaulJournal
 ///
 /// The trade of `syncfs`: it flushes everything dirty on the filesystem, other programs' writes too, so a
 /// batch may wait for data that is not Haul's. Files larger than ``FlushPlan/largeFile`` are therefore
-/// synced on their own, and a batch of one file is too.
+/// synced on their own, a batch of one file is too, and so is every file of a batch while the machine holds
+/// much dirty data besides the batch's (``FlushPlan/dirtyAllowancePerFile`` per file).
 ///
 /// The work runs on ``BlockingWork`` threads, never on the event loop. Thread-safe.
 final class GroupCommit: @unchecked Sendable {
@@ -65,6 +66,8 @@ final class GroupCommit: @unchecked Sendable {
         var failedBefore: @Sendable (OutputFile) -> Bool = { _ in false }
         /// `syncfs` of the filesystem holding the file.
         var syncFileSystem: @Sendable (OutputFile) throws(SystemError) -> Void = { _ throws(SystemError) in }
+        /// The bytes dirty or under write-back on the machine (nil: unknown).
+        var dirtyBytes: @Sendable () -> Int64? = { nil }
 
         static let system = Operations(
             startWriteBack: { file in try? file.startWriteBack(offset: 0, length: 0) },
@@ -75,7 +78,8 @@ final class GroupCommit: @unchecked Sendable {
             flushesFileSystems: FlushPlan.syncfsReportsErrors(kernelRelease: kernelRelease()),
             describe: { file in (try? file.fileSystemAndSize()).map { ($0.device, $0.size) } },
             failedBefore: { file in file.recordedSyncFailure != nil },
-            syncFileSystem: { file throws(SystemError) in try file.synchronizeFileSystem() })
+            syncFileSystem: { file throws(SystemError) in try file.synchronizeFileSystem() },
+            dirtyBytes: { FlushPlan.dirtyBytes(memoryInformation: OutputFile.memoryInformation()) })
     }
 
     /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
@@ -174,14 +178,18 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
-    /// The plan for `batch`: the facts of each file gathered (an `fstat` each, when `syncfs` may be used).
+    /// The plan for `batch`: the facts of each file gathered (an `fstat` each and one read of
+    /// `/proc/meminfo`, when `syncfs` may be used).
     func plan(_ batch: [Entry]) -> FlushPlan {
-        guard operations.flushesFileSystems else { return FlushPlan(perFile: Array(batch.indices), fileSystems: []) }
-        return FlushPlan.make(batch.map { entry in
+        guard operations.flushesFileSystems, batch.count > 1 else { return FlushPlan(perFile: Array(batch.indices), fileSystems: []) }
+        let files = batch.map { entry in
             let facts = operations.describe(entry.file)
             return FlushPlan.File(fileSystem: facts?.fileSystem, bytes: facts?.bytes ?? 0, openOrder: entry.file.openOrder,
                                   failedBefore: operations.failedBefore(entry.file))
-        }, syncfsReportsErrors: true)
+        }
+        let ours = files.reduce(Int64(0)) { $0 + $1.bytes }
+        let dirtyElsewhere = operations.dirtyBytes().map { max(0, $0 - ours) }
+        return FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: dirtyElsewhere)
     }
 
     /// Makes every file's data durable as ``plan(_:)`` says; returns the files that failed, with their errors.

@@ -184,7 +184,7 @@ public final class OutputFile: Sendable {
     }
 
     /// The whole content of a small file (a `/proc` file), or nil if it cannot be read.
-    private static func readSmallFile(_ path: FilePath) -> String? {
+    package static func readSmallFile(_ path: FilePath) -> String? {
         guard let file = try? FileDescriptor.opening(path, .readOnly) else { return nil }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
@@ -280,6 +280,11 @@ public final class OutputFile: Sendable {
     /// each file of the batch afterwards says which of them failed (each descriptor still holds its own).
     public func synchronizeFileSystem() throws(SystemError) {
         try fileDescriptor.synchronizeFileSystem()
+    }
+
+    /// `/proc/meminfo` as text (what the machine holds dirty, among the rest), or nil when it cannot be read.
+    public static func memoryInformation() -> String? {
+        readSmallFile("/proc/meminfo")
     }
 
     /// The filesystem holding this file (`st_dev` of `fstat`) and the file's size. Two files with the same
