@@ -2,8 +2,8 @@
 /// their filesystem, which get an `fdatasync` each. Pure: the commit gathers the facts and carries it out.
 ///
 /// What a flush costs is mostly not the data: an `fdatasync` of a 4 KiB file waits for a journal commit and
-/// a cache flush of the disk, and ten thousand of them, even eight at a time, take seconds where one
-/// `syncfs` of the same files takes a fraction of one (the measurements are in docs/benchmarks.md). The
+/// a cache flush of the disk, and ten thousand of them, eight at a time, took 0.52 s where one `syncfs` of
+/// the same files took 0.08 s (ext4; docs/benchmarks.md, 2026-11-26; the issue saw 6.6 s against 0.45 s). The
 /// price of `syncfs` is that it flushes everything dirty on the filesystem, other programs' writes too, and
 /// that its error names no file. So the rule:
 ///
@@ -41,8 +41,8 @@ struct FlushPlan: Equatable, Sendable {
     static let largeFile: Int64 = 8 << 20
 
     /// How much of other writers' dirty data one file's `fdatasync` saved is worth waiting for (64 KiB): a
-    /// flush of a small file took about 0.1 ms of the disk's time in the measurements of docs/benchmarks.md
-    /// (10,000 in 0.7–0.95 s, eight at a time), what writing 64 KiB takes at 600 MB/s.
+    /// flush of a small file took 0.05–0.1 ms in the measurements of docs/benchmarks.md (10,000 in
+    /// 0.5–0.95 s, eight at a time), about what writing 64 KiB takes at 600 MB/s–1.2 GB/s.
     static let dirtyAllowancePerFile: Int64 = 64 << 10
 
     /// The plan for `files` (in batch order). `syncfsReportsErrors` false: every file on its own.
