@@ -50,6 +50,8 @@ int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int fl
     return sync_file_range(fd, offset, nbytes, flags);
 }
 
+int haul_syncfs(int fd) { return syncfs(fd); }
+
 int haul_memfd_create(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 int haul_set_thread_name(unsigned long thread, const char *name) { return pthread_setname_np((pthread_t)thread, name); }

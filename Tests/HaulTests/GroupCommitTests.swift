@@ -14,6 +14,10 @@ import HaulIO
         let failSync = Mutex<Set<String>>([])
         let failDirectory = Mutex<Set<String>>([])
         let failRename = Mutex<Set<String>>([])
+        /// `syncfs` fails on every filesystem when set.
+        let failFileSystem = Mutex(false)
+        /// Sizes of files by path (their `.part` path); 4 KiB when absent.
+        let sizes = Mutex<[String: Int64]>([:])
 
         func note(_ line: String) { log.withLock { $0.append(line) } }
 
@@ -32,6 +36,22 @@ import HaulIO
                     if failDirectory.withLock({ $0.contains(directory) }) { throw SystemError(call: "fsync", errno: EIO) }
                 },
                 removeJournal: { [self] path in note("unjournal \(path)") })
+        }
+
+        /// ``operations`` with `syncfs` allowed: a file's filesystem is its directory's name (`a` is one, `b`
+        /// another), its size from ``sizes``.
+        var flushingOperations: GroupCommit.Operations {
+            var operations = self.operations
+            operations.flushesFileSystems = true
+            operations.describe = { [self] file in
+                let directory = OutputFile.directory(containing: file.path)
+                return (directory.hasSuffix("/a") ? 1 : 2, sizes.withLock { $0[file.path] } ?? 4096)
+            }
+            operations.syncFileSystem = { [self] file throws(SystemError) in
+                note("syncfs \(file.path)")
+                if failFileSystem.withLock({ $0 }) { throw SystemError(call: "syncfs", errno: EIO) }
+            }
+            return operations
         }
     }
 
@@ -172,6 +192,123 @@ import HaulIO
         #expect(second.dropFirst(10).first?.hasPrefix("dirsync") == true, "\(log)")
         for index in 0...5 {
             guard case .success = outcomes["a/\(index)"] else { Issue.record("a/\(index)"); continue }
+        }
+    }
+
+    // MARK: syncfs
+
+    @Test func smallFilesOnOneFileSystemShareOneSyncfsOnTheFirstOpenedThenRenamesThenTheDirectory() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 4, operations: recorder.flushingOperations, start: { $0() })
+        // Opened in the order 1, 2, 3, 4, 5 but handed in another: syncfs goes to the first opened (a/1).
+        let entries = try ["a/1", "a/2", "a/3", "b/4", "a/5"].map { try entry(scratch, $0, outcomes: outcomes) }
+        commit.commit([entries[2], entries[0], entries[4], entries[1], entries[3]])
+
+        let log = recorder.log.withLock { $0 }
+        // a/1, a/2, a/3 and a/5 share filesystem 1: one syncfs; b/4 is alone on filesystem 2: its own fdatasync,
+        // which comes first.
+        #expect(log.filter { $0.hasPrefix("sync") } == ["sync \(scratch.root)/b/4.part", "syncfs \(scratch.root)/a/1.part"], "\(log)")
+        let kinds = log.map { $0.split(separator: " ")[0] }
+        #expect(kinds.lastIndex(of: "syncfs")! < kinds.firstIndex(of: "rename")!, "\(log)")
+        #expect(kinds.lastIndex(of: "rename")! < kinds.firstIndex(of: "dirsync")!, "\(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") }.sorted() == ["dirsync \(scratch.root)/a", "dirsync \(scratch.root)/b"])
+        for name in ["a/1", "a/2", "a/3", "b/4", "a/5"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+            #expect(log.contains("unjournal \(scratch.root)/\(name).part.haul"))
+        }
+    }
+
+    @Test func aLargeFileIsSyncedOnItsOwnBeforeTheSyncfsOfTheSmallOnes() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        recorder.sizes.withLock { $0 = [scratch.root + "/a/2.part": FlushPlan.largeFile + 1] }
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 2, operations: recorder.flushingOperations, start: { $0() })
+        commit.commit(try ["a/1", "a/2", "a/3"].map { try entry(scratch, $0, outcomes: outcomes) })
+        let log = recorder.log.withLock { $0 }
+        #expect(log.filter { $0.hasPrefix("sync") } == ["sync \(scratch.root)/a/2.part", "syncfs \(scratch.root)/a/1.part"], "\(log)")
+        #expect(outcomes.results.withLock { $0.values.allSatisfy { if case .success = $0 { true } else { false } } })
+    }
+
+    /// The issue's test: a failed batch flush keeps the `.part` files (never renamed, journals kept) of
+    /// the files it cannot prove, and says so for each; here no file's own sync succeeds either.
+    @Test func aFailedSyncfsWhoseFilesCannotBeProvenKeepsEveryPartAndJournalAndFailsEachFile() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        recorder.failFileSystem.withLock { $0 = true }
+        let names = ["a/1", "a/2", "a/3"]
+        recorder.failSync.withLock { $0 = Set(names.map { scratch.root + "/" + $0 + ".part" }) }
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 2, operations: recorder.flushingOperations, start: { $0() })
+        commit.commit(try names.map { try entry(scratch, $0, outcomes: outcomes) })
+
+        let log = recorder.log.withLock { $0 }
+        #expect(log.first == "syncfs \(scratch.root)/a/1.part", "\(log)")
+        #expect(Set(log.filter { $0.hasPrefix("sync ") }) == Set(names.map { "sync \(scratch.root)/\($0).part" }),
+                "each file then synced on its own: \(log)")
+        #expect(!log.contains { $0.hasPrefix("rename") || $0.hasPrefix("unjournal") || $0.hasPrefix("dirsync") }, "\(log)")
+        for name in names {
+            guard case .failure(let failure) = outcomes[name], case .disk(let path, let error) = failure.reason else {
+                Issue.record("\(name): \(String(describing: outcomes[name]))")
+                continue
+            }
+            #expect(path == "\(scratch.root)/\(name).part", "the message names the kept .part")
+            #expect(error == SystemError(call: "fdatasync", errno: EIO))
+            #expect(FileManager.default.fileExists(atPath: path), "\(name).part kept")
+        }
+    }
+
+    @Test func aFailedSyncfsFailsOnlyTheFilesWhoseOwnSyncFailsTheOthersAreProvenAndRenamed() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        recorder.failFileSystem.withLock { $0 = true }
+        recorder.failSync.withLock { $0 = [scratch.root + "/a/2.part"] }
+        let outcomes = Outcomes()
+        let commit = GroupCommit(parallelSyncs: 3, operations: recorder.flushingOperations, start: { $0() })
+        commit.commit(try ["a/1", "a/2", "a/3"].map { try entry(scratch, $0, outcomes: outcomes) })
+
+        let log = recorder.log.withLock { $0 }
+        #expect(!log.contains { $0.hasPrefix("rename \(scratch.root)/a/2.part") }, "never renamed: \(log)")
+        #expect(!log.contains("unjournal \(scratch.root)/a/2.part.haul"), "journal kept: \(log)")
+        guard case .failure(let failure) = outcomes["a/2"], case .disk(let path, _) = failure.reason else {
+            Issue.record("a/2: \(String(describing: outcomes["a/2"]))")
+            return
+        }
+        #expect(path == scratch.root + "/a/2.part")
+        for name in ["a/1", "a/3"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+            #expect(log.contains("rename \(scratch.root)/\(name).part \(scratch.root)/\(name)"))
+        }
+    }
+
+    /// The real calls (`fstat`, `syncfs`, `rename`, directory `fsync`) on real files: every file ends under its
+    /// final name with its bytes, no `.part` left.
+    @Test func theSystemOperationsCommitRealFiles() throws {
+        let scratch = try Scratch()
+        let outcomes = Outcomes()
+        let commit = GroupCommit(start: { $0() })
+        var entries: [GroupCommit.Entry] = []
+        for index in 0..<12 {
+            let name = (index % 2 == 0 ? "a/" : "b/") + "\(index)"
+            let entry = try entry(scratch, name, journal: false, outcomes: outcomes)
+            let bytes = [UInt8](repeating: UInt8(index), count: 4096 + index)
+            try bytes.withUnsafeBytes { try entry.file.write($0, at: 0) }
+            entries.append(entry)
+        }
+        // One syncfs led by the first-opened file, or (an old kernel, or much dirty data on the machine) an
+        // fdatasync each.
+        let plan = commit.plan(entries)
+        let shared = FlushPlan(perFile: [], fileSystems: [Array(0..<12)])
+        #expect(plan == shared || plan == FlushPlan(perFile: Array(0..<12), fileSystems: []), "\(plan)")
+        commit.commit(entries)
+        for index in 0..<12 {
+            let name = (index % 2 == 0 ? "a/" : "b/") + "\(index)"
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+            let data = try #require(FileManager.default.contents(atPath: scratch.root + "/" + name))
+            #expect(data == Data(repeating: UInt8(index), count: 4096 + index))
+            #expect(!FileManager.default.fileExists(atPath: scratch.root + "/" + name + ".part"))
         }
     }
 

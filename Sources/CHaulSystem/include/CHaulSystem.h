@@ -19,6 +19,8 @@ int haul_pipe_size(int fd);
 ssize_t haul_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len, unsigned int flags);
 int haul_fallocate(int fd, int mode, int64_t offset, int64_t len);
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);
+/// `syncfs(fd)`: flushes the whole filesystem holding `fd` (glibc declares it only under _GNU_SOURCE).
+int haul_syncfs(int fd);
 /// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file in memory (glibc declares it only under _GNU_SOURCE).
 int haul_memfd_create(const char *name);
 /// `pthread_setname_np` is a GNU extension, invisible to Swift without _GNU_SOURCE.

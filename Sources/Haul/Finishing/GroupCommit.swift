@@ -8,17 +8,28 @@ import HaulJournal
 /// Files handed in while a batch is on the disk wait for the next batch, which takes all of them: under load
 /// the batches grow by themselves, and a lone file is committed at once (no timer, no added latency).
 /// Each batch, in this order:
-/// 1. syncs the data of every file, in parallel (several threads, so the file system can merge the journal
-///    commits those syncs need);
+/// 1. makes the data of every file durable, as its ``FlushPlan`` says: the small files sharing a filesystem
+///    with one `syncfs` of it, the others (large files, a lone file, every file on a kernel older than 5.8)
+///    with an `fdatasync` each, in parallel (several threads, so the file system can merge the journal
+///    commits those syncs need) and before the `syncfs`;
 /// 2. renames each file whose data is durable from its `.part` name to its final name — a final name only
 ///    ever appears for complete, synced data;
 /// 3. syncs each distinct directory of the batch once, so the renames survive a power cut;
 /// 4. removes the journals of the files now durable, and reports every file.
 ///
 /// A file whose data sync fails keeps its `.part` file and journal and fails with a disk error; a file whose
-/// rename fails likewise. When a directory sync fails, the renames into that directory are not proven
-/// durable: they are undone (the files go back to their `.part` names, journals kept) and those files fail.
-/// Files in other directories, or whose syncs succeeded, are not affected.
+/// rename fails likewise. A failed `syncfs` names no file (it reports any write-back error on the
+/// filesystem since its descriptor was opened, other programs' included), so each file of that filesystem's
+/// group is then synced on its own with `fdatasync`, which reports that file's own write-back error: the
+/// files whose sync fails then fail (`.part` and journal kept), the others are proven and go on. When a
+/// directory sync fails, the renames into that directory are not proven durable: they are undone (the files
+/// go back to their `.part` names, journals kept) and those files fail. Files in other directories, or
+/// whose syncs succeeded, are not affected.
+///
+/// The trade of `syncfs`: it flushes everything dirty on the filesystem, other programs' writes too, so a
+/// batch may wait for data that is not Haul's. Files larger than ``FlushPlan/largeFile`` are therefore
+/// synced on their own, a batch of one file is too, and so is every file of a batch while the machine holds
+/// much dirty data besides the batch's (``FlushPlan/dirtyAllowancePerFile`` per file).
 ///
 /// The work runs on ``BlockingWork`` threads, never on the event loop. Thread-safe.
 final class GroupCommit: @unchecked Sendable {
@@ -46,13 +57,29 @@ final class GroupCommit: @unchecked Sendable {
         /// Syncs the directory itself (its path, not a file in it).
         var syncDirectory: @Sendable (String) throws(SystemError) -> Void
         var removeJournal: @Sendable (String) -> Void
+        /// Whether a batch may flush a filesystem with `syncfs` (the kernel reports write-back errors through
+        /// it, see ``FlushPlan/syncfsReportsErrors(kernelRelease:)``); false: every file gets its `fdatasync`.
+        var flushesFileSystems = false
+        /// The filesystem (`st_dev`) and size of a file; nil when unknown (the file is then synced alone).
+        var describe: @Sendable (OutputFile) -> (fileSystem: UInt64, bytes: Int64)? = { _ in nil }
+        /// An earlier write-back failure of the file, if any (its `syncData` would throw it).
+        var failedBefore: @Sendable (OutputFile) -> Bool = { _ in false }
+        /// `syncfs` of the filesystem holding the file.
+        var syncFileSystem: @Sendable (OutputFile) throws(SystemError) -> Void = { _ throws(SystemError) in }
+        /// The bytes dirty or under write-back on the machine (nil: unknown).
+        var dirtyBytes: @Sendable () -> Int64? = { nil }
 
         static let system = Operations(
             startWriteBack: { file in try? file.startWriteBack(offset: 0, length: 0) },
             syncData: { file throws(SystemError) in try file.synchronize() },
             rename: { from, to throws(SystemError) in try OutputFile.rename(from, to: to) },
             syncDirectory: { directory throws(SystemError) in try OutputFile.synchronizeDirectory(directory) },
-            removeJournal: { path in try? ResumeJournal.remove(path: path) })
+            removeJournal: { path in try? ResumeJournal.remove(path: path) },
+            flushesFileSystems: FlushPlan.syncfsReportsErrors(kernelRelease: kernelRelease()),
+            describe: { file in (try? file.fileSystemAndSize()).map { ($0.device, $0.size) } },
+            failedBefore: { file in file.recordedSyncFailure != nil },
+            syncFileSystem: { file throws(SystemError) in try file.synchronizeFileSystem() },
+            dirtyBytes: { FlushPlan.dirtyBytes(memoryInformation: OutputFile.memoryInformation()) })
     }
 
     /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
@@ -105,10 +132,9 @@ final class GroupCommit: @unchecked Sendable {
     func commit(_ batch: [Entry]) {
         var outcomes = [Result<Void, HaulError>?](repeating: nil, count: batch.count)
 
-        // 1. Data, in parallel.
-        let syncErrors = syncAll(batch)
-        for (index, error) in syncErrors.enumerated() {
-            if let error { outcomes[index] = .failure(.disk(path: batch[index].partPath, error)) }
+        // 1. Data: files on their own first (in parallel), then one `syncfs` per filesystem shared.
+        for (index, error) in flushAll(batch) {
+            outcomes[index] = .failure(.disk(path: batch[index].partPath, error))
         }
 
         // 2. Renames, only of files whose data is durable.
@@ -152,21 +178,59 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
-    /// Syncs every file's data, using up to ``parallelSyncs`` threads (this one included); returns the error
-    /// of each file, nil where the sync succeeded.
-    private func syncAll(_ batch: [Entry]) -> [SystemError?] {
+    /// The plan for `batch`: the facts of each file gathered (an `fstat` each and one read of
+    /// `/proc/meminfo`, when `syncfs` may be used).
+    func plan(_ batch: [Entry]) -> FlushPlan {
+        guard operations.flushesFileSystems, batch.count > 1 else { return FlushPlan(perFile: Array(batch.indices), fileSystems: []) }
+        let files = batch.map { entry in
+            let facts = operations.describe(entry.file)
+            return FlushPlan.File(fileSystem: facts?.fileSystem, bytes: facts?.bytes ?? 0, openOrder: entry.file.openOrder,
+                                  failedBefore: operations.failedBefore(entry.file))
+        }
+        let ours = files.reduce(Int64(0)) { $0 + $1.bytes }
+        let dirtyElsewhere = operations.dirtyBytes().map { max(0, $0 - ours) }
+        return FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: dirtyElsewhere)
+    }
+
+    /// Makes every file's data durable as ``plan(_:)`` says; returns the files that failed, with their errors.
+    private func flushAll(_ batch: [Entry]) -> [(Int, SystemError)] {
+        let plan = plan(batch)
+        var failures: [(Int, SystemError)] = []
+        for (position, error) in syncEach(plan.perFile.map { batch[$0].file }).enumerated() {
+            if let error { failures.append((plan.perFile[position], error)) }
+        }
+        for group in plan.fileSystems {
+            do throws(SystemError) {
+                // The first-opened file of the group: its descriptor was opened before any of the group's data
+                // was written, so its `syncfs` reports every write-back error of theirs.
+                try operations.syncFileSystem(batch[group[0]].file)
+            } catch {
+                // Whose data failed, `syncfs` does not say: each file's own `fdatasync` does (its descriptor
+                // keeps its own write-back error), and a file it proves is durable.
+                for (position, error) in syncEach(group.map { batch[$0].file }).enumerated() {
+                    if let error { failures.append((group[position], error)) }
+                }
+            }
+        }
+        return failures
+    }
+
+    /// Syncs the data of each of `files` (`fdatasync`), using up to ``parallelSyncs`` threads (this one
+    /// included); returns the error of each file, nil where the sync succeeded.
+    private func syncEach(_ files: [OutputFile]) -> [SystemError?] {
+        guard !files.isEmpty else { return [] }
         // Every file's write-back starts first, so the blocks of the whole batch are allocated and on their
         // way before the first sync waits: its journal commit then covers the batch, and the later syncs
         // find little left to do.
-        if batch.count > 1 {
-            for entry in batch { operations.startWriteBack(entry.file) }
+        if files.count > 1 {
+            for file in files { operations.startWriteBack(file) }
         }
-        let results = SyncResults(count: batch.count)
-        let helpers = min(parallelSyncs, batch.count) - 1
+        let results = SyncResults(count: files.count)
+        let helpers = min(parallelSyncs, files.count) - 1
         let work: @Sendable () -> Void = { [operations] in
             while let index = results.claim() {
                 do throws(SystemError) {
-                    try operations.syncData(batch[index].file)
+                    try operations.syncData(files[index])
                     results.finish(index, nil)
                 } catch {
                     results.finish(index, error)

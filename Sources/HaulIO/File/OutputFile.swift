@@ -21,10 +21,16 @@ public final class OutputFile: Sendable {
     private let syncFailure = Mutex<SystemError?>(nil)
     /// Ranges waiting for ``writeBackInBackground(offset:length:)`` to start their write-back.
     let writeBehind = WriteBehindQueue()
+    /// Rises with every file opened in this process: of two files, the one with the lower number was opened
+    /// first. A `syncfs` reports the write-back errors of its filesystem since its descriptor was opened, so
+    /// a group commit calls it on the first-opened file of a group (see ``synchronizeFileSystem()``).
+    public let openOrder: UInt64
+    private static let opened = Atomic<UInt64>(0)
 
     private init(path: String, owner: consuming OwnedFileDescriptor) {
         self.path = path
         self.owner = owner
+        openOrder = Self.opened.add(1, ordering: .relaxed).newValue
     }
 
     /// Opens (creating if needed) `path` for writing. With `truncate`, existing content is discarded.
@@ -178,7 +184,7 @@ public final class OutputFile: Sendable {
     }
 
     /// The whole content of a small file (a `/proc` file), or nil if it cannot be read.
-    private static func readSmallFile(_ path: FilePath) -> String? {
+    package static func readSmallFile(_ path: FilePath) -> String? {
         guard let file = try? FileDescriptor.opening(path, .readOnly) else { return nil }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
@@ -259,6 +265,34 @@ public final class OutputFile: Sendable {
             recordSyncFailure(error)
             throw error
         }
+    }
+
+    /// The failure ``synchronize()`` would throw without syncing: an earlier failed sync or write-back of
+    /// this file; nil when there was none.
+    public var recordedSyncFailure: SystemError? { syncFailure.withLock { $0 } }
+
+    /// Flushes the whole filesystem holding this file (`syncfs` of its descriptor): this file's data and
+    /// every other dirty file's there, other programs' included. One call makes a batch of files on one
+    /// filesystem durable for the price of one journal commit and one cache flush.
+    ///
+    /// It reports (Linux ≥ 5.8) a write-back error of any file of the filesystem since this descriptor was
+    /// opened, once: it cannot tell whose. So the error is not recorded as this file's; ``synchronize()`` of
+    /// each file of the batch afterwards says which of them failed (each descriptor still holds its own).
+    public func synchronizeFileSystem() throws(SystemError) {
+        try fileDescriptor.synchronizeFileSystem()
+    }
+
+    /// `/proc/meminfo` as text (what the machine holds dirty, among the rest), or nil when it cannot be read.
+    public static func memoryInformation() -> String? {
+        readSmallFile("/proc/meminfo")
+    }
+
+    /// The filesystem holding this file (`st_dev` of `fstat`) and the file's size. Two files with the same
+    /// device are on one filesystem; a filesystem may show several devices (btrfs subvolumes), which only
+    /// costs a group commit one `syncfs` more.
+    public func fileSystemAndSize() throws(SystemError) -> (device: UInt64, size: Int64) {
+        let info = try fileDescriptor.status()
+        return (UInt64(info.deviceID.rawValue), info.size)
     }
 
     private func recordSyncFailure(_ error: SystemError) {

@@ -4,7 +4,7 @@ import SystemPackage
 
 // The file side of the syscall layer: swift-system's `FileDescriptor`, `FilePath` and `Errno` for what it
 // covers (open, pread/pwrite, ftruncate, fstat, close), and the package's one wrapper (``syscall(_:_:_:)``)
-// for the Linux calls it does not (flock, fallocate, sync_file_range, fdatasync, fsync, posix_fadvise).
+// for the Linux calls it does not (flock, fallocate, sync_file_range, fdatasync, fsync, syncfs, posix_fadvise).
 // Outside this directory a file descriptor is a `FileDescriptor`, owned by an ``OwnedFileDescriptor`` or a
 // `closeAfter`, never a raw `Int32`.
 
@@ -133,6 +133,17 @@ extension FileDescriptor {
         _ = try blockingSyscall("fsync") { fsync(rawValue) }
     }
 
+    /// `syncfs`: every dirty page and inode of the filesystem holding this descriptor — other writers'
+    /// too — is on stable storage.
+    ///
+    /// Errors: since Linux 5.8 a write-back error anywhere on that filesystem since this descriptor was opened
+    /// (or since its last `syncfs`) is reported here, once per descriptor (the superblock's `errseq`);
+    /// older kernels return 0 after such errors. Either way a file's own error is still reported by a later
+    /// `fdatasync` of that file's descriptor.
+    package func synchronizeFileSystem() throws(SystemError) {
+        _ = try blockingSyscall("syncfs") { haul_syncfs(rawValue) }
+    }
+
     /// `posix_fadvise(SEQUENTIAL)` on the whole file: a hint for read-ahead, so a failure is ignored.
     package func adviseSequentialReading() {
         _ = posix_fadvise(rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
@@ -181,5 +192,14 @@ extension FilePath {
     /// reachable).
     package func existingStatus() -> Stat? {
         try? stat()
+    }
+}
+
+/// The running kernel's release (`uname -r`, say "6.8.0-45-generic"), or nil if `uname` fails.
+package func kernelRelease() -> String? {
+    var names = utsname()
+    guard uname(&names) == 0 else { return nil }
+    return withUnsafeBytes(of: &names.release) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
 }
