@@ -116,7 +116,11 @@ extension HaulCommand {
             let destination: DownloadRequest.Destination
             switch output {
             case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
-            case let output?: destination = .file(Self.join(dir, output))
+            case let output?:
+                let path = Self.join(dir, output)
+                // `-o DIR` or `-o DIR/` means "into DIR", as curl's --output-dir and wget's -P: a file cannot be
+                // renamed over a directory, and `DIR/` would otherwise name a hidden `DIR/.part`.
+                destination = OutputDirectory.means(path) ? .directory(path) : .file(path)
             case nil: destination = .directory(dir ?? ".")
             }
             var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
@@ -247,6 +251,16 @@ extension HaulCommand {
     static func join(_ directory: String?, _ name: String) -> String {
         guard let directory, !name.hasPrefix("/") else { return name }
         return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}
+
+/// Whether an `-o` path names a directory to save into rather than a file: it ends with `/`, or it is an
+/// existing directory (a symbolic link to one included).
+enum OutputDirectory {
+    static func means(_ path: String) -> Bool {
+        if path.hasSuffix("/") { return true }
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 }
 

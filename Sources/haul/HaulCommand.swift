@@ -42,7 +42,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Download each URL on the command line as its own file (not as mirrors), --jobs at a time.")
     var parallel = false
 
-    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here; - streams it in order to standard output over all connections (default: the server's suggested name in --dir).")
+    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here; a directory (an existing one, or any path ending in /) saves into it under the server's or the URL's name; - streams it in order to standard output over all connections (default: the server's suggested name in --dir).")
     var output: String?
 
     @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for downloaded files; created when missing (default: current).")

@@ -146,6 +146,27 @@ final class CLIFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256("f4.bin"))
     }
 
+    /// `-o DIR` saves into DIR under the name the download would have without `-o` (curl's --output-dir,
+    /// wget's -P); `-o DIR/` too, creating DIR. Neither leaves a `DIR.part` or a hidden `DIR/.part`.
+    @Test func dashOWithADirectorySavesIntoIt() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let existing = directory + "/existing"
+        try FileManager.default.createDirectory(atPath: existing, withIntermediateDirectories: false)
+        for arguments in [["-o", existing], ["--allow-overwrite", "-o", existing]] {
+            let run = try haul(arguments + [fixture.nginx.url("/f6.bin")])
+            #expect(run.exitStatus == 0, "\(arguments): \(run.errorText)")
+            #expect(try TestFiles.sha256(ofFile: existing + "/f6.bin") == fixture.sha256("f6.bin"))
+            #expect(!FileManager.default.fileExists(atPath: existing + ".part"), "\(arguments)")
+            try FileManager.default.removeItem(atPath: existing + "/f6.bin")
+        }
+        let slashed = directory + "/new/"
+        let named = try haul(["-o", slashed, fixture.nginx.url("/named/f7.bin")])
+        #expect(named.exitStatus == 0, "\(named.errorText)")
+        #expect(try TestFiles.sha256(ofFile: slashed + "report 2026.bin") == fixture.sha256("f7.bin"), "the server's name, inside")
+        #expect(!FileManager.default.fileExists(atPath: slashed + ".part"))
+    }
+
     // MARK: Interrupting and resuming
 
     @Test func sigintPausesWithExit130AndARerunResumes() throws {
