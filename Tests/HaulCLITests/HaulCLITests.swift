@@ -445,6 +445,32 @@ final class CLIFixture: Sendable {
         #expect(run.errorText.isEmpty, "no error line for a closed pipe: \(run.errorText)")
     }
 
+    /// `haul URL 2>&1 | head -1`: once stderr's reader is gone haul stops writing messages and finishes the
+    /// download with its usual status, as curl does (it used to die of SIGPIPE, exit 141). The reader is gone
+    /// before haul starts (the pipe's read end closed), so every write meets it, whatever the timing.
+    @Test func aClosedStandardErrorDoesNotStopTheDownload() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        let process = Process()
+        // With SIGPIPE's default action, as a shell starts haul (the test process ignores SIGPIPE, and a child
+        // would inherit that).
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["--default-signal=PIPE", Self.binary, "--no-sync", "-v", "-c", "4", "--min-segment", "64K", "-o", directory + "/f8.bin", fixture.nginx.url("/f8.bin")]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        try process.run()
+        poll(every: .milliseconds(2), within: 60) { !process.isRunning }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0,
+                "\(process.terminationReason == .uncaughtSignal ? "signal" : "exit") \(process.terminationStatus)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/f8.bin") == fixture.sha256("f8.bin"))
+    }
+
     // MARK: Proxies
 
     @Test func dashXEnvironmentAndNoproxyDecideTheRouteAsInCurl() throws {
