@@ -96,7 +96,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M; 0 for no limit).")
     var limitRate: RateLimitSetting?
 
-    @Option(name: .long, help: ArgumentHelp("Retries per download for network failures and 408/429/5xx. " + WaitOptionHelp.retryAfter))
+    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
     var retries = 100
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")

@@ -80,7 +80,7 @@ struct QueueAdd: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes per second for this download (e.g. 500K; 0 for no limit).")
     var limitRate: RateLimitSetting?
 
-    @Option(name: .long, help: ArgumentHelp("Retries for network failures and 408/429/5xx. " + WaitOptionHelp.retryAfter))
+    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
     var retries = 100
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
@@ -172,8 +172,10 @@ struct QueueAdd: AsyncParsableCommand {
         options.caDirectory = capath.map(SessionPaths.absolute)
         options.insecure = insecure
         options.rateLimit = limitRate?.bytesPerSecond
-        options.triesPerRange = min(5, retries + 1)
-        options.totalRetries = retries
+        let retry = RetryPolicy.commandLine(retries: retries, urls: given.count)
+        // A task's journal holds at most 1000 tries a range; past that the download's budget is the bound.
+        options.triesPerRange = min(1000, retry.triesPerRange)
+        options.totalRetries = retry.totalRetries
         do {
             options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: speedLimit, speedTime: speedTime)
         } catch {

@@ -641,6 +641,18 @@ final class CLIFixture: Sendable {
         #expect((object["message"] as? String)?.hasSuffix(" (after 2 tries)") == true, "\(json.errorText)")
     }
 
+    /// `--retries 7` is seven retries even when every one falls on the same range (the CLI used to stop
+    /// after 5 tries a range whatever N was). The server asks for no wait, so the test takes no backoff.
+    @Test func retriesAreTheWholeBudgetForOneURL() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 1000), script: .always(.status(503, retryAfter: "0")))
+        defer { server.stop() }
+        let run = try haul(["--retries", "7", "-o", directory + "/x.bin", server.url("/x")])
+        #expect(run.exitStatus == 5, "\(run.errorText)")
+        #expect(run.errorText.hasSuffix(" (after 8 tries)\n"), "--retries 7 is eight tries: \(run.errorText)")
+    }
+
     @Test func everyErrorLineHasOnePrefix() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
