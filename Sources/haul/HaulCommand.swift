@@ -206,7 +206,10 @@ extension ParsableCommand {
     /// text (ArgumentParser's) goes to stdout and the process exits with 0 instead.
     static func parseFailureMessage(_ error: Error, command: String) -> String {
         if exitCode(for: error) == .success {
-            print(fullMessage(for: error))
+            // The bash completion script needs a patch to reach the subcommands (``BashCompletionScript``);
+            // any other text passes through unchanged.
+            let subcommands = HaulCommand.configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+            print(BashCompletionScript.patched(fullMessage(for: error), subcommands: subcommands))
             Glibc.exit(0)
         }
         return ErrorText.parserMessage(message(for: error)) + " (see \(command) --help)"

@@ -774,6 +774,29 @@ final class CLIFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
     }
 
+    /// bash completes the subcommands' words after `haul queue` (haul's URLs, any number of positionals, used
+    /// to swallow `queue`, so `haul queue <Tab>` offered the top-level words and `haul queue a<Tab>` nothing).
+    @Test func bashCompletesTheQueueSubcommands() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let script = """
+            source "$0"
+            COMP_WORDS=("${@}"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+            _haul haul "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+            echo "${COMPREPLY[*]}"
+            """
+        func complete(_ words: String...) throws -> String {
+            let run = try ChildProcess.run("/bin/bash", ["-c", script, root + "/docs/completions/haul.bash"] + words, timeout: 30)
+            #expect(run.exitStatus == 0, "\(run.errorText)")
+            return run.outputText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try complete("haul", "queue", "") == "-h --help add list pause resume cancel wait events stop")
+        #expect(try complete("haul", "queue", "a") == "add")
+        #expect(try complete("haul", "queue", "add", "--ret") == "--retries")
+        #expect(try complete("haul", "qu") == "queue", "the top level still completes")
+        #expect(try complete("haul", "--on-change", "re") == "restart")
+    }
+
     /// The committed completions and man page are what the argument parser makes of today's options
     /// (run Scripts/generate-docs.sh after changing one).
     @Test func committedCompletionsAndManPageMatchTheOptions() throws {
