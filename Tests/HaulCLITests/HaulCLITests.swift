@@ -167,6 +167,20 @@ final class CLIFixture: Sendable {
         #expect(!FileManager.default.fileExists(atPath: slashed + ".part"))
     }
 
+    /// A body without a length (a chunked directory listing) is all fetched by this run: its summary says
+    /// "363 B in …", not "363 B; 0 B fetched".
+    @Test func aBodyWithoutALengthIsSummarizedAsFetched() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 363),
+                                           script: .always(MisbehavingServer.Behavior.chunked.with { $0.rangeHandling = .ignore }))
+        defer { server.stop() }
+        let run = try haul(["-o", directory + "/listing.html", server.url("/")])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(run.errorText.contains("(363 B in "), "\(run.errorText)")
+        #expect(!run.errorText.contains("fetched"), "\(run.errorText)")
+    }
+
     // MARK: Interrupting and resuming
 
     @Test func sigintPausesWithExit130AndARerunResumes() throws {
