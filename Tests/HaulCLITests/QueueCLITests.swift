@@ -232,6 +232,42 @@ import HaulTestSupport
         #expect(sandbox.daemonPID == nil, "and does not start one")
     }
 
+    /// After `kill -9` of the daemon, `list` shows a task resumed by the next daemon at the bytes its journal
+    /// has, not "running 0 B": a directory task (named by the server) reads its journal only once the server
+    /// answers, and here the server never does.
+    @Test func aTaskResumedByANewDaemonIsListedAtItsJournalsBytes() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        let server = try MisbehavingServer(resource: .pattern(size: 4 << 20, seed: 3))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 1 << 20)
+        let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "1", "-d", sandbox.output, server.url("/x.bin")])
+        #expect(add.exitStatus == 0 && add.outputText == "1\n", "\(add.errorText)")
+        func listed() -> [String: Any]? {
+            (try? Self.jsonLines(try sandbox.haul(["queue", "list", "--json"]).outputText))?.first
+        }
+        func bytes(_ task: [String: Any]?) -> Int { (task?["bytes"] as? NSNumber)?.intValue ?? 0 }
+        #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) { bytes(listed()) == 1 << 20 }, "held at 1 MiB: \(String(describing: listed()))")
+        // The pause writes the journal (and records the file's name) before it answers.
+        let pause = try sandbox.haul(["queue", "pause", "1"])
+        #expect(pause.exitStatus == 0, "\(pause.errorText)")
+        let pid = try #require(sandbox.daemonPID)
+        kill(pid, SIGKILL)
+        #expect(Sandbox.waitUntil(timeout: 10) { !ProcessLiveness.isAlive(pid) })
+
+        server.setScript(.always(.stallBeforeHead(.untilStopped)))
+        server.release()
+        let resume = try sandbox.haul(["queue", "resume", "1"])
+        #expect(resume.exitStatus == 0, "\(resume.errorText)")
+        var task: [String: Any]?
+        #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) {
+            task = listed()
+            return task?["state"] as? String == "running"
+        }, "\(String(describing: task))")
+        #expect(bytes(task) == 1 << 20, "\(String(describing: task))")
+        #expect((task?["total"] as? NSNumber)?.intValue == 4 << 20, "\(String(describing: task))")
+    }
+
     /// `events --follow` prints new events as they happen, across tasks added meanwhile.
     @Test func eventsFollowPrintsNewEventsAsTheyHappen() throws {
         let sandbox = try Sandbox()

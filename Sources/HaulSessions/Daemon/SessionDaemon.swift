@@ -295,6 +295,10 @@ public final class SessionDaemon: @unchecked Sendable {
             (part, createdPart) = Self.preparePartFile(for: spec, path: path)
             progress = JournalProgress.read(partPath: WorkingFileNames.partial(of: path)) ?? (0, nil)
             if firstStart && spec.discardsPartialDownload { progress = (0, nil) }
+        } else if let path = task.part?.path {
+            // A directory task named by an earlier daemon: its journal says how far it got, though the engine
+            // learns that only once the server has named the file again.
+            progress = JournalProgress.read(partPath: WorkingFileNames.partial(of: path)) ?? (0, nil)
         }
         guard commitOrStop([.event(event(task.id, .started(bytes: progress.bytes, total: progress.total)), spec: nil, part: part)])
         else { return nil }
@@ -784,6 +788,9 @@ public final class SessionDaemon: @unchecked Sendable {
         guard engines[id] === engine, engine.phase == .active, engine.intent == .pause else { return }
         let progress = engine.task.currentProgress
         guard progress.phase == .paused else { return }
+        // Its journal is complete now: make sure the next daemon knows a directory task's file to read it from,
+        // even when no progress tick has recorded the name yet.
+        recordPartFileIfNamed(id, progress)
         engine.phase = .paused
         engine.intent = .none
         commitOrStop([.event(event(id, .paused(bytes: progress.bytesDone, total: progress.total)), spec: nil, part: nil)])
@@ -826,6 +833,13 @@ public final class SessionDaemon: @unchecked Sendable {
         }
     }
 
+    /// Whether an engine's byte count is the task's: a restarted daemon's engine counts nothing while it
+    /// connects (a directory task reads its journal only once the server has named the file again); until
+    /// then the bytes its `started` event recorded from the journal stand, rather than "running 0 B".
+    static func engineHasCounted(_ progress: DownloadProgress) -> Bool {
+        progress.bytesDone > 0 || progress.phase != .connecting
+    }
+
     /// A task as `list` shows it.
     private func info(_ task: SessionState.Task) -> TaskInfo {
         let engine = engines[task.id]
@@ -850,8 +864,10 @@ public final class SessionDaemon: @unchecked Sendable {
         case .queued, .running, .paused:
             if let engine {
                 let progress = engine.task.currentProgress
-                info.bytes = progress.bytesDone
-                info.total = progress.total ?? info.total
+                if Self.engineHasCounted(progress) {
+                    info.bytes = progress.bytesDone
+                    info.total = progress.total ?? info.total
+                }
                 if engine.phase != .paused {
                     info.bytesPerSecond = Int64(progress.bytesPerSecond.rounded())
                     info.connections = progress.activeConnections
