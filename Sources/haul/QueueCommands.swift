@@ -299,8 +299,14 @@ struct QueueCancel: QueueTaskChange {
 struct QueueWait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
-        abstract: "Wait until tasks (default: all) have ended; exit as a download would (0 when all completed).",
-        discussion: "Progress is shown on a terminal. A daemon that dies meanwhile is started again, and the wait goes on."
+        abstract: "Wait until tasks (default: every one not yet ended) have ended; exit as a download would (0 when all completed).",
+        discussion: """
+            Without ids, the tasks queued, running or paused when wait starts: one that
+            ended before (an old failure) no longer decides the exit status; name it to
+            wait for it. The exit status is that of the first waited-for task that did
+            not complete, named on the last line. Progress is shown on a terminal. A
+            daemon that dies meanwhile is started again, and the wait goes on.
+            """
     )
 
     @OptionGroup var sessionOption: SessionOption
@@ -322,9 +328,19 @@ struct QueueWait: AsyncParsableCommand {
             }
             tasks.append(task)
         }
-        if ids.isEmpty { tasks = session.allTasks() }
+        if ids.isEmpty {
+            tasks = session.allTasks().filter { !$0.info.state.hasEnded }
+            if tasks.isEmpty {
+                if !quiet { StandardError.write(ErrorText.line("no task of session \(session.identifier) is queued, running or paused") + "\n") }
+                await session.close()
+                return
+            }
+        }
         let ticker = terminal ? Task { await Self.showProgress(tasks) } : nil
         var status = ExitStatus.success
+        /// The task that decided `status`, and how many did not complete.
+        var decidedBy: Int?
+        var notCompleted = 0
         for task in tasks {
             let line: String?
             do {
@@ -333,10 +349,12 @@ struct QueueWait: AsyncParsableCommand {
             } catch {
                 switch error {
                 case .failed(let message, _, let code):
-                    if status == .success { status = ExitStatus(rawValue: code) ?? .unexpected }
+                    notCompleted += 1
+                    if status == .success { (status, decidedBy) = (ExitStatus(rawValue: code) ?? .unexpected, task.id) }
                     line = ErrorText.line("task \(task.id): \(message)")
                 case .cancelled:
-                    if status == .success { status = .interrupted }
+                    notCompleted += 1
+                    if status == .success { (status, decidedBy) = (.interrupted, task.id) }
                     line = ErrorText.line("task \(task.id): cancelled")
                 case .session(let sessionError):
                     ticker?.cancel()
@@ -351,7 +369,12 @@ struct QueueWait: AsyncParsableCommand {
         ticker?.cancel()
         if terminal { StandardError.write("\r\u{1B}[K") }
         await session.close()
-        if status != .success { throw ExitCode(status.code) }
+        if status != .success {
+            if let decidedBy {
+                StandardError.write(ErrorText.line("exit \(status.code): task \(decidedBy)'s; \(notCompleted) of the \(tasks.count) tasks waited for did not complete") + "\n")
+            }
+            throw ExitCode(status.code)
+        }
     }
 
     /// One line, redrawn: tasks done, percent, bytes, rate, connections.

@@ -268,6 +268,48 @@ import HaulTestSupport
         #expect((task?["total"] as? NSNumber)?.intValue == 4 << 20, "\(String(describing: task))")
     }
 
+    /// `wait` without ids waits for the tasks not yet ended: an old failure no longer makes every later
+    /// `wait` exit 5. A failure it did wait for is named with the exit status it decided.
+    @Test func waitWithoutIdsWaitsForTheLiveTasksAndNamesWhatDecidedItsStatus() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        let missing = try sandbox.haul(["queue", "add", "--retries", "0", "-o", sandbox.output + "/missing.bin", fixture.nginx.url("/missing.bin")])
+        #expect(missing.exitStatus == 0 && missing.outputText == "1\n", "\(missing.errorText)")
+        let named = try sandbox.haul(["queue", "wait", "1"])
+        #expect(named.exitStatus == 5, "\(named.errorText)")
+        #expect(named.errorText.hasSuffix("haul: exit 5: task 1's; 1 of the 1 tasks waited for did not complete\n"), "\(named.errorText)")
+
+        let nothingLive = try sandbox.haul(["queue", "wait"])
+        #expect(nothingLive.exitStatus == 0, "the old failure is not waited for: \(nothingLive.errorText)")
+        #expect(nothingLive.errorText == "haul: no task of session default is queued, running or paused\n", "\(nothingLive.errorText)")
+
+        let server = try MisbehavingServer(resource: .pattern(size: 64 << 10, seed: 4))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 1 << 10)
+        let add = try sandbox.haul(["queue", "add", "-o", sandbox.output + "/x.bin", server.url("/x.bin")])
+        #expect(add.outputText == "2\n", "\(add.errorText)")
+        // On a pseudo-terminal (`script`), so that the wait shows when it has its tasks: its progress line.
+        let screen = sandbox.root.file("wait.screen")
+        _ = FileManager.default.createFile(atPath: screen, contents: nil)
+        let command = ["/usr/bin/env", "HAUL_STATE_DIR=" + sandbox.state, HaulCLITests.binary, "queue", "wait"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let wait = Process()
+        wait.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        wait.arguments = ["-q", "-e", "-c", "exec " + command, "/dev/null"]
+        wait.standardInput = FileHandle.nullDevice
+        wait.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: screen))
+        try wait.run()
+        defer { if wait.isRunning { kill(wait.processIdentifier, SIGKILL); wait.waitUntilExit() } }
+        func shown() -> String { (try? String(contentsOfFile: screen, encoding: .utf8)) ?? "" }
+        // The task cannot end before the hold is released, and the wait has it once it draws "[0/1 done]".
+        #expect(Sandbox.waitUntil(timeout: 30) { shown().contains("[0/1 done]") }, "\(shown())")
+        server.release()
+        #expect(Sandbox.waitUntil(timeout: 30) { !wait.isRunning })
+        wait.waitUntilExit()
+        #expect(wait.terminationStatus == 0, "\(shown())")
+        #expect(shown().contains("haul: task 2: saved \(sandbox.output)/x.bin (64.0 KiB, sha256="), "\(shown())")
+    }
+
     /// `events --follow` prints new events as they happen, across tasks added meanwhile.
     @Test func eventsFollowPrintsNewEventsAsTheyHappen() throws {
         let sandbox = try Sandbox()

@@ -153,7 +153,7 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queu
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'pause' -d 'Pause tasks (their journals are written first).'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'resume' -d 'Queue paused or failed tasks again.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'cancel' -d 'Cancel tasks and remove their partial files.'
-complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'wait' -d 'Wait until tasks (default: all) have ended; exit as a download would (0 when all completed).'
+complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'wait' -d 'Wait until tasks (default: every one not yet ended) have ended; exit as a download would (0 when all completed).'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'events' -d 'Print the session\'s event log: added, started, paused, resumed, completed, failed, cancelled, hook.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul queue" -eq 1' -fa 'stop' -d 'Stop the session\'s daemon cleanly (every running download checkpointed); tasks continue with the next daemon.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" session' -l 'session' -d 'The session (its state is in $HAUL_STATE_DIR/sessions/ID).' -rfka ''
