@@ -9,7 +9,7 @@ import Glibc
 import HaulIO
 #endif
 
-/// `haul queue add|list|pause|resume|cancel|wait|events|stop`: a session's queue, through its daemon.
+/// `haul queue add|list|pause|resume|cancel|remove|wait|events|stop`: a session's queue, through its daemon.
 struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
@@ -19,8 +19,8 @@ struct QueueCommand: AsyncParsableCommand {
             background when none runs. Downloads go on after the command returns,
             after the terminal closes, and across crashes of the daemon.
             """,
-        subcommands: [QueueAdd.self, QueueList.self, QueuePause.self, QueueResume.self, QueueCancel.self, QueueWait.self,
-                      QueueEvents.self, QueueStop.self]
+        subcommands: [QueueAdd.self, QueueList.self, QueuePause.self, QueueResume.self, QueueCancel.self, QueueRemove.self,
+                      QueueWait.self, QueueEvents.self, QueueStop.self]
     )
 }
 
@@ -294,6 +294,42 @@ struct QueueCancel: QueueTaskChange {
     static func change(_ task: SessionTask) async throws(SessionError) { try await task.cancel() }
 }
 
+// MARK: remove
+
+/// `haul queue remove ID… | --ended`: ended tasks off the list (as aria2's removeDownloadResult and
+/// purgeDownloadResult), so that `list` and `wait ID` no longer show them; the event log keeps their history.
+struct QueueRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Remove ended tasks (completed, failed, cancelled) from the list; their files stay, their events stay in the log."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    @Argument(help: "Task ids.") var ids: [Int] = []
+
+    @Flag(name: .long, help: "Remove every ended task.")
+    var ended = false
+
+    func run() async throws {
+        guard ids.isEmpty != !ended else { throw CommandFailure(.usage, "give task ids or --ended, not both nor neither") }
+        let session = try await sessionOption.connect()
+        var chosen = ids
+        if ended { chosen = session.allTasks().filter { $0.info.state.hasEnded }.map(\.id) }
+        if let unknown = chosen.first(where: { session.task($0) == nil }) {
+            await session.close()
+            throw CommandFailure(.usage, "no task \(unknown) in session \(session.identifier)")
+        }
+        if !chosen.isEmpty {
+            do { try await session.remove(chosen) } catch {
+                await session.close()
+                throw CommandFailure(error)
+            }
+        }
+        await session.close()
+    }
+}
+
 // MARK: wait
 
 struct QueueWait: AsyncParsableCommand {
@@ -440,7 +476,7 @@ struct QueueEvents: AsyncParsableCommand {
         case .added(let url, let path, let directory): detail = "\(url) -> \(path ?? (directory ?? "") + "/")"
         case .started(let bytes, let total), .paused(let bytes, let total):
             detail = UnitFormatting.bytes(bytes) + (total.map { "/" + UnitFormatting.bytes($0) } ?? "")
-        case .resumed, .cancelled: detail = ""
+        case .resumed, .cancelled, .removed: detail = ""
         case .completed(let path, let bytes, let digest, let recovered):
             detail = "\(path) \(UnitFormatting.bytes(bytes)) \(digest)" + (recovered ? " (recovered)" : "")
         case .failed(let error, let className, let code): detail = "\(className) (\(code)): \(error)"

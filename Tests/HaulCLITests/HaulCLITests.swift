@@ -804,7 +804,7 @@ final class CLIFixture: Sendable {
             #expect(run.exitStatus == 0, "\(run.errorText)")
             return run.outputText.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        #expect(try complete("haul", "queue", "") == "-h --help add list pause resume cancel wait events stop")
+        #expect(try complete("haul", "queue", "") == "-h --help add list pause resume cancel remove wait events stop")
         #expect(try complete("haul", "queue", "a") == "add")
         #expect(try complete("haul", "queue", "add", "--ret") == "--retries")
         #expect(try complete("haul", "qu") == "queue", "the top level still completes")

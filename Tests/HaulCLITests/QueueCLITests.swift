@@ -310,6 +310,45 @@ import HaulTestSupport
         #expect(shown().contains("haul: task 2: saved \(sandbox.output)/x.bin (64.0 KiB, sha256="), "\(shown())")
     }
 
+    /// `remove` takes ended tasks off the list (kept so across daemons), refuses a live one, and `--ended`
+    /// removes every ended task; the event log keeps their history.
+    @Test func removeTakesEndedTasksOffTheList() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        for (name, expected) in [("missing-a.bin", "1\n"), ("missing-b.bin", "2\n")] {
+            let add = try sandbox.haul(["queue", "add", "--retries", "0", "-o", sandbox.output + "/" + name, fixture.nginx.url("/" + name)])
+            #expect(add.outputText == expected, "\(add.errorText)")
+        }
+        #expect(try sandbox.haul(["queue", "wait", "1", "2"]).exitStatus == 5)
+        let server = try MisbehavingServer(resource: .pattern(size: 64 << 10, seed: 5))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 1 << 10)
+        #expect(try sandbox.haul(["queue", "add", "-o", sandbox.output + "/live.bin", server.url("/live.bin")]).outputText == "3\n")
+
+        let one = try sandbox.haul(["queue", "remove", "1"])
+        #expect(one.exitStatus == 0, "\(one.errorText)")
+        func ids() throws -> [Int] {
+            try Self.jsonLines(try sandbox.haul(["queue", "list", "--json"]).outputText).compactMap { ($0["id"] as? NSNumber)?.intValue }
+        }
+        #expect(try ids() == [2, 3])
+        let gone = try sandbox.haul(["queue", "wait", "1"])
+        #expect(gone.exitStatus == 2 && gone.errorText.contains("no task 1"), "\(gone.errorText)")
+        let live = try sandbox.haul(["queue", "remove", "3"])
+        #expect(live.exitStatus == 2 && live.errorText.contains("task 3 is ") && live.errorText.contains("cancel it first"), "\(live.errorText)")
+        let neither = try sandbox.haul(["queue", "remove"])
+        #expect(neither.exitStatus == 2, "\(neither.errorText)")
+
+        #expect(try sandbox.haul(["queue", "remove", "--ended"]).exitStatus == 0)
+        #expect(try ids() == [3], "the live task stays")
+        server.release()
+        #expect(try sandbox.haul(["queue", "wait"]).exitStatus == 0, "only the live task is waited for")
+        #expect(try sandbox.haul(["queue", "stop"]).exitStatus == 0)
+        #expect(try ids() == [3], "removals are in the log: the next daemon lists the same")
+        let types = try Self.jsonLines(try sandbox.haul(["queue", "events", "--json"]).outputText)
+            .filter { $0["type"] as? String == "removed" }.compactMap { ($0["task"] as? NSNumber)?.intValue }
+        #expect(types == [1, 2], "the history stays")
+    }
+
     /// `events --follow` prints new events as they happen, across tasks added meanwhile.
     @Test func eventsFollowPrintsNewEventsAsTheyHappen() throws {
         let sandbox = try Sandbox()
@@ -403,7 +442,7 @@ import HaulTestSupport
         #expect(root.outputText.contains("daemon") && root.outputText.contains("queue"), "\(root.outputText)")
         let queue = try ChildProcess.run(HaulCLITests.binary, ["queue", "--help"])
         #expect(queue.exitStatus == 0)
-        for command in ["add", "list", "pause", "resume", "cancel", "wait", "events", "stop"] {
+        for command in ["add", "list", "pause", "resume", "cancel", "remove", "wait", "events", "stop"] {
             #expect(queue.outputText.contains("  \(command) "), "\(command): \(queue.outputText)")
         }
         let add = try ChildProcess.run(HaulCLITests.binary, ["queue", "add", "--help"])

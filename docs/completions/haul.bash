@@ -319,13 +319,13 @@ _haul_queue() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|list|pause|resume|cancel|wait|events|stop)
+    add|list|pause|resume|cancel|remove|wait|events|stop)
         # Offer subcommand argument completions
         "_haul_queue_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add list pause resume cancel wait events stop' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add list pause resume cancel remove wait events stop' -- "${cur}"))
         ;;
     esac
 }
@@ -460,6 +460,21 @@ _haul_queue_resume() {
 _haul_queue_cancel() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_remove() {
+    repeating_flags=()
+    non_repeating_flags=(--ended -h --help)
     repeating_options=()
     non_repeating_options=(--session)
     __haul_offer_flags_options -1

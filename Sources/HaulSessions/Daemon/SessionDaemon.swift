@@ -679,10 +679,21 @@ public final class SessionDaemon: @unchecked Sendable {
             respond(.success(body))
             schedule()
         case .list(let ids):
-            if let unknown = ids?.first(where: { state.task($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
+            if let unknown = ids?.first(where: { listedTask($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
             respond(.success(listing(ids)))
+        case .remove(let ids):
+            if let unknown = ids.first(where: { listedTask($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
+            if let live = ids.compactMap({ listedTask($0) }).first(where: { !$0.state.hasEnded }) {
+                return respond(.failure(RemoteFailure(code: "not-ended", message: "task \(live.id) is \(info(live).state.rawValue), not ended; cancel it first")))
+            }
+            for taskID in Array(Set(ids)).sorted() {
+                do { try commit([.event(event(taskID, .removed), spec: nil, part: nil)]) } catch {
+                    return respond(.failure(RemoteFailure(code: "store", message: error.description)))
+                }
+            }
+            respond(.success(listing(nil)))
         case .pause(let ids), .resume(let ids), .cancel(let ids):
-            if let unknown = ids.first(where: { state.task($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
+            if let unknown = ids.first(where: { listedTask($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
             let unique = Array(Set(ids)).sorted()
             var remaining = unique.count + 1
             var failure: RemoteFailure?
@@ -747,8 +758,14 @@ public final class SessionDaemon: @unchecked Sendable {
     private func listing(_ ids: [Int]?) -> ReplyBody {
         var body = ReplyBody()
         body.sequence = state.lastSequence
-        body.tasks = (ids ?? state.tasks.map(\.id)).compactMap { state.task($0) }.map(info)
+        body.tasks = (ids ?? state.tasks.map(\.id)).compactMap { listedTask($0) }.map(info)
         return body
+    }
+
+    /// Task `id` as clients know it: nil when there is none, or it was removed.
+    private func listedTask(_ id: Int) -> SessionState.Task? {
+        guard let task = state.task(id), !task.removed else { return nil }
+        return task
     }
 
     /// Runs `body` once the outcome of task `id` (an end or a pause) has been committed.
