@@ -86,7 +86,6 @@ extension HaulCommand {
         options.maximumConnections = max(64, connections * min(jobs, 8))
         if let minSegment { options.minimumSegment = minSegment.bytes }
         options.rateLimit = limitRate?.bytesPerSecond  // `--limit-rate 0` is nil: no limit
-        options.retry = retries == 0 ? .none : RetryPolicy(triesPerRange: min(5, retries + 1), totalRetries: retries)
         if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
         if let checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
 
@@ -116,7 +115,11 @@ extension HaulCommand {
             let destination: DownloadRequest.Destination
             switch output {
             case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
-            case let output?: destination = .file(Self.join(dir, output))
+            case let output?:
+                let path = Self.join(dir, output)
+                // `-o DIR` or `-o DIR/` means "into DIR", as curl's --output-dir and wget's -P: a file cannot be
+                // renamed over a directory, and `DIR/` would otherwise name a hidden `DIR/.part`.
+                destination = OutputDirectory.means(path) ? .directory(path) : .file(path)
             case nil: destination = .directory(dir ?? ".")
             }
             var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
@@ -140,6 +143,8 @@ extension HaulCommand {
             downloads.append(make(url, mirrors: mirrors, output: output, source: source))
         }
         var list: DownloadList?
+        /// The most URLs one download has (its mirrors included), for ``RetryPolicy/commandLine(retries:urls:)``.
+        var urlsPerDownload = parallel ? 1 : urls.count
         if let inputFile {
             guard urls.isEmpty else { throw UsageError("give URLs either on the command line or with --input-file, not both") }
             guard !parallel else {
@@ -149,7 +154,8 @@ extension HaulCommand {
             guard checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with --input-file") }
             // Read twice, entry by entry, never whole: once now to check every line and count the entries
             // (a bad line stops the run before any download starts), then again as downloads start.
-            let count = try InputList.check(inputFile)
+            let (count, mostURLs) = try InputList.check(inputFile)
+            urlsPerDownload = mostURLs
             guard count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
             list = DownloadList(inputFile: inputFile, count: count) { entry in
                 make(entry.url, mirrors: entry.mirrors, output: entry.outputName, source: .inputFile)
@@ -170,6 +176,9 @@ extension HaulCommand {
                 add(given[0], mirrors: Array(given.dropFirst()), output: output, source: parallel ? .parallel : .commandLine)
             }
         }
+
+        // The downloads of a run share the client's options, so one with mirrors gives all the per-mirror bound.
+        options.retry = RetryPolicy.commandLine(retries: retries, urls: urlsPerDownload)
 
         let style: CommandPlan.ProgressStyle
         switch (quiet, progress) {
@@ -247,6 +256,16 @@ extension HaulCommand {
     static func join(_ directory: String?, _ name: String) -> String {
         guard let directory, !name.hasPrefix("/") else { return name }
         return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}
+
+/// Whether an `-o` path names a directory to save into rather than a file: it ends with `/`, or it is an
+/// existing directory (a symbolic link to one included).
+enum OutputDirectory {
+    static func means(_ path: String) -> Bool {
+        if path.hasSuffix("/") { return true }
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 }
 
@@ -342,15 +361,17 @@ final class InputList {
         if let file { fclose(file) }
     }
 
-    /// Reads `path` once through, checking every entry; returns how many there are.
-    static func check(_ path: String) throws -> Int {
+    /// Reads `path` once through, checking every entry; returns how many there are, and the most URLs one
+    /// of them lists (mirrors included).
+    static func check(_ path: String) throws -> (count: Int, mostURLs: Int) {
         let list = InputList(path: path)
-        var count = 0
+        var count = 0, mostURLs = 1
         while let entry = try list.next() {
             try HaulCommand.checkURL(entry.url, where: "\(path) line \(entry.line)")
             count += 1
+            mostURLs = max(mostURLs, 1 + entry.mirrors.count)
         }
-        return count
+        return (count, mostURLs)
     }
 
     /// The next entry, or nil at the end; the errors are ``UsageError``s naming the file (and the line).

@@ -218,7 +218,7 @@ final class ProgressReporter: Sendable {
 
     private struct State {
         var throttles: [Int: PlainProgressThrottle] = [:]
-        var barShown = false
+        var bar = BarLineState()
         var completed = 0
         var warned: Set<Int> = []
         /// How many of each download's notices were printed.
@@ -275,8 +275,8 @@ final class ProgressReporter: Sendable {
             } else {
                 line = aggregateLine(tasks, columns: columns)
             }
-            state.withLock { $0.barShown = true }
-            StandardError.write(ProgressBar.redraw(line: line))
+            // Under the lock: a stop that retired the bar meanwhile wins (``BarLineState``).
+            state.withLock { if $0.bar.draw() { StandardError.write(ProgressBar.redraw(line: line)) } }
         case .plain:
             for (index, task) in tasks.sorted(by: { $0.key < $1.key }) {
                 let progress = task.currentProgress
@@ -304,12 +304,11 @@ final class ProgressReporter: Sendable {
             guard let failure = task.currentProgress.checkpointFailure else { continue }
             let first = state.withLock { $0.warned.insert(index).inserted }
             guard first else { continue }
-            clearBar()
             let message = "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again"
             if messages == .json {
                 StandardError.write(JSONProgress.errorLine(file: Self.name(of: task), status: .output, message: message, transient: true) + "\n")
             } else {
-                StandardError.write(ErrorText.line("warning: \(Self.name(of: task)): \(message)") + "\n")
+                writeLine(ErrorText.line("warning: \(Self.name(of: task)): \(message)"))
             }
         }
     }
@@ -326,9 +325,8 @@ final class ProgressReporter: Sendable {
                 return notices.dropFirst(shown)
             }
             guard !fresh.isEmpty else { continue }
-            clearBar()
             for notice in fresh where messages != .json {
-                StandardError.write(ErrorText.line("note: \(Self.name(of: task)): \(notice)") + "\n")
+                writeLine(ErrorText.line("note: \(Self.name(of: task)): \(notice)"))
             }
         }
     }
@@ -354,9 +352,8 @@ final class ProgressReporter: Sendable {
         case .json:
             StandardError.write(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
         case .bar, .plain:
-            if style == .bar { clearBar() }
             let place = result.path == "-" ? "to standard output" : name
-            StandardError.write("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))\n")
+            writeLine("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))")
         }
     }
 
@@ -372,16 +369,14 @@ final class ProgressReporter: Sendable {
             let bytes = stat(path, &info) == 0 ? Int64(info.st_size) : 0
             StandardError.write(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes) + "\n")
         case .bar, .plain:
-            clearBar()
-            StandardError.write(ErrorText.line("\(path): already complete") + "\n")
+            writeLine(ErrorText.line("\(path): already complete"))
         }
     }
 
     /// Something worth knowing about how a download went (not shown with `-q` or in JSON).
     func note(name: String, _ text: String) {
         guard style == .bar || style == .plain else { return }
-        clearBar()
-        StandardError.write(ErrorText.line("note: \(name): \(text)") + "\n")
+        writeLine(ErrorText.line("note: \(name): \(text)"))
     }
 
     /// A problem that does not fail the run; shown even with `-q`.
@@ -389,8 +384,7 @@ final class ProgressReporter: Sendable {
         if messages == .json {
             StandardError.write(JSONProgress.errorLine(file: nil, status: .unexpected, message: text, transient: true) + "\n")
         } else {
-            clearBar()
-            StandardError.write(ErrorText.line("warning: " + text) + "\n")
+            writeLine(ErrorText.line("warning: " + text))
         }
     }
 
@@ -415,17 +409,23 @@ final class ProgressReporter: Sendable {
             StandardError.write(JSONProgress.errorLine(file: name, error: error, message: message) + "\n")
             return
         }
-        clearBar()
-        if case .cancelled? = (error as? HaulError)?.reason { return }
+        switch (error as? HaulError)?.reason {
         // `haul -o - URL | head`: the reader had what it wanted; that is no error worth a line (exit 9 says it).
-        if case .outputClosed? = (error as? HaulError)?.reason { return }
-        StandardError.write(ErrorText.line(message) + "\n")
+        case .cancelled?, .outputClosed?: clearBar(); return
+        default: break
+        }
+        writeLine(ErrorText.line(message))
     }
 
+    /// The first stop signal: the bar is retired for good, so that no tick draws it between this line and
+    /// the "paused at" lines that follow.
     func interrupting() {
-        guard style != .none && style != .json else { return }
-        clearBar()
-        StandardError.write("haul: interrupted; saving progress (press Ctrl-C again to quit at once)\n")
+        state.withLock { state in
+            let mustErase = state.bar.retire()
+            guard style != .none && style != .json else { return }
+            if mustErase && style == .bar { StandardError.write(Self.eraseLine) }
+            StandardError.write("haul: interrupted; saving progress (press Ctrl-C again to quit at once)\n")
+        }
     }
 
     func interrupted(_ tasks: [DownloadTask], notStarted: Int) {
@@ -440,11 +440,11 @@ final class ProgressReporter: Sendable {
                                                            message: "interrupted; " + advice, transient: true) + "\n")
             } else {
                 let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
-                StandardError.write(ErrorText.line("\(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)") + "\n")
+                writeLine(ErrorText.line("\(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)"))
             }
         }
         if notStarted > 0, messages != .json {
-            StandardError.write("haul: \(notStarted) download\(notStarted == 1 ? "" : "s") not started\n")
+            writeLine("haul: \(notStarted) download\(notStarted == 1 ? "" : "s") not started")
         }
     }
 
@@ -452,13 +452,21 @@ final class ProgressReporter: Sendable {
         clearBar()
     }
 
+    private static let eraseLine = "\r\u{1B}[K"
+
     private func clearBar() {
-        guard style == .bar else { return }
-        let shown = state.withLock { state in
-            defer { state.barShown = false }
-            return state.barShown
+        state.withLock { state in
+            if state.bar.clear() && style == .bar { StandardError.write(Self.eraseLine) }
         }
-        if shown { StandardError.write("\r\u{1B}[K") }
+    }
+
+    /// Writes one message line, erasing the bar first, under the lock the bar is drawn under: no tick can
+    /// draw between the erase and the line.
+    private func writeLine(_ line: String) {
+        state.withLock { state in
+            if state.bar.clear() && style == .bar { StandardError.write(Self.eraseLine) }
+            StandardError.write(line + "\n")
+        }
     }
 }
 
@@ -472,14 +480,26 @@ enum Terminal {
 }
 
 /// Unbuffered writes to stderr (progress and errors must appear at once, in order).
+///
+/// SIGPIPE is ignored (``HaulEntry``), so a reader that went away (`haul URL 2>&1 | head -1`) shows as EPIPE:
+/// nothing more is written to stderr then, and the downloads go on to their usual end and exit status, as
+/// curl's do. Losing the messages is the reader's choice; losing the download would not be.
 enum StandardError {
+    /// Set by the first write that found stderr's reader gone.
+    private static let readerGone = Atomic<Bool>(false)
+
     static func write(_ text: String) {
+        guard !readerGone.load(ordering: .relaxed) else { return }
         var text = text
         text.withUTF8 { bytes in
             var offset = 0
             while offset < bytes.count {
                 let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 { if errno == EINTR { continue }; return }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EPIPE { readerGone.store(true, ordering: .relaxed) }
+                    return
+                }
                 offset += written
             }
         }

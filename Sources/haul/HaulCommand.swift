@@ -42,7 +42,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Download each URL on the command line as its own file (not as mirrors), --jobs at a time.")
     var parallel = false
 
-    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here; - streams it in order to standard output over all connections (default: the server's suggested name in --dir).")
+    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here; a directory (an existing one, or any path ending in /) saves into it under the server's or the URL's name; - streams it in order to standard output over all connections (default: the server's suggested name in --dir).")
     var output: String?
 
     @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for downloaded files; created when missing (default: current).")
@@ -96,7 +96,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M; 0 for no limit).")
     var limitRate: RateLimitSetting?
 
-    @Option(name: .long, help: ArgumentHelp("Retries per download for network failures and 408/429/5xx. " + WaitOptionHelp.retryAfter))
+    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
     var retries = 100
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
@@ -206,7 +206,10 @@ extension ParsableCommand {
     /// text (ArgumentParser's) goes to stdout and the process exits with 0 instead.
     static func parseFailureMessage(_ error: Error, command: String) -> String {
         if exitCode(for: error) == .success {
-            print(fullMessage(for: error))
+            // The bash completion script needs a patch to reach the subcommands (``BashCompletionScript``);
+            // any other text passes through unchanged.
+            let subcommands = HaulCommand.configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+            print(BashCompletionScript.patched(fullMessage(for: error), subcommands: subcommands))
             Glibc.exit(0)
         }
         return ErrorText.parserMessage(message(for: error)) + " (see \(command) --help)"

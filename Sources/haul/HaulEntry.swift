@@ -18,6 +18,10 @@ import Glibc
 @main
 enum HaulEntry {
     static func main() {
+        // A closed stderr or stdout (`haul URL 2>&1 | head -1`, `haul -o - URL | head`) must be an EPIPE that
+        // haul handles (``StandardError``, HaulError.outputClosed), not a signal that kills it mid-download.
+        // Set before any thread starts, so every thread inherits it; children reset it (ChildProcesses).
+        signal(SIGPIPE, SIG_IGN)
         Task.detached { await HaulCommand.start() }
         var nothingBlocked = sigset_t()
         sigemptyset(&nothingBlocked)

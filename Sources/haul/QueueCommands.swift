@@ -9,7 +9,7 @@ import Glibc
 import HaulIO
 #endif
 
-/// `haul queue add|list|pause|resume|cancel|wait|events|stop`: a session's queue, through its daemon.
+/// `haul queue add|list|pause|resume|cancel|remove|wait|events|stop`: a session's queue, through its daemon.
 struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
@@ -19,8 +19,8 @@ struct QueueCommand: AsyncParsableCommand {
             background when none runs. Downloads go on after the command returns,
             after the terminal closes, and across crashes of the daemon.
             """,
-        subcommands: [QueueAdd.self, QueueList.self, QueuePause.self, QueueResume.self, QueueCancel.self, QueueWait.self,
-                      QueueEvents.self, QueueStop.self]
+        subcommands: [QueueAdd.self, QueueList.self, QueuePause.self, QueueResume.self, QueueCancel.self, QueueRemove.self,
+                      QueueWait.self, QueueEvents.self, QueueStop.self]
     )
 }
 
@@ -80,7 +80,7 @@ struct QueueAdd: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes per second for this download (e.g. 500K; 0 for no limit).")
     var limitRate: RateLimitSetting?
 
-    @Option(name: .long, help: ArgumentHelp("Retries for network failures and 408/429/5xx. " + WaitOptionHelp.retryAfter))
+    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
     var retries = 100
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
@@ -172,8 +172,10 @@ struct QueueAdd: AsyncParsableCommand {
         options.caDirectory = capath.map(SessionPaths.absolute)
         options.insecure = insecure
         options.rateLimit = limitRate?.bytesPerSecond
-        options.triesPerRange = min(5, retries + 1)
-        options.totalRetries = retries
+        let retry = RetryPolicy.commandLine(retries: retries, urls: given.count)
+        // A task's journal holds at most 1000 tries a range; past that the download's budget is the bound.
+        options.triesPerRange = min(1000, retry.triesPerRange)
+        options.totalRetries = retry.totalRetries
         do {
             options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: speedLimit, speedTime: speedTime)
         } catch {
@@ -292,13 +294,55 @@ struct QueueCancel: QueueTaskChange {
     static func change(_ task: SessionTask) async throws(SessionError) { try await task.cancel() }
 }
 
+// MARK: remove
+
+/// `haul queue remove ID… | --ended`: ended tasks off the list (as aria2's removeDownloadResult and
+/// purgeDownloadResult), so that `list` and `wait ID` no longer show them; the event log keeps their history.
+struct QueueRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Remove ended tasks (completed, failed, cancelled) from the list; their files stay, their events stay in the log."
+    )
+
+    @OptionGroup var sessionOption: SessionOption
+
+    @Argument(help: "Task ids.") var ids: [Int] = []
+
+    @Flag(name: .long, help: "Remove every ended task.")
+    var ended = false
+
+    func run() async throws {
+        guard ids.isEmpty != !ended else { throw CommandFailure(.usage, "give task ids or --ended, not both nor neither") }
+        let session = try await sessionOption.connect()
+        var chosen = ids
+        if ended { chosen = session.allTasks().filter { $0.info.state.hasEnded }.map(\.id) }
+        if let unknown = chosen.first(where: { session.task($0) == nil }) {
+            await session.close()
+            throw CommandFailure(.usage, "no task \(unknown) in session \(session.identifier)")
+        }
+        if !chosen.isEmpty {
+            do { try await session.remove(chosen) } catch {
+                await session.close()
+                throw CommandFailure(error)
+            }
+        }
+        await session.close()
+    }
+}
+
 // MARK: wait
 
 struct QueueWait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
-        abstract: "Wait until tasks (default: all) have ended; exit as a download would (0 when all completed).",
-        discussion: "Progress is shown on a terminal. A daemon that dies meanwhile is started again, and the wait goes on."
+        abstract: "Wait until tasks (default: every one not yet ended) have ended; exit as a download would (0 when all completed).",
+        discussion: """
+            Without ids, the tasks queued, running or paused when wait starts: one that
+            ended before (an old failure) no longer decides the exit status; name it to
+            wait for it. The exit status is that of the first waited-for task that did
+            not complete, named on the last line. Progress is shown on a terminal. A
+            daemon that dies meanwhile is started again, and the wait goes on.
+            """
     )
 
     @OptionGroup var sessionOption: SessionOption
@@ -320,9 +364,19 @@ struct QueueWait: AsyncParsableCommand {
             }
             tasks.append(task)
         }
-        if ids.isEmpty { tasks = session.allTasks() }
+        if ids.isEmpty {
+            tasks = session.allTasks().filter { !$0.info.state.hasEnded }
+            if tasks.isEmpty {
+                if !quiet { StandardError.write(ErrorText.line("no task of session \(session.identifier) is queued, running or paused") + "\n") }
+                await session.close()
+                return
+            }
+        }
         let ticker = terminal ? Task { await Self.showProgress(tasks) } : nil
         var status = ExitStatus.success
+        /// The task that decided `status`, and how many did not complete.
+        var decidedBy: Int?
+        var notCompleted = 0
         for task in tasks {
             let line: String?
             do {
@@ -331,10 +385,12 @@ struct QueueWait: AsyncParsableCommand {
             } catch {
                 switch error {
                 case .failed(let message, _, let code):
-                    if status == .success { status = ExitStatus(rawValue: code) ?? .unexpected }
+                    notCompleted += 1
+                    if status == .success { (status, decidedBy) = (ExitStatus(rawValue: code) ?? .unexpected, task.id) }
                     line = ErrorText.line("task \(task.id): \(message)")
                 case .cancelled:
-                    if status == .success { status = .interrupted }
+                    notCompleted += 1
+                    if status == .success { (status, decidedBy) = (.interrupted, task.id) }
                     line = ErrorText.line("task \(task.id): cancelled")
                 case .session(let sessionError):
                     ticker?.cancel()
@@ -349,7 +405,12 @@ struct QueueWait: AsyncParsableCommand {
         ticker?.cancel()
         if terminal { StandardError.write("\r\u{1B}[K") }
         await session.close()
-        if status != .success { throw ExitCode(status.code) }
+        if status != .success {
+            if let decidedBy {
+                StandardError.write(ErrorText.line("exit \(status.code): task \(decidedBy)'s; \(notCompleted) of the \(tasks.count) tasks waited for did not complete") + "\n")
+            }
+            throw ExitCode(status.code)
+        }
     }
 
     /// One line, redrawn: tasks done, percent, bytes, rate, connections.
@@ -415,7 +476,7 @@ struct QueueEvents: AsyncParsableCommand {
         case .added(let url, let path, let directory): detail = "\(url) -> \(path ?? (directory ?? "") + "/")"
         case .started(let bytes, let total), .paused(let bytes, let total):
             detail = UnitFormatting.bytes(bytes) + (total.map { "/" + UnitFormatting.bytes($0) } ?? "")
-        case .resumed, .cancelled: detail = ""
+        case .resumed, .cancelled, .removed: detail = ""
         case .completed(let path, let bytes, let digest, let recovered):
             detail = "\(path) \(UnitFormatting.bytes(bytes)) \(digest)" + (recovered ? " (recovered)" : "")
         case .failed(let error, let className, let code): detail = "\(className) (\(code)): \(error)"

@@ -62,7 +62,7 @@ struct CommandFailure: Error {
     /// A session error, classified: the state or the daemon is unusable (9), or unreachable (1).
     init(_ error: SessionError) {
         switch error {
-        case .invalidIdentifier, .rejected(code: "bad-request", _), .rejected(code: "unknown-task", _):
+        case .invalidIdentifier, .rejected(code: "bad-request", _), .rejected(code: "unknown-task", _), .rejected(code: "not-ended", _):
             self.init(.usage, error.description)
         case .corruptState, .unsupportedFormat, .unusableDirectory, .io, .daemonAlreadyRunning, .noStateDirectory:
             self.init(.output, error.description)

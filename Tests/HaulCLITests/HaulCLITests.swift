@@ -146,6 +146,41 @@ final class CLIFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256("f4.bin"))
     }
 
+    /// `-o DIR` saves into DIR under the name the download would have without `-o` (curl's --output-dir,
+    /// wget's -P); `-o DIR/` too, creating DIR. Neither leaves a `DIR.part` or a hidden `DIR/.part`.
+    @Test func dashOWithADirectorySavesIntoIt() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let existing = directory + "/existing"
+        try FileManager.default.createDirectory(atPath: existing, withIntermediateDirectories: false)
+        for arguments in [["-o", existing], ["--allow-overwrite", "-o", existing]] {
+            let run = try haul(arguments + [fixture.nginx.url("/f6.bin")])
+            #expect(run.exitStatus == 0, "\(arguments): \(run.errorText)")
+            #expect(try TestFiles.sha256(ofFile: existing + "/f6.bin") == fixture.sha256("f6.bin"))
+            #expect(!FileManager.default.fileExists(atPath: existing + ".part"), "\(arguments)")
+            try FileManager.default.removeItem(atPath: existing + "/f6.bin")
+        }
+        let slashed = directory + "/new/"
+        let named = try haul(["-o", slashed, fixture.nginx.url("/named/f7.bin")])
+        #expect(named.exitStatus == 0, "\(named.errorText)")
+        #expect(try TestFiles.sha256(ofFile: slashed + "report 2026.bin") == fixture.sha256("f7.bin"), "the server's name, inside")
+        #expect(!FileManager.default.fileExists(atPath: slashed + ".part"))
+    }
+
+    /// A body without a length (a chunked directory listing) is all fetched by this run: its summary says
+    /// "363 B in …", not "363 B; 0 B fetched".
+    @Test func aBodyWithoutALengthIsSummarizedAsFetched() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 363),
+                                           script: .always(MisbehavingServer.Behavior.chunked.with { $0.rangeHandling = .ignore }))
+        defer { server.stop() }
+        let run = try haul(["-o", directory + "/listing.html", server.url("/")])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(run.errorText.contains("(363 B in "), "\(run.errorText)")
+        #expect(!run.errorText.contains("fetched"), "\(run.errorText)")
+    }
+
     // MARK: Interrupting and resuming
 
     @Test func sigintPausesWithExit130AndARerunResumes() throws {
@@ -424,6 +459,32 @@ final class CLIFixture: Sendable {
         #expect(run.errorText.isEmpty, "no error line for a closed pipe: \(run.errorText)")
     }
 
+    /// `haul URL 2>&1 | head -1`: once stderr's reader is gone haul stops writing messages and finishes the
+    /// download with its usual status, as curl does (it used to die of SIGPIPE, exit 141). The reader is gone
+    /// before haul starts (the pipe's read end closed), so every write meets it, whatever the timing.
+    @Test func aClosedStandardErrorDoesNotStopTheDownload() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        let process = Process()
+        // With SIGPIPE's default action, as a shell starts haul (the test process ignores SIGPIPE, and a child
+        // would inherit that).
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["--default-signal=PIPE", Self.binary, "--no-sync", "-v", "-c", "4", "--min-segment", "64K", "-o", directory + "/f8.bin", fixture.nginx.url("/f8.bin")]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        try process.run()
+        poll(every: .milliseconds(2), within: 60) { !process.isRunning }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0,
+                "\(process.terminationReason == .uncaughtSignal ? "signal" : "exit") \(process.terminationStatus)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/f8.bin") == fixture.sha256("f8.bin"))
+    }
+
     // MARK: Proxies
 
     @Test func dashXEnvironmentAndNoproxyDecideTheRouteAsInCurl() throws {
@@ -594,6 +655,18 @@ final class CLIFixture: Sendable {
         #expect((object["message"] as? String)?.hasSuffix(" (after 2 tries)") == true, "\(json.errorText)")
     }
 
+    /// `--retries 7` is seven retries even when every one falls on the same range (the CLI used to stop
+    /// after 5 tries a range whatever N was). The server asks for no wait, so the test takes no backoff.
+    @Test func retriesAreTheWholeBudgetForOneURL() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 1000), script: .always(.status(503, retryAfter: "0")))
+        defer { server.stop() }
+        let run = try haul(["--retries", "7", "-o", directory + "/x.bin", server.url("/x")])
+        #expect(run.exitStatus == 5, "\(run.errorText)")
+        #expect(run.errorText.hasSuffix(" (after 8 tries)\n"), "--retries 7 is eight tries: \(run.errorText)")
+    }
+
     @Test func everyErrorLineHasOnePrefix() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -713,6 +786,29 @@ final class CLIFixture: Sendable {
         let again = try haul(arguments)
         #expect(again.exitStatus == 0, "\(again.errorText)")
         #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+    }
+
+    /// bash completes the subcommands' words after `haul queue` (haul's URLs, any number of positionals, used
+    /// to swallow `queue`, so `haul queue <Tab>` offered the top-level words and `haul queue a<Tab>` nothing).
+    @Test func bashCompletesTheQueueSubcommands() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let script = """
+            source "$0"
+            COMP_WORDS=("${@}"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+            _haul haul "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+            echo "${COMPREPLY[*]}"
+            """
+        func complete(_ words: String...) throws -> String {
+            let run = try ChildProcess.run("/bin/bash", ["-c", script, root + "/docs/completions/haul.bash"] + words, timeout: 30)
+            #expect(run.exitStatus == 0, "\(run.errorText)")
+            return run.outputText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try complete("haul", "queue", "") == "-h --help add list pause resume cancel remove wait events stop")
+        #expect(try complete("haul", "queue", "a") == "add")
+        #expect(try complete("haul", "queue", "add", "--ret") == "--retries")
+        #expect(try complete("haul", "qu") == "queue", "the top level still completes")
+        #expect(try complete("haul", "--on-change", "re") == "restart")
     }
 
     /// The committed completions and man page are what the argument parser makes of today's options

@@ -232,6 +232,123 @@ import HaulTestSupport
         #expect(sandbox.daemonPID == nil, "and does not start one")
     }
 
+    /// After `kill -9` of the daemon, `list` shows a task resumed by the next daemon at the bytes its journal
+    /// has, not "running 0 B": a directory task (named by the server) reads its journal only once the server
+    /// answers, and here the server never does.
+    @Test func aTaskResumedByANewDaemonIsListedAtItsJournalsBytes() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        let server = try MisbehavingServer(resource: .pattern(size: 4 << 20, seed: 3))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 1 << 20)
+        let add = try sandbox.haul(["queue", "add", "--no-sync", "-c", "1", "-d", sandbox.output, server.url("/x.bin")])
+        #expect(add.exitStatus == 0 && add.outputText == "1\n", "\(add.errorText)")
+        func listed() -> [String: Any]? {
+            (try? Self.jsonLines(try sandbox.haul(["queue", "list", "--json"]).outputText))?.first
+        }
+        func bytes(_ task: [String: Any]?) -> Int { (task?["bytes"] as? NSNumber)?.intValue ?? 0 }
+        #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) { bytes(listed()) == 1 << 20 }, "held at 1 MiB: \(String(describing: listed()))")
+        // The pause writes the journal (and records the file's name) before it answers.
+        let pause = try sandbox.haul(["queue", "pause", "1"])
+        #expect(pause.exitStatus == 0, "\(pause.errorText)")
+        let pid = try #require(sandbox.daemonPID)
+        kill(pid, SIGKILL)
+        #expect(Sandbox.waitUntil(timeout: 10) { !ProcessLiveness.isAlive(pid) })
+
+        server.setScript(.always(.stallBeforeHead(.untilStopped)))
+        server.release()
+        let resume = try sandbox.haul(["queue", "resume", "1"])
+        #expect(resume.exitStatus == 0, "\(resume.errorText)")
+        var task: [String: Any]?
+        #expect(Sandbox.waitUntil(timeout: 30, pause: 50_000) {
+            task = listed()
+            return task?["state"] as? String == "running"
+        }, "\(String(describing: task))")
+        #expect(bytes(task) == 1 << 20, "\(String(describing: task))")
+        #expect((task?["total"] as? NSNumber)?.intValue == 4 << 20, "\(String(describing: task))")
+    }
+
+    /// `wait` without ids waits for the tasks not yet ended: an old failure no longer makes every later
+    /// `wait` exit 5. A failure it did wait for is named with the exit status it decided.
+    @Test func waitWithoutIdsWaitsForTheLiveTasksAndNamesWhatDecidedItsStatus() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        let missing = try sandbox.haul(["queue", "add", "--retries", "0", "-o", sandbox.output + "/missing.bin", fixture.nginx.url("/missing.bin")])
+        #expect(missing.exitStatus == 0 && missing.outputText == "1\n", "\(missing.errorText)")
+        let named = try sandbox.haul(["queue", "wait", "1"])
+        #expect(named.exitStatus == 5, "\(named.errorText)")
+        #expect(named.errorText.hasSuffix("haul: exit 5: task 1's; 1 of the 1 tasks waited for did not complete\n"), "\(named.errorText)")
+
+        let nothingLive = try sandbox.haul(["queue", "wait"])
+        #expect(nothingLive.exitStatus == 0, "the old failure is not waited for: \(nothingLive.errorText)")
+        #expect(nothingLive.errorText == "haul: no task of session default is queued, running or paused\n", "\(nothingLive.errorText)")
+
+        let server = try MisbehavingServer(resource: .pattern(size: 64 << 10, seed: 4))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 1 << 10)
+        let add = try sandbox.haul(["queue", "add", "-o", sandbox.output + "/x.bin", server.url("/x.bin")])
+        #expect(add.outputText == "2\n", "\(add.errorText)")
+        // On a pseudo-terminal (`script`), so that the wait shows when it has its tasks: its progress line.
+        let screen = sandbox.root.file("wait.screen")
+        _ = FileManager.default.createFile(atPath: screen, contents: nil)
+        let command = ["/usr/bin/env", "HAUL_STATE_DIR=" + sandbox.state, HaulCLITests.binary, "queue", "wait"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let wait = Process()
+        wait.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        wait.arguments = ["-q", "-e", "-c", "exec " + command, "/dev/null"]
+        wait.standardInput = FileHandle.nullDevice
+        wait.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: screen))
+        try wait.run()
+        defer { if wait.isRunning { kill(wait.processIdentifier, SIGKILL); wait.waitUntilExit() } }
+        func shown() -> String { (try? String(contentsOfFile: screen, encoding: .utf8)) ?? "" }
+        // The task cannot end before the hold is released, and the wait has it once it draws "[0/1 done]".
+        #expect(Sandbox.waitUntil(timeout: 30) { shown().contains("[0/1 done]") }, "\(shown())")
+        server.release()
+        #expect(Sandbox.waitUntil(timeout: 30) { !wait.isRunning })
+        wait.waitUntilExit()
+        #expect(wait.terminationStatus == 0, "\(shown())")
+        #expect(shown().contains("haul: task 2: saved \(sandbox.output)/x.bin (64.0 KiB, sha256="), "\(shown())")
+    }
+
+    /// `remove` takes ended tasks off the list (kept so across daemons), refuses a live one, and `--ended`
+    /// removes every ended task; the event log keeps their history.
+    @Test func removeTakesEndedTasksOffTheList() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        for (name, expected) in [("missing-a.bin", "1\n"), ("missing-b.bin", "2\n")] {
+            let add = try sandbox.haul(["queue", "add", "--retries", "0", "-o", sandbox.output + "/" + name, fixture.nginx.url("/" + name)])
+            #expect(add.outputText == expected, "\(add.errorText)")
+        }
+        #expect(try sandbox.haul(["queue", "wait", "1", "2"]).exitStatus == 5)
+        let server = try MisbehavingServer(resource: .pattern(size: 64 << 10, seed: 5))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 1 << 10)
+        #expect(try sandbox.haul(["queue", "add", "-o", sandbox.output + "/live.bin", server.url("/live.bin")]).outputText == "3\n")
+
+        let one = try sandbox.haul(["queue", "remove", "1"])
+        #expect(one.exitStatus == 0, "\(one.errorText)")
+        func ids() throws -> [Int] {
+            try Self.jsonLines(try sandbox.haul(["queue", "list", "--json"]).outputText).compactMap { ($0["id"] as? NSNumber)?.intValue }
+        }
+        #expect(try ids() == [2, 3])
+        let gone = try sandbox.haul(["queue", "wait", "1"])
+        #expect(gone.exitStatus == 2 && gone.errorText.contains("no task 1"), "\(gone.errorText)")
+        let live = try sandbox.haul(["queue", "remove", "3"])
+        #expect(live.exitStatus == 2 && live.errorText.contains("task 3 is ") && live.errorText.contains("cancel it first"), "\(live.errorText)")
+        let neither = try sandbox.haul(["queue", "remove"])
+        #expect(neither.exitStatus == 2, "\(neither.errorText)")
+
+        #expect(try sandbox.haul(["queue", "remove", "--ended"]).exitStatus == 0)
+        #expect(try ids() == [3], "the live task stays")
+        server.release()
+        #expect(try sandbox.haul(["queue", "wait"]).exitStatus == 0, "only the live task is waited for")
+        #expect(try sandbox.haul(["queue", "stop"]).exitStatus == 0)
+        #expect(try ids() == [3], "removals are in the log: the next daemon lists the same")
+        let types = try Self.jsonLines(try sandbox.haul(["queue", "events", "--json"]).outputText)
+            .filter { $0["type"] as? String == "removed" }.compactMap { ($0["task"] as? NSNumber)?.intValue }
+        #expect(types == [1, 2], "the history stays")
+    }
+
     /// `events --follow` prints new events as they happen, across tasks added meanwhile.
     @Test func eventsFollowPrintsNewEventsAsTheyHappen() throws {
         let sandbox = try Sandbox()
@@ -325,7 +442,7 @@ import HaulTestSupport
         #expect(root.outputText.contains("daemon") && root.outputText.contains("queue"), "\(root.outputText)")
         let queue = try ChildProcess.run(HaulCLITests.binary, ["queue", "--help"])
         #expect(queue.exitStatus == 0)
-        for command in ["add", "list", "pause", "resume", "cancel", "wait", "events", "stop"] {
+        for command in ["add", "list", "pause", "resume", "cancel", "remove", "wait", "events", "stop"] {
             #expect(queue.outputText.contains("  \(command) "), "\(command): \(queue.outputText)")
         }
         let add = try ChildProcess.run(HaulCLITests.binary, ["queue", "add", "--help"])

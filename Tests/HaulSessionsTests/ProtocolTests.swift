@@ -17,6 +17,7 @@ import Testing
         .pause(tasks: [3]),
         .resume(tasks: [3, 4]),
         .cancel(tasks: [7]),
+        .remove(tasks: [2, 5]),
         .events(after: 12, limit: 50),
         .subscribe(after: 4, consumer: nil, progress: false),
         .subscribe(after: nil, consumer: "backups", progress: true),

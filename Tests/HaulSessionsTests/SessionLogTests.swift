@@ -113,6 +113,31 @@ enum SampleLog {
         }
     }
 
+    /// `removed` takes an ended task off the list; nothing but its hook may follow, and a live task cannot
+    /// be removed.
+    @Test func onlyAnEndedTaskIsRemovedAndNothingButItsHookFollows() throws {
+        var state = try SessionState.replay(Array(SampleLog.records.prefix(10)))
+        #expect(state.task(1)?.state == .queued)
+        #expect(throws: SessionStateError.self, "task 1 is queued") {
+            try state.apply(.event(SampleLog.event(8, 1, .removed), spec: nil, part: nil))
+        }
+        #expect(state.task(2)?.state == .failed)
+        try state.apply(.event(SampleLog.event(8, 2, .removed), spec: nil, part: nil))
+        #expect(state.task(2)?.removed == true && state.task(1)?.removed == false)
+        for kind: SessionEvent.Kind in [.resumed, .cancelled, .removed] {
+            #expect(throws: SessionStateError.self, "\(kind)") { try state.apply(.event(SampleLog.event(9, 2, kind), spec: nil, part: nil)) }
+        }
+        let record = LogRecord.event(SampleLog.event(9, 1, .removed), spec: nil, part: nil)
+        #expect(try LogRecord(payload: record.payload) == record)
+        #expect(record.json.serialized.contains(#""type":"removed""#))
+
+        // A completed task whose hook is still running may be removed; the hook's event still lands.
+        var completed = try SessionState.replay(Array(SampleLog.records.prefix(13)))
+        try completed.apply(.event(SampleLog.event(10, 1, .removed), spec: nil, part: nil))
+        try completed.apply(.event(SampleLog.event(11, 1, .hook(status: 0)), spec: nil, part: nil))
+        #expect(completed.task(1)?.hook == .finished(status: 0))
+    }
+
     @Test func scanningAWholeFileGivesEveryRecord() throws {
         let image = SampleLog.fileImage(SampleLog.records)
         let scan = try SessionLogCodec.scan(image)

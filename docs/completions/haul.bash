@@ -166,6 +166,15 @@ _haul() {
     local -a non_repeating_flags=(-Z --parallel --netrc -k --insecure --restart --allow-overwrite --skip-existing -q --quiet -v --verbose --no-sync -V --version -h --help)
     local -a repeating_options=(-H --header)
     local -a non_repeating_options=(-o --output -d --dir -i --input-file -j --jobs -c --connections --min-segment -u --user --netrc-file -x --proxy --noproxy --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --progress --checkpoint-bytes --checkpoint-interval)
+    # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that
+    # subcommand, before haul's URLs (any number of positionals) would consume it.
+    if [[ "${#unparsed_words[@]}" -gt 1 && " daemon queue help " = *" ${unparsed_words[0]} "* ]]; then
+        local -r named_subcommand="${unparsed_words[0]}"
+        unset 'unparsed_words[0]'
+        unparsed_words=("${unparsed_words[@]}")
+        "_haul_${named_subcommand}"
+        return
+    fi
     __haul_offer_flags_options -1
 
     # Offer option value completions
@@ -310,13 +319,13 @@ _haul_queue() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|list|pause|resume|cancel|wait|events|stop)
+    add|list|pause|resume|cancel|remove|wait|events|stop)
         # Offer subcommand argument completions
         "_haul_queue_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add list pause resume cancel wait events stop' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add list pause resume cancel remove wait events stop' -- "${cur}"))
         ;;
     esac
 }
@@ -451,6 +460,21 @@ _haul_queue_resume() {
 _haul_queue_cancel() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--session)
+    __haul_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--session')
+        return
+        ;;
+    esac
+}
+
+_haul_queue_remove() {
+    repeating_flags=()
+    non_repeating_flags=(--ended -h --help)
     repeating_options=()
     non_repeating_options=(--session)
     __haul_offer_flags_options -1

@@ -1020,6 +1020,8 @@ final class SegmentedDownload: @unchecked Sendable {
                 // Unknown length, single stream: the end of the body is the end of the file.
                 guard summary.complete else { return handleFailure(.incomplete(url: url, expected: -1, received: window.position), worker: worker) }
                 total = window.position
+                // Asked for open-ended, so not counted when sent: what came is what was requested.
+                bytesRequested += window.position - window.start
                 planner = SegmentPlanner(total: window.position, minimumSegment: 1, alreadyDone: ByteRangeSet([0..<window.position]))
                 return finishIfDone()
             }

@@ -94,6 +94,13 @@ public final class HaulSession: Sendable {
         shared.withLock { $0.tasks.values.sorted { $0.id < $1.id } }
     }
 
+    /// Removes ended tasks (completed, failed, cancelled) from the session's list: they are no longer
+    /// listed or waited for. A task not yet ended is refused (cancel it first).
+    public func remove(_ ids: [Int]) async throws(SessionError) {
+        _ = try await send(.remove(tasks: ids))
+        shared.withLock { shared in for id in ids { shared.tasks[id] = nil } }
+    }
+
     /// The task with id `id`, if the session has one.
     public func task(_ id: Int) -> SessionTask? {
         shared.withLock { $0.tasks[id] }
@@ -325,6 +332,7 @@ public final class HaulSession: Sendable {
                 if deliver { shared.delivered = event.sequence }
                 let affectsState = event.sequence > shared.stateSequence
                 if affectsState { shared.stateSequence = event.sequence }
+                if case .removed = event.kind { shared.tasks[event.task] = nil }
                 var task = shared.tasks[event.task]
                 if task == nil, case .added(let url, let path, let directory) = event.kind {
                     let info = TaskInfo(id: event.task, state: .queued, url: url, path: path, directory: directory, bytes: 0, total: nil)
@@ -489,7 +497,7 @@ public final class SessionTask: Sendable {
                 published.info.exitCode = code
             case .cancelled:
                 published.info.state = .cancelled
-            case .hook:
+            case .hook, .removed:
                 break
             }
             return Self.progress(for: published.info)

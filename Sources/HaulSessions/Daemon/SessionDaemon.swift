@@ -295,6 +295,10 @@ public final class SessionDaemon: @unchecked Sendable {
             (part, createdPart) = Self.preparePartFile(for: spec, path: path)
             progress = JournalProgress.read(partPath: WorkingFileNames.partial(of: path)) ?? (0, nil)
             if firstStart && spec.discardsPartialDownload { progress = (0, nil) }
+        } else if let path = task.part?.path {
+            // A directory task named by an earlier daemon: its journal says how far it got, though the engine
+            // learns that only once the server has named the file again.
+            progress = JournalProgress.read(partPath: WorkingFileNames.partial(of: path)) ?? (0, nil)
         }
         guard commitOrStop([.event(event(task.id, .started(bytes: progress.bytes, total: progress.total)), spec: nil, part: part)])
         else { return nil }
@@ -675,10 +679,21 @@ public final class SessionDaemon: @unchecked Sendable {
             respond(.success(body))
             schedule()
         case .list(let ids):
-            if let unknown = ids?.first(where: { state.task($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
+            if let unknown = ids?.first(where: { listedTask($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
             respond(.success(listing(ids)))
+        case .remove(let ids):
+            if let unknown = ids.first(where: { listedTask($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
+            if let live = ids.compactMap({ listedTask($0) }).first(where: { !$0.state.hasEnded }) {
+                return respond(.failure(RemoteFailure(code: "not-ended", message: "task \(live.id) is \(info(live).state.rawValue), not ended; cancel it first")))
+            }
+            for taskID in Array(Set(ids)).sorted() {
+                do { try commit([.event(event(taskID, .removed), spec: nil, part: nil)]) } catch {
+                    return respond(.failure(RemoteFailure(code: "store", message: error.description)))
+                }
+            }
+            respond(.success(listing(nil)))
         case .pause(let ids), .resume(let ids), .cancel(let ids):
-            if let unknown = ids.first(where: { state.task($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
+            if let unknown = ids.first(where: { listedTask($0) == nil }) { return respond(.failure(unknownTask(unknown))) }
             let unique = Array(Set(ids)).sorted()
             var remaining = unique.count + 1
             var failure: RemoteFailure?
@@ -743,8 +758,14 @@ public final class SessionDaemon: @unchecked Sendable {
     private func listing(_ ids: [Int]?) -> ReplyBody {
         var body = ReplyBody()
         body.sequence = state.lastSequence
-        body.tasks = (ids ?? state.tasks.map(\.id)).compactMap { state.task($0) }.map(info)
+        body.tasks = (ids ?? state.tasks.map(\.id)).compactMap { listedTask($0) }.map(info)
         return body
+    }
+
+    /// Task `id` as clients know it: nil when there is none, or it was removed.
+    private func listedTask(_ id: Int) -> SessionState.Task? {
+        guard let task = state.task(id), !task.removed else { return nil }
+        return task
     }
 
     /// Runs `body` once the outcome of task `id` (an end or a pause) has been committed.
@@ -784,6 +805,9 @@ public final class SessionDaemon: @unchecked Sendable {
         guard engines[id] === engine, engine.phase == .active, engine.intent == .pause else { return }
         let progress = engine.task.currentProgress
         guard progress.phase == .paused else { return }
+        // Its journal is complete now: make sure the next daemon knows a directory task's file to read it from,
+        // even when no progress tick has recorded the name yet.
+        recordPartFileIfNamed(id, progress)
         engine.phase = .paused
         engine.intent = .none
         commitOrStop([.event(event(id, .paused(bytes: progress.bytesDone, total: progress.total)), spec: nil, part: nil)])
@@ -826,6 +850,13 @@ public final class SessionDaemon: @unchecked Sendable {
         }
     }
 
+    /// Whether an engine's byte count is the task's: a restarted daemon's engine counts nothing while it
+    /// connects (a directory task reads its journal only once the server has named the file again); until
+    /// then the bytes its `started` event recorded from the journal stand, rather than "running 0 B".
+    static func engineHasCounted(_ progress: DownloadProgress) -> Bool {
+        progress.bytesDone > 0 || progress.phase != .connecting
+    }
+
     /// A task as `list` shows it.
     private func info(_ task: SessionState.Task) -> TaskInfo {
         let engine = engines[task.id]
@@ -850,8 +881,10 @@ public final class SessionDaemon: @unchecked Sendable {
         case .queued, .running, .paused:
             if let engine {
                 let progress = engine.task.currentProgress
-                info.bytes = progress.bytesDone
-                info.total = progress.total ?? info.total
+                if Self.engineHasCounted(progress) {
+                    info.bytes = progress.bytesDone
+                    info.total = progress.total ?? info.total
+                }
                 if engine.phase != .paused {
                     info.bytesPerSecond = Int64(progress.bytesPerSecond.rounded())
                     info.connections = progress.activeConnections

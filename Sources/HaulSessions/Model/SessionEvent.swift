@@ -25,6 +25,9 @@ public struct SessionEvent: Sendable, Hashable {
         case cancelled
         /// The completion hook ran once and exited with `status` (128 + N when killed by signal N).
         case hook(status: Int32)
+        /// A client removed the ended task from the session's list (`haul queue remove`): it is no longer
+        /// listed or waited for, and no event but its hook's follows; its events stay in the log.
+        case removed
     }
 
     /// Position in the log: 1, 2, 3, ...
@@ -42,7 +45,8 @@ public struct SessionEvent: Sendable, Hashable {
         self.kind = kind
     }
 
-    /// The `type` field: `added`, `started`, `paused`, `resumed`, `completed`, `failed`, `cancelled`, `hook`.
+    /// The `type` field: `added`, `started`, `paused`, `resumed`, `completed`, `failed`, `cancelled`, `hook`,
+    /// `removed`.
     public var type: String {
         switch kind {
         case .added: "added"
@@ -53,6 +57,7 @@ public struct SessionEvent: Sendable, Hashable {
         case .failed: "failed"
         case .cancelled: "cancelled"
         case .hook: "hook"
+        case .removed: "removed"
         }
     }
 
@@ -82,7 +87,7 @@ extension SessionEvent {
         case .started(let bytes, let total), .paused(let bytes, let total):
             object["bytes"] = .int(bytes)
             object["total"] = total.map { .int($0) } ?? .null
-        case .resumed, .cancelled:
+        case .resumed, .cancelled, .removed:
             break
         case .completed(let path, let bytes, let digest, let recovered):
             object["path"] = .string(path)
@@ -125,6 +130,7 @@ extension SessionEvent {
             kind = type == "started" ? .started(bytes: bytes, total: total) : .paused(bytes: bytes, total: total)
         case "resumed": kind = .resumed
         case "cancelled": kind = .cancelled
+        case "removed": kind = .removed
         case "completed":
             kind = .completed(path: try reader.string("path", maximumBytes: 4096), bytes: try reader.integer("bytes", in: size),
                               digest: try reader.string("digest", maximumBytes: 300),

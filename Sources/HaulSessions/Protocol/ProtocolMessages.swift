@@ -25,6 +25,8 @@ public enum SessionRequest: Sendable, Hashable {
     case pause(tasks: [Int])
     case resume(tasks: [Int])
     case cancel(tasks: [Int])
+    /// Remove ended tasks from the list (a `removed` event each); the reply comes once they are durable.
+    case remove(tasks: [Int])
     /// Events after `after`, at most `limit`.
     case events(after: UInt64, limit: Int)
     /// Push every event after a position — `after`, or what `consumer` has acknowledged — then every new
@@ -43,6 +45,7 @@ public enum SessionRequest: Sendable, Hashable {
         case .pause: "pause"
         case .resume: "resume"
         case .cancel: "cancel"
+        case .remove: "remove"
         case .events: "events"
         case .subscribe: "subscribe"
         case .acknowledge: "ack"
@@ -53,7 +56,8 @@ public enum SessionRequest: Sendable, Hashable {
 
 /// A failed request: a code a program can act on, and a message for a person.
 public struct RemoteFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// `bad-request`, `unknown-task`, `unsupported-protocol`, `store`, `stopping`, `refused`.
+    /// `bad-request`, `unknown-task`, `not-ended` (a `remove` of a task still queued, running or paused),
+    /// `unsupported-protocol`, `store`, `stopping`, `refused`.
     public var code: String
     public var message: String
 
@@ -133,7 +137,7 @@ public enum ProtocolCodec {
         case .hello(let version): object["protocol"] = .int(version)
         case .add(let spec): object["spec"] = spec.json
         case .list(let tasks): if let tasks { object["tasks"] = .array(tasks.map { .int($0) }) }
-        case .pause(let tasks), .resume(let tasks), .cancel(let tasks): object["tasks"] = .array(tasks.map { .int($0) })
+        case .pause(let tasks), .resume(let tasks), .cancel(let tasks), .remove(let tasks): object["tasks"] = .array(tasks.map { .int($0) })
         case .events(let after, let limit):
             object["after"] = .int(after)
             object["limit"] = .int(limit)
@@ -175,6 +179,7 @@ public enum ProtocolCodec {
             case "pause": request = .pause(tasks: try ids(&reader))
             case "resume": request = .resume(tasks: try ids(&reader))
             case "cancel": request = .cancel(tasks: try ids(&reader))
+            case "remove": request = .remove(tasks: try ids(&reader))
             case "events":
                 request = .events(after: UInt64(try reader.optionalInteger("after", in: 0...Int64.max) ?? 0),
                                   limit: Int(try reader.optionalInteger("limit", in: 1...Int64(SessionProtocol.maximumEventsPerReply))

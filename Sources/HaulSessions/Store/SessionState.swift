@@ -38,6 +38,8 @@ public struct SessionState: Sendable {
         /// Why it failed, while it is failed.
         public internal(set) var failure: (error: String, className: String, code: Int32)?
         public internal(set) var hook: HookState = .none
+        /// Removed from the session's list by a client (it had ended): not listed, not waited for.
+        public internal(set) var removed = false
 
         public static func == (lhs: Task, rhs: Task) -> Bool {
             lhs.id == rhs.id && lhs.spec == rhs.spec && lhs.state == rhs.state && lhs.starts == rhs.starts
@@ -45,7 +47,7 @@ public struct SessionState: Sendable {
                 && lhs.completion?.sequence == rhs.completion?.sequence && lhs.completion?.path == rhs.completion?.path
                 && lhs.completion?.bytes == rhs.completion?.bytes && lhs.completion?.digest == rhs.completion?.digest
                 && lhs.failure?.error == rhs.failure?.error && lhs.failure?.code == rhs.failure?.code
-                && lhs.failure?.className == rhs.failure?.className && lhs.hook == rhs.hook
+                && lhs.failure?.className == rhs.failure?.className && lhs.hook == rhs.hook && lhs.removed == rhs.removed
         }
 
         public func hash(into hasher: inout Hasher) {
@@ -149,6 +151,12 @@ public struct SessionState: Sendable {
             throw SessionStateError("\(event.type) event for task \(event.task), which does not exist")
         }
         var task = current
+        if task.removed {
+            // Only the hook of a completion, which may still be running, can follow a removal.
+            guard case .hook = event.kind else {
+                throw SessionStateError("\(event.type) event for task \(task.id), which was removed")
+            }
+        }
         func require(_ allowed: [TaskState]) throws(SessionStateError) {
             guard allowed.contains(task.state) else {
                 throw SessionStateError("\(event.type) event for task \(task.id), which is \(task.state.rawValue)")
@@ -193,6 +201,9 @@ public struct SessionState: Sendable {
                 throw SessionStateError("hook event for task \(task.id), whose hook had not started")
             }
             task.hook = .finished(status: status)
+        case .removed:
+            try require([.completed, .failed, .cancelled])
+            task.removed = true
         }
         tasks[task.id - 1] = task
         events.append(event)
