@@ -81,7 +81,7 @@ extension HaulCommand {
         options.synchronizesToDisk = !noSync
         guard connections >= 1, connections <= 64 else { throw UsageError("--connections must be between 1 and 64, not \(connections)") }
         guard jobs >= 1, jobs <= 256 else { throw UsageError("--jobs must be between 1 and 256, not \(jobs)") }
-        guard retries >= 0 else { throw UsageError("--retries must not be negative") }
+        guard (retries ?? 0) >= 0 else { throw UsageError("--retries must not be negative") }
         options.connections = connections
         options.maximumConnections = max(64, connections * min(jobs, 8))
         if let minSegment { options.minimumSegment = minSegment.bytes }

@@ -97,7 +97,7 @@ struct HaulCommand: AsyncParsableCommand {
     var limitRate: RateLimitSetting?
 
     @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
-    var retries = 100
+    var retries: Int?
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
     var connectTimeout: Double = 10

@@ -81,7 +81,7 @@ struct QueueAdd: AsyncParsableCommand {
     var limitRate: RateLimitSetting?
 
     @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
-    var retries = 100
+    var retries: Int?
 
     @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
     var connectTimeout: Double = 10
@@ -131,7 +131,7 @@ struct QueueAdd: AsyncParsableCommand {
             }
         }
         guard (1...64).contains(connections) else { throw CommandFailure(.usage, "--connections must be between 1 and 64, not \(connections)") }
-        guard retries >= 0 else { throw CommandFailure(.usage, "--retries must not be negative") }
+        guard (retries ?? 0) >= 0 else { throw CommandFailure(.usage, "--retries must not be negative") }
         let destination: DownloadRequest.Destination
         if output == "-" {
             throw CommandFailure(.usage, "-o - cannot be queued: the daemon outlives this command's standard output")

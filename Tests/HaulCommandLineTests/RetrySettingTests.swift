@@ -22,4 +22,13 @@ struct RetrySettingTests {
         #expect(RetryPolicy.commandLine(retries: 0, urls: 1) == .none)
         #expect(RetryPolicy.commandLine(retries: 0, urls: 4) == .none)
     }
+
+    /// Without `--retries` the engine's default stands, so that a dead host fails in seconds instead of after
+    /// a hundred waits of up to 10 s for its one range.
+    @Test func withoutTheFlagADeadRangeStopsAfterTheDefaultTries() {
+        #expect(RetryPolicy.commandLine(retries: nil, urls: 1) == RetryPolicy())
+        #expect(RetryPolicy.commandLine(retries: nil, urls: 3) == RetryPolicy())
+        #expect(RetryPolicy().triesPerRange == 5)
+        #expect(RetryPolicy.commandLineHelp.contains("Default: 5 tries in a row for a range, 100 retries in all"))
+    }
 }
