@@ -106,7 +106,8 @@ extension HaulCommand {
         let netrcFile = try loadNetrc()
         let explicitAuthorization = options.headers.contains { $0.name.lowercased() == "authorization" }
         var downloads: [CommandPlan.Download] = []
-        let dir = self.dir
+        guard dir == nil || wgetDirectoryPrefix == nil else { throw UsageError("give -d/--dir or wget's -P, not both") }
+        let dir = self.dir ?? wgetDirectoryPrefix
         let allowOverwrite = self.allowOverwrite
         let onChange = self.onChange.policy
         let restart = self.restart
@@ -181,7 +182,7 @@ extension HaulCommand {
         options.retry = RetryPolicy.commandLine(retries: retries, urls: urlsPerDownload)
 
         let style: CommandPlan.ProgressStyle
-        switch (quiet, progress) {
+        switch (quiet || curlSilent, progress) {
         case (true, _), (_, .some(.none)): style = .none
         case (_, .some(.json)): style = .json
         // Log lines and a bar redrawn in place would overwrite each other: verbose output gets plain lines.

@@ -30,6 +30,8 @@ struct HaulCommand: AsyncParsableCommand {
             json (errors too, even with -q). Ctrl-C saves progress and exits 130; run
             the same command again to resume.
 
+            \(CommandLineHabits.compatibilityText)
+
             Exit codes:
             \(ExitStatus.tableText)
             """,
@@ -147,6 +149,23 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("V"), .long], help: "Print the version and exit.")
     var version = false
 
+    // Other tools' spellings of what haul does anyway (``CommandLineHabits``): hidden, listed in the
+    // discussion's compatibility line. Real options of the parser, so that curl's `-fsSL` combines.
+    @Flag(name: [.customShort("L"), .customLong("location")], help: .hidden) var curlLocation = false
+    @Flag(name: [.customShort("O"), .customLong("remote-name")], help: .hidden) var curlRemoteName = false
+    @Flag(name: [.customShort("J"), .customLong("remote-header-name")], help: .hidden) var curlRemoteHeaderName = false
+    @Flag(name: [.customShort("f"), .customLong("fail")], help: .hidden) var curlFail = false
+    @Flag(name: [.customShort("S"), .customLong("show-error")], help: .hidden) var curlShowError = false
+    @Flag(name: .customLong("create-dirs"), help: .hidden) var curlCreateDirs = false
+    /// curl's `-C -`; any other value was answered before parsing (``CommandLineHabits/answer(for:)``).
+    @Option(name: [.customShort("C", allowingJoined: true), .customLong("continue-at")], help: .hidden) var curlContinueAt: String?
+    /// wget's and aria2's `--continue` (their `-c`: haul's -c is connections).
+    @Flag(name: .customLong("continue"), help: .hidden) var wgetContinue = false
+    /// curl's `-s`: haul's `-q`.
+    @Flag(name: [.customShort("s"), .customLong("silent")], help: .hidden) var curlSilent = false
+    /// wget's `-P DIR`: haul's `-d DIR`.
+    @Option(name: [.customShort("P", allowingJoined: true), .customLong("directory-prefix")], help: .hidden) var wgetDirectoryPrefix: String?
+
     /// Parses the command line and runs it; every path ends the process with `exit`.
     ///
     /// Usage errors exit with ``ExitStatus/usage`` (ArgumentParser's own would be 64), as one line with one
@@ -154,6 +173,9 @@ struct HaulCommand: AsyncParsableCommand {
     static func start() async -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if SessionCommands.handles(arguments) { await SessionCommands.main(arguments) }
+        if let answer = CommandLineHabits.answer(for: arguments) {
+            usageError(answer, json: Self.asksForJSON(arguments))
+        }
         let command: HaulCommand
         do {
             guard let parsed = try parseAsRoot() as? HaulCommand else {
@@ -212,6 +234,6 @@ extension ParsableCommand {
             print(BashCompletionScript.patched(fullMessage(for: error), subcommands: subcommands))
             Glibc.exit(0)
         }
-        return ErrorText.parserMessage(message(for: error)) + " (see \(command) --help)"
+        return ErrorText.parserMessage(CommandLineHabits.rewordingUnknownOption(message(for: error))) + " (see \(command) --help)"
     }
 }

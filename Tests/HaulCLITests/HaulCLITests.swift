@@ -321,6 +321,36 @@ final class CLIFixture: Sendable {
         }
     }
 
+    /// curl's `-fsSL -O -C -`, wget's `--continue -P DIR`: accepted, and the download is haul's usual one;
+    /// spellings haul would misread are answered in one line with exit 2.
+    @Test func otherToolsHabitsWorkOrAreAnsweredInOneLine() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = fixture.nginx.url("/f6.bin")
+        let run = try haul(["-fsSL", "-O", "-J", "-C", "-", "--create-dirs", "--continue", "-P", directory + "/in", url])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(run.errorText.isEmpty, "-s is -q: \(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/in/f6.bin") == fixture.sha256("f6.bin"))
+
+        let answered: [([String], String)] = [
+            (["-c", url], "haul resumes by default; -c is the number of connections (wget's -c is not needed)"),
+            (["-x", "4", url], "aria2's -x 4 is haul's -c 4"),
+            (["--compressed", url], "haul sends no Accept-Encoding"),
+            (["-C", "100", url], "takes only '-'"),
+            (["--retry", "3", url], "unknown option '--retry'; haul's is --retries"),
+            (["--no-check-certificate", url], "haul's is --insecure"),
+        ]
+        for (arguments, message) in answered {
+            let refused = try haul(arguments + ["-d", directory + "/never"])
+            #expect(refused.exitStatus == 2, "\(arguments): \(refused.errorText)")
+            #expect(refused.errorText.hasPrefix("haul: ") && refused.errorText.contains(message), "\(arguments): \(refused.errorText)")
+            #expect(refused.errorText.split(separator: "\n").count == 1, "\(arguments): one line")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/never"))
+        let help = try haul(["--help"]).outputText
+        #expect(help.contains("Compatibility:") && help.contains("-P/--directory-prefix"), "\(help)")
+    }
+
     @Test func helpListsTheOptionsAndExitCodes() throws {
         let run = try haul(["--help"])
         #expect(run.exitStatus == 0)

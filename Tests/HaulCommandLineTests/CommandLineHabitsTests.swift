@@ -1,0 +1,49 @@
+import Testing
+import HaulCommandLine
+
+/// What haul answers to the spellings of curl, wget and aria2 (``CommandLineHabits``).
+@Suite struct CommandLineHabitsTests {
+    @Test func wgetsDashCWithAURLSaysHaulResumesByDefault() {
+        let answer = "haul resumes by default; -c is the number of connections (wget's -c is not needed)"
+        #expect(CommandLineHabits.answer(for: ["-c", "https://example.org/a.iso"]) == answer)
+        #expect(CommandLineHabits.answer(for: ["https://example.org/a.iso", "-c"]) == answer)
+        #expect(CommandLineHabits.answer(for: ["--connections=x", "u"]) == answer)
+        #expect(CommandLineHabits.answer(for: ["-c", "16", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["-c16", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["--", "-c", "u"]) == nil, "after -- everything is a URL")
+    }
+
+    @Test func aria2sConnectionCountsAreNeverAProxyOrAURL() {
+        #expect(CommandLineHabits.answer(for: ["-x", "4", "u"]) == "aria2's -x 4 is haul's -c 4 (connections per download)")
+        #expect(CommandLineHabits.answer(for: ["-x16", "u"]) == "aria2's -x 16 is haul's -c 16 (connections per download)")
+        #expect(CommandLineHabits.answer(for: ["-s", "8", "u"]) == "aria2's -s 8 is haul's -c 8 (connections per download)")
+        #expect(CommandLineHabits.answer(for: ["--max-connection-per-server=5", "u"]) == "aria2's --max-connection-per-server is haul's -c 5 (connections per download)")
+        #expect(CommandLineHabits.answer(for: ["-x", "http://proxy:3128", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["-xsocks5h://p:1080", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["-s", "u"]) == nil, "curl's -s is -q")
+        #expect(CommandLineHabits.answer(for: ["-sSL", "u"]) == nil)
+    }
+
+    @Test func curlsNoOpsPassAndTheOthersAreAnswered() {
+        #expect(CommandLineHabits.answer(for: ["-C", "-", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["--continue-at", "-", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["-C", "100", "u"])?.contains("takes only '-'") == true)
+        #expect(CommandLineHabits.answer(for: ["--compressed", "u"])
+            == "--compressed is not needed: haul sends no Accept-Encoding, so the file arrives as the server stores it")
+        #expect(CommandLineHabits.answer(for: ["-L", "-O", "-f", "u"]) == nil)
+        #expect(CommandLineHabits.answer(for: ["-nc", "u"]) == "wget's -nc is haul's --skip-existing")
+        #expect(CommandLineHabits.answer(for: ["-O", "http://h/a"]) == nil, "curl's -O URL")
+        #expect(CommandLineHabits.answer(for: ["-O", "a.iso", "http://h/a"])?.hasPrefix("wget's -O FILE is haul's -o FILE") == true)
+    }
+
+    @Test func otherToolsOptionsNameHaulsOwnBeforeTheNearestSpelling() {
+        #expect(CommandLineHabits.alias(forUnknownOption: "--retry") == "--retries")
+        #expect(CommandLineHabits.alias(forUnknownOption: "--retry=3") == "--retries")
+        #expect(CommandLineHabits.alias(forUnknownOption: "-t") == "--retries")
+        #expect(CommandLineHabits.alias(forUnknownOption: "--no-such") == nil)
+        #expect(CommandLineHabits.rewordingUnknownOption("Error: Unknown option '--retry'. Did you mean '--netrc'?")
+            == "unknown option '--retry'; haul's is --retries")
+        let other = "Error: Unknown option '--nope'. Did you mean '--dir'?"
+        #expect(CommandLineHabits.rewordingUnknownOption(other) == other)
+    }
+}
