@@ -70,6 +70,7 @@
     X(crypto, const EVP_MD *, EVP_md5, (void), ()) \
     X(crypto, const EVP_MD *, EVP_sha1, (void), ()) \
     X(crypto, const EVP_MD *, EVP_sha256, (void), ()) \
+    X(crypto, const EVP_MD *, EVP_sha512, (void), ()) \
     X(crypto, int, X509_VERIFY_PARAM_set1_ip_asc, (X509_VERIFY_PARAM *param, const char *address), (param, address)) \
     X(crypto, const char *, X509_verify_cert_error_string, (long code), (code))
 

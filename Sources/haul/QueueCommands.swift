@@ -74,7 +74,7 @@ struct QueueAdd: AsyncParsableCommand {
     @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
     var insecure = false
 
-    @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha1, md5).")
+    @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha512, sha1, md5; aria2's sha-256=HEX too).")
     var checksum: String?
 
     @Option(name: .long, help: "Most bytes per second for this download (e.g. 500K; 0 for no limit).")

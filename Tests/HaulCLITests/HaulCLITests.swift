@@ -351,6 +351,20 @@ final class CLIFixture: Sendable {
         #expect(help.contains("Compatibility:") && help.contains("-P/--directory-prefix"), "\(help)")
     }
 
+    /// aria2's `--checksum=sha-256=HEX` and SHA-512 verify the file; a wrong SHA-512 is exit 8.
+    @Test func aria2sChecksumSpellingAndSHA512Verify() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = fixture.nginx.url("/f7.bin")
+        let sha512 = try ChildProcess.run("/usr/bin/sha512sum", [fixture.data + "/f7.bin"], timeout: 30).outputText.prefix(128)
+        let aria2 = try haul(["--checksum=sha-256=" + fixture.sha256("f7.bin"), "-o", directory + "/a.bin", url])
+        #expect(aria2.exitStatus == 0, "\(aria2.errorText)")
+        let right = try haul(["--checksum", "sha-512=" + sha512, "-o", directory + "/b.bin", url])
+        #expect(right.exitStatus == 0, "\(right.errorText)")
+        let wrong = try haul(["--checksum", "sha512=" + String(repeating: "0", count: 128), "-o", directory + "/c.bin", url])
+        #expect(wrong.exitStatus == 8, "\(wrong.errorText)")
+    }
+
     @Test func helpListsTheOptionsAndExitCodes() throws {
         let run = try haul(["--help"])
         #expect(run.exitStatus == 0)

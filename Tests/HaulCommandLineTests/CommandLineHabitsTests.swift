@@ -1,4 +1,5 @@
 import Testing
+import Haul
 import HaulCommandLine
 
 /// What haul answers to the spellings of curl, wget and aria2 (``CommandLineHabits``).
@@ -45,5 +46,15 @@ import HaulCommandLine
             == "unknown option '--retry'; haul's is --retries")
         let other = "Error: Unknown option '--nope'. Did you mean '--dir'?"
         #expect(CommandLineHabits.rewordingUnknownOption(other) == other)
+    }
+
+    @Test func aria2sChecksumSpellingAndSHA512() throws {
+        let hex256 = String(repeating: "ab", count: 32), hex512 = String(repeating: "cd", count: 64)
+        #expect(try Checksum("sha-256=" + hex256) == Checksum(algorithm: .sha256, hex: hex256))
+        #expect(try Checksum("SHA-512=" + hex512) == Checksum(algorithm: .sha512, hex: hex512))
+        #expect(try Checksum("sha512=" + hex512).description == "sha512=" + hex512)
+        #expect(try Checksum("sha-1=" + String(repeating: "0", count: 40)).algorithm == .sha1)
+        #expect(throws: ChecksumFormatError.self) { try Checksum("md-5=" + String(repeating: "0", count: 32)) }
+        #expect(throws: ChecksumFormatError.self) { try Checksum("sha-512=" + hex256) }
     }
 }

@@ -128,12 +128,13 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
         self.hex = hex.lowercased()
     }
 
-    /// Parses `ALGO=HEX` (sha256, sha1 or md5). A malformed checksum is an error, never a checksum quietly
-    /// left out: a digest one character short must not turn verification off.
+    /// Parses `ALGO=HEX` (sha256, sha512, sha1 or md5; aria2's spellings `sha-256`, `sha-512`, `sha-1` too).
+    /// A malformed checksum is an error, never a checksum quietly left out: a digest one character short
+    /// must not turn verification off.
     public init(_ text: String) throws(ChecksumFormatError) {
         let parts = text.split(separator: "=", maxSplits: 1)
-        guard parts.count == 2, let algorithm = DigestAlgorithm(rawValue: parts[0].lowercased()) else {
-            throw ChecksumFormatError(text: text, reason: "not ALGO=HEX with ALGO sha256, sha1 or md5")
+        guard parts.count == 2, let algorithm = Self.algorithm(named: parts[0]) else {
+            throw ChecksumFormatError(text: text, reason: "not ALGO=HEX with ALGO sha256, sha512, sha1 or md5")
         }
         let hex = parts[1].lowercased()
         guard hex.count == algorithm.byteCount * 2 else {
@@ -146,6 +147,15 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(algorithm.rawValue)=\(hex)" }
+
+    /// `sha256` or aria2's `sha-256` (any case); nil for a name that is neither.
+    static func algorithm(named name: Substring) -> DigestAlgorithm? {
+        let lowered = name.lowercased()
+        if let algorithm = DigestAlgorithm(rawValue: lowered) { return algorithm }
+        // aria2 writes the SHA family with a hyphen (its --checksum=sha-256=HEX); md5 has none.
+        guard lowered.hasPrefix("sha-") else { return nil }
+        return DigestAlgorithm(rawValue: "sha" + lowered.dropFirst(4))
+    }
 }
 
 /// Why a `ALGO=HEX` checksum text is not one.

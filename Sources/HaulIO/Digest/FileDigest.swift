@@ -4,7 +4,7 @@ import SystemPackage
 
 /// A hash algorithm for whole-file checksums, computed with OpenSSL's EVP interface.
 public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
-    case sha256, sha1, md5
+    case sha256, sha1, md5, sha512
 
     /// Length of the digest in bytes.
     public var byteCount: Int {
@@ -12,6 +12,7 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
         case .sha256: 32
         case .sha1: 20
         case .md5: 16
+        case .sha512: 64
         }
     }
 
@@ -20,6 +21,7 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
         case .sha256: EVP_sha256()
         case .sha1: EVP_sha1()
         case .md5: EVP_md5()
+        case .sha512: EVP_sha512()
         }
     }
 }
