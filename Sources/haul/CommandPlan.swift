@@ -111,7 +111,8 @@ extension HaulCommand {
         let allowOverwrite = self.allowOverwrite
         let onChange = self.onChange.policy
         let restart = self.restart
-        let user = self.user
+        // Asked once, before any download: `-u alice` prompts on a terminal, fails without one.
+        let user = try PasswordPrompt.completed(self.user)
         func make(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) -> CommandPlan.Download {
             let destination: DownloadRequest.Destination
             switch output {

@@ -65,7 +65,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
     var header: [String] = []
 
-    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the server of the (first) URL, sent as Basic authorization to that origin only.")
+    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the server of the (first) URL, sent as Basic authorization to that origin only; USER alone asks for the password on a terminal.")
     var user: String?
 
     @Flag(name: .long, help: "Take the login and password for each URL's host from ~/.netrc.")

@@ -53,7 +53,7 @@ struct QueueAdd: AsyncParsableCommand {
     @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
     var header: [String] = []
 
-    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the URL's server (Basic, that origin only).")
+    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the URL's server (Basic, that origin only); USER alone asks for the password on a terminal.")
     var user: String?
 
     @Flag(name: .long, help: "Take the login and password for the URL's host from ~/.netrc.")
@@ -157,6 +157,8 @@ struct QueueAdd: AsyncParsableCommand {
         } catch {
             throw CommandFailure(.usage, String(describing: error))
         }
+        let user: String?
+        do { user = try PasswordPrompt.completed(self.user) } catch { throw CommandFailure(.usage, error.message) }
         if !spec.headers.contains(where: { $0.name.lowercased() == "authorization" }),
            let authorization = HaulCommand.authorization(for: given[0], user: user, netrc: try HaulCommand.loadNetrc(netrc: netrc, netrcFile: netrcFile)) {
             spec.headers.append(TaskHeader(name: "Authorization", value: authorization))

@@ -365,6 +365,16 @@ final class CLIFixture: Sendable {
         #expect(wrong.exitStatus == 8, "\(wrong.errorText)")
     }
 
+    /// `-u alice` without a terminal: a usage error naming the fix, not an empty password and a 401.
+    @Test func dashUWithoutAPasswordAndNoTerminalIsAUsageError() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try haul(["-u", "alice", "-o", directory + "/p.bin", fixture.nginx.url("/private/f1.bin")])
+        #expect(run.exitStatus == 2, "\(run.errorText)")
+        #expect(run.errorText.contains("-u alice gives no password") && run.errorText.contains("-u alice:PASSWORD"), "\(run.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/p.bin"))
+    }
+
     @Test func helpListsTheOptionsAndExitCodes() throws {
         let run = try haul(["--help"])
         #expect(run.exitStatus == 0)

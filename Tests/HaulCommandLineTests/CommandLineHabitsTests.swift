@@ -57,4 +57,12 @@ import HaulCommandLine
         #expect(throws: ChecksumFormatError.self) { try Checksum("md-5=" + String(repeating: "0", count: 32)) }
         #expect(throws: ChecksumFormatError.self) { try Checksum("sha-512=" + hex256) }
     }
+
+    @Test func dashUWithoutAPasswordIsToBeAskedNotSentEmpty() {
+        #expect(UserOption.read("alice") == .needsPassword(user: "alice"))
+        #expect(UserOption.read("alice:") == .complete(user: "alice", password: ""))
+        #expect(UserOption.read("alice:a:b") == .complete(user: "alice", password: "a:b"))
+        #expect(UserOption.prompt(user: "alice") == "Enter host password for user 'alice':")
+        #expect(UserOption.missingPassword(user: "alice").message.contains("use -u alice:PASSWORD"))
+    }
 }
