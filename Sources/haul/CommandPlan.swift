@@ -238,6 +238,9 @@ extension HaulCommand {
     }
 
     static func checkURL(_ text: String, typed: String? = nil, where place: String) throws {
+        if let column = URLText.interiorSpaceColumn(in: Substring(typed ?? text)) {
+            throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" has a space at column \(column): write it as %20 (or give the URLs as separate arguments)")
+        }
         do { _ = try HTTPURL(text) } catch {
             throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" is not a usable http(s) URL: \(error)")
         }

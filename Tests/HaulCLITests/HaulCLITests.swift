@@ -375,6 +375,22 @@ final class CLIFixture: Sendable {
         #expect(!FileManager.default.fileExists(atPath: directory + "/p.bin"))
     }
 
+    /// A URL with a space, on the command line or in a list, is refused naming where: never percent-encoded
+    /// into a URL nobody meant.
+    @Test func aURLWithASpaceIsRefusedNamingTheColumn() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let typed = try haul(["-d", directory, fixture.nginx.url("/f8.bin") + " out=x.bin"])
+        #expect(typed.exitStatus == 2, "\(typed.errorText)")
+        #expect(typed.errorText.contains("has a space at column"), "\(typed.errorText)")
+        let list = directory + "/list.txt"
+        try (fixture.nginx.url("/f8.bin") + " out=x.bin\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let listed = try haul(["-i", list, "-d", directory])
+        #expect(listed.exitStatus == 2, "\(listed.errorText)")
+        #expect(listed.errorText.contains("line 1: a space in the URL at column") && listed.errorText.contains("after a TAB"), "\(listed.errorText)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["list.txt"])
+    }
+
     @Test func helpListsTheOptionsAndExitCodes() throws {
         let run = try haul(["--help"])
         #expect(run.exitStatus == 0)

@@ -65,4 +65,20 @@ import HaulCommandLine
         #expect(UserOption.prompt(user: "alice") == "Enter host password for user 'alice':")
         #expect(UserOption.missingPassword(user: "alice").message.contains("use -u alice:PASSWORD"))
     }
+
+    @Test func aSpaceInAURLIsRefusedWithItsLineAndColumn() throws {
+        #expect(URLText.interiorSpaceColumn(in: " http://h/a b ") == 12)
+        #expect(URLText.interiorSpaceColumn(in: "  http://h/a\t") == nil)
+        #expect(URLText.interiorSpaceColumn(in: "http://h/a%20b") == nil)
+        #expect(throws: InputFileError(line: 2, reason: .spaceInURL(column: 15, beforeOption: true))) {
+            try InputFile.parse("http://h/first\nhttp://h/a.iso out=b.iso\n")
+        }
+        #expect(throws: InputFileError(line: 1, reason: .spaceInURL(column: 22, beforeOption: false))) {
+            try InputFile.parse("http://h/a\thttp://m/a b\n")
+        }
+        let error = InputFileError(line: 2, reason: .spaceInURL(column: 15, beforeOption: true))
+        #expect(error.description == "input file line 2: a space in the URL at column 15; as in aria2, out=NAME goes after a TAB or on the next line, indented")
+        // aria2's own layout still reads: a TAB, or an indented option line.
+        #expect(try InputFile.parse("http://h/a.iso\tout=b.iso\nhttp://h/c\n  out=d\n").map(\.outputName) == ["b.iso", "d"])
+    }
 }

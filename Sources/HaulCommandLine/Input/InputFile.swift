@@ -32,6 +32,9 @@ public struct InputEntry: Sendable, Hashable {
 /// - The first TAB-separated field is the URL; later fields are mirror URLs or `out=NAME`, in any order.
 ///   A URL without a scheme means `http://` (as on the command line); a field is an option when what
 ///   comes before its `=` is a bare name (letters, digits, `-`), so `example.org/x?a=b` is a URL.
+/// - Fields are separated by TABs only, as in aria2. A space inside a field is an error naming its column
+///   (the engine would percent-encode it into a URL nobody meant): `URL out=NAME` with a space is refused
+///   with the hint to use a TAB, since aria2 too reads only TABs there. Spaces around fields are trimmed.
 /// - A line starting with a space or TAB continues the previous entry; it holds one `out=NAME` (aria2's
 ///   option lines). Other aria2 options are refused by name rather than silently ignored.
 /// - CRLF line ends and a leading UTF-8 byte order mark are accepted.
@@ -85,6 +88,16 @@ public enum InputFile {
                 return nil
             }
 
+            // Fields are TAB-separated, as in aria2; a space inside one is refused, naming its column.
+            var fieldStart = line.startIndex
+            for field in line.split(separator: "\t", omittingEmptySubsequences: false) {
+                if let column = URLText.interiorSpaceColumn(in: field) {
+                    let at = line.distance(from: line.startIndex, to: fieldStart) + column
+                    let rest = InputFile.trimmed(field[field.index(field.startIndex, offsetBy: column)...])
+                    throw InputFileError(line: lineNumber, reason: .spaceInURL(column: at, beforeOption: InputFile.isOption(rest)))
+                }
+                fieldStart = field.endIndex < line.endIndex ? line.index(after: field.endIndex) : line.endIndex
+            }
             let fields = line.split(separator: "\t").map { InputFile.trimmed($0) }.filter { !$0.isEmpty }
             var entry = InputEntry(url: try InputFile.checkedURL(fields[0], line: lineNumber), line: lineNumber)
             for field in fields.dropFirst() {
@@ -171,6 +184,9 @@ public struct InputFileError: Error, Sendable, Hashable, CustomStringConvertible
         case notAnOption(String)
         /// A `key=value` other than `out=`.
         case unknownOption(String)
+        /// A space inside a URL field, at a 1-based column of the line; `beforeOption` when what follows it
+        /// is `key=value` (aria2's `out=NAME` written after a space instead of a TAB).
+        case spaceInURL(column: Int, beforeOption: Bool)
         /// `out=` with an empty name, `.`, `..`, a trailing `/`, or control characters.
         case invalidOutputName(String)
         /// A second `out=` for the same entry.
@@ -193,6 +209,10 @@ public struct InputFileError: Error, Sendable, Hashable, CustomStringConvertible
         case .invalidURL(let error): "\(error)"
         case .continuationWithoutEntry(let text): "option line \"\(text)\" comes before any URL"
         case .notAnOption(let text): "\"\(text)\" is not an option (expected out=NAME after leading whitespace)"
+        case .spaceInURL(let column, let beforeOption):
+            beforeOption
+                ? "a space in the URL at column \(column); as in aria2, out=NAME goes after a TAB or on the next line, indented"
+                : "a space in the URL at column \(column) (write it as %20; mirrors are separated by TABs)"
         case .unknownOption(let key): "unknown option \"\(key)=\" (only out=NAME is supported)"
         case .invalidOutputName(let name): "out=\"\(name)\" is not a usable file name"
         case .duplicateOutput(let name, let previous): "out=\(name) given, but this entry already has out=\(previous)"

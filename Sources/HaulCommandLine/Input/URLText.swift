@@ -14,6 +14,20 @@ public enum URLText {
         return "http://" + trimmed
     }
 
+    /// The 1-based column (in characters of `text`) of the first space or TAB inside a URL as typed — not
+    /// before or after it, which copy and paste leave and which are trimmed — or nil when there is none.
+    ///
+    /// The engine percent-encodes a space in a URL, as it must for a server's `Location`; a URL typed with
+    /// one is refused instead (curl refuses it too): it is most often two words that were meant apart, such
+    /// as a URL and aria2's `out=NAME` written with a space rather than a TAB.
+    public static func interiorSpaceColumn(in text: Substring) -> Int? {
+        func isSpace(_ character: Character) -> Bool { character == " " || character == "\t" }
+        guard let first = text.firstIndex(where: { !isSpace($0) }),
+              let last = text.lastIndex(where: { !isSpace($0) }),
+              let space = text[first...last].firstIndex(where: isSpace) else { return nil }
+        return text.distance(from: text.startIndex, to: space) + 1
+    }
+
     /// The file name a download into a directory gets from its URL when the server suggests none — the
     /// engine's own rule (``SuggestedFileName/forURL(_:)``); the server's `Content-Disposition` and redirects
     /// can still change it. The CLI uses it to look for an existing file before it downloads anything.
