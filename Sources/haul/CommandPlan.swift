@@ -366,6 +366,21 @@ final class InputList {
         if let file { fclose(file) }
     }
 
+    /// Standard input, read whole on first use (``next()`` for `-i -`).
+    private static let standardInput: Result<[UInt8], TextFile.ReadError> = {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = Glibc.read(STDIN_FILENO, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(TextFile.ReadError(errno: errno))
+            }
+            if count == 0 { return .success(bytes) }
+            bytes.append(contentsOf: buffer[..<count])
+        }
+    }()
+
     /// Reads `path` once through, checking every entry; returns how many there are, and the most URLs one
     /// of them lists (mirrors included).
     static func check(_ path: String) throws -> (count: Int, mostURLs: Int) {
@@ -383,6 +398,25 @@ final class InputList {
     func next() throws -> InputEntry? {
         if !opened {
             opened = true
+            if path == "-" {
+                // `-i -`: the list is checked, then read again as downloads start, and standard input can be
+                // read only once: it is held, whole (the price of a list that is piped in).
+                let bytes: [UInt8]
+                switch Self.standardInput {
+                case .success(let read): bytes = read
+                case .failure(let error): throw UsageError("cannot read --input-file from standard input: \(error)")
+                }
+                var offset = 0
+                reader = InputFileReader { buffer in
+                    let count = min(buffer.count, bytes.count - offset)
+                    bytes.withUnsafeBytes { source in
+                        buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<offset + count]))
+                    }
+                    offset += count
+                    return count
+                }
+                return try next()
+            }
             guard let handle = fopen(path, "rb") else {
                 throw UsageError("cannot read --input-file \(path): \(TextFile.ReadError(errno: errno))")
             }
@@ -397,7 +431,7 @@ final class InputList {
         do {
             return try reader.next()
         } catch let error as InputFileError {
-            throw UsageError("\(path): \(error)")
+            throw UsageError("\(path == "-" ? "standard input" : path): \(error)")
         } catch {
             throw UsageError("cannot read --input-file \(path): \(error)")
         }

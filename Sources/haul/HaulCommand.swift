@@ -50,7 +50,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for downloaded files; created when missing (default: current).")
     var dir: String?
 
-    @Option(name: [.customShort("i", allowingJoined: true), .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME).")
+    @Option(name: [.customShort("i", allowingJoined: true), .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME); - reads the list from standard input.")
     var inputFile: String?
 
     @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Downloads at the same time with --input-file or --parallel.")

@@ -391,6 +391,20 @@ final class CLIFixture: Sendable {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["list.txt"])
     }
 
+    /// `-i -` reads the list from standard input (checked, then read again as downloads start).
+    @Test func dashIDashReadsTheListFromStandardInput() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let list = directory + "/list.txt"
+        try (fixture.nginx.url("/f9.bin") + "\n" + fixture.nginx.url("/f10.bin") + "\n  out=ten.bin\n")
+            .write(toFile: list, atomically: true, encoding: .utf8)
+        let run = try ChildProcess.run("/bin/sh", ["-c", "exec \"$0\" --no-sync -i - -d \"$1\" < \"$2\"", Self.binary, directory + "/out", list],
+                                       timeout: 60)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/f9.bin") == fixture.sha256("f9.bin"))
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/ten.bin") == fixture.sha256("f10.bin"))
+    }
+
     @Test func helpListsTheOptionsAndExitCodes() throws {
         let run = try haul(["--help"])
         #expect(run.exitStatus == 0)

@@ -104,7 +104,7 @@ complete -c 'haul' -f
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" Z parallel' -s 'Z' -l 'parallel' -d 'Download each URL on the command line as its own file (not as mirrors), --jobs at a time.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" o output' -s 'o' -l 'output' -d 'Write the file here; a directory (an existing one, or any path ending in /) saves into it under the server\'s or the URL\'s name; - streams it in order to standard output over all connections (default: the server\'s suggested name in --dir).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" d dir' -s 'd' -l 'dir' -d 'Directory for downloaded files; created when missing (default: current).' -rfka ''
-complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" i input-file' -s 'i' -l 'input-file' -d 'Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME).' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" i input-file' -s 'i' -l 'input-file' -d 'Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME); - reads the list from standard input.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" j jobs' -s 'j' -l 'jobs' -d 'Downloads at the same time with --input-file or --parallel.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" c connections' -s 'c' -l 'connections' -d 'Connections per download.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" min-segment' -l 'min-segment' -d 'Smallest piece one connection is given or steals (e.g. 1M).' -rfka ''
