@@ -48,8 +48,9 @@ public enum CommandLineHabits {
             return "wget's -nc is haul's --skip-existing"
         case "--compressed":
             return "--compressed is not needed: haul sends no Accept-Encoding, so the file arrives as the server stores it"
-        case "-c", "--connections":
+        case "-c":
             // wget's `-c URL` (continue): haul's -c is a number of connections, and resuming is the default.
+            // (`--connections x` is no wget habit: the parser's own message says what is wrong.)
             guard let value, Int(value) != nil else {
                 return "haul resumes by default; -c is the number of connections (wget's -c is not needed)"
             }
