@@ -363,7 +363,7 @@ public final class DownloadTask: @unchecked Sendable {
         var final = progressBroadcast.latest
         switch result {
         case .success: final.phase = .completed
-        case .failure(let error) where error.isCancellation: final.phase = .cancelled
+        case .failure(let error) where error.isCancelled: final.phase = .cancelled
         case .failure: final.phase = .failed
         }
         switch result {
@@ -373,7 +373,7 @@ public final class DownloadTask: @unchecked Sendable {
                 "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
             ])
         case .failure(let error):
-            if error.isCancellation { logger.debug("download cancelled") } else {
+            if error.isCancelled { logger.debug("download cancelled") } else {
                 logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
             }
         }
