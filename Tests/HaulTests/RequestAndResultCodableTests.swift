@@ -9,10 +9,11 @@ import Testing
 
     /// A request whose every property differs from the default.
     static var fullRequest: DownloadRequest {
-        var request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
+        let request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
                                       destination: .file("out/big.iso"), createsDirectories: true, replacesExisting: true,
-                                      checksum: checksum, ifChangedOnServer: .restart, discardsPartialDownload: true)
-        request.headers = [(name: "X-Token", value: "a b"), (name: "X-Token", value: "second")]
+                                      checksum: checksum, ifChangedOnServer: .restart, discardsPartialDownload: true,
+                                      headers: [(name: "X-Token", value: "a b"), (name: "X-Token", value: "second")],
+                                      credentials: DownloadRequest.Credentials(user: "alice", password: "p:w \u{E9}"))
         return request
     }
 
@@ -65,6 +66,7 @@ import Testing
         let decoded = try JSONDecoder().decode(DownloadRequest.self, from: Data(#"{"url": "http://example.org/f", "destination": {"file": "f"}}"#.utf8))
         #expect(decoded == DownloadRequest(url: "http://example.org/f", destination: .file("f")))
         #expect(!decoded.replacesExisting && !decoded.discardsPartialDownload && decoded.ifChangedOnServer == .fail && decoded.checksum == nil)
+        #expect(decoded.headers.isEmpty && decoded.credentials == nil)
     }
 
     @Test(arguments: [
@@ -92,7 +94,7 @@ import Testing
         let changes: [(inout DownloadRequest) -> Void] = [
             { $0.url += "x" }, { $0.mirrors = [] }, { $0.destination = .directory("out") }, { $0.createsDirectories = false },
             { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.ifChangedOnServer = .fail }, { $0.discardsPartialDownload = false },
-            { $0.headers[1].value = "other" },
+            { $0.headers[1].value = "other" }, { $0.credentials?.password = "other" },
         ]
         // One change per stored property: a new property needs its own line here, and in `==`.
         #expect(changes.count == storedProperties(of: Self.fullRequest).count)
