@@ -312,6 +312,54 @@ final class DownloadTaskFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
     }
 
+    /// Cancelling the Swift task awaiting ``DownloadTask/value`` keeps the files for a resume (as documented);
+    /// a ``DownloadTask/cancel()`` afterwards is still a cancel: it removes them.
+    @Test func cancelAfterSwiftTaskCancellationRemovesTheKeptFiles() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
+        let waiting = Task { try await task.value }
+        let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
+        waiting.cancel()
+        try #require(journaled, "the download wrote no journal before the deadline")
+        await #expect { _ = try await waiting.value } throws: { ($0 as? HaulError)?.isCancelled ?? false }
+        #expect(task.currentProgress.phase == .cancelled)
+        #expect(FileManager.default.fileExists(atPath: path + ".part") && FileManager.default.fileExists(atPath: path + ".part.haul"),
+                "a stop keeps the files for a later resume")
+        await task.cancel()
+        #expect(!FileManager.default.fileExists(atPath: path + ".part"), "cancel() removes the partial file")
+        #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"), "cancel() removes the journal")
+        await task.cancel()   // once only: nothing left to remove
+    }
+
+    /// The files a stop kept belong to whoever holds the name by the time of a late ``DownloadTask/cancel()``:
+    /// a new download of the same destination, running, keeps its `.part`.
+    @Test func aLateCancelLeavesTheFilesOfANewDownloadAlone() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let haul = try client()
+        let request = DownloadRequest(url: server.url("/file.bin"), destination: .file(path))
+        let first = haul.start(request)
+        let waiting = Task { try await first.value }
+        let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
+        waiting.cancel()
+        try #require(journaled, "the download wrote no journal before the deadline")
+        _ = try? await waiting.value
+        let second = haul.start(request)
+        try #require(await waitForBytes(second, atLeast: 1) != nil)
+        await first.cancel()
+        #expect(FileManager.default.fileExists(atPath: path + ".part"), "the running download's partial file stays")
+        server.release()
+        _ = try await second.value
+        #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
+    }
+
     @Test func directoryDownloadUsesTheSanitizedSuggestedName() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -104,7 +104,8 @@ public final class HaulClient: Sendable {
     /// Downloads and waits for the result.
     ///
     /// Cancelling the calling Swift task stops the download the way a pause does (the partial file and its
-    /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``.
+    /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``. To drop them as well,
+    /// use ``start(_:logger:)`` and ``DownloadTask/cancel()``, which removes them even after such a stop.
     public func download(_ request: DownloadRequest, logger: Logger? = nil) async throws(HaulError) -> DownloadResult {
         let task = start(request, logger: logger)
         return try await withTaskCancellationHandler {
