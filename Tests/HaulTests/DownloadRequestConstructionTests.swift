@@ -74,3 +74,21 @@ import Testing
         #expect(!target.requests.isEmpty && target.requests.allSatisfy { $0.header("Authorization") == nil })
     }
 }
+
+/// A result reports the response the file came from: its status and header fields.
+@Suite(.serialized) struct ResultResponseTests {
+    @Test func aResultCarriesTheResponsesStatusAndHeaders() async throws {
+        let resource = MisbehavingServer.Resource.pattern(size: 64 << 10, seed: 32)
+        let server = try MisbehavingServer(resource: resource)
+        defer { server.stop() }
+        var options = DownloadOptions(synchronizesToDisk: false, connections: 1)
+        options.retry = .none
+        let client = try HaulClient(options: options)
+        let result = try await client.download(DownloadRequest(url: server.url("/f"), destination: .memory(limit: 1 << 20)))
+        let status = try #require(result.status)
+        #expect(status == 200 || status == 206)
+        #expect(!result.headers.isEmpty)
+        let length = result.headers.first { $0.name.lowercased() == "content-length" }?.value
+        #expect(length.map { Int64($0) != nil } ?? false, "the fields as sent: \(result.headers)")
+    }
+}

@@ -313,7 +313,8 @@ public final class DownloadTask: @unchecked Sendable {
                         duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: started))),
                         finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
                         redirects: finished.redirects, connections: finished.connections,
-                        bytesRequested: finished.bytesRequested, retries: finished.retries, body: body))
+                        bytesRequested: finished.bytesRequested, retries: finished.retries, body: body,
+                        status: finished.response?.status, headers: finished.response.map(DownloadResult.headers(of:)) ?? []))
                 }
                 if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }
