@@ -236,6 +236,24 @@ final class DownloadTaskFixture: Sendable {
         #expect(DownloadRequest.Destination.directory(FilePath(directory)) == .directory(directory))
     }
 
+    @Test func downloadToAPathCreatesMissingDirectoriesOnlyWhenAsked() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/a/b/f"
+        let client = try client()
+        await #expect {
+            _ = try await client.download(fixture.nginx.url("/small-2.bin"), to: path)
+        } throws: { error in
+            guard let error = error as? HaulError, case .disk = error.reason else { return false }
+            return true
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/a"), "nothing created unless asked")
+        let result = try await client.download(fixture.nginx.url("/small-2.bin"), to: FilePath(path), creatingDirectories: true)
+        #expect(result.path == path && result.bytes == 300_002)
+        let logger: Logger = client.logger   // `import Haul` names swift-log's Logger (the test imports no Logging)
+        #expect(logger.label == client.logger.label)
+    }
+
     @Test func pausedDownloadResumesInANewClient() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -118,11 +118,13 @@ public final class HaulClient: Sendable {
     /// Downloads `url` (and the same resource at `mirrors`) into the file `path`; see ``download(_:logger:)``.
     ///
     /// Like a ``DownloadRequest``, it refuses an existing file at `path` (``HaulError/destinationExists(path:)``,
-    /// before anything is fetched) unless `replacingExisting` is true. An interrupted download into `path`
-    /// resumes from its journal, unless `restart` discards it.
+    /// before anything is fetched) unless `replacingExisting` is true. Missing directories on the way to
+    /// `path` are a ``HaulError/Reason/disk(path:_:)`` failure (`ENOENT`) unless `creatingDirectories` is true
+    /// (``DownloadRequest/createsDirectories``). An interrupted download into `path` resumes from its journal,
+    /// unless `restart` discards it.
     public func download(_ url: String, mirrors: [String] = [], to path: FilePath, replacingExisting: Bool = false,
-                         restart: Bool = false) async throws(HaulError) -> DownloadResult {
-        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path),
+                         creatingDirectories: Bool = false, restart: Bool = false) async throws(HaulError) -> DownloadResult {
+        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), createsDirectories: creatingDirectories,
                                            replacesExisting: replacingExisting, discardsPartialDownload: restart))
     }
 
@@ -144,8 +146,8 @@ public final class HaulClient: Sendable {
 
     /// Downloads `url` into the file `path`, given as a string; the same as the `FilePath` form above.
     public func download(_ url: String, mirrors: [String] = [], to path: String, replacingExisting: Bool = false,
-                         restart: Bool = false) async throws(HaulError) -> DownloadResult {
-        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path),
+                         creatingDirectories: Bool = false, restart: Bool = false) async throws(HaulError) -> DownloadResult {
+        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), createsDirectories: creatingDirectories,
                                            replacesExisting: replacingExisting, discardsPartialDownload: restart))
     }
 }
