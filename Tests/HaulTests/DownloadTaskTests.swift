@@ -330,6 +330,17 @@ final class DownloadTaskFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
     }
 
+    /// Awaits `task.value` in a Swift task and cancels that task once `journal` exists (there is something to
+    /// keep); returns when the download has ended as cancelled.
+    func cancelTheSwiftTaskAwaiting(_ task: DownloadTask, onceItWrites journal: String) async throws {
+        let waiting = Task { try await task.value }
+        let journaled = await eventually { FileManager.default.fileExists(atPath: journal) }
+        waiting.cancel()
+        try #require(journaled, "the download wrote no journal before the deadline")
+        await #expect { _ = try await waiting.value } throws: { ($0 as? HaulError)?.isCancelled ?? false }
+        #expect(task.currentProgress.phase == .cancelled)
+    }
+
     /// Cancelling the Swift task awaiting ``DownloadTask/value`` keeps the files for a resume (as documented);
     /// a ``DownloadTask/cancel()`` afterwards is still a cancel: it removes them.
     @Test func cancelAfterSwiftTaskCancellationRemovesTheKeptFiles() async throws {
@@ -339,12 +350,7 @@ final class DownloadTaskFixture: Sendable {
         let server = try heldServer(afterBodyBytes: fixture.size / 2)
         defer { server.stop() }
         let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
-        let waiting = Task { try await task.value }
-        let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
-        waiting.cancel()
-        try #require(journaled, "the download wrote no journal before the deadline")
-        await #expect { _ = try await waiting.value } throws: { ($0 as? HaulError)?.isCancelled ?? false }
-        #expect(task.currentProgress.phase == .cancelled)
+        try await cancelTheSwiftTaskAwaiting(task, onceItWrites: path + ".part.haul")
         #expect(FileManager.default.fileExists(atPath: path + ".part") && FileManager.default.fileExists(atPath: path + ".part.haul"),
                 "a stop keeps the files for a later resume")
         await task.cancel()
@@ -364,11 +370,7 @@ final class DownloadTaskFixture: Sendable {
         let haul = try client()
         let request = DownloadRequest(url: server.url("/file.bin"), destination: .file(path))
         let first = haul.start(request)
-        let waiting = Task { try await first.value }
-        let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
-        waiting.cancel()
-        try #require(journaled, "the download wrote no journal before the deadline")
-        _ = try? await waiting.value
+        try await cancelTheSwiftTaskAwaiting(first, onceItWrites: path + ".part.haul")
         let second = haul.start(request)
         try #require(await waitForBytes(second, atLeast: 1) != nil)
         await first.cancel()
