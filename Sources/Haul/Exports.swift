@@ -30,6 +30,9 @@
 @_exported import struct HaulIO.ProxyFailure
 @_exported import struct HaulIO.ProxyRoute
 @_exported import enum HaulIO.SOCKS5
+// The logger HaulClient and its downloads take (apple/swift-log's; an app that imports Logging itself gets
+// the same type, so nothing is ambiguous).
+@_exported import struct Logging.Logger
 // The resume journal's error (`HaulError.journal`, `DownloadProgress.checkpointFailure`), not the journal's
 // codec (HaulJournal's public types are for the fuzzers), and the swift-system types the API carries.
 @_exported import enum HaulJournal.JournalError

@@ -129,6 +129,30 @@ struct DownloadLifecycleTests {
         #expect(name(cancelled.stage) == "finishing")
     }
 
+    /// A stop keeps the files (for a resume); a cancel after the end it led to removes them, once. An end
+    /// by anything else (a failure, a cancel, a finish) leaves a later cancel nothing to do.
+    @Test func aCancelAfterAStopRemovesTheKeptFilesOnce() {
+        var whilePreparing = lifecycle(at: "preparing")
+        _ = whilePreparing.stop()
+        #expect(whilePreparing.prepared(succeeded: true) == .endCancelled)
+        var whileRunning = lifecycle(at: "running")
+        _ = whileRunning.stop()
+        #expect(whileRunning.runPaused() == .endCancelled)
+        var whilePaused = lifecycle(at: "paused")
+        guard case .endNow = whilePaused.stop() else { Issue.record("stop while paused"); return }
+        for var stopped in [whilePreparing, whileRunning, whilePaused] {
+            stopped.ended()
+            guard case .removeKeptFiles = stopped.cancel() else { Issue.record("the first cancel after a stop"); continue }
+            guard case .nothing = stopped.cancel() else { Issue.record("a second cancel after a stop"); continue }
+            #expect(name(stopped.stage) == "ended")
+        }
+        var failed = lifecycle(at: "preparing")
+        _ = failed.stop()
+        #expect(failed.prepared(succeeded: false) == .fail)
+        failed.ended()
+        guard case .nothing = failed.cancel() else { Issue.record("a cancel after a failure"); return }
+    }
+
     @Test func finishingAndEndedIgnoreEveryRequest() {
         for stage in ["finishing", "ended"] {
             var lifecycle = lifecycle(at: stage)

@@ -236,6 +236,24 @@ final class DownloadTaskFixture: Sendable {
         #expect(DownloadRequest.Destination.directory(FilePath(directory)) == .directory(directory))
     }
 
+    @Test func downloadToAPathCreatesMissingDirectoriesOnlyWhenAsked() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/a/b/f"
+        let client = try client()
+        await #expect {
+            _ = try await client.download(fixture.nginx.url("/small-2.bin"), to: path)
+        } throws: { error in
+            guard let error = error as? HaulError, case .disk = error.reason else { return false }
+            return true
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/a"), "nothing created unless asked")
+        let result = try await client.download(fixture.nginx.url("/small-2.bin"), to: FilePath(path), creatingDirectories: true)
+        #expect(result.path == path && result.bytes == 300_002)
+        let logger: Logger = client.logger   // `import Haul` names swift-log's Logger (the test imports no Logging)
+        #expect(logger.label == client.logger.label)
+    }
+
     @Test func pausedDownloadResumesInANewClient() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -309,6 +327,56 @@ final class DownloadTaskFixture: Sendable {
         #expect(FileManager.default.fileExists(atPath: path + ".part.haul"), "the journal stays for a later resume")
         server.release()
         _ = try await haul.download(request)
+        #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
+    }
+
+    /// Awaits `task.value` in a Swift task and cancels that task once `journal` exists (there is something to
+    /// keep); returns when the download has ended as cancelled.
+    func cancelTheSwiftTaskAwaiting(_ task: DownloadTask, onceItWrites journal: String) async throws {
+        let waiting = Task { try await task.value }
+        let journaled = await eventually { FileManager.default.fileExists(atPath: journal) }
+        waiting.cancel()
+        try #require(journaled, "the download wrote no journal before the deadline")
+        await #expect { _ = try await waiting.value } throws: { ($0 as? HaulError)?.isCancelled ?? false }
+        #expect(task.currentProgress.phase == .cancelled)
+    }
+
+    /// Cancelling the Swift task awaiting ``DownloadTask/value`` keeps the files for a resume (as documented);
+    /// a ``DownloadTask/cancel()`` afterwards is still a cancel: it removes them.
+    @Test func cancelAfterSwiftTaskCancellationRemovesTheKeptFiles() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let task = try client().start(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))
+        try await cancelTheSwiftTaskAwaiting(task, onceItWrites: path + ".part.haul")
+        #expect(FileManager.default.fileExists(atPath: path + ".part") && FileManager.default.fileExists(atPath: path + ".part.haul"),
+                "a stop keeps the files for a later resume")
+        await task.cancel()
+        #expect(!FileManager.default.fileExists(atPath: path + ".part"), "cancel() removes the partial file")
+        #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"), "cancel() removes the journal")
+        await task.cancel()   // once only: nothing left to remove
+    }
+
+    /// The files a stop kept belong to whoever holds the name by the time of a late ``DownloadTask/cancel()``:
+    /// a new download of the same destination, running, keeps its `.part`.
+    @Test func aLateCancelLeavesTheFilesOfANewDownloadAlone() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        let server = try heldServer(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let haul = try client()
+        let request = DownloadRequest(url: server.url("/file.bin"), destination: .file(path))
+        let first = haul.start(request)
+        try await cancelTheSwiftTaskAwaiting(first, onceItWrites: path + ".part.haul")
+        let second = haul.start(request)
+        try #require(await waitForBytes(second, atLeast: 1) != nil)
+        await first.cancel()
+        #expect(FileManager.default.fileExists(atPath: path + ".part"), "the running download's partial file stays")
+        server.release()
+        _ = try await second.value
         #expect(try TestFiles.sha256(ofFile: path) == fixture.sha256)
     }
 

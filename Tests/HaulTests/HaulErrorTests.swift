@@ -165,6 +165,39 @@ import HaulTestSupport
         #expect(!HaulError.httpStatus(status: 404, reason: "", url: "u").isTransient)
     }
 
+    /// An app matches a reason with `==`: each reason equals itself (and an equal copy) and no other, and a
+    /// difference in any detail makes two reasons differ.
+    @Test func reasonsCompareByCaseAndDetails() {
+        for (index, reason) in Self.representatives.enumerated() {
+            for (other, otherReason) in Self.representatives.enumerated() {
+                #expect((reason == otherReason) == (index == other), "\(reason) vs \(otherReason)")
+            }
+        }
+        #expect(HaulError.Reason.network(Self.connection(.connectFailed)) == .network(Self.connection(.connectFailed)))
+        #expect(HaulError.Reason.network(Self.connection(.connectFailed)) != .network(Self.connection(.idleTimedOut)))
+        #expect(HaulError.Reason.httpStatus(status: 404, reason: "", url: "a") != .httpStatus(status: 404, reason: "", url: "b"))
+        #expect(HaulError.Reason.redirect(RedirectError(.tooMany(limit: 10), at: try! HTTPURL(Self.url)))
+            != .redirect(RedirectError(.tooMany(limit: 11), at: try! HTTPURL(Self.url))))
+    }
+
+    @Test func httpStatusIsTheStatusOfAnHTTPReasonOnly() {
+        for reason in Self.representatives {
+            let error = HaulError(reason, url: Self.url)
+            switch reason {
+            case .httpStatus(let status, _, _), .retryAfterTooLong(_, let status, _, _): #expect(error.httpStatus == status)
+            default: #expect(error.httpStatus == nil, "\(reason)")
+            }
+        }
+        #expect(HaulError.httpStatus(status: 404, reason: "Not Found", url: Self.url).httpStatus == 404)
+    }
+
+    @Test func isCancelledIsTrueForACancellationOnly() {
+        for reason in Self.representatives {
+            let isCancellation = if case .cancelled = reason { true } else { false }
+            #expect(HaulError(reason).isCancelled == isCancellation, "\(reason)")
+        }
+    }
+
     /// Foundation's `localizedDescription` (what a Foundation program logs) is the same message, not
     /// Foundation's generic "The operation could not be completed".
     @Test func theLocalizedDescriptionIsTheDescription() {

@@ -244,7 +244,7 @@ final class MemoryFixture: Sendable {
             .start(DownloadRequest(url: server.url("/f"), destination: .memory(limit: resource.bytes.count)))
         #expect(await eventually { task.currentProgress.bytesDone > 0 })
         await task.cancel()
-        guard case .failure(let error)? = await outcomeWithin(Self.deadline, of: task), error.isCancellation else {
+        guard case .failure(let error)? = await outcomeWithin(Self.deadline, of: task), error.isCancelled else {
             Issue.record("expected the download to end cancelled"); return
         }
     }

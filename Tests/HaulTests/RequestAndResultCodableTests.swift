@@ -9,10 +9,11 @@ import Testing
 
     /// A request whose every property differs from the default.
     static var fullRequest: DownloadRequest {
-        var request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
+        let request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
                                       destination: .file("out/big.iso"), createsDirectories: true, replacesExisting: true,
-                                      checksum: checksum, ifChangedOnServer: .restart, discardsPartialDownload: true)
-        request.headers = [(name: "X-Token", value: "a b"), (name: "X-Token", value: "second")]
+                                      checksum: checksum, ifChangedOnServer: .restart, discardsPartialDownload: true,
+                                      headers: [(name: "X-Token", value: "a b"), (name: "X-Token", value: "second")],
+                                      credentials: DownloadRequest.Credentials(user: "alice", password: "p:w \u{E9}"))
         return request
     }
 
@@ -21,7 +22,8 @@ import Testing
                        finalURL: try! HTTPURL("https://u:p%40w@cdn.example:8443/big.iso?sig=1"),
                        entityTag: EntityTag("W/\"v\u{E9}1\""), lastModified: HTTPDate(secondsSinceEpoch: 784_111_777),
                        redirects: 2, connections: 8, bytesRequested: (1 << 32) + 7, retries: 3,
-                       body: [0, 1, 2, 0xFB, 0xFF, 0x3E])
+                       body: [0, 1, 2, 0xFB, 0xFF, 0x3E], status: 206,
+                       headers: [(name: "Content-Type", value: "application/json; charset=utf-8"), (name: "X-A", value: "1"), (name: "x-a", value: "2")])
     }
 
     func json(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
@@ -65,6 +67,7 @@ import Testing
         let decoded = try JSONDecoder().decode(DownloadRequest.self, from: Data(#"{"url": "http://example.org/f", "destination": {"file": "f"}}"#.utf8))
         #expect(decoded == DownloadRequest(url: "http://example.org/f", destination: .file("f")))
         #expect(!decoded.replacesExisting && !decoded.discardsPartialDownload && decoded.ifChangedOnServer == .fail && decoded.checksum == nil)
+        #expect(decoded.headers.isEmpty && decoded.credentials == nil)
     }
 
     @Test(arguments: [
@@ -92,7 +95,7 @@ import Testing
         let changes: [(inout DownloadRequest) -> Void] = [
             { $0.url += "x" }, { $0.mirrors = [] }, { $0.destination = .directory("out") }, { $0.createsDirectories = false },
             { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.ifChangedOnServer = .fail }, { $0.discardsPartialDownload = false },
-            { $0.headers[1].value = "other" },
+            { $0.headers[1].value = "other" }, { $0.credentials?.password = "other" },
         ]
         // One change per stored property: a new property needs its own line here, and in `==`.
         #expect(changes.count == storedProperties(of: Self.fullRequest).count)
@@ -126,6 +129,26 @@ import Testing
         #expect(try !keys(of: data).contains("body"), "a file's result has no body")
     }
 
+    /// A result encoded before results carried the response decodes with none.
+    @Test func aResultWithoutTheResponseDecodes() throws {
+        var result = Self.fullResult
+        result.status = nil
+        result.headers = []
+        var object = try #require(try JSONSerialization.jsonObject(with: json(result)) as? [String: Any])
+        object["status"] = nil
+        object["headers"] = nil
+        let decoded = try JSONDecoder().decode(DownloadResult.self, from: JSONSerialization.data(withJSONObject: object))
+        #expect(decoded == result && decoded.contentType == nil && !decoded.hasMediaType("application/json"))
+    }
+
+    @Test func theContentTypeIsTheFirstContentTypeField() {
+        var result = Self.fullResult
+        #expect(result.contentType == "application/json; charset=utf-8")
+        #expect(result.hasMediaType("application/json") && result.hasMediaType("Application/JSON") && !result.hasMediaType("application/js"))
+        result.headers = [(name: "content-TYPE", value: " text/html ;q=1"), (name: "Content-Type", value: "application/json")]
+        #expect(result.contentType == " text/html ;q=1" && result.hasMediaType("text/html") && !result.hasMediaType("application/json"))
+    }
+
     /// A body is standard Base64 with padding, whatever its length modulo 3, and only that decodes.
     @Test func aBodyIsBase64() throws {
         var result = Self.fullResult
@@ -151,7 +174,8 @@ import Testing
             { $0.path += "x" }, { $0.bytes += 1 }, { $0.duration += .nanoseconds(1) },
             { $0.finalURL = try! HTTPURL("https://cdn.example:8443/big.iso?sig=1") }, { $0.entityTag = EntityTag("\"v\u{E9}1\"") },
             { $0.lastModified = HTTPDate(secondsSinceEpoch: 0) }, { $0.redirects += 1 }, { $0.connections += 1 },
-            { $0.bytesRequested += 1 }, { $0.retries += 1 }, { $0.body?.append(0) },
+            { $0.bytesRequested += 1 }, { $0.retries += 1 }, { $0.body?.append(0) }, { $0.status = 200 },
+            { $0.headers[2].name = "X-A" },
         ]
         #expect(changes.count == storedProperties(of: Self.fullResult).count)
         for (index, change) in changes.enumerated() {

@@ -19,7 +19,9 @@ public struct DownloadProgress: Sendable, Equatable {
         case completed
         /// Stopped by an error; see the task's result.
         case failed
-        /// Stopped by ``DownloadTask/cancel()``; the partial file and journal are removed.
+        /// Ended as ``HaulError/cancelled``. After ``DownloadTask/cancel()`` the partial file and journal are
+        /// removed; after the Swift task awaiting the download was cancelled they stay for a later resume (a
+        /// ``DownloadTask/cancel()`` then still removes them).
         case cancelled
     }
 

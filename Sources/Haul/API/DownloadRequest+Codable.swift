@@ -11,20 +11,21 @@ extension DownloadRequest: Equatable {
             && lhs.checksum == rhs.checksum && lhs.ifChangedOnServer == rhs.ifChangedOnServer
             && lhs.discardsPartialDownload == rhs.discardsPartialDownload
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
+            && lhs.credentials == rhs.credentials
     }
 }
 
 /// Keyed by property name. Only `url` and `destination` are required when decoding; a missing key takes the
-/// default of ``init(url:mirrors:destination:createsDirectories:replacesExisting:checksum:ifChangedOnServer:discardsPartialDownload:)``
-/// (the safe one: nothing replaced, nothing discarded, fail on change). A malformed checksum, URL-less
-/// request or unknown destination is a `DecodingError`, never a request that quietly does less.
+/// default of the initializer (the safe one: nothing replaced, nothing discarded, fail on change; no
+/// headers, no credentials). ``DownloadRequest/Credentials`` are `{"user": ..., "password": ...}`, the
+/// password in clear. A malformed checksum, URL-less request or unknown destination is a `DecodingError`, never a request that quietly does less.
 ///
 /// A ``Destination/stream(_:)`` request cannot be encoded (encoding throws `EncodingError.invalidValue`): its
 /// descriptor is a number that means something only in this process, and decoded elsewhere it would name
 /// whatever file that process has open under it.
 extension DownloadRequest: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers
+        case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers, credentials
     }
 
     /// A request header as `{"name": ..., "value": ...}`.
@@ -46,6 +47,7 @@ extension DownloadRequest: Codable {
             discardsPartialDownload: try container.decodeIfPresent(Bool.self, forKey: .discardsPartialDownload) ?? false
         )
         headers = (try container.decodeIfPresent([Header].self, forKey: .headers) ?? []).map { ($0.name, $0.value) }
+        credentials = try container.decodeIfPresent(Credentials.self, forKey: .credentials)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -59,6 +61,7 @@ extension DownloadRequest: Codable {
         try container.encode(ifChangedOnServer, forKey: .ifChangedOnServer)
         try container.encode(discardsPartialDownload, forKey: .discardsPartialDownload)
         try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
+        try container.encodeIfPresent(credentials, forKey: .credentials)
     }
 }
 

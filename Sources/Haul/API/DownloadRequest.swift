@@ -75,10 +75,55 @@ public struct DownloadRequest: Sendable {
     /// `Proxy-Authorization` and `Cookie` among them go only to the origin of ``url``.
     public var headers: [(name: String, value: String)] = []
 
+    /// A user and password sent as HTTP Basic authorization (`Authorization: Basic …`, RFC 7617), only to
+    /// the origin (scheme, host and port) of ``url``: never to a mirror or a redirect target on another
+    /// origin, exactly as an `Authorization` header in ``headers`` is scoped. An `Authorization` header in
+    /// ``headers`` wins over these. The `haul` command's `-u user:password` is the same.
+    public var credentials: Credentials?
+
+    /// A user and password for HTTP Basic authorization (``DownloadRequest/credentials``).
+    ///
+    /// Its description shows the user only (`alice:***`), so printing a request never prints a password.
+    /// Encoded (``DownloadRequest`` is `Codable`) it holds the password in clear: keep an encoded request as
+    /// you keep the password.
+    public struct Credentials: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
+        /// The user name, sent as it is (UTF-8).
+        public var user: String
+        /// The password, sent as it is (UTF-8).
+        public var password: String
+
+        /// `user` and `password` as given (not percent-decoded, unlike the user info of a URL).
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
+
+        /// `user:***`.
+        public var description: String { "\(user):***" }
+        /// Same as ``description``: debug output cannot leak the password either.
+        public var debugDescription: String { description }
+
+        /// The `Authorization` field value.
+        var authorizationValue: String { BasicAuthorization.fieldValue(user: user, password: password) }
+    }
+
+    /// `headers` and, unless they authorize already, `credentials` as their `Authorization` field: both are
+    /// per-download headers, which `CredentialScope` sends only to the origin of `url`.
+    package var headersWithCredentials: [(name: String, value: String)] {
+        guard let credentials, !headers.contains(where: { $0.name.lowercased() == "authorization" }) else { return headers }
+        return headers + [(name: "Authorization", value: credentials.authorizationValue)]
+    }
+
     /// A request with the safe defaults: no directories created, an existing file not replaced, fail on change.
+    ///
+    /// The URLs are checked when the download starts: an invalid one ends it with
+    /// ``HaulError/Reason/invalidURL(_:)``, from ``DownloadTask/value``. To find out here instead, give
+    /// `HTTPURL`s, parsed where the text comes in (`DownloadRequest(url: try HTTPURL(text), destination: …)`),
+    /// or Foundation `URL`s, which the initializer taking them checks.
     public init(url: String, mirrors: [String] = [], destination: Destination, createsDirectories: Bool = false,
                 replacesExisting: Bool = false, checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
-                discardsPartialDownload: Bool = false) {
+                discardsPartialDownload: Bool = false, headers: [(name: String, value: String)] = [],
+                credentials: Credentials? = nil) {
         self.url = url
         self.mirrors = mirrors
         self.destination = destination
@@ -87,5 +132,19 @@ public struct DownloadRequest: Sendable {
         self.checksum = checksum
         self.ifChangedOnServer = ifChangedOnServer
         self.discardsPartialDownload = discardsPartialDownload
+        self.headers = headers
+        self.credentials = credentials
+    }
+
+    /// A request for URLs already parsed, so none can be invalid when the download starts. User information in
+    /// a URL (`https://user:pw@host/…`) is kept and sent as Basic authorization to that URL's origin.
+    public init(url: HTTPURL, mirrors: [HTTPURL] = [], destination: Destination, createsDirectories: Bool = false,
+                replacesExisting: Bool = false, checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
+                discardsPartialDownload: Bool = false, headers: [(name: String, value: String)] = [],
+                credentials: Credentials? = nil) {
+        self.init(url: url.absoluteText, mirrors: mirrors.map(\.absoluteText), destination: destination,
+                  createsDirectories: createsDirectories, replacesExisting: replacesExisting, checksum: checksum,
+                  ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload,
+                  headers: headers, credentials: credentials)
     }
 }

@@ -10,17 +10,19 @@ extension DownloadResult: Equatable {
         lhs.path == rhs.path && lhs.bytes == rhs.bytes && lhs.duration == rhs.duration && lhs.finalURL == rhs.finalURL
             && lhs.entityTag == rhs.entityTag && lhs.lastModified == rhs.lastModified && lhs.redirects == rhs.redirects
             && lhs.connections == rhs.connections && lhs.bytesRequested == rhs.bytesRequested && lhs.retries == rhs.retries
-            && lhs.body == rhs.body
+            && lhs.body == rhs.body && lhs.status == rhs.status
+            && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
     }
 }
 
-/// Keyed by property name, every key required but the absent validators and ``body``. ``finalURL`` is the
+/// Keyed by property name, every key required but the absent validators and ``body``, ``status`` and
+/// ``headers`` (`[{"name": ..., "value": ...}]`; a result encoded without them decodes with none). ``finalURL`` is the
 /// whole URL, user information included (see `HTTPURL`'s encoding); ``duration`` is stdlib `Duration`'s
 /// encoding; ``lastModified`` whole seconds since 1970; ``body`` (a download kept in memory) one string of
 /// standard Base64 with padding (RFC 4648 §4), as Foundation encodes `Data`.
 extension DownloadResult: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries, body
+        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries, body, status, headers
     }
 
     public init(from decoder: any Decoder) throws {
@@ -43,6 +45,16 @@ extension DownloadResult: Codable {
             }
             self.body = body
         }
+        // Absent from results encoded before Haul reported the response: nil and none, as for a result that
+        // needed no request.
+        status = try container.decodeIfPresent(Int.self, forKey: .status)
+        headers = (try container.decodeIfPresent([Header].self, forKey: .headers) ?? []).map { ($0.name, $0.value) }
+    }
+
+    /// A response header as `{"name": ..., "value": ...}`, as a request's are.
+    private struct Header: Codable {
+        var name: String
+        var value: String
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -58,5 +70,7 @@ extension DownloadResult: Codable {
         try container.encode(bytesRequested, forKey: .bytesRequested)
         try container.encode(retries, forKey: .retries)
         try container.encodeIfPresent(body.map(Base64.encode), forKey: .body)
+        try container.encodeIfPresent(status, forKey: .status)
+        try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
     }
 }

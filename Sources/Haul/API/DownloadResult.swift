@@ -1,3 +1,5 @@
+import HaulHTTP
+
 /// What a finished download produced.
 ///
 /// A download paused and resumed in this process (``DownloadTask/pause()``, ``DownloadTask/resume()``) has
@@ -34,4 +36,40 @@ public struct DownloadResult: Sendable {
     /// ``bytes`` of them, never more than its limit. nil for every other destination, whose bytes are at
     /// ``path``.
     public var body: [UInt8]? = nil
+    /// The status of the response the download took the file from: its first request's answer (`200` for a
+    /// whole file, `206` for a range), or for a download that resumed from its journal the first range it was
+    /// sent. The last run's, after redirects (``finalURL``'s). nil when no request was needed: every byte was
+    /// in the journal already.
+    public var status: Int? = nil
+    /// That response's header fields, in order and as sent (names in the server's case, repeated fields
+    /// kept); empty when ``status`` is nil.
+    public var headers: [(name: String, value: String)] = []
+
+    /// The value of the first `Content-Type` field of ``headers`` (named in any case), as sent: for example
+    /// `application/json; charset=utf-8`. nil when the response carried none.
+    public var contentType: String? {
+        headers.first { $0.name.lowercased() == "content-type" }?.value
+    }
+
+    /// Whether ``contentType`` names the media type `type` (`"application/json"`), compared without case and
+    /// without its parameters (`; charset=…`), as RFC 9110 §8.3.1 says media types compare.
+    public func hasMediaType(_ type: String) -> Bool {
+        guard let contentType else { return false }
+        let essence = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        return essence.trimmingSpaces.lowercased() == type.lowercased()
+    }
+
+    /// A response head's fields as strings (bytes read as Latin-1, as HTTP field values are).
+    static func headers(of head: ResponseHead) -> [(name: String, value: String)] {
+        (0..<head.fields.count).map { (latin1String(head.fields.name(at: $0)), latin1String(head.fields.value(at: $0))) }
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    fileprivate var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[first...last]
+    }
 }

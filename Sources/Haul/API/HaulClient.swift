@@ -104,7 +104,8 @@ public final class HaulClient: Sendable {
     /// Downloads and waits for the result.
     ///
     /// Cancelling the calling Swift task stops the download the way a pause does (the partial file and its
-    /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``.
+    /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``. To drop them as well,
+    /// use ``start(_:logger:)`` and ``DownloadTask/cancel()``, which removes them even after such a stop.
     public func download(_ request: DownloadRequest, logger: Logger? = nil) async throws(HaulError) -> DownloadResult {
         let task = start(request, logger: logger)
         return try await withTaskCancellationHandler {
@@ -117,11 +118,13 @@ public final class HaulClient: Sendable {
     /// Downloads `url` (and the same resource at `mirrors`) into the file `path`; see ``download(_:logger:)``.
     ///
     /// Like a ``DownloadRequest``, it refuses an existing file at `path` (``HaulError/destinationExists(path:)``,
-    /// before anything is fetched) unless `replacingExisting` is true. An interrupted download into `path`
-    /// resumes from its journal, unless `restart` discards it.
+    /// before anything is fetched) unless `replacingExisting` is true. Missing directories on the way to
+    /// `path` are a ``HaulError/Reason/disk(path:_:)`` failure (`ENOENT`) unless `creatingDirectories` is true
+    /// (``DownloadRequest/createsDirectories``). An interrupted download into `path` resumes from its journal,
+    /// unless `restart` discards it.
     public func download(_ url: String, mirrors: [String] = [], to path: FilePath, replacingExisting: Bool = false,
-                         restart: Bool = false) async throws(HaulError) -> DownloadResult {
-        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path),
+                         creatingDirectories: Bool = false, restart: Bool = false) async throws(HaulError) -> DownloadResult {
+        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), createsDirectories: creatingDirectories,
                                            replacesExisting: replacingExisting, discardsPartialDownload: restart))
     }
 
@@ -143,8 +146,8 @@ public final class HaulClient: Sendable {
 
     /// Downloads `url` into the file `path`, given as a string; the same as the `FilePath` form above.
     public func download(_ url: String, mirrors: [String] = [], to path: String, replacingExisting: Bool = false,
-                         restart: Bool = false) async throws(HaulError) -> DownloadResult {
-        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path),
+                         creatingDirectories: Bool = false, restart: Bool = false) async throws(HaulError) -> DownloadResult {
+        try await download(DownloadRequest(url: url, mirrors: mirrors, destination: .file(path), createsDirectories: creatingDirectories,
                                            replacesExisting: replacingExisting, discardsPartialDownload: restart))
     }
 }

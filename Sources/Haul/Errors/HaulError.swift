@@ -15,9 +15,16 @@ import HaulJournal
 ///     if case .httpStatus(let status, _, _) = error.reason, status == 404 { ... }
 /// }
 /// ```
+///
+/// or on its shortcuts: ``httpStatus`` (`error.httpStatus == 404`), ``isCancelled`` and ``isTransient``.
+/// ``Reason`` is `Equatable`, so a reason without details compares directly (`error.reason == .outputClosed`).
 public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// The class of failure, with its details.
-    public enum Reason: Sendable, CustomStringConvertible {
+    ///
+    /// Two reasons are equal when they are the same case with equal details: every detail is a plain value
+    /// (a status, a URL, a path, an errno, a connection's kind, host, port and detail text), so equality
+    /// compares what a message would print, e.g. `error.reason == .outputClosed`.
+    public enum Reason: Sendable, Equatable, CustomStringConvertible {
         /// The URL (or a redirect's Location) is not a usable http/https URL.
         case invalidURL(URLParseError)
         /// A request header given by the caller is invalid (e.g. contains CR/LF).
@@ -218,10 +225,25 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// Whether trying again (on a new connection, after a pause) may succeed (``Reason/isTransient``).
     public var isTransient: Bool { reason.isTransient }
 
-    /// Whether this is ``Reason/cancelled``.
-    var isCancellation: Bool {
+    /// Whether the download was cancelled (``Reason/cancelled``): by ``DownloadTask/cancel()`` or by
+    /// cancelling the Swift task that awaited it. An app usually treats this as no failure at all.
+    public var isCancelled: Bool {
         if case .cancelled = reason { return true }
         return false
+    }
+
+    /// The HTTP status of a download the server refused (``Reason/httpStatus(status:reason:url:)``), or of one
+    /// whose `Retry-After` asked for too long a wait (``Reason/retryAfterTooLong(url:status:asked:limit:)``);
+    /// nil for every other failure:
+    ///
+    /// ```swift
+    /// catch let error as HaulError where error.httpStatus == 404 { ... }
+    /// ```
+    public var httpStatus: Int? {
+        switch reason {
+        case .httpStatus(let status, _, _), .retryAfterTooLong(_, let status, _, _): status
+        default: nil
+        }
     }
 
     /// Whether this is a ``Reason/disk(path:_:)`` failure because a directory on the path is missing or is

@@ -60,9 +60,9 @@ public struct RedirectPolicy: Sendable, Hashable {
 }
 
 /// A redirect that could not be followed, with the URL that sent it.
-public struct RedirectError: Error, Sendable, CustomStringConvertible {
+public struct RedirectError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong.
-    public enum Reason: Sendable {
+    public enum Reason: Sendable, Equatable {
         case missingLocation(status: Int)
         case invalidLocation(String, URLParseError)
         case insecureDowngrade(to: HTTPURL)

@@ -180,7 +180,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         }
         switch role {
         case .probe: return try download.acceptProbe(head, facts, from: self)
-        case .ranged: try download.acceptRanged(facts, from: self)
+        case .ranged: try download.acceptRanged(head, facts, from: self)
         case .mirrorCheck:
             try download.acceptMirrorCheck(facts, from: self)
             return .abandon

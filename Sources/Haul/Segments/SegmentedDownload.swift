@@ -37,6 +37,8 @@ final class SegmentedDownload: @unchecked Sendable {
         var connections: Int
         var bytesRequested: Int64
         var retries: Int
+        /// The response the run took the file from (``SegmentedDownload/response``).
+        var response: ResponseHead?
     }
 
     /// How a download ended, for its ``DownloadTask``.
@@ -88,6 +90,9 @@ final class SegmentedDownload: @unchecked Sendable {
     private var retries = 0
     private var restarts = 0
     private var redirects = 0
+    /// The first response accepted as the file in this run: the probe's, or for a download resumed from its
+    /// journal (no probe) its first ranged response. Forgotten when the file starts over.
+    private var response: ResponseHead?
     private var bytesDone: Int64 = 0
     private var peakConnections = 0
     private var monitor: TimerID?
@@ -533,7 +538,8 @@ final class SegmentedDownload: @unchecked Sendable {
                                        journaled: checkpointer != nil || resumeJournal != nil, bytes: total ?? bytesDone,
                                        finalURL: primary.resolved, entityTag: primary.validators.entityTag,
                                        lastModified: primary.validators.lastModified, redirects: redirects,
-                                       connections: peakConnections, bytesRequested: bytesRequested, retries: retries)))
+                                       connections: peakConnections, bytesRequested: bytesRequested, retries: retries,
+                                       response: response)))
         completion = nil
     }
 
@@ -568,6 +574,7 @@ final class SegmentedDownload: @unchecked Sendable {
     private func resetToProbe() {
         planner = nil
         total = nil
+        response = nil
         rangesSupported = false
         bytesDone = 0
         bytesAtLastCheckpoint = 0
@@ -646,6 +653,7 @@ final class SegmentedDownload: @unchecked Sendable {
                 return .abandon
             }
         }
+        if response == nil { response = head }
         switch decision {
         case .ranged(let length, let served, let validators, let streamBody):
             try refuseOverMemoryLimit(length, url: url)
@@ -796,7 +804,7 @@ final class SegmentedDownload: @unchecked Sendable {
     }
 
     /// Whether a ranged response may be written (``RangedResponseDecision``); throws what it is otherwise.
-    func acceptRanged(_ facts: ResponseFacts, from worker: SegmentWorker) throws {
+    func acceptRanged(_ head: ResponseHead, _ facts: ResponseFacts, from worker: SegmentWorker) throws {
         let mirror = mirrors[worker.requestMirror]
         let end = worker.requestEnd ?? total!
         let known = RangedResponseDecision.Known(total: total!, validators: mirror.validators, verified: mirror.verified,
@@ -805,6 +813,7 @@ final class SegmentedDownload: @unchecked Sendable {
                                                  failuresInRow: worker.failuresInRow)
         switch RangedResponseDecision.decide(facts, requested: worker.requestFirst..<end, known: known, url: worker.url!.description) {
         case .accept(let validators, let bounded):
+            if response == nil { response = head }
             if !mirror.verified { mirrors.record(validators, for: worker.requestMirror) }
             worker.window = BodyWindow(start: worker.requestFirst, end: end, bounded: bounded)
         case .acceptFromWholeBody:

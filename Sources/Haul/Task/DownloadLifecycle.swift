@@ -37,6 +37,9 @@ struct DownloadLifecycle<Run> {
 
     private(set) var stage: Stage = .preparing
     private(set) var pending: Pending = .none
+    /// Ended by a stop, whose partial file and journal stay for a later resume: a ``cancel()`` after the end
+    /// still removes them, as a cancel of the paused download would have.
+    private(set) var endedKeepingFiles = false
 
     /// The running download, if any.
     var run: Run? {
@@ -114,6 +117,7 @@ struct DownloadLifecycle<Run> {
             if pending != .cancel { pending = .stop }
             return .pauseRun(run)
         case .paused:
+            endedKeepingFiles = true
             return .endNow
         case .finishing, .ended:
             return .nothing
@@ -125,7 +129,9 @@ struct DownloadLifecycle<Run> {
         case wait(cancelling: Run?)
         /// Paused: remove the files now (the stage is `finishing` now).
         case removeFiles
-        /// Finishing or ended: too late to cancel.
+        /// Ended by a stop that kept the files: remove them (once; the stage stays `ended`).
+        case removeKeptFiles
+        /// Finishing, or ended otherwise: too late to cancel.
         case nothing
     }
 
@@ -140,6 +146,9 @@ struct DownloadLifecycle<Run> {
         case .paused:
             stage = .finishing
             return .removeFiles
+        case .ended where endedKeepingFiles:
+            endedKeepingFiles = false
+            return .removeKeptFiles
         case .finishing, .ended:
             return .nothing
         }
@@ -168,6 +177,7 @@ struct DownloadLifecycle<Run> {
             stage = .finishing
             return .removeFiles
         case .stop:
+            endedKeepingFiles = true
             return .endCancelled
         case .pause:
             pending = .none
@@ -194,6 +204,7 @@ struct DownloadLifecycle<Run> {
     mutating func runPaused() -> RunStop {
         switch pending {
         case .stop:
+            endedKeepingFiles = true
             return .endCancelled
         case .cancel:
             stage = .finishing

@@ -36,7 +36,7 @@ enum DownloadPreparation {
         for text in [request.url] + request.mirrors {
             do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
         }
-        let mirrors = MirrorSet(urls: urls, headers: HTTPFields(options.headers + request.headers), userAgent: options.userAgent)
+        let mirrors = MirrorSet(urls: urls, headers: HTTPFields(options.headers + request.headersWithCredentials), userAgent: options.userAgent)
         do { _ = try mirrors.request(to: urls[0], range: .from(0), ifRange: nil).serialized() } catch { throw .invalidRequest(error) }
         switch request.destination {
         case .file(let path):

@@ -63,7 +63,9 @@ public final class DownloadTask: @unchecked Sendable {
     ///
     /// Throws ``HaulError/cancelled`` after ``cancel()``. Cancelling the Swift task that awaits it stops
     /// the download the way ``HaulClient/download(_:logger:)`` does — like a pause, keeping the partial file and
-    /// its journal for a later resume — and throws ``HaulError/cancelled``.
+    /// its journal for a later resume — and throws ``HaulError/cancelled``. Unlike URLSession's async
+    /// methods, which drop what they fetched: a large file interrupted is worth resuming. ``cancel()``
+    /// afterwards removes the files.
     public var value: DownloadResult {
         get async throws(HaulError) {
             try await withTaskCancellationHandler {
@@ -133,7 +135,9 @@ public final class DownloadTask: @unchecked Sendable {
     }
 
     /// Stops the download and deletes its partial file and journal; ``value`` then throws
-    /// ``HaulError/cancelled``. Returns once the files are gone. Does nothing to a finished download.
+    /// ``HaulError/cancelled``. Returns once the files are gone. Does nothing to a finished download, nor to
+    /// one that failed; a download stopped by cancelling the Swift task awaiting it kept its files, and this
+    /// removes them then — unless another download has taken its destination meanwhile, whose files they are.
     public func cancel() async {
         await withCheckedContinuation { continuation in
             client.loop.execute { [self] in cancelOnLoop(continuation) }
@@ -216,7 +220,28 @@ public final class DownloadTask: @unchecked Sendable {
         case .removeFiles:
             cancelWaiters.append(continuation)
             removeFilesAndEnd(run: nil)
+        case .removeKeptFiles:
+            removeKeptFiles(then: continuation)
         case .nothing:
+            continuation.resume()
+        }
+    }
+
+    /// Removes the partial file and journal that a stop (the awaiting Swift task cancelled) kept, for a
+    /// ``cancel()`` after it. The download has ended, so its name is free: another download may hold it by now,
+    /// in this process or another. The files go only under this task's claim on the name and the `.part`'s
+    /// lock; a name or `.part` someone else holds is theirs and stays.
+    private func removeKeptFiles(then continuation: CheckedContinuation<Void, Never>) {
+        let paths = workingFiles(run: nil)
+        guard let partPath = paths.last else { return continuation.resume() }
+        let destination = WorkingFileNames.destination(ofPartial: partPath) ?? partPath
+        guard (try? DestinationClaims.claim(destination, owner: nameOwner)) != nil else { return continuation.resume() }
+        BlockingWork.start { [self] in
+            if let locked = try? DownloadPreparation.lockedPartialFile(partPath) {
+                for path in paths { try? OutputFile.remove(path) }
+                withExtendedLifetime(locked.0) {}
+            }
+            DestinationClaims.release(owner: nameOwner)
             continuation.resume()
         }
     }
@@ -288,7 +313,8 @@ public final class DownloadTask: @unchecked Sendable {
                         duration: .nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: started))),
                         finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
                         redirects: finished.redirects, connections: finished.connections,
-                        bytesRequested: finished.bytesRequested, retries: finished.retries, body: body))
+                        bytesRequested: finished.bytesRequested, retries: finished.retries, body: body,
+                        status: finished.response?.status, headers: finished.response.map(DownloadResult.headers(of:)) ?? []))
                 }
                 if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }
@@ -323,20 +349,25 @@ public final class DownloadTask: @unchecked Sendable {
     /// Deletes the partial file and its journal (off the loop), then ends with ``HaulError/cancelled``.
     /// `run` is the download that was running, if any (it knows the paths of a directory download).
     private func removeFilesAndEnd(run: SegmentedDownload?) {
-        let paths: [String]
-        if case .memory = request.destination {
-            paths = []   // nothing on disk: the in-memory file goes with its download
-        } else if let run, !run.partPath.isEmpty {
-            paths = [run.journalPath, run.partPath]
-        } else if case .file(let path) = request.destination {
-            paths = [WorkingFileNames.journal(of: path), WorkingFileNames.partial(of: path)]
-        } else {
-            let partial = progressBroadcast.latest.partialPath
-            paths = partial.isEmpty ? [] : [partial + ".haul", partial]
-        }
+        let paths = workingFiles(run: run)
         BlockingWork.start { [self] in
             for path in paths { try? OutputFile.remove(path) }
             client.loop.execute { [self] in end(.failure(.cancelled)) }
+        }
+    }
+
+    /// The journal and the partial file of this download, in that order; none for a stream or memory.
+    /// `run` is the download that was running, if any (it knows the paths of a directory download).
+    private func workingFiles(run: SegmentedDownload?) -> [String] {
+        switch request.destination {
+        case .memory, .stream:
+            return []   // nothing on disk: an in-memory file goes with its download, a stream is the caller's
+        case .file(let path):
+            return [WorkingFileNames.journal(of: path), WorkingFileNames.partial(of: path)]
+        case .directory:
+            if let run, !run.partPath.isEmpty { return [run.journalPath, run.partPath] }
+            let partial = progressBroadcast.latest.partialPath
+            return partial.isEmpty ? [] : [WorkingFileNames.journal(of: WorkingFileNames.destination(ofPartial: partial) ?? partial), partial]
         }
     }
 
@@ -363,7 +394,7 @@ public final class DownloadTask: @unchecked Sendable {
         var final = progressBroadcast.latest
         switch result {
         case .success: final.phase = .completed
-        case .failure(let error) where error.isCancellation: final.phase = .cancelled
+        case .failure(let error) where error.isCancelled: final.phase = .cancelled
         case .failure: final.phase = .failed
         }
         switch result {
@@ -373,7 +404,7 @@ public final class DownloadTask: @unchecked Sendable {
                 "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
             ])
         case .failure(let error):
-            if error.isCancellation { logger.debug("download cancelled") } else {
+            if error.isCancelled { logger.debug("download cancelled") } else {
                 logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
             }
         }

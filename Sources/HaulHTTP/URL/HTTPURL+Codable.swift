@@ -19,7 +19,7 @@ extension HTTPURL: Codable {
     }
 
     /// `scheme://[user[:password]@]host[:port]/path[?query]`; parses back to an equal URL.
-    var absoluteText: String {
+    package var absoluteText: String {
         var text = scheme.rawValue + "://"
         if let userInfo {
             text += Self.percentEncoded(userInfo.user)

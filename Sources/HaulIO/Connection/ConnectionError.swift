@@ -1,7 +1,7 @@
 import HaulHTTP
 
 /// A failure of a ``Connection``, naming the endpoint and the cause in its description.
-public struct ConnectionError: Error, Sendable, CustomStringConvertible {
+public struct ConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, for callers that react differently to different failures (retry, give up, report).
     public enum Kind: Sendable, Hashable {
         /// The host name could not be resolved.

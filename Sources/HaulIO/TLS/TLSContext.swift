@@ -111,7 +111,7 @@ public final class TLSContext: Sendable {
 }
 
 /// A ``TLSContext`` could not be created, e.g. because the CA file is missing.
-public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
+public struct TLSSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What failed and why.
     public let reason: String
     /// `TLS setup failed: REASON`.

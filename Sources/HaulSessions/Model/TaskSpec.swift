@@ -104,7 +104,8 @@ public struct TaskSpec: Sendable, Hashable {
         checksum = request.checksum
         ifChangedOnServer = request.ifChangedOnServer
         discardsPartialDownload = request.discardsPartialDownload
-        headers = request.headers.map { TaskHeader(name: $0.name, value: $0.value) }
+        // Credentials are kept as the `Authorization` header they are sent as (as `-u` is): one scoped field.
+        headers = request.headersWithCredentials.map { TaskHeader(name: $0.name, value: $0.value) }
         self.options = options
         self.hook = hook
     }

@@ -1,4 +1,5 @@
 import FakeNIO
+import FoundationEssentials
 import Haul
 
 /// A server app's service that fetches with AsyncHTTPClient and downloads files with Haul: every name of
@@ -41,6 +42,36 @@ public final class DownloadService: Sendable {
         } catch {
             return describe(error)
         }
+    }
+
+    /// The program an app author writes first: a Foundation `URL`, headers and credentials in the
+    /// initializer, a 404 told apart by its status, a cancellation from a failure, the result's media type.
+    public func fetchReport(from url: URL, token: String, password: String, logger: Logger) async -> String {
+        do {
+            let request = try DownloadRequest(url: url, destination: .memory(limit: 1 << 20),
+                                              headers: [("X-Request-ID", token)],
+                                              credentials: .init(user: "reports", password: password))
+            let result = try await haul.download(request, logger: logger)
+            guard result.status == 200, result.hasMediaType("application/json"), let body = result.body else {
+                return "not JSON: \(result.contentType ?? "no Content-Type")"
+            }
+            return "\(body.count) bytes"
+        } catch where error.httpStatus == 404 {
+            return "no report at \(url)"
+        } catch where error.isCancelled {
+            return "cancelled"
+        } catch where error.reason == .outputClosed {
+            return "closed"
+        } catch {
+            return describe(error)
+        }
+    }
+
+    /// A file into a directory that may not exist yet, from an `HTTPURL` parsed where the text came in.
+    public func save(_ text: String, to path: String) async throws -> DownloadResult {
+        let url = try HTTPURL(text)
+        _ = DownloadRequest(url: url, destination: .file(path), createsDirectories: true)
+        return try await haul.download(text, to: path, creatingDirectories: true)
     }
 
     /// Requests and results are values an app stores and compares (a job table, a cache of what it fetched).
