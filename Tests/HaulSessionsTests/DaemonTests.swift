@@ -144,7 +144,7 @@ import Testing
         options.checkpointBytes = 1 << 20
         options.synchronizesToDisk = false
         // Held connections wait for the release instead of stalling out and retrying meanwhile.
-        options.stallTimeout = .seconds(600)
+        options.timeouts.idle = .seconds(600)
         let big = sandbox.output + "/big.bin"
         let first = try await session.add(DownloadRequest(url: held.url("/big.bin"), destination: .file(big)), options: options)
         let second = try await session.add(DownloadRequest(url: held.url("/big2.bin"), destination: .file(sandbox.output + "/big2.bin")),
@@ -193,7 +193,7 @@ import Testing
         held.hold(afterBodyBytes: 2 << 20)
         var options = TaskOptions()
         options.connections = 4
-        options.stallTimeout = .seconds(600)
+        options.timeouts.idle = .seconds(600)
         let output = sandbox.output + "/hup.bin"
         let task = try await session.add(DownloadRequest(url: held.url("/hup.bin"), destination: .file(output)), options: options)
         #expect(SessionSandbox.waitUntil(timeout: 30) { task.info.bytes > 1 << 20 }, "the task moved")

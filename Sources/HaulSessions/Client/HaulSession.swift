@@ -111,13 +111,17 @@ public final class HaulSession: Sendable {
     /// sequence. Ends when the session is closed.
     public var events: AsyncStream<SessionEvent> { eventStream }
 
-    /// Queues a download; returns once it is in the session's log.
+    /// Queues a download; returns once it is in the session's log. A relative destination is taken from this
+    /// process's working directory, as `HaulClient` takes it.
     public func add(_ request: DownloadRequest, options: TaskOptions = TaskOptions(), hook: String? = nil) async throws(SessionError) -> SessionTask {
         try await add(TaskSpec(request, options: options, hook: hook))
     }
 
-    /// Queues a download described by `spec` (paths must be absolute).
+    /// Queues a download described by `spec`. Relative paths (the destination, a CA file or directory) are
+    /// taken from this process's working directory, as a `DownloadRequest` run here takes them: the daemon
+    /// gets them absolute.
     public func add(_ spec: TaskSpec) async throws(SessionError) -> SessionTask {
+        let spec = spec.resolvingRelativePaths()
         // A stream or memory destination cannot travel to the daemon (the spec would arrive without a
         // destination): refused here with the daemon's reason.
         switch spec.destination {

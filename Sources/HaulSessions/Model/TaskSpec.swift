@@ -3,27 +3,26 @@ import HaulCommandLine
 import HaulHTTP
 
 /// The settings of one queued download that the engine keeps per `HaulClient` (connections, timeouts,
-/// TLS, rate, retries, durability). The daemon runs tasks with equal options on one client; see
-/// `docs/sessions.md`.
+/// TLS, rate, retries, durability): the per-task part of `DownloadOptions`, in its shapes (`timeouts`, `tls`,
+/// `retry`). The daemon runs tasks with equal options on one client; see `docs/sessions.md`.
 public struct TaskOptions: Sendable, Hashable {
     /// Most connections for this download.
     public var connections: Int = 8
     /// Smallest piece one connection is given or steals.
     public var minimumSegment: Int64 = 1 << 20
     public var userAgent: String = HaulVersion.userAgent
-    /// Time allowed to connect (and for the TLS handshake).
-    public var connectTimeout: Duration = DownloadOptions().timeouts.connect
-    /// Time without a byte before a connection is given up.
-    public var stallTimeout: Duration = DownloadOptions().timeouts.idle ?? .seconds(30)
+    /// Connect, TLS handshake, stall and response-head limits, as `DownloadOptions/timeouts`.
+    public var timeouts: ConnectionTimeouts = DownloadOptions().timeouts
     /// Longest the whole download may take (counted per run of the daemon); nil for no limit.
     public var totalTimeout: Duration?
-    public var caFile: String?
-    public var caDirectory: String?
-    public var insecure: Bool = false
+    /// Trust and verification, as `DownloadOptions/tls`; relative paths in it are taken from the directory
+    /// of the process that adds the task.
+    public var tls: TLSSettings = TLSSettings()
     /// Bytes per second for this download; nil for no limit.
     public var rateLimit: Int64?
-    public var triesPerRange: Int = RetryPolicy().triesPerRange
-    public var totalRetries: Int = RetryPolicy().totalRetries
+    /// How failed requests are retried, as `DownloadOptions/retry`. A task's journal holds at most 1000 tries
+    /// a range (``init(_:)`` caps `triesPerRange` there).
+    public var retry: RetryPolicy = RetryPolicy()
     /// The engine's default (a queued download's waits end as a foreground one's do); nil turns it off.
     public var lowSpeedLimit: LowSpeedLimit? = DownloadOptions().lowSpeedLimit
     /// `fdatasync` before the rename and before each checkpoint (off: `--no-sync`).
@@ -33,26 +32,91 @@ public struct TaskOptions: Sendable, Hashable {
 
     public init() {}
 
+    /// The per-task part of `options`: everything but its headers (a task's are in its request), its proxy,
+    /// redirects, connection cap and the engine's internal tuning, which the daemon's client sets.
+    public init(_ options: DownloadOptions) {
+        connections = options.connections
+        minimumSegment = options.minimumSegment
+        userAgent = options.userAgent
+        timeouts = options.timeouts
+        totalTimeout = options.totalTimeout
+        tls = options.tls
+        rateLimit = options.rateLimit
+        retry = options.retry
+        retry.triesPerRange = min(Self.mostTriesPerRange, retry.triesPerRange)
+        lowSpeedLimit = options.lowSpeedLimit
+        synchronizesToDisk = options.synchronizesToDisk
+        checkpointBytes = options.checkpointBytes
+        checkpointInterval = options.checkpointInterval
+    }
+
+    /// The most tries a range a task may make: its journal counts no further.
+    static let mostTriesPerRange = 1000
+
     /// The engine options for a client that runs downloads with these settings, under a connection cap of
     /// `maximumConnections` for the whole client.
     public func downloadOptions(maximumConnections: Int) -> DownloadOptions {
         var options = DownloadOptions()
         options.userAgent = userAgent
-        options.timeouts = ConnectionTimeouts(connect: connectTimeout, tlsHandshake: connectTimeout, idle: stallTimeout)
+        options.timeouts = timeouts
         options.totalTimeout = totalTimeout
-        options.tls.caFile = caFile
-        options.tls.caDirectory = caDirectory
-        options.tls.insecure = insecure
+        options.tls = tls
         options.synchronizesToDisk = synchronizesToDisk
         options.connections = connections
         options.maximumConnections = max(maximumConnections, 1)
         options.minimumSegment = minimumSegment
         options.rateLimit = rateLimit
-        options.retry = totalRetries == 0 ? .none : RetryPolicy(triesPerRange: triesPerRange, totalRetries: totalRetries)
+        options.retry = retry
         options.lowSpeedLimit = lowSpeedLimit
         options.checkpointBytes = checkpointBytes
         options.checkpointInterval = checkpointInterval
         return options
+    }
+
+    // The first shapes of these settings, kept for source compatibility.
+
+    /// Time allowed to connect, and for the TLS handshake.
+    @available(*, deprecated, message: "use timeouts.connect and timeouts.tlsHandshake")
+    public var connectTimeout: Duration {
+        get { timeouts.connect }
+        set { (timeouts.connect, timeouts.tlsHandshake) = (newValue, newValue) }
+    }
+
+    /// Time without a byte before a connection is given up.
+    @available(*, deprecated, renamed: "timeouts.idle")
+    public var stallTimeout: Duration {
+        get { timeouts.idle ?? .zero }
+        set { timeouts.idle = newValue }
+    }
+
+    @available(*, deprecated, renamed: "tls.caFile")
+    public var caFile: String? {
+        get { tls.caFile }
+        set { tls.caFile = newValue }
+    }
+
+    @available(*, deprecated, renamed: "tls.caDirectory")
+    public var caDirectory: String? {
+        get { tls.caDirectory }
+        set { tls.caDirectory = newValue }
+    }
+
+    @available(*, deprecated, renamed: "tls.insecure")
+    public var insecure: Bool {
+        get { tls.insecure }
+        set { tls.insecure = newValue }
+    }
+
+    @available(*, deprecated, renamed: "retry.triesPerRange")
+    public var triesPerRange: Int {
+        get { retry.triesPerRange }
+        set { retry.triesPerRange = newValue }
+    }
+
+    @available(*, deprecated, renamed: "retry.totalRetries")
+    public var totalRetries: Int {
+        get { retry.totalRetries }
+        set { retry.totalRetries = newValue }
     }
 }
 
@@ -72,7 +136,8 @@ public struct TaskHeader: Sendable, Hashable {
 public struct TaskSpec: Sendable, Hashable {
     public var url: String
     public var mirrors: [String] = []
-    /// Where the file goes; paths must be absolute (the daemon's working directory is not the client's).
+    /// Where the file goes. The daemon takes only absolute paths (its working directory is not the client's):
+    /// `HaulSession/add(_:)` makes a relative one absolute against the caller's working directory first.
     public var destination: DownloadRequest.Destination
     public var createsDirectories: Bool = true
     public var replacesExisting: Bool = false
@@ -121,6 +186,20 @@ public struct TaskSpec: Sendable, Hashable {
         return request
     }
 
+    /// This spec with its relative paths (destination, CA file and directory) made absolute against the
+    /// current working directory, as a `DownloadRequest` run in this process would take them.
+    public func resolvingRelativePaths() -> TaskSpec {
+        var spec = self
+        switch destination {
+        case .file(let path): spec.destination = .file(SessionPaths.absolute(path))
+        case .directory(let path): spec.destination = .directory(SessionPaths.absolute(path))
+        case .stream, .memory: break
+        }
+        spec.options.tls.caFile = options.tls.caFile.map(SessionPaths.absolute)
+        spec.options.tls.caDirectory = options.tls.caDirectory.map(SessionPaths.absolute)
+        return spec
+    }
+
     /// The destination file's path when it is known from the spec alone (a `.file` destination).
     public var filePath: String? {
         if case .file(let path) = destination { return path }
@@ -142,12 +221,15 @@ public struct TaskSpec: Sendable, Hashable {
         case .memory:
             return "a background task cannot download into memory: the bytes would be the daemon's, not the client's"
         }
-        for path in [options.caFile, options.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
+        for path in [options.tls.caFile, options.tls.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
             return "\"\(path)\" is not an absolute path"
         }
         guard (1...64).contains(options.connections) else { return "connections must be between 1 and 64" }
         guard options.minimumSegment >= 1, options.checkpointBytes >= 1 else { return "sizes must be positive" }
-        guard options.triesPerRange >= 1, options.totalRetries >= 0 else { return "retries must not be negative" }
+        guard options.retry.totalRetries >= 0 else { return "retries must not be negative" }
+        guard (1...TaskOptions.mostTriesPerRange).contains(options.retry.triesPerRange) else {
+            return "tries per range must be between 1 and \(TaskOptions.mostTriesPerRange)"
+        }
         let probe = RequestHead(method: .get, url: try! HTTPURL("http://localhost/"), userAgent: options.userAgent,
                                 headers: HTTPFields(headers.map { ($0.name, $0.value) }))
         do { _ = try probe.serialized() } catch { return "a header cannot be sent: \(error)" }
@@ -155,149 +237,3 @@ public struct TaskSpec: Sendable, Hashable {
     }
 }
 
-// MARK: - JSON
-
-extension Duration {
-    /// Whole milliseconds (rounded down).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
-
-extension TaskOptions {
-    /// Only the fields that differ from the defaults, so that records stay small and a default changed in a
-    /// later version applies to tasks that never chose.
-    var json: JSONValue {
-        var object = JSONObject()
-        let defaults = TaskOptions()
-        if connections != defaults.connections { object["connections"] = .int(connections) }
-        if minimumSegment != defaults.minimumSegment { object["minSegment"] = .int(minimumSegment) }
-        if userAgent != defaults.userAgent { object["userAgent"] = .string(userAgent) }
-        if connectTimeout != defaults.connectTimeout { object["connectTimeoutMs"] = .int(connectTimeout.milliseconds) }
-        if stallTimeout != defaults.stallTimeout { object["stallTimeoutMs"] = .int(stallTimeout.milliseconds) }
-        if let totalTimeout { object["maxTimeMs"] = .int(totalTimeout.milliseconds) }
-        if let caFile { object["caFile"] = .string(caFile) }
-        if let caDirectory { object["caPath"] = .string(caDirectory) }
-        if insecure { object["insecure"] = .bool(true) }
-        if let rateLimit { object["rateLimit"] = .int(rateLimit) }
-        if triesPerRange != defaults.triesPerRange { object["triesPerRange"] = .int(triesPerRange) }
-        if totalRetries != defaults.totalRetries { object["retries"] = .int(totalRetries) }
-        if lowSpeedLimit != defaults.lowSpeedLimit {
-            // Turned off: `speedLimit` 0, alone.
-            object["speedLimit"] = .int(lowSpeedLimit?.bytesPerSecond ?? 0)
-            if let lowSpeedLimit { object["speedTime"] = .int(lowSpeedLimit.seconds) }
-        }
-        if !synchronizesToDisk { object["sync"] = .bool(false) }
-        if checkpointBytes != defaults.checkpointBytes { object["checkpointBytes"] = .int(checkpointBytes) }
-        if checkpointInterval != defaults.checkpointInterval {
-            object["checkpointIntervalMs"] = .int(checkpointInterval.milliseconds)
-        }
-        return .object(object)
-    }
-
-    init(reading reader: inout FieldReader) throws(SchemaError) {
-        self.init()
-        let day: ClosedRange<Int64> = 1...86_400_000
-        if let value = try reader.optionalInteger("connections", in: 1...64) { connections = Int(value) }
-        if let value = try reader.optionalInteger("minSegment", in: 1...(1 << 40)) { minimumSegment = value }
-        if let value = try reader.optionalString("userAgent", maximumBytes: 1024) { userAgent = value }
-        if let value = try reader.optionalInteger("connectTimeoutMs", in: day) { connectTimeout = .milliseconds(value) }
-        if let value = try reader.optionalInteger("stallTimeoutMs", in: day) { stallTimeout = .milliseconds(value) }
-        if let value = try reader.optionalInteger("maxTimeMs", in: 1...(Int64(365) * 86_400_000)) { totalTimeout = .milliseconds(value) }
-        caFile = try reader.optionalString("caFile", maximumBytes: 4096)
-        caDirectory = try reader.optionalString("caPath", maximumBytes: 4096)
-        insecure = try reader.bool("insecure", default: false)
-        rateLimit = try reader.optionalInteger("rateLimit", in: 1...(Int64(1) << 50))
-        if let value = try reader.optionalInteger("triesPerRange", in: 1...1000) { triesPerRange = Int(value) }
-        if let value = try reader.optionalInteger("retries", in: 0...1_000_000) { totalRetries = Int(value) }
-        let speed = try reader.optionalInteger("speedLimit", in: 0...(Int64(1) << 50))
-        let time = try reader.optionalInteger("speedTime", in: 1...86_400)
-        switch (speed, time) {
-        case (nil, nil): break
-        case (0, nil): lowSpeedLimit = nil
-        case (let speed?, let time?) where speed > 0: lowSpeedLimit = LowSpeedLimit(bytesPerSecond: speed, seconds: Int(time))
-        default: throw SchemaError(field: reader.name("speedLimit"), "speedLimit and speedTime go together (speedLimit 0 alone: no limit)")
-        }
-        synchronizesToDisk = try reader.bool("sync", default: true)
-        if let value = try reader.optionalInteger("checkpointBytes", in: 1...(Int64(1) << 40)) { checkpointBytes = value }
-        if let value = try reader.optionalInteger("checkpointIntervalMs", in: day) { checkpointInterval = .milliseconds(value) }
-        try reader.finish()
-    }
-}
-
-extension TaskSpec {
-    /// The spec as the session log and the protocol carry it (`docs/sessions.md`, "Task spec").
-    public var json: JSONValue {
-        var object = JSONObject()
-        object["url"] = .string(url)
-        if !mirrors.isEmpty { object["mirrors"] = .array(mirrors.map(JSONValue.string)) }
-        switch destination {
-        case .file(let path): object["path"] = .string(path)
-        case .directory(let directory): object["dir"] = .string(directory)
-        case .stream, .memory: break   // refused by problem() before a spec is ever written
-        }
-        if !createsDirectories { object["createDirectories"] = .bool(false) }
-        if replacesExisting { object["replaceExisting"] = .bool(true) }
-        if let checksum { object["checksum"] = .string(checksum.description) }
-        // Stored under its first name, "onChange", so that queues written before the rename still load.
-        if ifChangedOnServer != .fail { object["onChange"] = .string(ifChangedOnServer.rawValue) }
-        if discardsPartialDownload { object["restart"] = .bool(true) }
-        if !headers.isEmpty {
-            object["headers"] = .array(headers.map { .array([.string($0.name), .string($0.value)]) })
-        }
-        let options = options.json
-        if options.object?.count ?? 0 > 0 { object["options"] = options }
-        if let hook { object["hook"] = .string(hook) }
-        return .object(object)
-    }
-
-    /// Reads a spec strictly (every field known, every value in range).
-    public init(json value: JSONValue, path: String = "spec") throws(SchemaError) {
-        var reader = try FieldReader(value, path: path)
-        try self.init(reading: &reader)
-        try reader.finish()
-    }
-
-    init(reading reader: inout FieldReader) throws(SchemaError) {
-        let url = try reader.string("url", maximumBytes: 8192)
-        let file = try reader.optionalString("path", maximumBytes: 4096)
-        let directory = try reader.optionalString("dir", maximumBytes: 4096)
-        let destination: DownloadRequest.Destination
-        switch (file, directory) {
-        case (let file?, nil): destination = .file(file)
-        case (nil, let directory?): destination = .directory(directory)
-        default: throw SchemaError(field: reader.name("path"), "exactly one of path and dir is required")
-        }
-        self.init(url: url, destination: destination)
-        mirrors = try reader.stringArray("mirrors", maximumCount: 64, maximumBytes: 8192)
-        createsDirectories = try reader.bool("createDirectories", default: true)
-        replacesExisting = try reader.bool("replaceExisting", default: false)
-        if let text = try reader.optionalString("checksum", maximumBytes: 300) {
-            do {
-                checksum = try Checksum(text)
-            } catch {
-                throw SchemaError(field: reader.name("checksum"), "\(error)")
-            }
-        }
-        if let text = try reader.optionalString("onChange", maximumBytes: 16) {
-            guard let policy = ChangePolicy(rawValue: text) else {
-                throw SchemaError(field: reader.name("onChange"), "expected fail or restart, found \"\(text)\"")
-            }
-            ifChangedOnServer = policy
-        }
-        discardsPartialDownload = try reader.bool("restart", default: false)
-        for (index, item) in (try reader.optionalArray("headers", maximumCount: 256) ?? []).enumerated() {
-            guard case .array(let pair) = item, pair.count == 2, let name = pair[0].string, let value = pair[1].string,
-                  name.utf8.count <= 1024, value.utf8.count <= 8192
-            else {
-                throw SchemaError(field: reader.name("headers") + "[\(index)]", "expected [name, value], two strings")
-            }
-            headers.append(TaskHeader(name: name, value: value))
-        }
-        if var optionsReader = try reader.optionalObject("options") {
-            options = try TaskOptions(reading: &optionsReader)
-        }
-        hook = try reader.optionalString("hook", maximumBytes: 8192)
-    }
-}
