@@ -143,8 +143,9 @@ let package = Package(
             dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulTestSupport",
                            .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log")]
         ),
-        // Runs the built `haul` binary as a user would.
-        .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport"]),
+        // Runs the built `haul` binary as a user would; a few tests parse its command line in-process
+        // (`@testable import haul`) to compare what `haul` and `haul queue add` make of the same flags.
+        .testTarget(name: "HaulCLITests", dependencies: ["HaulTestSupport", "haul", "HaulSessions"]),
         // The strict JSON parser that checks the CLI's JSON lines is HaulSessions' (one parser for both).
         .testTarget(
             name: "HaulCommandLineTests",

@@ -56,211 +56,75 @@ struct CommandPlan {
 }
 
 extension HaulCommand {
-    func plan() throws -> CommandPlan {
-        var options = DownloadOptions()
-        options.userAgent = userAgent
-        options.headers = try header.map(Self.parseHeader)
-        options.timeouts = ConnectionTimeouts(connect: .seconds(connectTimeout), tlsHandshake: .seconds(connectTimeout),
-                                              idle: .seconds(stallTimeout))
-        options.totalTimeout = maxTime.map { .seconds($0) }
-        do {
-            options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: speedLimit, speedTime: speedTime)
-        } catch {
-            throw UsageError("\(error)")
+    func plan() throws(UsageError) -> CommandPlan {
+        let output = download.output, list = self.list, parallel = list.parallel
+        guard list.jobs >= 1, list.jobs <= 256 else { throw UsageError("--jobs must be between 1 and 256, not \(list.jobs)") }
+        guard !(localOutput.skipExisting && output.allowOverwrite) else {
+            throw UsageError("--skip-existing and --allow-overwrite contradict each other; give one of them")
         }
+        guard output.dir == nil || localOutput.wgetDirectoryPrefix == nil else { throw UsageError("give -d/--dir or wget's -P, not both") }
+        let dir = output.dir ?? localOutput.wgetDirectoryPrefix
+        // Checked before -u asks for a password or a list is read.
+        var options = try download.downloadOptions(urlsPerDownload: 1, jobs: list.jobs)
         do {
-            let settings = try ProxySettings.forCommandLine(proxy: proxy, noProxy: noproxy,
+            let settings = try ProxySettings.forCommandLine(proxy: proxy.proxy, noProxy: proxy.noproxy,
                                                             environment: ProxySettings.processEnvironment())
             options.proxy = settings.isDirect ? nil : settings
         } catch {
             throw UsageError("\(error)")
         }
-        options.tls.caFile = cacert
-        options.tls.caDirectory = capath
-        options.tls.insecure = insecure
-        options.synchronizesToDisk = !noSync
-        guard connections >= 1, connections <= 64 else { throw UsageError("--connections must be between 1 and 64, not \(connections)") }
-        guard jobs >= 1, jobs <= 256 else { throw UsageError("--jobs must be between 1 and 256, not \(jobs)") }
-        guard (retries ?? 0) >= 0 else { throw UsageError("--retries must not be negative") }
-        options.connections = connections
-        options.maximumConnections = max(64, connections * min(jobs, 8))
-        if let minSegment { options.minimumSegment = minSegment.bytes }
-        options.rateLimit = limitRate?.bytesPerSecond  // `--limit-rate 0` is nil: no limit
-        if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
-        if let checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
-
-        let expected: Checksum?
-        if let checksum {
-            let parsed: Checksum
-            do { parsed = try Checksum(checksum) } catch {
-                throw UsageError("--\(error)")
-            }
-            expected = parsed
-        } else {
-            expected = nil
-        }
-
-        guard !(skipExisting && allowOverwrite) else {
-            throw UsageError("--skip-existing and --allow-overwrite contradict each other; give one of them")
-        }
-        let netrcFile = try loadNetrc()
-        let explicitAuthorization = options.headers.contains { $0.name.lowercased() == "authorization" }
         var downloads: [CommandPlan.Download] = []
-        guard dir == nil || wgetDirectoryPrefix == nil else { throw UsageError("give -d/--dir or wget's -P, not both") }
-        let dir = self.dir ?? wgetDirectoryPrefix
-        let allowOverwrite = self.allowOverwrite
-        let onChange = self.onChange.policy
-        let restart = self.restart
-        // Asked once, before any download: `-u alice` prompts on a terminal, fails without one.
-        let user = try PasswordPrompt.completed(self.user)
-        func make(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) -> CommandPlan.Download {
-            let destination: DownloadRequest.Destination
-            switch output {
-            case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
-            case let output?:
-                let path = Self.join(dir, output)
-                // `-o DIR` or `-o DIR/` means "into DIR", as curl's --output-dir and wget's -P: a file cannot be
-                // renamed over a directory, and `DIR/` would otherwise name a hidden `DIR/.part`.
-                destination = OutputDirectory.means(path) ? .directory(path) : .file(path)
-            case nil: destination = .directory(dir ?? ".")
-            }
-            var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
-                                          replacesExisting: allowOverwrite, checksum: expected, ifChangedOnServer: onChange,
-                                          discardsPartialDownload: restart)
-            if !explicitAuthorization, let authorization = Self.authorization(for: url, user: user, netrc: netrcFile) {
-                request.headers.append(("Authorization", authorization))
-            }
-            let path: String
-            switch destination {
-            case .file(let file): path = file
-            case .stream: path = "-"
-            case .memory: path = ""   // never made here: the CLI writes files or a stream
-            case .directory(let directory):
-                let name = URLText.fileName(forURL: url) ?? "index.html"
-                path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-            }
-            return CommandPlan.Download(request: request, source: source, expectedPath: path)
-        }
-        func add(_ url: String, mirrors: [String], output: String?, source: ErrorText.Source) {
-            downloads.append(make(url, mirrors: mirrors, output: output, source: source))
-        }
-        var list: DownloadList?
+        var downloadList: DownloadList?
         /// The most URLs one download has (its mirrors included), for ``RetryPolicy/commandLine(retries:urls:)``.
         var urlsPerDownload = parallel ? 1 : urls.count
-        if let inputFile {
+        if let inputFile = list.inputFile {
             guard urls.isEmpty else { throw UsageError("give URLs either on the command line or with --input-file, not both") }
             guard !parallel else {
                 throw UsageError("-Z/--parallel is for URLs on the command line; an input file already lists one download per line")
             }
-            guard output == nil else { throw UsageError("--output names one file; with --input-file use out=NAME lines and --dir") }
-            guard checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with --input-file") }
+            guard output.output == nil else { throw UsageError("--output names one file; with --input-file use out=NAME lines and --dir") }
+            guard output.checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with --input-file") }
+            // Asked once, before any download: `-u alice` prompts on a terminal, fails without one.
+            let maker = try download.requests()
             // Read twice, entry by entry, never whole: once now to check every line and count the entries
             // (a bad line stops the run before any download starts), then again as downloads start.
-            let (count, mostURLs) = try InputList.check(inputFile)
+            let count: Int, mostURLs: Int
+            do { (count, mostURLs) = try InputList.check(inputFile) } catch { throw error as? UsageError ?? UsageError("\(error)") }
             urlsPerDownload = mostURLs
             guard count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
-            list = DownloadList(inputFile: inputFile, count: count) { entry in
-                make(entry.url, mirrors: entry.mirrors, output: entry.outputName, source: .inputFile)
+            downloadList = DownloadList(inputFile: inputFile, count: count) { entry in
+                maker.download(entry.url, mirrors: entry.mirrors, output: entry.outputName, dir: dir, source: .inputFile)
             }
         } else {
-            guard !urls.isEmpty else { throw UsageError("no URL given (see haul --help)") }
-            let given = urls.map(URLText.withDefaultScheme)
-            for (index, text) in given.enumerated() {
-                try Self.checkURL(text, typed: urls[index], where: index == 0 || parallel ? "URL" : "mirror URL")
-            }
+            let given = try DownloadArguments.checkedURLs(urls, parallel: parallel, command: "haul")
             if parallel && given.count > 1 {
-                guard output == nil else {
+                guard output.output == nil else {
                     throw UsageError("--output names one file; with -Z each URL is its own download, named by the server or the URL in --dir")
                 }
-                guard checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with -Z and several URLs") }
-                for url in given { add(url, mirrors: [], output: nil, source: .parallel) }
+                guard output.checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with -Z and several URLs") }
+                let maker = try download.requests()
+                downloads = given.map { maker.download($0, mirrors: [], output: nil, dir: dir, source: .parallel) }
             } else {
-                add(given[0], mirrors: Array(given.dropFirst()), output: output, source: parallel ? .parallel : .commandLine)
+                let maker = try download.requests()
+                downloads = [maker.download(given[0], mirrors: Array(given.dropFirst()), output: output.output, dir: dir,
+                                            source: parallel ? .parallel : .commandLine)]
             }
         }
 
         // The downloads of a run share the client's options, so one with mirrors gives all the per-mirror bound.
-        options.retry = RetryPolicy.commandLine(retries: retries, urls: urlsPerDownload)
+        options.retry = RetryPolicy.commandLine(retries: download.retry.retries, urls: urlsPerDownload)
 
         let style: CommandPlan.ProgressStyle
-        switch (quiet || curlSilent, progress) {
+        let verbose = report.verbose
+        switch (report.quiet || curlSilent, report.progress) {
         case (true, _), (_, .some(.none)): style = .none
         case (_, .some(.json)): style = .json
         // Log lines and a bar redrawn in place would overwrite each other: verbose output gets plain lines.
         case (_, .some(.bar)), (_, nil): style = isatty(2) == 1 && !verbose ? .bar : .plain
         }
-        return CommandPlan(options: options, downloads: list ?? DownloadList(downloads), jobs: jobs, progress: style,
-                           messages: progress == .json ? .json : .text, verbose: verbose, skipsExisting: skipExisting)
-    }
-
-    /// Checks that `text` (as typed, or with `http://` added: then `typed` is what the user wrote) is a URL
-    /// the engine can fetch.
-    /// `-u` wins; else the netrc entry for the URL's host (for the URL's own user, when it names one); a
-    /// URL with its own password needs neither. The engine sends the result to that URL's origin only.
-    static func authorization(for url: String, user: String?, netrc: Netrc?) -> String? {
-        if let user {
-            let parts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            return basic(String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-        }
-        guard let netrc, let parsed = try? HTTPURL(url), parsed.userInfo?.password == nil,
-              let found = netrc.credentials(forHost: parsed.host.name, user: parsed.userInfo?.user) else { return nil }
-        return basic(found.login, found.password)
-    }
-
-    private static func basic(_ user: String, _ password: String) -> String {
-        BasicAuthorization.fieldValue(user: user, password: password)
-    }
-
-    /// The netrc file `--netrc`/`--netrc-file` name, parsed; a warning when others can read it.
-    func loadNetrc() throws -> Netrc? {
-        try Self.loadNetrc(netrc: netrc, netrcFile: netrcFile)
-    }
-
-    /// The netrc file `netrcFile` (`--netrc-file`), else `~/.netrc` when `netrc` (`--netrc`), parsed; nil
-    /// when neither is given. Warns when others can read it. For `haul` and `haul queue add` alike.
-    static func loadNetrc(netrc: Bool, netrcFile: String?) throws(UsageError) -> Netrc? {
-        let path: String
-        if let netrcFile {
-            path = netrcFile
-        } else if netrc {
-            guard let home = getenv("HOME").map({ String(cString: $0) }) else { throw UsageError("--netrc: HOME is not set") }
-            path = home + "/.netrc"
-        } else {
-            return nil
-        }
-        let text: String
-        do { text = try TextFile.read(path) } catch { throw UsageError("cannot read netrc file \(path): \(error)") }
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
-            StandardError.write(ErrorText.line("warning: \(path) can be read by other users; the passwords in it are not private") + "\n")
-        }
-        do { return try Netrc(parsing: text) } catch { throw UsageError("\(path): \(error)") }
-    }
-
-    static func checkURL(_ text: String, typed: String? = nil, where place: String) throws {
-        if let column = URLText.interiorSpaceColumn(in: Substring(typed ?? text)) {
-            throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" has a space at column \(column): write it as %20 (or give the URLs as separate arguments)")
-        }
-        do { _ = try HTTPURL(text) } catch {
-            throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" is not a usable http(s) URL: \(error)")
-        }
-    }
-
-    static func parseHeader(_ text: String) throws -> (name: String, value: String) {
-        guard let colon = text.firstIndex(of: ":") else {
-            throw UsageError("header \"\(text)\" is not 'Name: value'")
-        }
-        let name = String(text[..<colon])
-        let value = String(text[text.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
-        let probe = RequestHead(method: .get, url: try! HTTPURL("http://localhost/"), userAgent: "haul", headers: HTTPFields([(name, value)]))
-        do { _ = try probe.serialized() } catch { throw UsageError("header \"\(text)\" cannot be sent: \(error)") }
-        return (name, value)
-    }
-
-    /// `name` inside `directory` (an absolute `name` stays as it is).
-    static func join(_ directory: String?, _ name: String) -> String {
-        guard let directory, !name.hasPrefix("/") else { return name }
-        return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        return CommandPlan(options: options, downloads: downloadList ?? DownloadList(downloads), jobs: list.jobs, progress: style,
+                           messages: report.progress == .json ? .json : .text, verbose: verbose,
+                           skipsExisting: localOutput.skipExisting)
     }
 }
 
@@ -387,7 +251,7 @@ final class InputList {
         let list = InputList(path: path)
         var count = 0, mostURLs = 1
         while let entry = try list.next() {
-            try HaulCommand.checkURL(entry.url, where: "\(path) line \(entry.line)")
+            try DownloadArguments.checkURL(entry.url, where: "\(path) line \(entry.line)")
             count += 1
             mostURLs = max(mostURLs, 1 + entry.mirrors.count)
         }

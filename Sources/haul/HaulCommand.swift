@@ -14,6 +14,12 @@ struct HaulCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
         abstract: "Download files over HTTP/1.1 with parallel ranged connections; interrupted downloads resume when run again.",
+        usage: """
+            haul [options] URL [MIRROR-URL...]
+            haul [options] -Z URL...
+            haul [options] -i FILE
+            haul queue|daemon <subcommand> [options]
+            """,
         discussion: """
             Examples:
               haul https://example.org/big.iso
@@ -38,113 +44,15 @@ struct HaulCommand: AsyncParsableCommand {
         subcommands: [DaemonCommand.self, QueueCommand.self]
     )
 
-    @Argument(help: "The URL to download, then other URLs of the same file (mirrors); with -Z, each URL its own download. No scheme means http://.")
+    @Argument(help: ArgumentHelp("The URL to download, then other URLs of the same file (mirrors); with -Z, each URL its own download. No scheme means http://.", valueName: "URL"))
     var urls: [String] = []
 
-    @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Download each URL on the command line as its own file (not as mirrors), --jobs at a time.")
-    var parallel = false
-
-    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here; a directory (an existing one, or any path ending in /) saves into it under the server's or the URL's name; - streams it in order to standard output over all connections (default: the server's suggested name in --dir).")
-    var output: String?
-
-    @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for downloaded files; created when missing (default: current).")
-    var dir: String?
-
-    @Option(name: [.customShort("i", allowingJoined: true), .customLong("input-file")], help: "Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME); - reads the list from standard input.")
-    var inputFile: String?
-
-    @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Downloads at the same time with --input-file or --parallel.")
-    var jobs = 4
-
-    @Option(name: [.customShort("c", allowingJoined: true), .long], help: "Connections per download.")
-    var connections = 8
-
-    @Option(name: .long, help: "Smallest piece one connection is given or steals (e.g. 1M).")
-    var minSegment: ByteSize?
-
-    @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
-    var header: [String] = []
-
-    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the server of the (first) URL, sent as Basic authorization to that origin only; USER alone asks for the password on a terminal.")
-    var user: String?
-
-    @Flag(name: .long, help: "Take the login and password for each URL's host from ~/.netrc.")
-    var netrc = false
-
-    @Option(name: .long, help: "Like --netrc, from FILE.")
-    var netrcFile: String?
-
-    @Option(name: [.customShort("x", allowingJoined: true), .long], help: "Proxy for every URL: http://, https://, socks5:// or socks5h:// (names resolved by the proxy), with user:password@ for its credentials; \"\" for none. Without it, http_proxy, https_proxy/HTTPS_PROXY and all_proxy/ALL_PROXY are read as curl reads them.")
-    var proxy: String?
-
-    @Option(name: .long, help: "Hosts reached directly, not through the proxy: comma-separated domain suffixes, IP addresses, CIDR ranges, or * (default: no_proxy/NO_PROXY).")
-    var noproxy: String?
-
-    @Option(name: .long, help: "User-Agent to send.")
-    var userAgent = HaulVersion.userAgent
-
-    @Option(name: .long, help: "CA certificates to trust, one PEM file.")
-    var cacert: String?
-
-    @Option(name: .long, help: "CA certificates to trust, a hashed directory (c_rehash).")
-    var capath: String?
-
-    @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
-    var insecure = false
-
-    @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha512, sha1, md5; aria2's sha-256=HEX too).")
-    var checksum: String?
-
-    @Option(name: .long, help: "Most bytes per second for each download (e.g. 500K, 10M; 0 for no limit).")
-    var limitRate: RateLimitSetting?
-
-    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
-    var retries: Int?
-
-    @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
-    var connectTimeout: Double = 10
-
-    @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
-    var stallTimeout: Double = 30
-
-    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedLimit))
-    var speedLimit: RateLimitSetting?
-
-    @Option(name: [.customShort("y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedTime))
-    var speedTime: Int?
-
-    @Option(name: .long, help: "Seconds one download may take in all.")
-    var maxTime: Double?
-
-    @Option(name: .long, help: "When the file changed on the server since the download began: fail or restart.")
-    var onChange: ChangePolicyArgument = .fail
-
-    @Flag(name: .long, help: "Discard a previous partial download of the same output instead of resuming it.")
-    var restart = false
-
-    @Flag(name: .long, help: "Replace an existing file at the destination.")
-    var allowOverwrite = false
-
-    @Flag(name: .long, help: "Skip a download whose file already exists, reporting it as complete (like wget -nc).")
-    var skipExisting = false
-
-    @Option(name: .long, help: "Progress on stderr: bar (plain lines when not a terminal), json, or none.")
-    var progress: ProgressStyleArgument?
-
-    @Flag(name: [.short, .long], help: "Print nothing but errors.")
-    var quiet = false
-
-    @Flag(name: [.short, .long], help: "Log every request (with its Range), response, redirect, retry and resume decision to stderr.")
-    var verbose = false
-
-    @Flag(name: .long, help: "Skip fdatasync (faster; survives a crash of haul, not of the machine).")
-    var noSync = false
-
-    @Option(name: .long, help: "Checkpoint the resume journal after this many bytes (e.g. 32M).")
-    var checkpointBytes: ByteSize?
-
-    @Option(name: .long, help: "Checkpoint the resume journal at least this often, in seconds.")
-    var checkpointInterval: Double?
+    /// The options `haul queue add` shares: Output, Connections, Network, TLS, Retries and timeouts.
+    @OptionGroup var download: DownloadArguments
+    @OptionGroup(title: "Output") var localOutput: LocalOutputOptions
+    @OptionGroup(title: "Network") var proxy: ProxyOptions
+    @OptionGroup(title: "Progress") var report: ProgressOptions
+    @OptionGroup(title: "Lists") var list: ListOptions
 
     @Flag(name: [.customShort("V"), .long], help: "Print the version and exit.")
     var version = false
@@ -163,8 +71,6 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .customLong("continue"), help: .hidden) var wgetContinue = false
     /// curl's `-s`: haul's `-q`.
     @Flag(name: [.customShort("s"), .customLong("silent")], help: .hidden) var curlSilent = false
-    /// wget's `-P DIR`: haul's `-d DIR`.
-    @Option(name: [.customShort("P", allowingJoined: true), .customLong("directory-prefix")], help: .hidden) var wgetDirectoryPrefix: String?
 
     /// Parses the command line and runs it; every path ends the process with `exit`.
     ///
@@ -195,7 +101,7 @@ struct HaulCommand: AsyncParsableCommand {
         do {
             plan = try command.plan()
         } catch {
-            usageError(String(describing: error), json: command.progress == .json)
+            usageError(String(describing: error), json: command.report.progress == .json)
         }
         let status = await CommandRun(plan: plan).run()
         Glibc.exit(status.code)

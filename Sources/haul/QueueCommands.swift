@@ -30,91 +30,17 @@ struct QueueAdd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
         abstract: "Queue a download; print its task id and return at once.",
+        usage: "haul queue add [options] URL [MIRROR-URL...]",
         discussion: "The first URL is the file; further URLs are mirrors of it. Relative paths are taken from the current directory."
     )
 
     @OptionGroup var sessionOption: SessionOption
 
-    @Argument(help: "The URL, then mirrors of the same file. No scheme means http://.")
+    @Argument(help: ArgumentHelp("The URL, then mirrors of the same file. No scheme means http://.", valueName: "URL"))
     var urls: [String] = []
 
-    @Option(name: [.customShort("o", allowingJoined: true), .long], help: "Write the file here.")
-    var output: String?
-
-    @Option(name: [.customShort("d", allowingJoined: true), .long], help: "Directory for the file, named by the server or the URL (default: current).")
-    var dir: String?
-
-    @Option(name: [.customShort("c", allowingJoined: true), .long], help: "Connections for this download.")
-    var connections = 8
-
-    @Option(name: .long, help: "Smallest piece one connection is given or steals (e.g. 1M).")
-    var minSegment: ByteSize?
-
-    @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
-    var header: [String] = []
-
-    @Option(name: [.customShort("u", allowingJoined: true), .long], help: "USER:PASSWORD for the URL's server (Basic, that origin only); USER alone asks for the password on a terminal.")
-    var user: String?
-
-    @Flag(name: .long, help: "Take the login and password for the URL's host from ~/.netrc.")
-    var netrc = false
-
-    @Option(name: .long, help: "Like --netrc, from FILE.")
-    var netrcFile: String?
-
-    @Option(name: .long, help: "User-Agent to send.")
-    var userAgent = HaulVersion.userAgent
-
-    @Option(name: .long, help: "CA certificates to trust, one PEM file.")
-    var cacert: String?
-
-    @Option(name: .long, help: "CA certificates to trust, a hashed directory.")
-    var capath: String?
-
-    @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
-    var insecure = false
-
-    @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha512, sha1, md5; aria2's sha-256=HEX too).")
-    var checksum: String?
-
-    @Option(name: .long, help: "Most bytes per second for this download (e.g. 500K; 0 for no limit).")
-    var limitRate: RateLimitSetting?
-
-    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
-    var retries: Int?
-
-    @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
-    var connectTimeout: Double = 10
-
-    @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
-    var stallTimeout: Double = 30
-
-    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedLimit))
-    var speedLimit: RateLimitSetting?
-
-    @Option(name: [.customShort("y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedTime))
-    var speedTime: Int?
-
-    @Option(name: .long, help: "Seconds one run of the download may take.")
-    var maxTime: Double?
-
-    @Option(name: .long, help: "When the file changed on the server: fail or restart.")
-    var onChange: ChangePolicyArgument = .fail
-
-    @Flag(name: .long, help: "Discard a partial download of the same output instead of resuming it.")
-    var restart = false
-
-    @Flag(name: .long, help: "Replace an existing file at the destination.")
-    var allowOverwrite = false
-
-    @Flag(name: .long, help: "Skip fdatasync (survives a crash of the daemon, not of the machine).")
-    var noSync = false
-
-    @Option(name: .long, help: "Checkpoint the resume journal after this many bytes (e.g. 32M).")
-    var checkpointBytes: ByteSize?
-
-    @Option(name: .long, help: "Checkpoint the resume journal at least this often, in seconds.")
-    var checkpointInterval: Double?
+    /// The options `haul` has too, declared once (``DownloadArguments``), with the same meaning.
+    @OptionGroup var download: DownloadArguments
 
     @Option(name: .long, help: ArgumentHelp("Run this shell command once when the download completes (HAUL_PATH, HAUL_DIGEST, ... in its environment).", valueName: "command"))
     var onComplete: String?
@@ -122,77 +48,20 @@ struct QueueAdd: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the task as a JSON object instead of its id.")
     var json = false
 
-    func spec() throws -> TaskSpec {
-        guard !urls.isEmpty else { throw CommandFailure(.usage, "no URL given (see haul queue add --help)") }
-        let given = urls.map(URLText.withDefaultScheme)
-        for (index, text) in given.enumerated() {
-            do { try HaulCommand.checkURL(text, typed: urls[index], where: index == 0 ? "URL" : "mirror URL") } catch {
-                throw CommandFailure(.usage, String(describing: error))
-            }
+    /// The task: the request and options `haul` would make of the same flags (``DownloadArguments``), its
+    /// headers moved from the client's options into the request (a task's are its own).
+    func spec() throws(UsageError) -> TaskSpec {
+        let given = try DownloadArguments.checkedURLs(urls, parallel: false, command: "haul queue add")
+        if download.output.output == "-" {
+            throw UsageError("-o - cannot be queued: the daemon outlives this command's standard output")
         }
-        guard (1...64).contains(connections) else { throw CommandFailure(.usage, "--connections must be between 1 and 64, not \(connections)") }
-        guard (retries ?? 0) >= 0 else { throw CommandFailure(.usage, "--retries must not be negative") }
-        let destination: DownloadRequest.Destination
-        if output == "-" {
-            throw CommandFailure(.usage, "-o - cannot be queued: the daemon outlives this command's standard output")
-        }
-        if let output {
-            destination = .file(SessionPaths.absolute(HaulCommand.join(dir, output)))
-        } else {
-            destination = .directory(SessionPaths.absolute(dir ?? "."))
-        }
-        var spec = TaskSpec(url: given[0], mirrors: Array(given.dropFirst()), destination: destination)
-        spec.replacesExisting = allowOverwrite
-        spec.ifChangedOnServer = onChange.policy
-        spec.discardsPartialDownload = restart
-        if let checksum {
-            do {
-                spec.checksum = try Checksum(checksum)
-            } catch {
-                throw CommandFailure(.usage, "--\(error)")
-            }
-        }
-        do {
-            spec.headers = try header.map(HaulCommand.parseHeader).map { TaskHeader(name: $0.name, value: $0.value) }
-        } catch {
-            throw CommandFailure(.usage, String(describing: error))
-        }
-        let user: String?
-        do { user = try PasswordPrompt.completed(self.user) } catch { throw CommandFailure(.usage, error.message) }
-        if !spec.headers.contains(where: { $0.name.lowercased() == "authorization" }),
-           let authorization = HaulCommand.authorization(for: given[0], user: user, netrc: try HaulCommand.loadNetrc(netrc: netrc, netrcFile: netrcFile)) {
-            spec.headers.append(TaskHeader(name: "Authorization", value: authorization))
-        }
-        var options = TaskOptions()
-        options.connections = connections
-        if let minSegment { options.minimumSegment = minSegment.bytes }
-        options.userAgent = userAgent
-        options.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        options.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-        options.totalTimeout = maxTime.map { .milliseconds(Int64($0 * 1000)) }
-        options.caFile = cacert.map(SessionPaths.absolute)
-        options.caDirectory = capath.map(SessionPaths.absolute)
-        options.insecure = insecure
-        options.rateLimit = limitRate?.bytesPerSecond
-        let retry = RetryPolicy.commandLine(retries: retries, urls: given.count)
-        // A task's journal holds at most 1000 tries a range; past that the download's budget is the bound.
-        options.triesPerRange = min(1000, retry.triesPerRange)
-        options.totalRetries = retry.totalRetries
-        do {
-            options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: speedLimit, speedTime: speedTime)
-        } catch {
-            throw CommandFailure(.usage, "\(error)")
-        }
-        options.synchronizesToDisk = !noSync
-        if let checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
-        if let checkpointInterval { options.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000)) }
-        spec.options = options
-        spec.hook = onComplete
-        if let problem = spec.problem() { throw CommandFailure(.usage, problem) }
-        // The daemon's engine would refuse it anyway; saying so now spares a queued task that can only fail.
-        if let path = spec.filePath, !allowOverwrite, OutputFile.exists(path), !OutputFile.exists(WorkingFileNames.partial(of: path)) {
-            throw CommandFailure(.output, "\(path) already exists (use --allow-overwrite to replace it)")
-        }
+        let options = try download.downloadOptions(urlsPerDownload: given.count)
+        var request = try download.requests().download(given[0], mirrors: Array(given.dropFirst()), output: download.output.output,
+                                                       dir: download.output.dir, source: .commandLine).request
+        request.headers = options.headers + request.headers
+        // Relative paths are taken from here, not from the daemon's directory.
+        let spec = TaskSpec(request, options: TaskOptions(options), hook: onComplete).resolvingRelativePaths()
+        if let problem = spec.problem() { throw UsageError(problem) }
         return spec
     }
 
@@ -200,11 +69,13 @@ struct QueueAdd: AsyncParsableCommand {
         let command = self
         // spec() may read a netrc file: off the cooperative pool.
         let made = await BlockingWork.run { () -> Result<TaskSpec, CommandFailure> in
-            do { return .success(try command.spec()) } catch let failure as CommandFailure { return .failure(failure) } catch {
-                return .failure(CommandFailure(.usage, String(describing: error)))
-            }
+            do { return .success(try command.spec()) } catch { return .failure(CommandFailure(.usage, String(describing: error))) }
         }
         let spec = try made.get()
+        // The daemon's engine would refuse it anyway; saying so now spares a queued task that can only fail.
+        if let path = spec.filePath, !spec.replacesExisting, OutputFile.exists(path), !OutputFile.exists(WorkingFileNames.partial(of: path)) {
+            throw CommandFailure(.output, "\(path) already exists (use --allow-overwrite to replace it)")
+        }
         let session = try await sessionOption.connect()
         let task: SessionTask
         do { task = try await session.add(spec) } catch { throw CommandFailure(error) }

@@ -1,0 +1,185 @@
+import ArgumentParser
+import Haul
+import HaulCommandLine
+import HaulHTTP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The options of one download, for `haul` and `haul queue add` alike: one declaration each, grouped by
+/// topic for `--help`, and one mapping to the engine's ``DownloadOptions`` and ``DownloadRequest``
+/// (``downloadOptions(urlsPerDownload:jobs:)``, ``requests()``). The options only `haul` has (the proxy,
+/// progress, lists) are its own groups, under the same titles.
+struct DownloadArguments: ParsableArguments {
+    @OptionGroup(title: "Output") var output: OutputOptions
+    @OptionGroup(title: "Connections") var connection: ConnectionOptions
+    @OptionGroup(title: "Network") var network: NetworkOptions
+    @OptionGroup(title: "TLS") var tls: TLSOptions
+    @OptionGroup(title: "Retries and timeouts") var retry: RetryOptions
+
+    /// The engine options these flags ask for. `urlsPerDownload` is the most URLs one download has (its
+    /// mirrors included), for ``RetryPolicy/commandLine(retries:urls:)``; `jobs` the downloads run at once,
+    /// for the client's connection cap.
+    func downloadOptions(urlsPerDownload: Int, jobs: Int = 1) throws(UsageError) -> DownloadOptions {
+        var options = DownloadOptions()
+        options.userAgent = network.userAgent
+        options.headers = try network.header.map(Self.parseHeader)
+        options.timeouts = ConnectionTimeouts(connect: .seconds(retry.connectTimeout), tlsHandshake: .seconds(retry.connectTimeout),
+                                              idle: .seconds(retry.stallTimeout))
+        options.totalTimeout = retry.maxTime.map { .seconds($0) }
+        do {
+            options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: retry.speedLimit, speedTime: retry.speedTime)
+        } catch {
+            throw UsageError("\(error)")
+        }
+        options.tls.caFile = tls.cacert
+        options.tls.caDirectory = tls.capath
+        options.tls.insecure = tls.insecure
+        options.synchronizesToDisk = !output.noSync
+        let connections = connection.connections
+        guard connections >= 1, connections <= 64 else { throw UsageError("--connections must be between 1 and 64, not \(connections)") }
+        guard (retry.retries ?? 0) >= 0 else { throw UsageError("--retries must not be negative") }
+        options.connections = connections
+        options.maximumConnections = max(64, connections * min(jobs, 8))
+        if let minSegment = connection.minSegment { options.minimumSegment = minSegment.bytes }
+        options.rateLimit = connection.limitRate?.bytesPerSecond  // `--limit-rate 0` is nil: no limit
+        if let checkpointBytes = output.checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
+        if let checkpointInterval = output.checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
+        options.retry = RetryPolicy.commandLine(retries: retry.retries, urls: urlsPerDownload)
+        return options
+    }
+
+    /// What every download of the run shares beyond the engine options, checked: the checksum, what to do
+    /// with an existing or changed file, and the credentials (`-u` asks for a missing password here, once;
+    /// the netrc file is read here). Reads files: call it off the cooperative pool.
+    func requests() throws(UsageError) -> RequestMaker {
+        var checksum: Checksum?
+        if let text = output.checksum {
+            do { checksum = try Checksum(text) } catch { throw UsageError("--\(error)") }
+        }
+        let headers = try network.header.map(Self.parseHeader)
+        return RequestMaker(
+            checksum: checksum, replacesExisting: output.allowOverwrite, ifChangedOnServer: output.onChange.policy,
+            discardsPartialDownload: output.restart,
+            authorizes: headers.contains { $0.name.lowercased() == "authorization" },
+            user: try PasswordPrompt.completed(network.user),
+            netrc: try Self.loadNetrc(netrc: network.netrc, netrcFile: network.netrcFile))
+    }
+
+    /// The URLs as given, with `http://` added where they have no scheme; each checked. `parallel`: each is its
+    /// own download (`-Z`), not a mirror of the first.
+    static func checkedURLs(_ urls: [String], parallel: Bool, command: String) throws(UsageError) -> [String] {
+        guard !urls.isEmpty else { throw UsageError("no URL given (see \(command) --help)") }
+        let given = urls.map(URLText.withDefaultScheme)
+        for (index, text) in given.enumerated() {
+            try checkURL(text, typed: urls[index], where: index == 0 || parallel ? "URL" : "mirror URL")
+        }
+        return given
+    }
+
+    /// Checks that `text` (as typed, or with `http://` added: then `typed` is what the user wrote) is a URL
+    /// the engine can fetch.
+    static func checkURL(_ text: String, typed: String? = nil, where place: String) throws(UsageError) {
+        if let column = URLText.interiorSpaceColumn(in: Substring(typed ?? text)) {
+            throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" has a space at column \(column): write it as %20 (or give the URLs as separate arguments)")
+        }
+        do { _ = try HTTPURL(text) } catch {
+            throw UsageError("\(place) \"\(TerminalText.sanitized(typed ?? text))\" is not a usable http(s) URL: \(error)")
+        }
+    }
+
+    static func parseHeader(_ text: String) throws(UsageError) -> (name: String, value: String) {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw UsageError("header \"\(text)\" is not 'Name: value'")
+        }
+        let name = String(text[..<colon])
+        let value = String(text[text.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
+        let probe = RequestHead(method: .get, url: try! HTTPURL("http://localhost/"), userAgent: "haul", headers: HTTPFields([(name, value)]))
+        do { _ = try probe.serialized() } catch { throw UsageError("header \"\(text)\" cannot be sent: \(error)") }
+        return (name, value)
+    }
+
+    /// The netrc file `netrcFile` (`--netrc-file`), else `~/.netrc` when `netrc` (`--netrc`), parsed; nil
+    /// when neither is given. Warns when others can read it.
+    static func loadNetrc(netrc: Bool, netrcFile: String?) throws(UsageError) -> Netrc? {
+        let path: String
+        if let netrcFile {
+            path = netrcFile
+        } else if netrc {
+            guard let home = getenv("HOME").map({ String(cString: $0) }) else { throw UsageError("--netrc: HOME is not set") }
+            path = home + "/.netrc"
+        } else {
+            return nil
+        }
+        let text: String
+        do { text = try TextFile.read(path) } catch { throw UsageError("cannot read netrc file \(path): \(error)") }
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
+            StandardError.write(ErrorText.line("warning: \(path) can be read by other users; the passwords in it are not private") + "\n")
+        }
+        do { return try Netrc(parsing: text) } catch { throw UsageError("\(path): \(error)") }
+    }
+}
+
+/// Makes the request of each download of a run from what its options share (``DownloadArguments/requests()``).
+struct RequestMaker {
+    var checksum: Checksum?
+    var replacesExisting: Bool
+    var ifChangedOnServer: ChangePolicy
+    var discardsPartialDownload: Bool
+    /// Whether a `-H 'Authorization: …'` was given: then neither `-u` nor the netrc file adds another.
+    var authorizes: Bool
+    /// `-u`, its password completed.
+    var user: String?
+    var netrc: Netrc?
+
+    /// The download of `url` (with `mirrors`) into `output` (`-o`, `out=NAME`; nil: named by the server) in
+    /// `dir`: `-` is standard output, a directory (an existing one, or a path ending in `/`) is saved into.
+    func download(_ url: String, mirrors: [String], output: String?, dir: String?, source: ErrorText.Source) -> CommandPlan.Download {
+        let destination: DownloadRequest.Destination
+        switch output {
+        case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
+        case let output?:
+            let path = Self.join(dir, output)
+            // `-o DIR` or `-o DIR/` means "into DIR", as curl's --output-dir and wget's -P: a file cannot be
+            // renamed over a directory, and `DIR/` would otherwise name a hidden `DIR/.part`.
+            destination = OutputDirectory.means(path) ? .directory(path) : .file(path)
+        case nil: destination = .directory(dir ?? ".")
+        }
+        var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
+                                      replacesExisting: replacesExisting, checksum: checksum,
+                                      ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
+        if !authorizes, let authorization = Self.authorization(for: url, user: user, netrc: netrc) {
+            request.headers.append(("Authorization", authorization))
+        }
+        let path: String
+        switch destination {
+        case .file(let file): path = file
+        case .stream: path = "-"
+        case .memory: path = ""   // never made here: the CLI writes files or a stream
+        case .directory(let directory):
+            let name = URLText.fileName(forURL: url) ?? "index.html"
+            path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        }
+        return CommandPlan.Download(request: request, source: source, expectedPath: path)
+    }
+
+    /// `-u` wins; else the netrc entry for the URL's host (for the URL's own user, when it names one); a
+    /// URL with its own password needs neither. The engine sends the result to that URL's origin only.
+    static func authorization(for url: String, user: String?, netrc: Netrc?) -> String? {
+        if let user {
+            let parts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            return BasicAuthorization.fieldValue(user: String(parts[0]), password: parts.count > 1 ? String(parts[1]) : "")
+        }
+        guard let netrc, let parsed = try? HTTPURL(url), parsed.userInfo?.password == nil,
+              let found = netrc.credentials(forHost: parsed.host.name, user: parsed.userInfo?.user) else { return nil }
+        return BasicAuthorization.fieldValue(user: found.login, password: found.password)
+    }
+
+    /// `name` inside `directory` (an absolute `name` stays as it is).
+    static func join(_ directory: String?, _ name: String) -> String {
+        guard let directory, !name.hasPrefix("/") else { return name }
+        return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}

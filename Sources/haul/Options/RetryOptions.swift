@@ -1,0 +1,25 @@
+import ArgumentParser
+import Haul
+import HaulCommandLine
+
+/// How often a failed request is tried again and how long each wait may last; "Retries and timeouts" in
+/// `--help`, the same for `haul` and `haul queue add`.
+struct RetryOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(RetryPolicy.commandLineHelp + " " + WaitOptionHelp.retryAfter))
+    var retries: Int?
+
+    @Option(name: .long, help: "Seconds allowed to connect (and for the TLS handshake).")
+    var connectTimeout: Double = 10
+
+    @Option(name: .long, help: "Seconds without receiving a byte before a connection is given up.")
+    var stallTimeout: Double = 30
+
+    @Option(name: [.customShort("Y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedLimit))
+    var speedLimit: RateLimitSetting?
+
+    @Option(name: [.customShort("y", allowingJoined: true), .long], help: ArgumentHelp(WaitOptionHelp.speedTime))
+    var speedTime: Int?
+
+    @Option(name: .long, help: "Seconds one download may take in all (a queued one: each time the daemon runs it).")
+    var maxTime: Double?
+}
