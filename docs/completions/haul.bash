@@ -163,9 +163,9 @@ _haul() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(-Z --parallel --netrc -k --insecure --restart --allow-overwrite --skip-existing -q --quiet -v --verbose --no-sync -V --version -h --help)
+    local -a non_repeating_flags=(--restart --allow-overwrite --no-sync --netrc -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel -V --version -h --help)
     local -a repeating_options=(-H --header)
-    local -a non_repeating_options=(-o --output -d --dir -i --input-file -j --jobs -c --connections --min-segment -u --user --netrc-file -x --proxy --noproxy --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --progress --checkpoint-bytes --checkpoint-interval)
+    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --cacert --capath --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time -x --proxy --noproxy --progress -i --input-file -j --jobs)
     # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that
     # subcommand, before haul's URLs (any number of positionals) would consume it.
     if [[ "${#unparsed_words[@]}" -gt 1 && " daemon queue help " = *" ${unparsed_words[0]} "* ]]; then
@@ -185,16 +185,26 @@ _haul() {
     '-d'|'--dir')
         return
         ;;
-    '-i'|'--input-file')
+    '--checksum')
         return
         ;;
-    '-j'|'--jobs')
+    '--on-change')
+        __haul_add_completions -W 'fail'$'\n''restart'
+        return
+        ;;
+    '--checkpoint-bytes')
+        return
+        ;;
+    '--checkpoint-interval')
         return
         ;;
     '-c'|'--connections')
         return
         ;;
     '--min-segment')
+        return
+        ;;
+    '--limit-rate')
         return
         ;;
     '-H'|'--header')
@@ -206,12 +216,6 @@ _haul() {
     '--netrc-file')
         return
         ;;
-    '-x'|'--proxy')
-        return
-        ;;
-    '--noproxy')
-        return
-        ;;
     '--user-agent')
         return
         ;;
@@ -219,12 +223,6 @@ _haul() {
         return
         ;;
     '--capath')
-        return
-        ;;
-    '--checksum')
-        return
-        ;;
-    '--limit-rate')
         return
         ;;
     '--retries')
@@ -245,18 +243,20 @@ _haul() {
     '--max-time')
         return
         ;;
-    '--on-change')
-        __haul_add_completions -W 'fail'$'\n''restart'
+    '-x'|'--proxy')
+        return
+        ;;
+    '--noproxy')
         return
         ;;
     '--progress')
         __haul_add_completions -W 'bar'$'\n''json'$'\n''none'
         return
         ;;
-    '--checkpoint-bytes')
+    '-i'|'--input-file')
         return
         ;;
-    '--checkpoint-interval')
+    '-j'|'--jobs')
         return
         ;;
     esac
@@ -332,9 +332,9 @@ _haul_queue() {
 
 _haul_queue_add() {
     repeating_flags=()
-    non_repeating_flags=(--netrc -k --insecure --restart --allow-overwrite --no-sync --json -h --help)
+    non_repeating_flags=(--restart --allow-overwrite --no-sync --netrc -k --insecure --json -h --help)
     repeating_options=(-H --header)
-    non_repeating_options=(--session -o --output -d --dir -c --connections --min-segment -u --user --netrc-file --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --checkpoint-bytes --checkpoint-interval --on-complete)
+    non_repeating_options=(--session -o --output -d --dir --checksum --on-change --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --cacert --capath --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-complete)
     __haul_offer_flags_options -1
 
     # Offer option value completions
@@ -348,10 +348,26 @@ _haul_queue_add() {
     '-d'|'--dir')
         return
         ;;
+    '--checksum')
+        return
+        ;;
+    '--on-change')
+        __haul_add_completions -W 'fail'$'\n''restart'
+        return
+        ;;
+    '--checkpoint-bytes')
+        return
+        ;;
+    '--checkpoint-interval')
+        return
+        ;;
     '-c'|'--connections')
         return
         ;;
     '--min-segment')
+        return
+        ;;
+    '--limit-rate')
         return
         ;;
     '-H'|'--header')
@@ -372,12 +388,6 @@ _haul_queue_add() {
     '--capath')
         return
         ;;
-    '--checksum')
-        return
-        ;;
-    '--limit-rate')
-        return
-        ;;
     '--retries')
         return
         ;;
@@ -394,16 +404,6 @@ _haul_queue_add() {
         return
         ;;
     '--max-time')
-        return
-        ;;
-    '--on-change')
-        __haul_add_completions -W 'fail'$'\n''restart'
-        return
-        ;;
-    '--checkpoint-bytes')
-        return
-        ;;
-    '--checkpoint-interval')
         return
         ;;
     '--on-complete')
