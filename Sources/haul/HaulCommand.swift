@@ -18,7 +18,8 @@ struct HaulCommand: AsyncParsableCommand {
             haul [options] URL [MIRROR-URL...]
             haul [options] -Z URL...
             haul [options] -i FILE
-            haul queue|daemon <subcommand> [options]
+            haul queue <subcommand> [options]
+            haul daemon [options]
             """,
         discussion: """
             Examples:
