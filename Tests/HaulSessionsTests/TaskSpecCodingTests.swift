@@ -66,6 +66,25 @@ import Testing
         #expect(read.json.serialized == text, "the same spec, the same bytes")
     }
 
+    /// Every field of a request reaches the task (a field `DownloadRequest` gains must be carried by
+    /// `TaskSpec` too): set them all, and the task's request is the same, its credentials as the
+    /// `Authorization` header they are sent as.
+    @Test func everyFieldOfARequestReachesTheTask() throws {
+        var request = DownloadRequest(url: "https://example.org/a.iso", mirrors: ["https://m.example.net/a.iso"],
+                                      destination: .directory("/data"), createsDirectories: true, replacesExisting: true,
+                                      checksum: try Checksum("md5=" + String(repeating: "0f", count: 16)), ifChangedOnServer: .restart,
+                                      discardsPartialDownload: true, headers: [("X-A", "1")],
+                                      credentials: DownloadRequest.Credentials(user: "alice", password: "secret"))
+        let unchanged = Self.unchangedLeaves(request, DownloadRequest(url: "http://h/x", destination: .file("/x")), path: "request")
+        #expect(unchanged.isEmpty, "set these in the sample: \(unchanged)")
+        let spec = TaskSpec(request, options: TaskOptions())
+        request.headers = request.headersWithCredentials
+        request.credentials = nil
+        #expect(spec.request(firstStart: true) == request)
+        #expect(try TaskSpec(json: spec.json).request(firstStart: true) == request)
+        #expect(spec.request(firstStart: false).discardsPartialDownload == false, "only the first start discards")
+    }
+
     /// Queues written before the spec was encoded through `Codable` hold the first shape: still read, to the
     /// same spec.
     @Test func aSpecWrittenInTheFirstShapeStillDecodes() throws {
