@@ -77,8 +77,7 @@ import Testing
         #expect(second.exitStatus == 9, "\(second.errorText)")
         #expect(second.errorText == "haul: a daemon already runs session \(sandbox.paths.directory) (process \(pid))\n", "\(second.errorText)")
 
-        var configuration = DaemonConfiguration(paths: sandbox.paths)
-        configuration.handlesSignals = false
+        let configuration = DaemonConfiguration(paths: sandbox.paths)
         await #expect(throws: SessionError.daemonAlreadyRunning(path: sandbox.paths.directory, pid: pid)) {
             _ = try await SessionDaemon.run(configuration)
         }
@@ -162,7 +161,7 @@ import Testing
         // holds the bodies). Cancel it.
         #expect(SessionSandbox.waitUntil(timeout: 30) { second.state == .running }, "the second task started")
         try await second.cancel()
-        await #expect(throws: SessionTaskError.cancelled) { try await second.value }
+        await #expect(throws: SessionError.taskCancelled) { try await second.value }
         #expect(!FileManager.default.fileExists(atPath: sandbox.output + "/big2.bin.part"))
         #expect(!FileManager.default.fileExists(atPath: sandbox.output + "/big2.bin.part.haul"))
 
@@ -280,8 +279,7 @@ import Testing
         var image = SampleLog.fileImage(SampleLog.records)
         image[40] ^= 0x01
         try Data(image).write(to: URL(fileURLWithPath: sandbox.paths.log))
-        var configuration = DaemonConfiguration(paths: sandbox.paths)
-        configuration.handlesSignals = false
+        let configuration = DaemonConfiguration(paths: sandbox.paths)
         let error = await #expect(throws: SessionError.self) { _ = try await SessionDaemon.run(configuration) }
         guard case .corruptState(let path, _, let reason)? = error else {
             Issue.record("\(String(describing: error))")

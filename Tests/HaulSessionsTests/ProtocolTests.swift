@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Haul
+import HaulIO
 import HaulTestSupport
 import SystemPackage
 import Testing
@@ -38,9 +39,7 @@ import Testing
 
     @Test func everyDaemonMessageRoundTrips() throws {
         var info = TaskInfo(id: 3, state: .failed, url: "http://h/x", path: "/tmp/x", directory: nil, bytes: 10, total: 20)
-        info.error = "HTTP 404 Not Found from http://h/x"
-        info.errorClass = "http"
-        info.exitCode = 5
+        info.failure = TaskFailure(HaulError(.httpStatus(status: 404, reason: "Not Found", url: "http://h/x"), url: "http://h/x", attempts: 2))
         var running = TaskInfo(id: 4, state: .running, url: "http://h/y", path: nil, directory: "/tmp", bytes: 0, total: nil)
         running.bytesPerSecond = 1000
         running.connections = 2
@@ -52,7 +51,7 @@ import Testing
         body.after = 3
         body.task = info
         body.tasks = [info, running]
-        body.events = [SampleLog.event(4, 3, .failed(error: "x", className: "network", code: 3))]
+        body.events = [SampleLog.event(4, 3, .failed(.legacy(message: "x", className: "network", code: 3)))]
         body.more = true
         let messages: [DaemonMessage] = [
             .reply(id: 1, .success(body)),

@@ -1,5 +1,4 @@
 import Haul
-import HaulCommandLine
 import HaulHTTP
 
 /// The settings of one queued download that the engine keeps per `HaulClient` (connections, timeouts,
@@ -10,7 +9,7 @@ public struct TaskOptions: Sendable, Hashable {
     public var connections: Int = 8
     /// Smallest piece one connection is given or steals.
     public var minimumSegment: Int64 = 1 << 20
-    public var userAgent: String = HaulVersion.userAgent
+    public var userAgent: String = DownloadOptions().userAgent
     /// Time allowed to connect (and for the TLS handshake).
     public var connectTimeout: Duration = DownloadOptions().timeouts.connect
     /// Time without a byte before a connection is given up.
