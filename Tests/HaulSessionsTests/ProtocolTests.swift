@@ -167,8 +167,16 @@ import Testing
         #expect(try PeerCredentials.of(client.descriptor).pid == getpid())
         // The listener has the connection waiting; every owner closes its socket as the test ends.
         var acceptedPeer: Int32?
-        if let accepted = try UnixSocket.accept(on: listener.descriptor) { acceptedPeer = try PeerCredentials.of(accepted.descriptor).pid }
+        var acceptedFlags: (descriptor: Int32, status: Int32)?
+        if let accepted = try UnixSocket.accept(on: listener.descriptor) {
+            acceptedPeer = try PeerCredentials.of(accepted.descriptor).pid
+            acceptedFlags = (fcntl(accepted.descriptor.rawValue, F_GETFD), fcntl(accepted.descriptor.rawValue, F_GETFL))
+        }
         #expect(acceptedPeer == getpid())
+        // accept4: close-on-exec (no hook inherits a client) and non-blocking from the start.
+        #expect(acceptedFlags.map { $0.descriptor & FD_CLOEXEC != 0 && $0.status & O_NONBLOCK != 0 } == true)
+        // Nothing more is waiting: would-block, not an error.
+        #expect(try UnixSocket.accept(on: listener.descriptor) == nil)
     }
 
     @Test func sessionIdentifiersAreChecked() throws {
