@@ -83,6 +83,15 @@ import Testing
         #expect(decoded.httpStatus == 404)
     }
 
+    /// Whatever the daemon writes reads back: a message far longer than a line on a terminal, say.
+    @Test func aLongFailureReadsBack() throws {
+        let detail = String(repeating: "x", count: 40_000)
+        let failure = TaskFailure(HaulError(.changedOnServer(url: Self.url, detail: detail), url: Self.url))
+        let event = SampleLog.event(3, 1, .failed(failure))
+        let record = LogRecord.event(event, spec: nil, part: nil)
+        #expect(try LogRecord(payload: record.payload) == record)
+    }
+
     /// A log written before failures were structured: `error`, `class`, `code` only.
     @Test func anOldFailedEventIsStillRead() throws {
         let line = #"{"seq":3,"time":5,"task":1,"type":"failed","error":"HTTP 404 Not Found from http://h/b","class":"http","code":5}"#

@@ -6,6 +6,9 @@ import HaulIO
 /// `reason` (the `HaulError.Reason` case's name), `message`, `class`, `code`, `url`, `attempts`, and the
 /// reason's details as plain fields.
 enum FailureCodec {
+    /// The longest text a failure's field may hold: a log record's payload limit.
+    static let textLimit = SessionLogCodec.maximumPayload
+
     static func name(of reason: HaulError.Reason) -> String {
         switch reason {
         case .invalidURL: "invalidURL"
@@ -102,10 +105,11 @@ enum FailureCodec {
     static func decode(_ value: JSONValue, path: String) throws(SchemaError) -> TaskFailure {
         var reader = try FieldReader(value, path: path)
         let reasonName = try reader.string("reason", maximumBytes: 64)
-        let message = try reader.string("message")
+        // Texts as long as a record may hold: whatever the daemon wrote must read back.
+        let message = try reader.string("message", maximumBytes: textLimit)
         let className = try reader.string("class", maximumBytes: 32)
         let code = Int32(try reader.integer("code", in: 0...255))
-        let url = try reader.optionalString("url", maximumBytes: 8192)
+        let url = try reader.optionalString("url", maximumBytes: textLimit)
         let attempts = Int(try reader.integer("attempts", in: 1...Int64(Int32.max)))
         let reason = try decodeReason(reasonName, message: message, reader: &reader)
         try reader.finish()
@@ -116,13 +120,13 @@ enum FailureCodec {
 
     private static func decodeReason(_ name: String, message: String, reader: inout FieldReader) throws(SchemaError) -> HaulError.Reason {
         let size: ClosedRange<Int64> = 0...Int64.max
-        func text(_ key: String) throws(SchemaError) -> String { try reader.string(key) }
+        func text(_ key: String) throws(SchemaError) -> String { try reader.string(key, maximumBytes: textLimit) }
         func number(_ key: String) throws(SchemaError) -> Int64 { try reader.integer(key, in: size) }
         func system(_ key: String) throws(SchemaError) -> SystemError? {
             guard let call = try reader.optionalString(key + "Call", maximumBytes: 64) else { return nil }
             return SystemError(call: call, errno: Int32(try reader.integer(key + "Errno", in: 0...4095)))
         }
-        func status(_ key: String) throws(SchemaError) -> Int { Int(try reader.integer(key, in: 100...999)) }
+        func status(_ key: String) throws(SchemaError) -> Int { Int(try reader.integer(key, in: 0...Int64(Int32.max))) }
         switch name {
         case "invalidURL":
             let input = try text("input")
@@ -131,7 +135,7 @@ enum FailureCodec {
             }
         case "invalidRequest":
             let problem = try text("problem")
-            let headerName = try reader.optionalString("name") ?? ""
+            let headerName = try reader.optionalString("name", maximumBytes: textLimit) ?? ""
             switch problem {
             case "invalidHeaderName": return .invalidRequest(RequestHeadError(.invalidHeaderName(headerName)))
             case "invalidHeaderValue": return .invalidRequest(RequestHeadError(.invalidHeaderValue(name: headerName)))
@@ -144,7 +148,7 @@ enum FailureCodec {
             let kindName = try text("kind")
             let host = try text("host")
             let port = UInt16(try reader.integer("port", in: 0...65535))
-            let detail = try reader.optionalString("detail") ?? ""
+            let detail = try reader.optionalString("detail", maximumBytes: textLimit) ?? ""
             let systemError = try system("system")
             if let kind = connectionKind(named: kindName) {
                 let error = ConnectionError(kind: kind, host: host, port: port, systemError: systemError, detail: detail)
@@ -184,7 +188,7 @@ enum FailureCodec {
             return .responseTooLarge(url: try text("at"), limit: Int(try number("limit")), length: try reader.optionalInteger("length", in: size))
         case "partialDownloadMismatch": return .partialDownloadMismatch(path: try text("path"), detail: try text("detail"))
         case "cancelled": return .cancelled
-        case "unexpected": return .unexpected(try reader.optionalString("detail") ?? message)
+        case "unexpected": return .unexpected(try reader.optionalString("detail", maximumBytes: textLimit) ?? message)
         default: break
         }
         // A reason this log does not detail (or a newer Haul's): its message stands for it.

@@ -142,7 +142,7 @@ extension SessionEvent {
                               digest: try reader.string("digest", maximumBytes: 300),
                               recovered: try reader.bool("recovered", default: false))
         case "failed":
-            let message = try reader.string("error", maximumBytes: 16 << 10)
+            let message = try reader.string("error", maximumBytes: FailureCodec.textLimit)
             let className = try reader.string("class", maximumBytes: 32)
             let code = Int32(try reader.integer("code", in: 0...255))
             // Logs written before failures were structured have only the three fields above.
@@ -258,7 +258,7 @@ public struct TaskInfo: Sendable, Hashable {
         self.init(id: id, state: state, url: url, path: path, directory: directory, bytes: bytes, total: total)
         bytesPerSecond = try reader.optionalInteger("rate", in: 0...Int64.max) ?? 0
         connections = Int(try reader.optionalInteger("connections", in: 0...100_000) ?? 0)
-        let message = try reader.optionalString("error")
+        let message = try reader.optionalString("error", maximumBytes: FailureCodec.textLimit)
         let className = try reader.optionalString("class", maximumBytes: 32)
         let code = try reader.optionalInteger("code", in: 0...255).map { Int32($0) }
         if reader.has("failure") {
