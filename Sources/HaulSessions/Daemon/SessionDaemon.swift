@@ -148,7 +148,7 @@ public final class SessionDaemon: @unchecked Sendable {
     /// destination (``SessionScheduler/completedBeforeRestart(_:destination:partialExists:)``) is recorded as
     /// completed now, never fetched again.
     private func recoverCompletions() throws(SessionError) {
-        for task in state.tasks {
+        for task in state.tasks where SessionScheduler.mayHaveCompletedBeforeRestart(task) {
             guard let part = task.part else { continue }
             let destination = PathStatus.of(part.path).map {
                 SessionScheduler.FileFacts(isRegularFile: $0.isRegularFile, device: $0.device, inode: $0.inode, size: $0.size)

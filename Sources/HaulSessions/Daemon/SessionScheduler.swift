@@ -246,8 +246,14 @@ struct SessionScheduler: Sendable {
     /// before the last daemon died, between the rename and the record: the file at its destination is the
     /// `.part` its start recorded (same device and inode) and no `.part` is left.
     static func completedBeforeRestart(_ task: SessionState.Task, destination: FileFacts?, partialExists: Bool) -> Bool {
-        guard task.state == .running || task.state == .queued, task.starts > 0, let part = task.part,
+        guard mayHaveCompletedBeforeRestart(task), let part = task.part,
               let destination, destination.isRegularFile, !partialExists else { return false }
         return destination.device == part.device && destination.inode == part.inode
+    }
+
+    /// Whether `task` is one whose files a restarted daemon looks at (running, or queued after a start, with a
+    /// recorded `.part`): the others need no `lstat`.
+    static func mayHaveCompletedBeforeRestart(_ task: SessionState.Task) -> Bool {
+        (task.state == .running || task.state == .queued) && task.starts > 0 && task.part != nil
     }
 }
