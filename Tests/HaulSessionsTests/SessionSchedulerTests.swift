@@ -134,6 +134,20 @@ import Testing
         #expect(step11 == .none)
     }
 
+    /// A client cancels while the engine completes: the cancel reaches a finished download, and the completion
+    /// (the file is whole at its destination) settles the task, never a cancel record beside a finished file.
+    @Test func decisionACancelThatLosesTheRaceToACompletionRecordsNothing() {
+        var scheduler = SessionScheduler()
+        scheduler.started(.new(id: 1, connections: 4))
+        let cancel = scheduler.cancel(1, taskState: .running)
+        #expect(cancel == .cancelEngine)
+        let completed = scheduler.engineEnded(1, .completed, taskState: .running)
+        #expect(completed == .computeDigest)
+        let lateCancel = scheduler.engineEnded(1, .failed(HaulError(.cancelled), bytesWritten: 10), taskState: .running)
+        #expect(lateCancel == .none)
+        #expect(scheduler.slots[1]?.phase == .finishing, "the completion is still to be recorded")
+    }
+
     @Test func decisionAPauseIsRecordedOnlyWhenAskedAndStillActive() {
         var scheduler = SessionScheduler()
         scheduler.started(.new(id: 1, connections: 4))

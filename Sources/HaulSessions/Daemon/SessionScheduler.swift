@@ -118,6 +118,9 @@ struct SessionScheduler: Sendable {
             slots[id]?.phase = .finishing
             return .computeDigest
         case .failed(let error, _) where error.isCancelled:
+            // A cancel that reached an engine whose download had already completed: the file is whole at its
+            // destination, and the completion being recorded settles the task (and answers the cancel).
+            if slot.phase == .finishing { return .none }
             slots[id] = nil
             if slot.intent == .cancel, let taskState, !taskState.hasEnded { return .recordCancelled }
             return .forget
