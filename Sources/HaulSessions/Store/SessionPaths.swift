@@ -77,7 +77,9 @@ public struct SessionPaths: Sendable, Hashable {
         } catch {
             throw .unusableDirectory(path: directory, reason: "cannot create it: \(error)")
         }
-        _ = chmod(stateDirectory + "/sessions", 0o700)
+        // The directory of all sessions made private too, as a courtesy: what protects a session is its own
+        // directory's check below, so a failure here (someone else's parent directory) changes nothing.
+        _ = try? blockingSyscall("chmod") { chmod(stateDirectory + "/sessions", 0o700) }
         try checkDirectory()
     }
 
