@@ -41,7 +41,8 @@ let haulReleaseLinkerFlags: [String] = [
     "-L", haulLinkDirectory,
 ] + (glibcHasPackedRelocations ? ["-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] : [])
 
-// Layers point one way: HaulHTTP (pure codec) <- HaulIO (syscalls, loop, TLS) <- Haul (engine) <- haul (CLI).
+// Layers point one way: HaulHTTP (pure codec) <- HaulIO (syscalls, loop, TLS) <- HaulJournal <- Haul (engine)
+// <- HaulSessions (background sessions) <- HaulCommandLine (the CLI's pieces) <- haul (CLI).
 let package = Package(
     name: "Haul",
     products: [
@@ -51,8 +52,8 @@ let package = Package(
         // package, which `package` access does not reach) and for tools that inspect journals.
         .library(name: "HaulJournal", targets: ["HaulJournal"]),
         .library(name: "HaulSessions", targets: ["HaulSessions"]),
-        // The CLI's pure pieces, for the fuzz harnesses (Fuzz/) of the parsers among them (.netrc). HaulSessions
-        // already links this target; the product only makes it importable from outside the package.
+        // The CLI's pure pieces, for the fuzz harnesses (Fuzz/) of the parsers among them (.netrc). The `haul`
+        // executable already links this target; the product only makes it importable from outside the package.
         .library(name: "HaulCommandLine", targets: ["HaulCommandLine"]),
         .executable(name: "haul", targets: ["haul"]),
         .executable(name: "haul-parse", targets: ["haul-parse"]),
@@ -99,7 +100,7 @@ let package = Package(
         .target(
             name: "HaulSessions",
             dependencies: [
-                "Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulCommandLine",
+                "Haul", "HaulIO", "HaulHTTP", "HaulJournal",
                 .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -112,10 +113,11 @@ let package = Package(
         ),
         // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable
         // without a terminal or a network, and the program-wide stop signals; no ArgumentParser, no Foundation.
+        // It uses HaulSessions' JSON writer and failure classes, so that the CLI and the sessions agree.
         .target(
             name: "HaulCommandLine",
             dependencies: [
-                "Haul", "HaulIO", "CHaulSystem",
+                "Haul", "HaulIO", "HaulSessions", "CHaulSystem",
                 .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
@@ -154,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "HaulSessionsTests",
             dependencies: [
-                "HaulSessions", "HaulTestSupport",
+                "HaulSessions", "HaulIO", "HaulTestSupport",
                 .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

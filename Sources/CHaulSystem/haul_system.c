@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,8 @@ int haul_epoll_wait(int epfd, uint32_t *events, uint64_t *datas, int maxevents, 
 int haul_eventfd(unsigned int initval) { return eventfd(initval, EFD_CLOEXEC | EFD_NONBLOCK); }
 
 int haul_pipe2_nonblocking(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NONBLOCK); }
+
+int haul_accept4(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
 int haul_set_pipe_size(int fd, int size) { return fcntl(fd, F_SETPIPE_SZ, size); }
 

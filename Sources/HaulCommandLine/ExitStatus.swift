@@ -1,4 +1,5 @@
 import Haul
+import HaulSessions
 
 /// The `haul` command's exit status: one code per class of failure, so a script can tell "try again later"
 /// (network) from "the file is wrong" (checksum) from "fix the command line" (usage) without parsing
@@ -117,23 +118,22 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     /// `incompleteMessage`) counts as ``network``: nothing the server sent was wrong, the connection just
     /// ended, and trying again may well succeed (``HaulError/isTransient`` agrees).
     public init(_ error: HaulError) {
-        switch error.reason {
-        case .invalidURL, .invalidRequest, .invalidDestination: self = .usage
-        case .network, .truncatedTLS, .timedOut, .incomplete, .belowSpeedLimit: self = .network
-        case .tls, .tlsSetup: self = .tls
-        case .httpStatus, .redirect, .retryAfterTooLong: self = .http
-        case .malformedResponse(let parseError, _):
-            switch parseError.kind {
-            case .connectionClosedBeforeResponse, .incompleteMessage: self = .network
-            default: self = .protocolViolation
-            }
-        case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocolViolation
-        case .changedOnServer, .partialDownloadMismatch: self = .changedOnServer
-        case .checksumMismatch: self = .checksumMismatch
-        // A download into memory over its limit (never made by the CLI, but an embedder may map its errors
-        // here): like too little space for the file.
-        case .disk, .insufficientSpace, .responseTooLarge, .destinationExists, .destinationBusy, .journal, .checkpointFailed, .outputClosed: self = .output
-        case .cancelled: self = .interrupted
+        // One classification for direct downloads and queued tasks (HaulSessions' `FailureClass`).
+        self.init(FailureClass(error))
+    }
+
+    /// The exit status of a failure of class `failureClass`.
+    public init(_ failureClass: FailureClass) {
+        switch failureClass {
+        case .usage: self = .usage
+        case .network: self = .network
+        case .tls: self = .tls
+        case .http: self = .http
+        case .protocol: self = .protocolViolation
+        case .changed: self = .changedOnServer
+        case .checksum: self = .checksumMismatch
+        case .disk: self = .output
+        case .interrupted: self = .interrupted
         case .unexpected: self = .unexpected
         }
     }

@@ -70,6 +70,14 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         var configuration = DaemonConfiguration(paths: paths)
         configuration.idleExit = idleExit.map { .seconds($0) }
+        // Signals are the program's: the first SIGINT/SIGTERM/SIGHUP stops the daemon cleanly (every download
+        // paused), a second one exits at once.
+        configuration.installStopHandler = { stop in
+            try StopSignals.install(immediateExitStatus: 130) { _ in
+                StopSignals.acknowledge(exitLine: "haul daemon: second stop signal: exiting now; each journal keeps its last checkpoint\n")
+                stop("stop signal: pausing every download")
+            }
+        }
         if jobs != nil || maxConnections != nil || onComplete != nil {
             let jobs = self.jobs, maxConnections = self.maxConnections, onComplete = self.onComplete
             configuration.updateSettings = { settings in

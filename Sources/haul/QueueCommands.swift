@@ -110,7 +110,7 @@ enum QueueText {
         if json { return info.json.serialized }
         let size = UnitFormatting.bytes(info.bytes) + (info.total.map { "/" + UnitFormatting.bytes($0) } ?? "")
         var text = "\(info.id)  \(info.state.rawValue.padding(9))  \(size.padding(21))  \(TerminalText.sanitized(info.path ?? (info.directory.map { $0 + "/" } ?? "")))"
-        if let error = info.error { text += "  (\(TerminalText.sanitized(error)))" }
+        if let failure = info.failure { text += "  (\(TerminalText.sanitized(failure.message)))" }
         return text
     }
 }
@@ -257,17 +257,17 @@ struct QueueWait: AsyncParsableCommand {
                 line = quiet ? nil : "haul: task \(task.id): saved \(TerminalText.sanitized(result.path)) (\(UnitFormatting.bytes(result.bytes)), \(result.digest))"
             } catch {
                 switch error {
-                case .failed(let message, _, let code):
+                case .taskFailed(let failure):
                     notCompleted += 1
-                    if status == .success { (status, decidedBy) = (ExitStatus(rawValue: code) ?? .unexpected, task.id) }
-                    line = ErrorText.line("task \(task.id): \(message)")
-                case .cancelled:
+                    if status == .success { (status, decidedBy) = (ExitStatus(rawValue: failure.exitCode) ?? .unexpected, task.id) }
+                    line = ErrorText.line("task \(task.id): \(failure.message)")
+                case .taskCancelled:
                     notCompleted += 1
                     if status == .success { (status, decidedBy) = (.interrupted, task.id) }
                     line = ErrorText.line("task \(task.id): cancelled")
-                case .session(let sessionError):
+                default:
                     ticker?.cancel()
-                    throw CommandFailure(sessionError)
+                    throw CommandFailure(error)
                 }
             }
             if let line {
@@ -352,7 +352,7 @@ struct QueueEvents: AsyncParsableCommand {
         case .resumed, .cancelled, .removed: detail = ""
         case .completed(let path, let bytes, let digest, let recovered):
             detail = "\(path) \(UnitFormatting.bytes(bytes)) \(digest)" + (recovered ? " (recovered)" : "")
-        case .failed(let error, let className, let code): detail = "\(className) (\(code)): \(error)"
+        case .failed(let failure): detail = "\(failure.failureClass.rawValue) (\(failure.exitCode)): \(failure.message)"
         case .hook(let status): detail = "exit status \(status)"
         }
         return TerminalText.sanitized("\(event.sequence)  \(Timestamp.iso8601(milliseconds: event.time))  task \(event.task)  \(event.type)  \(detail)")

@@ -77,8 +77,7 @@ import Testing
         #expect(second.exitStatus == 9, "\(second.errorText)")
         #expect(second.errorText == "haul: a daemon already runs session \(sandbox.paths.directory) (process \(pid))\n", "\(second.errorText)")
 
-        var configuration = DaemonConfiguration(paths: sandbox.paths)
-        configuration.handlesSignals = false
+        let configuration = DaemonConfiguration(paths: sandbox.paths)
         await #expect(throws: SessionError.daemonAlreadyRunning(path: sandbox.paths.directory, pid: pid)) {
             _ = try await SessionDaemon.run(configuration)
         }
@@ -122,6 +121,41 @@ import Testing
         await session.close()
     }
 
+    /// A queued task's 404 reaches the client as the engine's `HaulError`, through the log and the socket:
+    /// matched by status and by reason as a direct download's would be, read back the same by a second client
+    /// connecting later (from the log), and classed as `haul` classes it.
+    @Test func aQueuedTasksFailureIsTheEnginesTypedError() async throws {
+        let sandbox = try SessionSandbox("typed")
+        defer { sandbox.cleanUp() }
+        let session = try await sandbox.connect()
+        let url = server.nginx.url("/no-such-file.bin")
+        let task = try await session.add(DownloadRequest(url: url, destination: .file(sandbox.output + "/missing.bin")))
+        let error = try await within(60) { () async -> SessionError? in
+            do throws(SessionError) { _ = try await task.value } catch { return error }
+            return nil
+        }
+        #expect(error?.httpStatus == 404, "\(String(describing: error))")
+        guard case .taskFailed(let failure)? = error else { Issue.record("not a task failure: \(String(describing: error))"); return }
+        guard case .httpStatus(let status, _, let at) = failure.error.reason else { Issue.record("\(failure.error.reason)"); return }
+        #expect(status == 404 && at == url)
+        #expect(failure.failureClass == .http && failure.exitCode == 5)
+        #expect(failure.error.url == url)
+        #expect(task.info.failure == failure)
+        await session.close()
+
+        // Another client, later, reads the same typed failure from the log.
+        let later = try await sandbox.connect()
+        let again = try #require(later.task(task.id))
+        await #expect(throws: SessionError.taskFailed(failure)) { _ = try await again.value }
+        let failedEvents = try await later.history().compactMap { event -> TaskFailure? in
+            if case .failed(let recorded) = event.kind { return recorded }
+            return nil
+        }
+        #expect(failedEvents == [failure])
+        try await later.stopDaemon()
+        await later.close()
+    }
+
     /// Pause, resume and cancel through the API, with `-j 1` holding a second task back.
     @Test func pauseResumeAndCancelGoThroughTheDaemon() async throws {
         let sandbox = try SessionSandbox("control")
@@ -162,7 +196,7 @@ import Testing
         // holds the bodies). Cancel it.
         #expect(SessionSandbox.waitUntil(timeout: 30) { second.state == .running }, "the second task started")
         try await second.cancel()
-        await #expect(throws: SessionTaskError.cancelled) { try await second.value }
+        await #expect(throws: SessionError.taskCancelled) { try await second.value }
         #expect(!FileManager.default.fileExists(atPath: sandbox.output + "/big2.bin.part"))
         #expect(!FileManager.default.fileExists(atPath: sandbox.output + "/big2.bin.part.haul"))
 
@@ -280,8 +314,7 @@ import Testing
         var image = SampleLog.fileImage(SampleLog.records)
         image[40] ^= 0x01
         try Data(image).write(to: URL(fileURLWithPath: sandbox.paths.log))
-        var configuration = DaemonConfiguration(paths: sandbox.paths)
-        configuration.handlesSignals = false
+        let configuration = DaemonConfiguration(paths: sandbox.paths)
         let error = await #expect(throws: SessionError.self) { _ = try await SessionDaemon.run(configuration) }
         guard case .corruptState(let path, _, let reason)? = error else {
             Issue.record("\(String(describing: error))")

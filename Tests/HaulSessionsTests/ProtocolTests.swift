@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Haul
+import HaulIO
 import HaulTestSupport
 import SystemPackage
 import Testing
@@ -38,9 +39,7 @@ import Testing
 
     @Test func everyDaemonMessageRoundTrips() throws {
         var info = TaskInfo(id: 3, state: .failed, url: "http://h/x", path: "/tmp/x", directory: nil, bytes: 10, total: 20)
-        info.error = "HTTP 404 Not Found from http://h/x"
-        info.errorClass = "http"
-        info.exitCode = 5
+        info.failure = TaskFailure(HaulError(.httpStatus(status: 404, reason: "Not Found", url: "http://h/x"), url: "http://h/x", attempts: 2))
         var running = TaskInfo(id: 4, state: .running, url: "http://h/y", path: nil, directory: "/tmp", bytes: 0, total: nil)
         running.bytesPerSecond = 1000
         running.connections = 2
@@ -52,7 +51,7 @@ import Testing
         body.after = 3
         body.task = info
         body.tasks = [info, running]
-        body.events = [SampleLog.event(4, 3, .failed(error: "x", className: "network", code: 3))]
+        body.events = [SampleLog.event(4, 3, .failed(.legacy(message: "x", className: "network", code: 3)))]
         body.more = true
         let messages: [DaemonMessage] = [
             .reply(id: 1, .success(body)),
@@ -170,8 +169,16 @@ import Testing
         #expect(try PeerCredentials.of(client.descriptor).pid == getpid())
         // The listener has the connection waiting; every owner closes its socket as the test ends.
         var acceptedPeer: Int32?
-        if let accepted = try UnixSocket.accept(on: listener.descriptor) { acceptedPeer = try PeerCredentials.of(accepted.descriptor).pid }
+        var acceptedFlags: (descriptor: Int32, status: Int32)?
+        if let accepted = try UnixSocket.accept(on: listener.descriptor) {
+            acceptedPeer = try PeerCredentials.of(accepted.descriptor).pid
+            acceptedFlags = (fcntl(accepted.descriptor.rawValue, F_GETFD), fcntl(accepted.descriptor.rawValue, F_GETFL))
+        }
         #expect(acceptedPeer == getpid())
+        // accept4: close-on-exec (no hook inherits a client) and non-blocking from the start.
+        #expect(acceptedFlags.map { $0.descriptor & FD_CLOEXEC != 0 && $0.status & O_NONBLOCK != 0 } == true)
+        // Nothing more is waiting: would-block, not an error.
+        #expect(try UnixSocket.accept(on: listener.descriptor) == nil)
     }
 
     @Test func sessionIdentifiersAreChecked() throws {

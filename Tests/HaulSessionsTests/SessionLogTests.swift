@@ -35,7 +35,7 @@ enum SampleLog {
             .part(task: 2, PartIdentity(path: "/data/b", device: 2049, inode: 99)),
             .event(event(5, 1, .paused(bytes: 1 << 20, total: 1 << 30)), spec: nil, part: nil),
             .acknowledged(consumer: "default", sequence: 3),
-            .event(event(6, 2, .failed(error: "HTTP 404 Not Found from http://h/b", className: "http", code: 5)), spec: nil, part: nil),
+            .event(event(6, 2, .failed(TaskFailure(HaulError(.httpStatus(status: 404, reason: "Not Found", url: "http://h/b"), url: "http://h/b")))), spec: nil, part: nil),
             .event(event(7, 1, .resumed), spec: nil, part: nil),
             .event(event(8, 1, .started(bytes: 1 << 20, total: 1 << 30)), spec: nil, part: part),
             .event(event(9, 1, .completed(path: "/data/a.iso", bytes: 1 << 30, digest: spec.checksum!.description, recovered: false)),
@@ -107,7 +107,7 @@ enum SampleLog {
     @Test func aCompletedTaskCannotCompleteOrStartAgain() throws {
         var state = try SessionState.replay(SampleLog.records)
         for kind: SessionEvent.Kind in [.completed(path: "/data/a.iso", bytes: 1, digest: "sha256=00", recovered: true),
-                                        .started(bytes: 0, total: nil), .failed(error: "x", className: "network", code: 3),
+                                        .started(bytes: 0, total: nil), .failed(.legacy(message: "x", className: "network", code: 3)),
                                         .cancelled, .paused(bytes: 0, total: nil)] {
             #expect(throws: SessionStateError.self) { try state.apply(.event(SampleLog.event(12, 1, kind), spec: nil, part: nil)) }
         }

@@ -136,7 +136,7 @@ func writeSeeds(to directory: String) {
     var seeds: [(String, [UInt8])] = [
         ("log", image),
         ("log-torn", Array(image.dropLast(7))),
-        ("record-failed", [1] + LogRecord.event(event(2, 1, .failed(error: "HTTP 404", className: "http", code: 5)), spec: nil, part: nil).payload),
+        ("record-failed", [1] + LogRecord.event(event(2, 1, .failed(TaskFailure(HaulError(.httpStatus(status: 404, reason: "Not Found", url: "http://h/a"), url: "http://h/a")))), spec: nil, part: nil).payload),
         ("record-part", [1] + LogRecord.part(task: 1, PartIdentity(path: "/a", device: 1, inode: 2)).payload),
         ("json", [4] + Array(#"{"a":[1,-2.5e3,true,null,"\u00e9\ud83d\ude00"],"b":{}}"#.utf8)),
         ("lines", [5, 3] + Array("{\"id\":1}\n{\"id\":2}\npartial".utf8)),

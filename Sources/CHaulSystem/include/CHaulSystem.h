@@ -12,6 +12,9 @@ int haul_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 int haul_epoll_wait(int epfd, uint32_t *events, uint64_t *datas, int maxevents, int timeout_ms);
 int haul_eventfd(unsigned int initval);
 int haul_pipe2_nonblocking(int fds[2]);
+/// `accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)`: a connection that is non-blocking and
+/// close-on-exec from the start (glibc declares `accept4` only under _GNU_SOURCE).
+int haul_accept4(int fd);
 /// `fcntl(fd, F_SETPIPE_SZ, size)`: the pipe's new capacity in bytes (at least `size`), or -1.
 int haul_set_pipe_size(int fd, int size);
 /// `fcntl(fd, F_GETPIPE_SZ)`: the pipe's capacity in bytes, or -1.

@@ -1,3 +1,5 @@
+import HaulSessions
+
 /// Builds one JSON object as text, field by field, in the order the fields are added.
 ///
 /// Hand-written (no Foundation): the CLI only ever writes flat objects of strings, integers, decimals,
@@ -57,30 +59,7 @@ public struct JSONObjectWriter: Sendable {
     /// A Swift `String` is always valid Unicode, so the output is valid UTF-8: a file name with bytes that
     /// are not UTF-8 has had them replaced by U+FFFD before it became a `String`.
     public static func quoted(_ value: String) -> String {
-        var result = "\""
-        result.unicodeScalars.reserveCapacity(value.unicodeScalars.count + 2)
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "\u{08}": result += "\\b"
-            case "\u{0C}": result += "\\f"
-            case "\u{2028}": result += "\\u2028"
-            case "\u{2029}": result += "\\u2029"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = "0123456789abcdef".unicodeScalars.map { $0 }
-                    result += "\\u00"
-                    result.unicodeScalars.append(hex[Int(scalar.value >> 4)])
-                    result.unicodeScalars.append(hex[Int(scalar.value & 0xF)])
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
+        // One writer for all of Haul's JSON: the session log's and protocol's (HaulSessions) and the CLI's.
+        JSONSerializer.quoted(value)
     }
 }

@@ -57,7 +57,9 @@ final class SessionConnection: @unchecked Sendable {
             } catch {
                 return .failure(.daemonUnavailable("\(path): \(error)"))
             }
-            UnixSocket.setNonBlocking(socket.descriptor)
+            do { try UnixSocket.setNonBlocking(socket.descriptor) } catch {
+                return .failure(.daemonUnavailable("\(path): \(error)"))
+            }
             return .success(socket.release())
         }
         let connection = SessionConnection(loop: loop, socket: OwnedFileDescriptor(try result.get()), onPush: onPush, onClose: onClose)

@@ -13,8 +13,25 @@ public struct DaemonConfiguration: Sendable {
     /// runs until stopped. Daemons that clients start in the background use 60 seconds: nothing is lost by
     /// stopping, since the next client starts one again.
     public var idleExit: Duration?
-    /// Whether SIGINT and SIGTERM stop the daemon cleanly (a second one exits at once).
-    public var handlesSignals: Bool = true
+    /// Installs the program's stop signals, once, as the daemon starts serving: it is given a function that
+    /// stops the daemon cleanly (every download paused, as a `stop` request does), to call with a line for
+    /// the daemon's log. Signals are the program's, never the library's: `haul daemon` installs SIGINT,
+    /// SIGTERM and SIGHUP here; nil (the default) leaves signals alone.
+    ///
+    /// ```swift
+    /// configuration.installStopHandler = { stop in
+    ///     try installMySignalHandler { stop("stop signal: pausing every download") }
+    /// }
+    /// ```
+    public var installStopHandler: (@Sendable (_ stop: @escaping @Sendable (_ reason: String) -> Void) throws -> Void)?
+
+    /// Whether the daemon handled SIGINT and SIGTERM itself. It no longer does: signals are the program's
+    /// (``installStopHandler``). Setting this has no effect.
+    @available(*, deprecated, message: "signals are the program's: set installStopHandler (haul daemon installs its own)")
+    public var handlesSignals: Bool {
+        get { installStopHandler != nil }
+        set {}
+    }
     /// How often running tasks' progress is pushed to the clients that asked for it.
     public var progressInterval: Duration = .milliseconds(250)
     /// Where the daemon says what it does (start, recovery, refused clients, errors): one line each.

@@ -1,5 +1,3 @@
-import HaulCommandLine
-
 /// A JSON value (RFC 8259), as the session log's payloads and the daemon protocol's lines carry them.
 ///
 /// Numbers keep their literal text (validated against the grammar), so an integer read back is exactly the
@@ -98,7 +96,7 @@ extension JSONValue {
     }
 }
 
-enum JSONSerializer {
+package enum JSONSerializer {
     static func write(_ value: JSONValue, into out: inout String) {
         switch value {
         case .null: out += "null"
@@ -124,8 +122,40 @@ enum JSONSerializer {
         }
     }
 
-    /// `"text"` escaped as JSON: one writer for all of Haul's JSON (``JSONObjectWriter/quoted(_:)``).
+    /// `"text"` escaped as JSON.
     static func quote(_ text: String, into out: inout String) {
-        out += JSONObjectWriter.quoted(text)
+        out += quoted(text)
     }
+
+    /// `value` as a JSON string literal: `"` and `\` escaped, control characters as `\n`, `\t`, ... or
+    /// `\u00XX`, U+2028 and U+2029 escaped too (they end lines in JavaScript), everything else as is. One
+    /// writer for all of Haul's JSON: the CLI's `JSONObjectWriter` calls it too.
+    package static func quoted(_ value: String) -> String {
+        var result = "\""
+        result.unicodeScalars.reserveCapacity(value.unicodeScalars.count + 2)
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case "\u{08}": result += "\\b"
+            case "\u{0C}": result += "\\f"
+            case "\u{2028}": result += "\\u2028"
+            case "\u{2029}": result += "\\u2029"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let hex = "0123456789abcdef".unicodeScalars.map { $0 }
+                    result += "\\u00"
+                    result.unicodeScalars.append(hex[Int(scalar.value >> 4)])
+                    result.unicodeScalars.append(hex[Int(scalar.value & 0xF)])
+                } else {
+                    result.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return result + "\""
+    }
+
 }

@@ -1,6 +1,20 @@
 import Haul
 
-/// Why a session operation failed: each case names what a person needs to act on it.
+/// Why a session operation failed, or why a queued task did not complete: the one error type of
+/// HaulSessions. Each case names what a person needs to act on it.
+///
+/// A task's own failure is ``taskFailed(_:)``, holding the engine's `HaulError` as a direct download would
+/// have thrown it; the shortcuts match it the same way:
+///
+/// ```swift
+/// do {
+///     let result = try await task.value
+/// } catch where error.httpStatus == 404 {
+///     // the server has no such file
+/// } catch where error.isCancelled {
+///     // cancelled by a client
+/// } catch where error.haulError?.reason == .outputClosed { ... }
+/// ```
 public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A session identifier must be 1–64 characters of `A-Z a-z 0-9 . _ -`, not starting with `.`.
     case invalidIdentifier(String)
@@ -28,6 +42,26 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case disconnected
     /// The daemon is stopping and takes no more requests.
     case stopping
+    /// The queued task failed: the engine's error, its class and the exit code `haul` gives it.
+    case taskFailed(TaskFailure)
+    /// The queued task was cancelled by a client; its partial file and journal are gone.
+    case taskCancelled
+
+    /// The failure of a queued task (``taskFailed(_:)``), else nil.
+    public var taskFailure: TaskFailure? {
+        if case .taskFailed(let failure) = self { return failure }
+        return nil
+    }
+
+    /// The engine's error of a failed task (``TaskFailure/error``), to match its `reason` as for a direct
+    /// download; nil for every other error.
+    public var haulError: HaulError? { taskFailure?.error }
+
+    /// The HTTP status of a task the server refused (`HaulError.httpStatus`), else nil.
+    public var httpStatus: Int? { haulError?.httpStatus }
+
+    /// Whether the task was cancelled (``taskCancelled``).
+    public var isCancelled: Bool { self == .taskCancelled }
 
     public var description: String {
         switch self {
@@ -47,6 +81,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
         case .rejected(_, let message): message
         case .disconnected: "the connection to the session daemon was lost"
         case .stopping: "the session daemon is stopping"
+        case .taskFailed(let failure): failure.message
+        case .taskCancelled: "cancelled"
         }
     }
 }

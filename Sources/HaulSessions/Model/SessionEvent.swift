@@ -19,8 +19,12 @@ public struct SessionEvent: Sendable, Hashable {
         /// `ALGO=HEX` of the file (the given checksum's algorithm, else SHA-256). `recovered` says the daemon
         /// found the finished file at start-up (it had died between the rename and this record).
         case completed(path: String, bytes: Int64, digest: String, recovered: Bool)
-        /// The download stopped for good: the engine's error, its class and the exit code `haul` gives it.
-        case failed(error: String, className: String, code: Int32)
+        /// The download stopped for good: the engine's error (``TaskFailure/error``, a `HaulError`), its class
+        /// and the exit code `haul` gives it.
+        ///
+        /// Before failures were typed this case carried `(error: String, className: String, code: Int32)`;
+        /// those are ``TaskFailure/message``, ``TaskFailure/failureClass`` and ``TaskFailure/exitCode`` now.
+        case failed(TaskFailure)
         /// Cancelled by a client; the partial file and its journal are gone.
         case cancelled
         /// The completion hook ran once and exited with `status` (128 + N when killed by signal N).
@@ -94,10 +98,12 @@ extension SessionEvent {
             object["bytes"] = .int(bytes)
             object["digest"] = .string(digest)
             if recovered { object["recovered"] = .bool(true) }
-        case .failed(let error, let className, let code):
-            object["error"] = .string(error)
-            object["class"] = .string(className)
-            object["code"] = .int(code)
+        case .failed(let failure):
+            // `error`, `class` and `code` as before failures were structured, for readers that know only those.
+            object["error"] = .string(failure.message)
+            object["class"] = .string(failure.failureClass.rawValue)
+            object["code"] = .int(failure.exitCode)
+            object["failure"] = FailureCodec.json(failure)
         case .hook(let status):
             object["status"] = .int(status)
         }
@@ -136,9 +142,15 @@ extension SessionEvent {
                               digest: try reader.string("digest", maximumBytes: 300),
                               recovered: try reader.bool("recovered", default: false))
         case "failed":
-            kind = .failed(error: try reader.string("error", maximumBytes: 16 << 10),
-                           className: try reader.string("class", maximumBytes: 32),
-                           code: Int32(try reader.integer("code", in: 0...255)))
+            let message = try reader.string("error", maximumBytes: FailureCodec.textLimit)
+            let className = try reader.string("class", maximumBytes: 32)
+            let code = Int32(try reader.integer("code", in: 0...255))
+            // Logs written before failures were structured have only the three fields above.
+            if reader.has("failure") {
+                kind = .failed(try FailureCodec.decode(try reader.value("failure"), path: reader.name("failure")))
+            } else {
+                kind = .failed(.legacy(message: message, className: className, code: code))
+            }
         case "hook":
             kind = .hook(status: Int32(try reader.integer("status", in: 0...255)))
         default:
@@ -184,11 +196,17 @@ public struct TaskInfo: Sendable, Hashable {
     public var bytesPerSecond: Int64 = 0
     /// Connections transferring now.
     public var connections: Int = 0
-    /// Why it failed.
-    public var error: String?
-    /// The failure's class (`network`, `http`, ...) and the exit code `haul` gives it.
-    public var errorClass: String?
-    public var exitCode: Int32?
+    /// Why it failed, while it is failed: the engine's `HaulError`, its class and exit code.
+    public var failure: TaskFailure?
+    /// Why it failed, in words (``TaskFailure/message``).
+    @available(*, deprecated, message: "use failure?.message, or failure?.error for the HaulError")
+    public var error: String? { failure?.message }
+    /// The failure's class (`network`, `http`, ...).
+    @available(*, deprecated, message: "use failure?.failureClass")
+    public var errorClass: String? { failure?.failureClass.rawValue }
+    /// The exit code `haul` gives the failure.
+    @available(*, deprecated, message: "use failure?.exitCode")
+    public var exitCode: Int32? { failure?.exitCode }
     /// `ALGO=HEX` of a completed file.
     public var digest: String?
 
@@ -215,9 +233,12 @@ public struct TaskInfo: Sendable, Hashable {
             object["rate"] = .int(bytesPerSecond)
             object["connections"] = .int(connections)
         }
-        if let error { object["error"] = .string(error) }
-        if let errorClass { object["class"] = .string(errorClass) }
-        if let exitCode { object["code"] = .int(exitCode) }
+        if let failure {
+            object["error"] = .string(failure.message)
+            object["class"] = .string(failure.failureClass.rawValue)
+            object["code"] = .int(failure.exitCode)
+            object["failure"] = FailureCodec.json(failure)
+        }
         if let digest { object["digest"] = .string(digest) }
         return .object(object)
     }
@@ -237,9 +258,15 @@ public struct TaskInfo: Sendable, Hashable {
         self.init(id: id, state: state, url: url, path: path, directory: directory, bytes: bytes, total: total)
         bytesPerSecond = try reader.optionalInteger("rate", in: 0...Int64.max) ?? 0
         connections = Int(try reader.optionalInteger("connections", in: 0...100_000) ?? 0)
-        error = try reader.optionalString("error")
-        errorClass = try reader.optionalString("class", maximumBytes: 32)
-        exitCode = try reader.optionalInteger("code", in: 0...255).map { Int32($0) }
+        let message = try reader.optionalString("error", maximumBytes: FailureCodec.textLimit)
+        let className = try reader.optionalString("class", maximumBytes: 32)
+        let code = try reader.optionalInteger("code", in: 0...255).map { Int32($0) }
+        if reader.has("failure") {
+            failure = try FailureCodec.decode(try reader.value("failure"), path: reader.name("failure"))
+        } else if message != nil || className != nil || code != nil {
+            // From a daemon older than structured failures.
+            failure = .legacy(message: message ?? "failed", className: className ?? "unexpected", code: code ?? 1)
+        }
         digest = try reader.optionalString("digest", maximumBytes: 300)
         try reader.finish()
     }

@@ -1,5 +1,4 @@
 import Haul
-import HaulCommandLine
 import HaulHTTP
 
 /// The settings of one queued download that the engine keeps per `HaulClient` (connections, timeouts,
@@ -10,7 +9,7 @@ public struct TaskOptions: Sendable, Hashable {
     public var connections: Int = 8
     /// Smallest piece one connection is given or steals.
     public var minimumSegment: Int64 = 1 << 20
-    public var userAgent: String = HaulVersion.userAgent
+    public var userAgent: String = DownloadOptions().userAgent
     /// Connect, TLS handshake, stall and response-head limits, as `DownloadOptions/timeouts`.
     public var timeouts: ConnectionTimeouts = DownloadOptions().timeouts
     /// Longest the whole download may take (counted per run of the daemon); nil for no limit.

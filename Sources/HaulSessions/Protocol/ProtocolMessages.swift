@@ -1,3 +1,5 @@
+import Haul
+
 /// The daemon protocol: JSON lines over the session's Unix socket (`docs/sessions.md`, "Protocol").
 ///
 /// Every line is one JSON object ending in `\n`, at most ``maximumLineBytes``. A client sends requests with
@@ -359,4 +361,20 @@ public struct LineSplitter: Sendable {
 
     /// Bytes received after the last complete line.
     public var pendingByteCount: Int { buffer.count }
+}
+
+extension TaskProgress {
+    /// The `phase` field of a progress report: the phase's name as `haul --progress json` writes it
+    /// (`connecting`, `downloading`, `finishing`, ...).
+    static func phaseName(_ phase: DownloadProgress.Phase) -> String {
+        switch phase {
+        case .connecting: "connecting"
+        case .downloading: "downloading"
+        case .finishing: "finishing"
+        case .paused: "paused"
+        case .completed: "completed"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
 }

@@ -133,20 +133,20 @@ final class SessionLogFile: @unchecked Sendable {
     /// Writes a log holding only the header: to `path.tmp`, synced, renamed, the directory synced.
     private static func createEmpty(path: String) throws(SessionError) {
         let temporary = path + ".tmp"
-        _ = unlink(temporary)
         do throws(SystemError) {
+            try OutputFile.remove(temporary)
             let file = try FileDescriptor.openingSessionFile(temporary, .readWrite, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
             do throws(SystemError) {
                 try file.descriptor.writeAll(SessionLogCodec.header(), at: 0)
                 try file.descriptor.synchronizeData()
             } catch {
-                _ = unlink(temporary)
+                try? OutputFile.remove(temporary)  // the write's error is the one to report
                 throw error
             }
         } catch {
             throw .io(path: temporary, error)
         }
-        guard rename(temporary, path) == 0 else { throw .io(path: path, SystemError(call: "rename", errno: errno)) }
+        do { try OutputFile.rename(temporary, to: path) } catch { throw .io(path: path, error) }
         do { try OutputFile.synchronizeDirectory(containing: path) } catch { throw .io(path: path, error) }
     }
 

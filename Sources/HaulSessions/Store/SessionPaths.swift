@@ -77,22 +77,28 @@ public struct SessionPaths: Sendable, Hashable {
         } catch {
             throw .unusableDirectory(path: directory, reason: "cannot create it: \(error)")
         }
-        _ = chmod(stateDirectory + "/sessions", 0o700)
+        // The directory of all sessions made private too, as a courtesy: what protects a session is its own
+        // directory's check below, so a failure here (someone else's parent directory) changes nothing.
+        _ = try? blockingSyscall("chmod") { chmod(stateDirectory + "/sessions", 0o700) }
         try checkDirectory()
     }
 
     /// Checks the session directory: a real directory (not a link), owned by this user, not writable by
     /// others; tightened to 0700 when it is looser.
     public func checkDirectory() throws(SessionError) {
-        var info = stat()
-        guard lstat(directory, &info) == 0 else {
-            throw .unusableDirectory(path: directory, reason: SystemError(call: "lstat", errno: errno).description)
+        let info: Stat
+        do { info = try FilePath(directory).stat(followTargetSymlink: false) } catch {
+            throw .unusableDirectory(path: directory, reason: SystemError(call: "lstat", errno: error.rawValue).description)
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw .unusableDirectory(path: directory, reason: "not a directory") }
-        guard info.st_uid == geteuid() else {
-            throw .unusableDirectory(path: directory, reason: "owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
+        guard info.type == .directory else { throw .unusableDirectory(path: directory, reason: "not a directory") }
+        guard info.userID.rawValue == geteuid() else {
+            throw .unusableDirectory(path: directory, reason: "owned by uid \(info.userID.rawValue), not by this user (uid \(geteuid()))")
         }
-        if info.st_mode & 0o077 != 0 { _ = chmod(directory, 0o700) }
+        if info.permissions.rawValue & 0o077 != 0 {
+            do { _ = try blockingSyscall("chmod") { chmod(directory, 0o700) } } catch {
+                throw .unusableDirectory(path: directory, reason: "others may use it, and it cannot be made private: \(error)")
+            }
+        }
     }
 
     /// The pid in `daemon.pid`, if the file holds one.

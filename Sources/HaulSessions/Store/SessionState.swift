@@ -25,29 +25,32 @@ public struct SessionState: Sendable {
     public struct Task: Sendable, Hashable {
         public let id: Int
         public let spec: TaskSpec
-        public internal(set) var state: TaskState = .queued
-        /// How many `started` events it has had.
-        public internal(set) var starts = 0
+        /// What its events say: state, bytes, completion, failure (the fold clients share).
+        public internal(set) var lifecycle = TaskLifecycle()
         /// The partial file it writes, as recorded by its latest start.
         public internal(set) var part: PartIdentity?
-        /// Bytes and total as of its latest `started` or `paused` event.
-        public internal(set) var bytes: Int64 = 0
-        public internal(set) var total: Int64?
-        /// Its completion: the event's sequence number, the path, bytes and digest.
-        public internal(set) var completion: (sequence: UInt64, path: String, bytes: Int64, digest: String)?
-        /// Why it failed, while it is failed.
-        public internal(set) var failure: (error: String, className: String, code: Int32)?
         public internal(set) var hook: HookState = .none
+
+        public var state: TaskState { lifecycle.state }
+        /// How many `started` events it has had.
+        public var starts: Int { lifecycle.starts }
+        /// Bytes and total as of its latest `started` or `paused` event.
+        public var bytes: Int64 { lifecycle.bytes }
+        public var total: Int64? { lifecycle.total }
+        /// Its completion: the event's sequence number, the path, bytes and digest.
+        public var completion: (sequence: UInt64, path: String, bytes: Int64, digest: String)? { lifecycle.completion }
+        /// Why it failed, while it is failed.
+        public var failure: TaskFailure? { lifecycle.failure }
         /// Removed from the session's list by a client (it had ended): not listed, not waited for.
-        public internal(set) var removed = false
+        public var removed: Bool { lifecycle.removed }
+
+        init(id: Int, spec: TaskSpec) {
+            self.id = id
+            self.spec = spec
+        }
 
         public static func == (lhs: Task, rhs: Task) -> Bool {
-            lhs.id == rhs.id && lhs.spec == rhs.spec && lhs.state == rhs.state && lhs.starts == rhs.starts
-                && lhs.part == rhs.part && lhs.bytes == rhs.bytes && lhs.total == rhs.total
-                && lhs.completion?.sequence == rhs.completion?.sequence && lhs.completion?.path == rhs.completion?.path
-                && lhs.completion?.bytes == rhs.completion?.bytes && lhs.completion?.digest == rhs.completion?.digest
-                && lhs.failure?.error == rhs.failure?.error && lhs.failure?.code == rhs.failure?.code
-                && lhs.failure?.className == rhs.failure?.className && lhs.hook == rhs.hook && lhs.removed == rhs.removed
+            lhs.id == rhs.id && lhs.spec == rhs.spec && lhs.lifecycle == rhs.lifecycle && lhs.part == rhs.part && lhs.hook == rhs.hook
         }
 
         public func hash(into hasher: inout Hasher) {
@@ -157,53 +160,22 @@ public struct SessionState: Sendable {
                 throw SessionStateError("\(event.type) event for task \(task.id), which was removed")
             }
         }
-        func require(_ allowed: [TaskState]) throws(SessionStateError) {
-            guard allowed.contains(task.state) else {
-                throw SessionStateError("\(event.type) event for task \(task.id), which is \(task.state.rawValue)")
-            }
-        }
         switch event.kind {
         case .added:
             break  // handled above
-        case .started(let bytes, let total):
-            try require([.queued, .running])
-            task.state = .running
-            task.starts += 1
+        case .started:
+            try task.lifecycle.apply(event)
             if let part { task.part = part }
-            task.bytes = bytes
-            task.total = total
-        case .paused(let bytes, let total):
-            try require([.queued, .running])
-            task.state = .paused
-            task.bytes = bytes
-            task.total = total
-        case .resumed:
-            try require([.paused, .failed])
-            task.state = .queued
-            task.failure = nil
-        case .completed(let path, let bytes, let digest, _):
-            try require([.queued, .running, .paused])
-            task.state = .completed
-            task.bytes = bytes
-            task.total = bytes
-            task.completion = (event.sequence, path, bytes, digest)
+        case .completed:
+            try task.lifecycle.apply(event)
             task.hook = task.hookCommand(settings: settings).map { .owed(command: $0) } ?? .none
-        case .failed(let error, let className, let code):
-            try require([.queued, .running, .paused])
-            task.state = .failed
-            task.failure = (error, className, code)
-        case .cancelled:
-            try require([.queued, .running, .paused, .failed])
-            task.state = .cancelled
-            task.failure = nil
         case .hook(let status):
             guard case .started = task.hook else {
                 throw SessionStateError("hook event for task \(task.id), whose hook had not started")
             }
             task.hook = .finished(status: status)
-        case .removed:
-            try require([.completed, .failed, .cancelled])
-            task.removed = true
+        case .paused, .resumed, .failed, .cancelled, .removed:
+            try task.lifecycle.apply(event)
         }
         tasks[task.id - 1] = task
         events.append(event)

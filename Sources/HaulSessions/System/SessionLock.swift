@@ -50,18 +50,19 @@ public final class SessionLock: Sendable {
     public func writePID() throws(SessionError) {
         let path = paths.pidFile
         let temporary = path + ".tmp"
-        _ = unlink(temporary)
         do {
+            try OutputFile.remove(temporary)
             let file = try FileDescriptor.openingSessionFile(temporary, .writeOnly, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
             try file.descriptor.writeAll(Array("\(getpid())\n".utf8), at: 0)
         } catch {
             throw .io(path: temporary, error)
         }
-        guard rename(temporary, path) == 0 else { throw .io(path: path, SystemError(call: "rename", errno: errno)) }
+        do { try OutputFile.rename(temporary, to: path) } catch { throw .io(path: path, error) }
     }
 
-    /// Removes `daemon.pid` if it still names this process (a clean exit).
+    /// Removes `daemon.pid` if it still names this process (a clean exit). A pid file that cannot be removed
+    /// only misnames the holder until the next daemon writes its own: the lock, not the file, says who runs.
     public func removePID() {
-        if paths.recordedDaemonPID() == getpid() { _ = unlink(paths.pidFile) }
+        if paths.recordedDaemonPID() == getpid() { try? OutputFile.remove(paths.pidFile) }
     }
 }

@@ -1,55 +1,16 @@
+import CHaulSystem
 import Glibc
-import Haul
-import HaulIO
 import SystemPackage
 
-/// The credentials of the process at the other end of a Unix socket, as the kernel recorded them when it
-/// connected (`SO_PEERCRED`): they cannot be forged by the peer.
-public struct PeerCredentials: Sendable, Hashable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
-
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-
-    /// The peer of the connected Unix socket `socket`.
-    public static func of(_ socket: FileDescriptor) throws(SystemError) -> PeerCredentials {
-        // `struct ucred` (pid, uid, gid) is hidden behind _GNU_SOURCE in Glibc's Swift module; its layout is
-        // fixed by the kernel ABI: three 32-bit fields.
-        var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
-        _ = try blockingSyscall("getsockopt(SO_PEERCRED)") { getsockopt(socket.rawValue, SOL_SOCKET, SO_PEERCRED, &raw, &length) }
-        return PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
-    }
-}
-
-/// Who may talk to a session's daemon: processes of the user who owns it, no one else — not even root, which
-/// has its own sessions. (The socket is mode 0600 in a 0700 directory as well; this check holds even if
-/// those permissions were loosened.)
-public enum PeerPolicy {
-    /// Whether a peer with `peer` credentials may use a daemon running as `owner`; nil when it may, else why
-    /// not, in words for the refused client.
-    public static func refusal(peer: PeerCredentials, owner: uid_t) -> String? {
-        guard peer.uid == owner else {
-            return "this session belongs to uid \(owner); process \(peer.pid) runs as uid \(peer.uid)"
-        }
-        return nil
-    }
-}
-
 /// Unix stream sockets: the daemon's listener and a client's connection.
-enum UnixSocket {
+package enum UnixSocket {
     /// `O_PATH` (Linux); not in Glibc's Swift module.
     private static let openPathFlag: Int32 = 0o10000000
 
     /// Runs `body` with a `sockaddr_un` for `path`. A path longer than `sun_path` (108 bytes) is reached
     /// through `/proc/self/fd/N/NAME` with `N` a descriptor of its directory, which is short whatever the
     /// directory's path; that descriptor stays open until `body` has used the address.
-    static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
+    package static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> T) throws(SystemError) -> T {
         let capacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
         guard path.utf8.count >= capacity else { return try withAddress(naming: path, body) }
         let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -87,10 +48,10 @@ enum UnixSocket {
     }
 
     /// A listening socket at `path` (an old socket file there is replaced), mode 0600.
-    static func listen(at path: String) throws(SystemError) -> OwnedFileDescriptor {
+    package static func listen(at path: String) throws(SystemError) -> OwnedFileDescriptor {
         let socket = try makeSocket(nonBlocking: true)
         let fd = socket.descriptor.rawValue
-        if unlink(path) != 0 && errno != ENOENT { throw SystemError(call: "unlink", errno: errno) }
+        try OutputFile.remove(path)
         // Created with no permission for anyone but the owner from the first moment (umask), then made 0600.
         let previous = umask(0o177)
         defer { umask(previous) }
@@ -101,7 +62,7 @@ enum UnixSocket {
     }
 
     /// A connected, blocking socket to `path`.
-    static func connect(to path: String) throws(SystemError) -> OwnedFileDescriptor {
+    package static func connect(to path: String) throws(SystemError) -> OwnedFileDescriptor {
         let socket = try makeSocket(nonBlocking: false)
         let fd = socket.descriptor.rawValue
         _ = try withAddress(path) { address, length throws(SystemError) in try blockingSyscall("connect") { Glibc.connect(fd, address, length) } }
@@ -114,29 +75,25 @@ enum UnixSocket {
         return OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("socket") { socket(AF_UNIX, type, 0) }))
     }
 
-    /// Accepts one pending connection on the non-blocking `listener`, made non-blocking and close-on-exec;
-    /// nil when none is waiting.
-    static func accept(on listener: FileDescriptor) throws(SystemError) -> OwnedFileDescriptor? {
-        // `accept4` (flags at once) is not in Glibc's Swift module; nothing runs a child between the two calls
-        // except hooks, spawned from this same loop thread.
-        switch try syscall("accept", .nonBlocking, { Glibc.accept(listener.rawValue, nil, nil) }) {
-        case .processed(let fd):
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let socket = OwnedFileDescriptor(FileDescriptor(rawValue: fd))
-            setNonBlocking(socket.descriptor)
-            return socket
+    /// Accepts one pending connection on the non-blocking `listener`, non-blocking and close-on-exec from
+    /// the start (`accept4`: no moment in which a hook spawned meanwhile could inherit it); nil when none is
+    /// waiting.
+    package static func accept(on listener: FileDescriptor) throws(SystemError) -> OwnedFileDescriptor? {
+        switch try syscall("accept4", .nonBlocking, { haul_accept4(listener.rawValue) }) {
+        case .processed(let fd): return OwnedFileDescriptor(FileDescriptor(rawValue: fd))
         case .wouldBlock: return nil
         }
     }
 
-    static func setNonBlocking(_ socket: FileDescriptor) {
-        let flags = fcntl(socket.rawValue, F_GETFL)
-        _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
+    /// Makes the socket non-blocking (`fcntl(F_SETFL, O_NONBLOCK)`), checked.
+    package static func setNonBlocking(_ socket: FileDescriptor) throws(SystemError) {
+        let flags = try blockingSyscall("fcntl(F_GETFL)") { fcntl(socket.rawValue, F_GETFL) }
+        _ = try blockingSyscall("fcntl(F_SETFL)") { fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK) }
     }
 
     /// Sends what of `bytes[from...]` the non-blocking socket takes now (`MSG_NOSIGNAL`: a peer gone is an
     /// error, not a SIGPIPE).
-    static func send(_ bytes: [UInt8], from start: Int, on socket: FileDescriptor) throws(SystemError) -> IOResult<Int> {
+    package static func send(_ bytes: [UInt8], from start: Int, on socket: FileDescriptor) throws(SystemError) -> IOResult<Int> {
         let outcome = bytes.withUnsafeBytes { raw in
             Result { () throws(SystemError) in
                 try socket.send(UnsafeRawBufferPointer(rebasing: raw[start...]))
@@ -147,7 +104,20 @@ enum UnixSocket {
 
     /// One `recv` from the non-blocking socket into `buffer`: the byte count (0: the peer closed), would-block,
     /// or the failure.
-    static func read(from socket: FileDescriptor, into buffer: inout [UInt8]) -> Result<IOResult<Int>, SystemError> {
+    package static func read(from socket: FileDescriptor, into buffer: inout [UInt8]) -> Result<IOResult<Int>, SystemError> {
         receive(from: socket, into: &buffer)
+    }
+}
+
+extension FileDescriptor {
+    /// The credentials of the process at the other end of this connected Unix socket, as the kernel
+    /// recorded them when it connected (`SO_PEERCRED`): they cannot be forged by the peer.
+    package func peerCredentials() throws(SystemError) -> (pid: Int32, uid: UInt32, gid: UInt32) {
+        // `struct ucred` (pid, uid, gid) is hidden behind _GNU_SOURCE in Glibc's Swift module; its layout is
+        // fixed by the kernel ABI: three 32-bit fields.
+        var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        _ = try blockingSyscall("getsockopt(SO_PEERCRED)") { getsockopt(rawValue, SOL_SOCKET, SO_PEERCRED, &raw, &length) }
+        return raw
     }
 }

@@ -1,10 +1,8 @@
 import Glibc
-import Haul
-import HaulIO
 import SystemPackage
 
 /// Starting other processes without Foundation: the daemon in the background, and completion hooks.
-enum ChildProcesses {
+package enum ChildProcesses {
     /// glibc's `POSIX_SPAWN_SETSID` (a GNU extension, not in Glibc's Swift module): the child starts a new
     /// session, so it has no controlling terminal and a Ctrl-C in the client's terminal never reaches it.
     private static let spawnSetSessionID: Int16 = 0x80
@@ -12,18 +10,20 @@ enum ChildProcesses {
     /// Starts `arguments[0]` (an absolute path) with `arguments`, stdin from `/dev/null`, stdout and stderr
     /// appended to `outputPath` (or this process's, when nil), and `environment` added to this process's;
     /// in a new session when `newSession`. Returns its pid; the caller reaps it.
-    static func spawn(_ arguments: [String], environment extra: [String: String] = [:], outputPath: String?,
+    package static func spawn(_ arguments: [String], environment extra: [String: String] = [:], outputPath: String?,
                       newSession: Bool) throws(SystemError) -> pid_t {
+        // The posix_spawn family returns an error number rather than setting errno: each one is checked.
         var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
+        try checkErrorNumber("posix_spawn_file_actions_init", posix_spawn_file_actions_init(&actions))
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        try checkErrorNumber("posix_spawn_file_actions_addopen", posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0))
         if let outputPath {
-            posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            try checkErrorNumber("posix_spawn_file_actions_addopen",
+                                 posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600))
+            try checkErrorNumber("posix_spawn_file_actions_adddup2", posix_spawn_file_actions_adddup2(&actions, 1, 2))
         }
         var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        try checkErrorNumber("posix_spawnattr_init", posix_spawnattr_init(&attributes))
         defer { posix_spawnattr_destroy(&attributes) }
         // Signals the parent ignores (SIGPIPE) stay ignored in the child unless reset.
         var defaults = sigset_t()
@@ -31,13 +31,13 @@ enum ChildProcesses {
         sigaddset(&defaults, SIGPIPE)
         sigaddset(&defaults, SIGINT)
         sigaddset(&defaults, SIGTERM)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        try checkErrorNumber("posix_spawnattr_setsigdefault", posix_spawnattr_setsigdefault(&attributes, &defaults))
         var mask = sigset_t()
         sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
+        try checkErrorNumber("posix_spawnattr_setsigmask", posix_spawnattr_setsigmask(&attributes, &mask))
         var flags = Int16(POSIX_SPAWN_SETSIGDEF) | Int16(POSIX_SPAWN_SETSIGMASK)
         if newSession { flags |= spawnSetSessionID }
-        posix_spawnattr_setflags(&attributes, flags)
+        try checkErrorNumber("posix_spawnattr_setflags", posix_spawnattr_setflags(&attributes, flags))
 
         var environment: [String] = []
         var index = 0
@@ -56,25 +56,24 @@ enum ChildProcesses {
             envp.forEach { free($0) }
         }
         var pid = pid_t()
-        let code = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard code == 0 else { throw SystemError(call: "posix_spawn", errno: code) }
+        try checkErrorNumber("posix_spawn", posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp))
         return pid
     }
 
     /// Waits for `pid` to end (blocking: call it off the loop and off the cooperative pool); returns its
     /// exit status, or 128 + N when signal N killed it.
-    static func wait(for pid: pid_t) -> Int32 {
+    package static func wait(for pid: pid_t) -> Int32 {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return 255 }
-        }
+        // Retried on EINTR; any other failure (the child was reaped elsewhere: ECHILD) leaves no status to
+        // report, which reads as 255.
+        do { _ = try blockingSyscall("waitpid") { waitpid(pid, &status, 0) } } catch { return 255 }
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which are macros Swift cannot import.
         let signal = status & 0x7F
         return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
     }
 
     /// The path of this process's executable (`/proc/self/exe`).
-    static func currentExecutable() -> String? {
+    package static func currentExecutable() -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
@@ -83,7 +82,7 @@ enum ChildProcesses {
 
     /// Marks every descriptor from 3 up close-on-exec, so that a daemon started from here inherits none of
     /// this process's files (a pipe of whoever ran the client would otherwise stay open in it for good).
-    static func closeInheritedDescriptorsOnExec() {
+    package static func closeInheritedDescriptorsOnExec() {
         let directory = opendir("/proc/self/fd")
         guard let directory else { return }
         var descriptors: [FileDescriptor] = []
@@ -95,8 +94,10 @@ enum ChildProcesses {
         }
         closedir(directory)
         for descriptor in descriptors {
-            let flags = fcntl(descriptor.rawValue, F_GETFD)
-            if flags >= 0 { _ = fcntl(descriptor.rawValue, F_SETFD, flags | FD_CLOEXEC) }
+            // The listing includes the directory's own descriptor, closed by now (EBADF): a descriptor that
+            // is gone needs no flag, and there is nothing else a failure here could be.
+            guard let flags = try? blockingSyscall("fcntl(F_GETFD)", { fcntl(descriptor.rawValue, F_GETFD) }) else { continue }
+            _ = try? blockingSyscall("fcntl(F_SETFD)") { fcntl(descriptor.rawValue, F_SETFD, flags | FD_CLOEXEC) }
         }
     }
 }
