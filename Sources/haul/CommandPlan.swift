@@ -78,6 +78,8 @@ extension HaulCommand {
         options.tls.caFile = cacert
         options.tls.caDirectory = capath
         options.tls.insecure = insecure
+        options.tls.clientCertificate = try clientCertificate.clientCertificate()
+        options.network = try network.settings()
         options.synchronizesToDisk = !noSync
         guard connections >= 1, connections <= 64 else { throw UsageError("--connections must be between 1 and 64, not \(connections)") }
         guard jobs >= 1, jobs <= 256 else { throw UsageError("--jobs must be between 1 and 256, not \(jobs)") }
@@ -251,6 +253,7 @@ extension HaulCommand {
             throw UsageError("header \"\(text)\" is not 'Name: value'")
         }
         let name = String(text[..<colon])
+        if name.lowercased() == "host" { throw UsageError(NetworkFlags.hostHeaderAnswer) }
         let value = String(text[text.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
         let probe = RequestHead(method: .get, url: try! HTTPURL("http://localhost/"), userAgent: "haul", headers: HTTPFields([(name, value)]))
         do { _ = try probe.serialized() } catch { throw UsageError("header \"\(text)\" cannot be sent: \(error)") }

@@ -92,6 +92,10 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
     var insecure = false
 
+    @OptionGroup(title: "TLS client certificate") var clientCertificate: ClientCertificateOptions
+
+    @OptionGroup(title: "Network") var network: NetworkOptions
+
     @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha512, sha1, md5; aria2's sha-256=HEX too).")
     var checksum: String?
 
