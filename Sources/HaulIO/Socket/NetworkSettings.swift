@@ -173,6 +173,13 @@ public struct ConnectToRule: Sendable, Hashable {
     /// Parses curl's syntax: four fields separated by `:`, IPv6 hosts in brackets, any field empty.
     public init(parsing text: String) throws(NetworkSettingError) {
         func failure(_ reason: String) -> NetworkSettingError { NetworkSettingError(text: text, form: Self.form, reason: reason) }
+        // Colons outside brackets separate the fields: more than three, and a bare IPv6 address is the likely cause.
+        var depth = 0
+        let separators = text.filter { character in
+            if character == "[" { depth += 1 } else if character == "]" { depth -= 1 }
+            return character == ":" && depth == 0
+        }.count
+        guard separators <= 3 else { throw failure("it has more than four fields (write an IPv6 address in brackets)") }
         var rest = Substring(text)
         let fromHost: String
         do { fromHost = try NetworkText.takeHost(&rest, allowsWildcard: false) } catch { throw failure(error.reason) }

@@ -98,7 +98,12 @@ public final class TLSContext: Sendable {
         }
         SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in 0 }
         guard SSL_CTX_use_PrivateKey_file(context, keyFile, SSL_FILETYPE_PEM) == 1 else {
-            throw TLSSetupError(reason: "the client key \(keyFile) holds no usable unencrypted PEM private key: \(TLSErrorQueue.drain().joined(separator: ": "))")
+            let reasons = TLSErrorQueue.drain()
+            // OpenSSL compares the key with the certificate as it loads it (X509_R_KEY_VALUES_MISMATCH).
+            if reasons.contains(where: { $0.contains("key values mismatch") }) {
+                throw TLSSetupError(reason: "the client key \(keyFile) does not match the certificate in \(client.certificateFile)")
+            }
+            throw TLSSetupError(reason: "the client key \(keyFile) holds no usable unencrypted PEM private key: \(reasons.joined(separator: ": "))")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSSetupError(reason: "the client key \(keyFile) does not match the certificate in \(client.certificateFile): \(TLSErrorQueue.drain().joined(separator: ": "))")
