@@ -163,9 +163,9 @@ _haul() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(-Z --parallel --netrc -k --insecure --restart --allow-overwrite --skip-existing -q --quiet -v --verbose --no-sync -V --version -h --help)
-    local -a repeating_options=(-H --header)
-    local -a non_repeating_options=(-o --output -d --dir -i --input-file -j --jobs -c --connections --min-segment -u --user --netrc-file -x --proxy --noproxy --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --progress --checkpoint-bytes --checkpoint-interval)
+    local -a non_repeating_flags=(-Z --parallel --netrc -k --insecure -4 --ipv4 -6 --ipv6 --restart --allow-overwrite --skip-existing -q --quiet -v --verbose --no-sync -V --version -h --help)
+    local -a repeating_options=(-H --header --resolve --connect-to)
+    local -a non_repeating_options=(-o --output -d --dir -i --input-file -j --jobs -c --connections --min-segment -u --user --netrc-file -x --proxy --noproxy --user-agent --cacert --capath --cert --key --interface --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --progress --checkpoint-bytes --checkpoint-interval)
     # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that
     # subcommand, before haul's URLs (any number of positionals) would consume it.
     if [[ "${#unparsed_words[@]}" -gt 1 && " daemon queue help " = *" ${unparsed_words[0]} "* ]]; then
@@ -219,6 +219,21 @@ _haul() {
         return
         ;;
     '--capath')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--key')
+        return
+        ;;
+    '--resolve')
+        return
+        ;;
+    '--connect-to')
+        return
+        ;;
+    '--interface')
         return
         ;;
     '--checksum')

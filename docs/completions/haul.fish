@@ -20,7 +20,7 @@ function __haul_parse_tokens -S
     set -l unparsed_tokens (__haul_tokens -pc)
     switch $unparsed_tokens[1]
     case 'haul'
-        __haul_parse_subcommand -r 1 'Z/parallel' 'o/output=' 'd/dir=' 'i/input-file=' 'j/jobs=' 'c/connections=' 'min-segment=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'x/proxy=' 'noproxy=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'checksum=' 'limit-rate=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-change=' 'restart' 'allow-overwrite' 'skip-existing' 'progress=' 'q/quiet' 'v/verbose' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'V/version' 'h/help'
+        __haul_parse_subcommand -r 1 'Z/parallel' 'o/output=' 'd/dir=' 'i/input-file=' 'j/jobs=' 'c/connections=' 'min-segment=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'x/proxy=' 'noproxy=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'cert=' 'key=' 'resolve=+' 'connect-to=+' '4/ipv4' '6/ipv6' 'interface=' 'checksum=' 'limit-rate=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-change=' 'restart' 'allow-overwrite' 'skip-existing' 'progress=' 'q/quiet' 'v/verbose' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'V/version' 'h/help'
         switch $unparsed_tokens[1]
         case 'daemon'
             __haul_parse_subcommand 0 'session=' 'state-dir=' 'j/jobs=' 'max-connections=' 'on-complete=' 'idle-exit=' 'detach' 'h/help'
@@ -118,6 +118,13 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" cacert' -l 'cacert' -d 'CA certificates to trust, one PEM file.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" capath' -l 'capath' -d 'CA certificates to trust, a hashed directory (c_rehash).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" insecure k' -s 'k' -l 'insecure' -d 'Do not verify the server\'s TLS certificate.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" cert' -l 'cert' -d 'Client certificate to present to servers that ask for one: a PEM file (with the key too, unless --key is given).' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" key' -l 'key' -d 'Private key of --cert: an unencrypted PEM file.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul"' -l 'resolve' -d 'Connect to ADDRESS for HOST:PORT instead of looking HOST up (HOST * for any; repeatable); TLS and Host still use HOST, as curl\'s --resolve.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul"' -l 'connect-to' -d 'For requests to HOST1:PORT1 connect to HOST2:PORT2 instead (an empty field: any, or the same; repeatable, the first match is used); TLS and Host still use HOST1, as curl\'s --connect-to.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" 4 ipv4' -s '4' -l 'ipv4' -d 'Resolve and connect over IPv4 only.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" 6 ipv6' -s '6' -l 'ipv6' -d 'Resolve and connect over IPv6 only.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" interface' -l 'interface' -d 'Connect from this network interface (a device name such as eth0) or this local IP address.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" checksum' -l 'checksum' -d 'Expected digest of the file, ALGO=HEX (sha256, sha512, sha1, md5; aria2\'s sha-256=HEX too).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" limit-rate' -l 'limit-rate' -d 'Most bytes per second for each download (e.g. 500K, 10M; 0 for no limit).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" retries' -l 'retries' -d 'Retries for the whole download (network failures, 408/429/5xx); with one URL a single range may use them all, with mirrors a range moves to the next mirror after 5 tries in a row on one. Default: 5 tries in a row for a range, 100 retries in all. A Retry-After of up to 60 s is waited for; a longer one fails that try at once, like any failed try.' -rfka ''
