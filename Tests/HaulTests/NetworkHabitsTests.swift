@@ -86,6 +86,24 @@ import HaulTestSupport
         #expect(plain.bytes == Int64(Self.fileSize))
     }
 
+    @Test func throughAProxyResolveAppliesToTheProxyAndConnectToToTheTunnel() async throws {
+        let nginx = try server()
+        defer { nginx.stop() }
+        let squid = try SquidProxy()
+        defer { squid.stop() }
+        let options = try options {
+            $0.proxy = ProxySettings(all: try ProxyURL("http://proxy.test:\(squid.port)"))
+            $0.network.resolve = [try ResolveRule(parsing: "proxy.test:\(squid.port):127.0.0.1")]
+            $0.network.connectTo = [try ConnectToRule(parsing: "\(Self.name):443:127.0.0.1:\(nginx.httpsPort!)")]
+        }
+        let result = try await download("https://\(Self.name)/f.bin", options, from: nginx)
+        #expect(result.bytes == Int64(Self.fileSize))
+        let sni = try await HaulClient(options: options).bytes(from: "https://\(Self.name)/sni")
+        #expect(String(decoding: sni, as: UTF8.self) == Self.name)
+        let log = squid.accessLog(waitingUntil: { $0.contains { $0.method == "CONNECT" } })
+        #expect(!log.isEmpty && log.allSatisfy { $0.method == "CONNECT" && $0.url == "127.0.0.1:\(nginx.httpsPort!)" }, "\(log)")
+    }
+
     @Test func ipv4OnlyFailsAgainstAnIPv6OnlyServerAndIPv6OnlyReachesIt() async throws {
         let nginx = try server {
             $0.enableIPv4 = false
