@@ -168,7 +168,7 @@ import HaulTestSupport
         defer { nginx.stop() }
         let url = nginx.url("/f.bin", tls: true).replacingOccurrences(of: "localhost", with: Self.name)
         let resolve = [try ResolveRule(parsing: "\(Self.name):\(nginx.httpsPort!):127.0.0.1")]
-        let cases: [(TLSSettings.ClientCertificate, String)] = [
+        var cases: [(TLSSettings.ClientCertificate, String)] = [
             (.init(certificateFile: ca.client.certificatePath, keyFile: ca.server.keyPath),
              "the client key \(ca.server.keyPath) does not match the certificate in \(ca.client.certificatePath)"),
             (.init(certificateFile: ca.directory + "/missing.pem", keyFile: ca.client.keyPath),
@@ -176,6 +176,13 @@ import HaulTestSupport
             (.init(certificateFile: ca.client.keyPath, keyFile: ca.client.keyPath),
              "the client certificate \(ca.client.keyPath) holds no usable PEM certificate"),
         ]
+        // An encrypted key is refused at once: OpenSSL's default would ask for its pass phrase on the terminal.
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let encrypted = directory + "/encrypted.key"
+        try ChildProcess.runChecked("/usr/bin/openssl", ["pkey", "-in", ca.client.keyPath, "-aes256", "-passout", "pass:secret", "-out", encrypted])
+        cases += [(TLSSettings.ClientCertificate(certificateFile: ca.client.certificatePath, keyFile: encrypted),
+                              "the client key \(encrypted) holds no usable unencrypted PEM private key")]
         for (certificate, message) in cases {
             await #expect {
                 _ = try await download(url, try options { $0.network.resolve = resolve; $0.tls.clientCertificate = certificate }, from: nginx)
