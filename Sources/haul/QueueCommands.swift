@@ -74,6 +74,10 @@ struct QueueAdd: AsyncParsableCommand {
     @Flag(name: [.customShort("k"), .long], help: "Do not verify the server's TLS certificate.")
     var insecure = false
 
+    @OptionGroup(title: "TLS client certificate") var clientCertificate: ClientCertificateOptions
+
+    @OptionGroup(title: "Network") var network: NetworkOptions
+
     @Option(name: .long, help: "Expected digest of the file, ALGO=HEX (sha256, sha512, sha1, md5; aria2's sha-256=HEX too).")
     var checksum: String?
 
@@ -173,6 +177,14 @@ struct QueueAdd: AsyncParsableCommand {
         options.caFile = cacert.map(SessionPaths.absolute)
         options.caDirectory = capath.map(SessionPaths.absolute)
         options.insecure = insecure
+        do {
+            options.network = try network.settings()
+            options.clientCertificate = try clientCertificate.clientCertificate().map {
+                TLSSettings.ClientCertificate(certificateFile: SessionPaths.absolute($0.certificateFile), keyFile: $0.keyFile.map(SessionPaths.absolute))
+            }
+        } catch {
+            throw CommandFailure(.usage, error.message)
+        }
         options.rateLimit = limitRate?.bytesPerSecond
         let retry = RetryPolicy.commandLine(retries: retries, urls: given.count)
         // A task's journal holds at most 1000 tries a range; past that the download's budget is the bound.

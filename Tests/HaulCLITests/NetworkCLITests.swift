@@ -135,6 +135,26 @@ import HaulTestSupport
         #expect(keyAlone.exitStatus == 2 && keyAlone.errorText.contains("--key needs --cert"))
     }
 
+    /// `haul queue add` takes the same options; the daemon runs the task with them.
+    @Test func aQueuedTaskKeepsItsNetworkSettingsAndClientCertificate() throws {
+        let ca = try TestCertificateAuthority.shared()
+        let nginx = try server { $0.clientCertificateAuthority = ca.caCertificatePath }
+        defer { nginx.stop() }
+        let sandbox = try QueueCLITests.Sandbox()
+        defer { sandbox.cleanUp() }
+        let https = nginx.httpsPort!
+        let add = try sandbox.haul(["queue", "add", "--cacert", ca.caCertificatePath, "--connect-to", "\(Self.name):443:localhost:\(https)",
+                                    "--resolve", "localhost:\(https):127.0.0.1", "-4", "--interface", "lo",
+                                    "--cert", ca.client.certificatePath, "--key", ca.client.keyPath,
+                                    "-o", sandbox.output + "/f.bin", "https://\(Self.name)/f.bin"])
+        #expect(add.exitStatus == 0 && add.outputText == "1\n", "\(add.outputText) \(add.errorText)")
+        let wait = try sandbox.haul(["queue", "wait", "1"])
+        #expect(wait.exitStatus == 0, "\(wait.errorText)")
+        #expect(try TestFiles.sha256(ofFile: sandbox.output + "/f.bin") == TestFiles.sha256(ofFile: nginx.dataDirectory + "/f.bin"))
+        let bad = try sandbox.haul(["queue", "add", "--resolve", "nonsense", "-o", sandbox.output + "/g.bin", "https://\(Self.name)/f.bin"])
+        #expect(bad.exitStatus == 2 && bad.errorText.contains("--resolve \"nonsense\""), "\(bad.errorText)")
+    }
+
     @Test(arguments: [
         (["--resolve", "example.test:443"], "haul: --resolve \"example.test:443\" is not [+]HOST:PORT:ADDRESS[,ADDRESS...]: no address after the port\n"),
         (["--resolve", "example.test:443:localhost"],

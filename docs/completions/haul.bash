@@ -347,9 +347,9 @@ _haul_queue() {
 
 _haul_queue_add() {
     repeating_flags=()
-    non_repeating_flags=(--netrc -k --insecure --restart --allow-overwrite --no-sync --json -h --help)
-    repeating_options=(-H --header)
-    non_repeating_options=(--session -o --output -d --dir -c --connections --min-segment -u --user --netrc-file --user-agent --cacert --capath --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --checkpoint-bytes --checkpoint-interval --on-complete)
+    non_repeating_flags=(--netrc -k --insecure -4 --ipv4 -6 --ipv6 --restart --allow-overwrite --no-sync --json -h --help)
+    repeating_options=(-H --header --resolve --connect-to)
+    non_repeating_options=(--session -o --output -d --dir -c --connections --min-segment -u --user --netrc-file --user-agent --cacert --capath --cert --key --interface --checksum --limit-rate --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-change --checkpoint-bytes --checkpoint-interval --on-complete)
     __haul_offer_flags_options -1
 
     # Offer option value completions
@@ -385,6 +385,21 @@ _haul_queue_add() {
         return
         ;;
     '--capath')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--key')
+        return
+        ;;
+    '--resolve')
+        return
+        ;;
+    '--connect-to')
+        return
+        ;;
+    '--interface')
         return
         ;;
     '--checksum')

@@ -108,6 +108,11 @@ public struct ResolveRule: Sendable, Hashable {
 
     static let form = "[+]HOST:PORT:ADDRESS[,ADDRESS...]"
 
+    /// The rule in curl's syntax, IPv6 in brackets: what ``init(parsing:)`` reads back as this rule.
+    public var text: String {
+        "\(NetworkText.bracketed(host)):\(port):" + addresses.map(NetworkText.bracketed).joined(separator: ",")
+    }
+
     /// A rule from its parts; nil when an address is not an IP literal, the host is empty, or there is no address.
     public init?(host: String, port: UInt16, addresses: [String]) {
         let canonical = addresses.compactMap { SocketAddress(ipAddress: $0, port: port)?.ipAddress }
@@ -161,6 +166,12 @@ public struct ConnectToRule: Sendable, Hashable {
     public let toPort: UInt16?
 
     static let form = "HOST1:PORT1:HOST2:PORT2 (an empty field means any host or port, or the same one)"
+
+    /// The rule in curl's syntax, IPv6 in brackets, empty fields for nil: what ``init(parsing:)`` reads back.
+    public var text: String {
+        [fromHost.map(NetworkText.bracketed) ?? "", fromPort.map(String.init) ?? "",
+         toHost.map(NetworkText.bracketed) ?? "", toPort.map(String.init) ?? ""].joined(separator: ":")
+    }
 
     /// A rule from its parts; hosts are matched and connected to as given (lowercase names, bare IPv6).
     public init(fromHost: String?, fromPort: UInt16?, toHost: String?, toPort: UInt16?) {
@@ -235,6 +246,14 @@ public enum NetworkInterface: Sendable, Hashable, CustomStringConvertible {
         self = .device(String(name))
     }
 
+    /// The device's name or the address: what ``init(parsing:)`` reads back as this interface.
+    public var text: String {
+        switch self {
+        case .device(let name): return name
+        case .address(let address): return address
+        }
+    }
+
     /// `interface lo` or `local address 127.0.0.1`.
     public var description: String {
         switch self {
@@ -259,6 +278,9 @@ public enum NetworkInterface: Sendable, Hashable, CustomStringConvertible {
 /// The pieces of curl's colon-separated network options.
 enum NetworkText {
     struct Failure: Error { let reason: String }
+
+    /// `host`, with brackets when it is an IPv6 address.
+    static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
 
     /// Takes a host up to the next `:` (an IPv6 literal in brackets, whose colons do not count), leaving
     /// `text` at that `:` or at its end; validated as a URL host (or `*`), canonical; empty when it is empty.

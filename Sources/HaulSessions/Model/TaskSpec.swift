@@ -30,6 +30,12 @@ public struct TaskOptions: Sendable, Hashable {
     public var synchronizesToDisk: Bool = true
     public var checkpointBytes: Int64 = 32 << 20
     public var checkpointInterval: Duration = .seconds(1)
+    /// Resolve and connect-to rules, one address family, an interface (`--resolve`, `--connect-to`, `-4`/`-6`,
+    /// `--interface`). Part of the options' identity, so that tasks with other settings never share a client
+    /// and its pooled connections.
+    public var network = NetworkSettings()
+    /// The TLS client certificate (`--cert`, `--key`; absolute paths).
+    public var clientCertificate: TLSSettings.ClientCertificate?
 
     public init() {}
 
@@ -43,6 +49,8 @@ public struct TaskOptions: Sendable, Hashable {
         options.tls.caFile = caFile
         options.tls.caDirectory = caDirectory
         options.tls.insecure = insecure
+        options.tls.clientCertificate = clientCertificate
+        options.network = network
         options.synchronizesToDisk = synchronizesToDisk
         options.connections = connections
         options.maximumConnections = max(maximumConnections, 1)
@@ -142,7 +150,8 @@ public struct TaskSpec: Sendable, Hashable {
         case .memory:
             return "a background task cannot download into memory: the bytes would be the daemon's, not the client's"
         }
-        for path in [options.caFile, options.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
+        let certificateFiles = [options.clientCertificate?.certificateFile, options.clientCertificate?.keyFile]
+        for path in ([options.caFile, options.caDirectory] + certificateFiles).compactMap({ $0 }) where !path.hasPrefix("/") {
             return "\"\(path)\" is not an absolute path"
         }
         guard (1...64).contains(options.connections) else { return "connections must be between 1 and 64" }
@@ -193,6 +202,15 @@ extension TaskOptions {
         if checkpointInterval != defaults.checkpointInterval {
             object["checkpointIntervalMs"] = .int(checkpointInterval.milliseconds)
         }
+        // In curl's syntax, as the command line gave them (and read back with the same parsers).
+        if !network.resolve.isEmpty { object["resolve"] = .array(network.resolve.map { .string($0.text) }) }
+        if !network.connectTo.isEmpty { object["connectTo"] = .array(network.connectTo.map { .string($0.text) }) }
+        if let family = network.addressFamily { object["ipVersion"] = .int(family == .ipv4 ? 4 : 6) }
+        if let interface = network.interface { object["interface"] = .string(interface.text) }
+        if let clientCertificate {
+            object["clientCert"] = .string(clientCertificate.certificateFile)
+            if let key = clientCertificate.keyFile { object["clientKey"] = .string(key) }
+        }
         return .object(object)
     }
 
@@ -222,6 +240,31 @@ extension TaskOptions {
         synchronizesToDisk = try reader.bool("sync", default: true)
         if let value = try reader.optionalInteger("checkpointBytes", in: 1...(Int64(1) << 40)) { checkpointBytes = value }
         if let value = try reader.optionalInteger("checkpointIntervalMs", in: day) { checkpointInterval = .milliseconds(value) }
+        for (index, text) in try reader.stringArray("resolve", maximumCount: 256, maximumBytes: 4096).enumerated() {
+            do { network.resolve.append(try ResolveRule(parsing: text)) } catch {
+                throw SchemaError(field: reader.name("resolve") + "[\(index)]", "\(error)")
+            }
+        }
+        for (index, text) in try reader.stringArray("connectTo", maximumCount: 256, maximumBytes: 4096).enumerated() {
+            do { network.connectTo.append(try ConnectToRule(parsing: text)) } catch {
+                throw SchemaError(field: reader.name("connectTo") + "[\(index)]", "\(error)")
+            }
+        }
+        if let version = try reader.optionalInteger("ipVersion", in: 4...6) {
+            guard version != 5 else { throw SchemaError(field: reader.name("ipVersion"), "expected 4 or 6") }
+            network.addressFamily = version == 4 ? .ipv4 : .ipv6
+        }
+        if let text = try reader.optionalString("interface", maximumBytes: 64) {
+            do { network.interface = try NetworkInterface(parsing: text) } catch {
+                throw SchemaError(field: reader.name("interface"), "\(error)")
+            }
+        }
+        let key = try reader.optionalString("clientKey", maximumBytes: 4096)
+        if let certificate = try reader.optionalString("clientCert", maximumBytes: 4096) {
+            clientCertificate = TLSSettings.ClientCertificate(certificateFile: certificate, keyFile: key)
+        } else if key != nil {
+            throw SchemaError(field: reader.name("clientKey"), "a key needs clientCert")
+        }
         try reader.finish()
     }
 }
