@@ -182,7 +182,7 @@ import HaulTestSupport
         let encrypted = directory + "/encrypted.key"
         try ChildProcess.runChecked("/usr/bin/openssl", ["pkey", "-in", ca.client.keyPath, "-aes256", "-passout", "pass:secret", "-out", encrypted])
         cases += [(TLSSettings.ClientCertificate(certificateFile: ca.client.certificatePath, keyFile: encrypted),
-                              "the client key \(encrypted) holds no usable unencrypted PEM private key")]
+                              "the client key \(encrypted) is encrypted, and haul reads unencrypted keys only")]
         for (certificate, message) in cases {
             await #expect {
                 _ = try await download(url, try options { $0.network.resolve = resolve; $0.tls.clientCertificate = certificate }, from: nginx)

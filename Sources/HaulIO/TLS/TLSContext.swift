@@ -103,6 +103,10 @@ public final class TLSContext: Sendable {
             if reasons.contains(where: { $0.contains("key values mismatch") }) {
                 throw TLSSetupError(reason: "the client key \(keyFile) does not match the certificate in \(client.certificateFile)")
             }
+            // The pass phrase callback answered nothing, so an encrypted key fails to decrypt.
+            if reasons.contains(where: { $0.contains("bad decrypt") || $0.contains("bad password read") }) {
+                throw TLSSetupError(reason: "the client key \(keyFile) is encrypted, and haul reads unencrypted keys only (openssl pkey -in KEY -out PLAIN-KEY decrypts it)")
+            }
             throw TLSSetupError(reason: "the client key \(keyFile) holds no usable unencrypted PEM private key: \(reasons.joined(separator: ": "))")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
