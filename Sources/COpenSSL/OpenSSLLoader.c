@@ -24,11 +24,15 @@
     X(ssl, const BIO_METHOD *, BIO_f_ssl, (void), ()) \
     X(ssl, long, SSL_CTX_ctrl, (SSL_CTX *ctx, int cmd, long larg, void *parg), (ctx, cmd, larg, parg)) \
     VX(ssl, SSL_CTX_free, (SSL_CTX *ctx), (ctx)) \
+    X(ssl, int, SSL_CTX_check_private_key, (const SSL_CTX *ctx), (ctx)) \
     X(ssl, int, SSL_CTX_load_verify_locations, (SSL_CTX *ctx, const char *file, const char *path), (ctx, file, path)) \
     X(ssl, SSL_CTX *, SSL_CTX_new, (const SSL_METHOD *method), (method)) \
     VX(ssl, SSL_CTX_sess_set_new_cb, (SSL_CTX *ctx, int (*callback)(struct ssl_st *, SSL_SESSION *)), (ctx, callback)) \
     VX(ssl, SSL_CTX_set_default_read_buffer_len, (SSL_CTX *ctx, size_t length), (ctx, length)) \
+    VX(ssl, SSL_CTX_set_default_passwd_cb, (SSL_CTX *ctx, pem_password_cb *callback), (ctx, callback)) \
     X(ssl, int, SSL_CTX_set_default_verify_paths, (SSL_CTX *ctx), (ctx)) \
+    X(ssl, int, SSL_CTX_use_PrivateKey_file, (SSL_CTX *ctx, const char *file, int type), (ctx, file, type)) \
+    X(ssl, int, SSL_CTX_use_certificate_chain_file, (SSL_CTX *ctx, const char *file), (ctx, file)) \
     VX(ssl, SSL_SESSION_free, (SSL_SESSION *session), (session)) \
     X(ssl, int, SSL_SESSION_is_resumable, (const SSL_SESSION *session), (session)) \
     X(ssl, int, SSL_connect, (SSL *ssl), (ssl)) \

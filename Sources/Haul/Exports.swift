@@ -19,6 +19,12 @@
 @_exported import struct HaulIO.ConnectionTimeouts
 @_exported import struct HaulIO.TLSSettings
 @_exported import enum HaulIO.DigestAlgorithm
+// Where connections go (DownloadOptions.network: curl's --resolve, --connect-to, -4/-6, --interface).
+@_exported import struct HaulIO.NetworkSettings
+@_exported import struct HaulIO.ResolveRule
+@_exported import struct HaulIO.ConnectToRule
+@_exported import enum HaulIO.NetworkInterface
+@_exported import struct HaulIO.NetworkSettingError
 // The payloads of HaulError's cases and what they carry.
 @_exported import struct HaulHTTP.URLParseError
 @_exported import struct HaulHTTP.RequestHeadError

@@ -39,6 +39,11 @@ public struct NginxConfiguration: Sendable {
     public var enableTLS: Bool = true
     /// Whether to listen on `[::1]` too; by default only where the machine has IPv6 loopback.
     public var enableIPv6: Bool = LoopbackPorts.isIPv6Available
+    /// Whether to listen on `127.0.0.1`; off (with ``enableIPv6`` on) for a server reachable over IPv6 only.
+    public var enableIPv4: Bool = true
+    /// A PEM file of CAs whose client certificates HTTPS requires (`ssl_verify_client on`); nil asks for none.
+    /// A request without one is answered `400`.
+    public var clientCertificateAuthority: String?
     /// nginx worker processes; each is a separate process with its own connections.
     public var workerProcesses: Int = 1
     /// The certificate for HTTPS; `nil` means the shared test CA's server certificate.
@@ -63,10 +68,10 @@ extension NginxConfiguration {
     func render(
         directory: String, dataDirectory: String, httpPort: UInt16, httpsPort: UInt16?, certificate: TestCertificateAuthority.CertificateFiles?
     ) -> String {
-        var listens = ["listen 127.0.0.1:\(httpPort);"]
+        var listens = enableIPv4 ? ["listen 127.0.0.1:\(httpPort);"] : []
         if enableIPv6 { listens.append("listen [::1]:\(httpPort);") }
         if let httpsPort {
-            listens.append("listen 127.0.0.1:\(httpsPort) ssl;")
+            if enableIPv4 { listens.append("listen 127.0.0.1:\(httpsPort) ssl;") }
             if enableIPv6 { listens.append("listen [::1]:\(httpsPort) ssl;") }
         }
         var tls: [String] = []
@@ -77,6 +82,9 @@ extension NginxConfiguration {
                 "ssl_protocols TLSv1.2 TLSv1.3;",
                 "ssl_session_cache shared:haul_tls:1m;",
             ]
+            if let clientCertificateAuthority {
+                tls += ["ssl_client_certificate \(clientCertificateAuthority);", "ssl_verify_client on;"]
+            }
         }
         var locations = ["location / { }"]
         if let limited = rateLimitedLocation {

@@ -56,7 +56,7 @@ public final class NginxServer: @unchecked Sendable {
         // nginx's `-e`: it opens its error log before reading the configuration, and without `-e` that would
         // be /var/log/nginx/error.log.
         let (ports, process) = try SupervisedProcess.startOnFreePorts(
-            configuration.enableTLS ? 2 : 1, hosts: configuration.enableIPv6 ? ["127.0.0.1", "::1"] : ["127.0.0.1"],
+            configuration.enableTLS ? 2 : 1, hosts: (configuration.enableIPv4 ? ["127.0.0.1"] : []) + (configuration.enableIPv6 ? ["::1"] : []),
             name: "nginx", logs: [directory + "/error.log", directory + "/nginx.stderr"]) { ports in
             // A lost port race's message from the try before must not decide about this one.
             try? FileManager.default.removeItem(atPath: directory + "/error.log")

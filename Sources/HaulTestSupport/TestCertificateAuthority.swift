@@ -37,6 +37,15 @@ public final class TestCertificateAuthority: Sendable {
     /// Signed by the CA with the right names, but valid only from 2020-01-01 to 2020-01-02.
     public var expired: CertificateFiles { files("expired") }
 
+    /// Signed by the CA and valid now for DNS:example.test only: a server reached by that name at a
+    /// loopback address (`--resolve`, `--connect-to`), where the name alone passes verification.
+    public var virtualHost: CertificateFiles { files("virtual-host") }
+    /// The name ``virtualHost`` is issued for.
+    public static let virtualHostName = "example.test"
+    /// Signed by the CA for client authentication (extendedKeyUsage clientAuth), CN=haul-test-client: what
+    /// a server with `ssl_verify_client on` and ``caCertificatePath`` as its client CA accepts.
+    public var client: CertificateFiles { files("client") }
+
     /// The names every "right name" certificate carries.
     public static let serverSubjectAlternativeNames = "DNS:localhost,IP:127.0.0.1,IP:::1"
 
@@ -74,6 +83,8 @@ public final class TestCertificateAuthority: Sendable {
         _ = FileManager.default.createFile(atPath: directory + "/index.txt", contents: nil)
         try issue("server", subject: "/CN=localhost", extensions: "server_ext", validity: ["-days", "3650"])
         try issue("wrong-hostname", subject: "/CN=wrong.example", extensions: "wrong_hostname_ext", validity: ["-days", "3650"])
+        try issue("virtual-host", subject: "/CN=\(Self.virtualHostName)", extensions: "virtual_host_ext", validity: ["-days", "3650"])
+        try issue("client", subject: "/CN=haul-test-client", extensions: "client_ext", validity: ["-days", "3650"])
         try issue("expired", subject: "/CN=localhost", extensions: "server_ext",
                   validity: ["-startdate", "20200101000000Z", "-enddate", "20200102000000Z"])
         try openssl(["req", "-x509"] + newECKey + [
@@ -116,6 +127,15 @@ public final class TestCertificateAuthority: Sendable {
         basicConstraints = CA:FALSE
         extendedKeyUsage = serverAuth
         subjectAltName = \(serverSubjectAlternativeNames)
+
+        [virtual_host_ext]
+        basicConstraints = CA:FALSE
+        extendedKeyUsage = serverAuth
+        subjectAltName = DNS:\(virtualHostName)
+
+        [client_ext]
+        basicConstraints = CA:FALSE
+        extendedKeyUsage = clientAuth
 
         [wrong_hostname_ext]
         basicConstraints = CA:FALSE

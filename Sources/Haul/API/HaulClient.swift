@@ -52,6 +52,7 @@ public final class HaulClient: Sendable {
         }
         var connectionOptions = ConnectionOptions()
         connectionOptions.timeouts = options.timeouts
+        connectionOptions.network = options.network
         httpClient = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions, proxy: options.proxy)
         budget = ConnectionBudget(limit: options.maximumConnections)
     }

@@ -59,6 +59,18 @@ public struct DownloadOptions: Sendable {
     /// chunked and close-delimited bodies, streams, memory destinations and rate-limited downloads are always
     /// read. Turn it off to work around a kernel or file system whose `splice` misbehaves.
     public var splicesBodies: Bool = true
+    /// Where connections go and from where, beyond what the URL says — curl's `--resolve`, `--connect-to`,
+    /// `-4`/`-6` and `--interface` (`NetworkSettings`); TLS and `Host` keep the URL's host. The client
+    /// certificate (`--cert`/`--key`) is `TLSSettings.clientCertificate` in ``tls``. Pooled keep-alive
+    /// connections are reused only under the settings they were made with. The default changes nothing.
+    ///
+    /// ```swift
+    /// var options = DownloadOptions()
+    /// options.network.resolve = [try ResolveRule(parsing: "example.org:443:192.0.2.10")]
+    /// options.network.addressFamily = .ipv4
+    /// options.tls.clientCertificate = TLSSettings.ClientCertificate(certificateFile: "client.pem", keyFile: "client.key")
+    /// ```
+    public var network: NetworkSettings = NetworkSettings()
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to

@@ -37,9 +37,11 @@ public final class ConnectAttempt: @unchecked Sendable {
         }
         self.completion = completion
         let route = proxy?.route
+        // `--connect-to` for a direct connection; through a proxy the route's target already is its target.
+        let target = options.network.connectTarget(host: host, port: port)
         let newConnector = HappyEyeballsConnector(
-            loop: loop, host: proxy?.proxy.host.name ?? host, port: proxy?.proxy.port ?? port, options: options.socket,
-            attemptDelay: options.attemptDelay, timeout: options.timeouts.connect
+            loop: loop, host: proxy?.proxy.host.name ?? target.host, port: proxy?.proxy.port ?? target.port,
+            options: options.socket, network: options.network, attemptDelay: options.attemptDelay, timeout: options.timeouts.connect
         ) { [self] result in
             self.connector = nil
             switch result {

@@ -43,6 +43,9 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// receive buffer's size, measured best (docs/benchmarks.md, 2026-11-26): at 8 connections 1 MiB pipes
     /// made the pipe → file copy up to twice as slow per byte, 128 KiB cost more in calls.
     public var splicePipeSize: Int = 256 << 10
+    /// Where connections go and from where, beyond the URL: resolve and connect-to rules, one address family,
+    /// a device or local address to bind to (``NetworkSettings``). The defaults change nothing.
+    public var network: NetworkSettings = NetworkSettings()
 
     /// The defaults described on each property.
     public init(

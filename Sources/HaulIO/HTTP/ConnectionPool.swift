@@ -16,10 +16,12 @@ public final class ConnectionPool: @unchecked Sendable {
     /// TCP (and TLS) connections opened through this pool, for tests and statistics.
     public private(set) var connectionsOpened = 0
 
-    /// What a pooled connection can be reused for: one origin, directly or through one proxy.
+    /// What a pooled connection can be reused for: one origin, directly or through one proxy, made under one
+    /// set of network settings and with one client certificate.
     struct Key: Hashable {
         let origin: HTTPOrigin
         let proxy: ProxyURL?
+        let identity: ConnectionIdentity
     }
 
     private var idle: [Key: [HTTPConnection]] = [:]
@@ -30,9 +32,11 @@ public final class ConnectionPool: @unchecked Sendable {
     }
 
     /// The most recently used idle connection to `origin` (through `proxy`, if given), if any is still open.
-    func takeIdleOnLoop(_ origin: HTTPOrigin, proxy: ProxyURL? = nil) -> HTTPConnection? {
+    /// Only a connection made with the same `identity` (resolve and connect-to rules, address family,
+    /// interface, client certificate) is handed out.
+    func takeIdleOnLoop(_ origin: HTTPOrigin, proxy: ProxyURL? = nil, identity: ConnectionIdentity = ConnectionIdentity()) -> HTTPConnection? {
         precondition(loop.inEventLoop)
-        let key = Key(origin: origin, proxy: proxy)
+        let key = Key(origin: origin, proxy: proxy, identity: identity)
         while var connections = idle[key], let connection = connections.popLast() {
             idle[key] = connections.isEmpty ? nil : connections
             if connection.transport.isReusableOnLoop() { return connection }
@@ -44,7 +48,7 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Keeps `connection` for reuse, or closes it when the origin already has enough idle ones.
     func returnOnLoop(_ connection: HTTPConnection) {
         precondition(loop.inEventLoop)
-        let key = Key(origin: connection.origin, proxy: connection.proxy)
+        let key = Key(origin: connection.origin, proxy: connection.proxy, identity: connection.identity)
         var connections = idle[key, default: []]
         guard connections.count < maxIdlePerOrigin, !connection.isClosedOnLoop else {
             connection.transport.closeOnLoop()
@@ -63,5 +67,22 @@ public final class ConnectionPool: @unchecked Sendable {
         precondition(loop.inEventLoop)
         for connection in idle.values.joined() { connection.transport.closeOnLoop() }
         idle.removeAll()
+    }
+}
+
+/// What else, besides its origin and proxy, decides whether a connection may carry a request: where it was
+/// connected (``NetworkSettings``: resolve and connect-to rules, address family, interface) and which client
+/// certificate it presented. A connection made under other settings is never reused, even for the same origin.
+public struct ConnectionIdentity: Sendable, Hashable {
+    /// The network settings the connection was made with.
+    public let network: NetworkSettings
+    /// The client certificate it offered (https only; recorded for plain HTTP too, so keys stay simple).
+    public let clientCertificate: TLSSettings.ClientCertificate?
+
+    /// The identity of connections made with `network` and `clientCertificate`; the defaults are plain DNS,
+    /// no certificate.
+    public init(network: NetworkSettings = NetworkSettings(), clientCertificate: TLSSettings.ClientCertificate? = nil) {
+        self.network = network
+        self.clientCertificate = clientCertificate
     }
 }

@@ -47,9 +47,9 @@ public final class HTTPClient: Sendable {
         let cancellation = ExchangeCancellation()
         let origin = request.url.origin
         let proxyURL = proxy?.proxy(for: origin)
-        let route = proxyURL.map { ProxyRoute(proxy: $0, targetHost: origin.host, targetPort: origin.port) }
         // Plain HTTP through an HTTP(S) proxy: the request itself goes to the proxy, in absolute form.
         let forwards = proxyURL.map { !$0.scheme.isSOCKS && origin.scheme == .http } ?? false
+        let route = proxyURL.map { Self.route(to: origin, through: $0, forwards: forwards, network: connectionOptions.network) }
         var head = request
         if forwards {
             head.targetForm = .absolute
@@ -104,12 +104,28 @@ public final class HTTPClient: Sendable {
                 }
             }
         }
-        if let connection = pool.takeIdleOnLoop(origin, proxy: proxyURL) {
+        if let connection = pool.takeIdleOnLoop(origin, proxy: proxyURL, identity: identity) {
             run(on: connection, reused: true)
         } else {
             connectThenRun()
         }
         return cancellation
+    }
+
+    /// What this client's connections are made with besides origin and proxy (their pool key's rest).
+    var identity: ConnectionIdentity {
+        ConnectionIdentity(network: connectionOptions.network, clientCertificate: tlsConfiguration.clientCertificate)
+    }
+
+    /// The way to `origin` through `proxy`: a tunnel goes to the connect-to target (`--connect-to`, as curl's
+    /// tunnels do), a request forwarded in absolute form names the origin itself.
+    static func route(to origin: HTTPOrigin, through proxy: ProxyURL, forwards: Bool, network: NetworkSettings) -> ProxyRoute {
+        let target = network.connectTarget(host: origin.host.name, port: origin.port)
+        guard !forwards, target.host != origin.host.name || target.port != origin.port,
+              let host = try? HTTPURL(target.host.contains(":") ? "http://[\(target.host)]/" : "http://\(target.host)/").host else {
+            return ProxyRoute(proxy: proxy, targetHost: origin.host, targetPort: origin.port)
+        }
+        return ProxyRoute(proxy: proxy, targetHost: host, targetPort: target.port)
     }
 
     /// Closes the pooled connections.
@@ -141,11 +157,11 @@ public final class HTTPClient: Sendable {
         }
         let attempt = Connection.connectOnLoop(to: origin.host.name, port: origin.port,
                                                tls: origin.scheme == .https ? tlsContext : nil, proxy: plan,
-                                               options: connectionOptions, on: loop) { [pool] result in
+                                               options: connectionOptions, on: loop) { [pool, identity] result in
             switch result {
             case .success(let connection):
                 pool.noteOpenedOnLoop()
-                completion(.success(HTTPConnection(transport: connection, origin: origin, forwardsThroughProxy: forwards)))
+                completion(.success(HTTPConnection(transport: connection, origin: origin, forwardsThroughProxy: forwards, identity: identity)))
             case .failure(let error):
                 completion(.failure(.connection(error)))
             }

@@ -18,6 +18,8 @@ public final class HTTPConnection: @unchecked Sendable {
     /// Whether requests go to an HTTP proxy in absolute form (rather than through a tunnel or directly): then a
     /// `407` is the proxy's, and fails the exchange as a ``ConnectionError/Kind/proxyFailed`` error.
     let forwardsThroughProxy: Bool
+    /// The settings it was made with, part of its pool key: it is reused only for requests with the same.
+    public let identity: ConnectionIdentity
     /// Whether the latest exchange got as far as a response head; a reused connection that fails before
     /// one was most likely closed by the server while idle, and the request can be sent again.
     public private(set) var latestExchangeSawHead = false
@@ -38,10 +40,11 @@ public final class HTTPConnection: @unchecked Sendable {
         var abandoned = false
     }
 
-    init(transport: Connection, origin: HTTPOrigin, forwardsThroughProxy: Bool = false) {
+    init(transport: Connection, origin: HTTPOrigin, forwardsThroughProxy: Bool = false, identity: ConnectionIdentity = ConnectionIdentity()) {
         self.transport = transport
         self.origin = origin
         self.forwardsThroughProxy = forwardsThroughProxy
+        self.identity = identity
     }
 
     /// Whether the transport was closed (by us or by a failure).

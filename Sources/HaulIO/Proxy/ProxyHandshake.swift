@@ -122,16 +122,17 @@ final class ProxyHandshake: @unchecked Sendable {
             // socks5:// resolves here and hands the proxy an address (socks5h:// sends the name).
             step = .resolvingTarget
             let loop = connection.loop
+            let network = connection.options.network
+            if let pinned = network.pinnedAddresses(host: host.name, port: plan.route.targetPort) {
+                sendSOCKSConnect(toFirstOf: network.usable(pinned))
+                return
+            }
             AddressResolver.resolve(host: host.name, port: plan.route.targetPort) { [self] result in
                 loop.execute { [self] in
                     guard completion != nil else { return }
                     switch result {
                     case .success(let addresses):
-                        guard let address = addresses.first.flatMap({ SOCKS5.Address(ipLiteral: $0.ipAddress) }) else {
-                            fail(.targetNotResolved("no usable address"))
-                            return
-                        }
-                        sendSOCKSConnect(to: address)
+                        sendSOCKSConnect(toFirstOf: network.usable(addresses))
                     case .failure(let error):
                         fail(.targetNotResolved(error.reason))
                     }
@@ -140,6 +141,15 @@ final class ProxyHandshake: @unchecked Sendable {
             return
         }
         sendSOCKSConnect(to: SOCKS5.Address(host))
+    }
+
+    /// The first of the target's addresses (from DNS or a resolve rule, of the allowed family) to the proxy.
+    private func sendSOCKSConnect(toFirstOf addresses: [SocketAddress]) {
+        guard let address = addresses.first.flatMap({ SOCKS5.Address(ipLiteral: $0.ipAddress) }) else {
+            fail(.targetNotResolved("no usable address"))
+            return
+        }
+        sendSOCKSConnect(to: address)
     }
 
     private func sendSOCKSConnect(to address: SOCKS5.Address) {

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The address ordering and timing rules of Happy Eyeballs v2 (RFC 8305).
 public enum HappyEyeballs {
     /// RFC 8305 §5's recommended "Connection Attempt Delay".
@@ -35,6 +37,7 @@ final class HappyEyeballsConnector: @unchecked Sendable {
     private let host: String
     private let port: UInt16
     private let options: SocketOptions
+    private let network: NetworkSettings
     private let attemptDelay: Duration
     private let timeout: Duration
     private var completion: ((Result<TCPSocket, ConnectionError>) -> Void)?
@@ -51,6 +54,7 @@ final class HappyEyeballsConnector: @unchecked Sendable {
         host: String,
         port: UInt16,
         options: SocketOptions,
+        network: NetworkSettings = NetworkSettings(),
         attemptDelay: Duration = HappyEyeballs.defaultAttemptDelay,
         timeout: Duration,
         completion: @escaping (Result<TCPSocket, ConnectionError>) -> Void
@@ -59,6 +63,7 @@ final class HappyEyeballsConnector: @unchecked Sendable {
         self.host = host
         self.port = port
         self.options = options
+        self.network = network
         self.attemptDelay = attemptDelay
         self.timeout = timeout
         self.completion = completion
@@ -69,6 +74,11 @@ final class HappyEyeballsConnector: @unchecked Sendable {
         armTimeout()
         if let literal = SocketAddress(ipAddress: host, port: port) {
             didResolve(.success([literal]))
+            return
+        }
+        // `--resolve`: the addresses given for this host and port, instead of DNS.
+        if let pinned = network.pinnedAddresses(host: host, port: port) {
+            didResolve(.success(pinned))
             return
         }
         AddressResolver.resolve(host: host, port: port) { [self] result in
@@ -101,11 +111,33 @@ final class HappyEyeballsConnector: @unchecked Sendable {
         guard completion != nil else { return }
         switch result {
         case .success(let addresses):
-            pendingAddresses = HappyEyeballs.connectionOrder(addresses)
+            let usable = usableAddresses(addresses)
+            guard !usable.isEmpty else {
+                finish(.failure(ConnectionError(kind: .connectFailed, host: host, port: port, detail: noUsableAddress(among: addresses))))
+                return
+            }
+            pendingAddresses = HappyEyeballs.connectionOrder(usable)
             startNextAttempt()
         case .failure(let error):
             finish(.failure(ConnectionError(kind: .resolutionFailed, host: host, port: port, detail: error.reason)))
         }
+    }
+
+    /// The addresses of the family `-4`/`-6` allow and a local address to bind to can reach.
+    private func usableAddresses(_ addresses: [SocketAddress]) -> [SocketAddress] {
+        let allowed = network.usable(addresses)
+        guard let localFamily = network.interface?.family else { return allowed }
+        return allowed.filter { $0.family == localFamily }
+    }
+
+    /// Why none of `addresses` may be connected to, naming the setting that excludes them.
+    private func noUsableAddress(among addresses: [SocketAddress]) -> String {
+        let listed = addresses.map(\.ipAddress).joined(separator: ", ")
+        if let family = network.addressFamily, !addresses.contains(where: { $0.family == family.socketFamily }) {
+            return "no \(family.name) address (\(family.option)); it has \(listed)"
+        }
+        let local = network.interface?.description ?? "the local address"
+        return "no address of the family of \(local); it has \(listed)"
     }
 
     private func startNextAttempt() {
@@ -115,6 +147,17 @@ final class HappyEyeballsConnector: @unchecked Sendable {
             let address = pendingAddresses.removeFirst()
             do {
                 let socket = try TCPSocket(family: address.family, options: options)
+                if let interface = network.interface {
+                    do {
+                        try socket.bind(to: interface)
+                    } catch {
+                        // Every address would fail alike: a missing device, an address that is not local.
+                        socket.close()
+                        finish(.failure(ConnectionError(kind: .connectFailed, host: host, port: port,
+                                                        detail: Self.bindFailure(interface, error))))
+                        return
+                    }
+                }
                 if try socket.connect(to: address) {
                     finish(.success(socket))
                     return
@@ -161,6 +204,20 @@ final class HappyEyeballsConnector: @unchecked Sendable {
             if attempts.isEmpty { failWithLastError() }
         } else {
             startNextAttempt()
+        }
+    }
+
+    /// `cannot use interface nosuch0: No such device`, with what to do for the usual errors.
+    static func bindFailure(_ interface: NetworkInterface, _ error: SystemError) -> String {
+        switch (interface, error.errno) {
+        case (.device, ENODEV):
+            return "cannot use \(interface): no such network interface (\(error.call): \(error.reason))"
+        case (.address, EADDRNOTAVAIL):
+            return "cannot use \(interface): no interface of this machine has that address (\(error.call): \(error.reason))"
+        case (.device, EPERM):
+            return "cannot use \(interface): binding to a device needs CAP_NET_RAW here; give its address instead (\(error.call): \(error.reason))"
+        default:
+            return "cannot use \(interface): \(error.call): \(error.reason)"
         }
     }
 

@@ -47,6 +47,19 @@ final class TCPSocket {
         self.family = family
     }
 
+    /// Binds the socket to a device (`SO_BINDTODEVICE`) or a local address (port 0) before it connects.
+    func bind(to interface: NetworkInterface) throws(SystemError) {
+        switch interface {
+        case .device(let name):
+            try fileDescriptor.bindToDevice(name)
+        case .address(let text):
+            guard let local = SocketAddress(ipAddress: text, port: 0) else { throw SystemError(call: "bind", errno: EINVAL) }
+            try local.withSockAddr { (pointer, length) throws(SystemError) in
+                try fileDescriptor.bind(to: pointer, length: length)
+            }
+        }
+    }
+
     /// Starts connecting. Returns `true` if the connection is already established, `false` if it is in progress
     /// (wait for writability, then check ``takePendingError()``).
     func connect(to address: SocketAddress) throws(SystemError) -> Bool {

@@ -44,6 +44,20 @@ extension FileDescriptor {
         _ = try blockingSyscall(call) { setsockopt(rawValue, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) }
     }
 
+    /// `setsockopt(SOL_SOCKET, SO_BINDTODEVICE, name)`: only packets of that device reach the socket.
+    package func bindToDevice(_ name: String) throws(SystemError) {
+        var bytes = Array(name.utf8)
+        bytes.append(0)
+        _ = try blockingSyscall("setsockopt(SO_BINDTODEVICE)") {
+            setsockopt(rawValue, SOL_SOCKET, SO_BINDTODEVICE, bytes, socklen_t(bytes.count))
+        }
+    }
+
+    /// `bind` to `address` (`length` bytes): the local end of a socket that connects later.
+    package func bind(to address: UnsafePointer<sockaddr>, length: socklen_t) throws(SystemError) {
+        _ = try blockingSyscall("bind") { Glibc.bind(rawValue, address, length) }
+    }
+
     /// `getsockname` into `address` (`length` bytes available; the address's length on return).
     package func localAddress(into address: UnsafeMutablePointer<sockaddr>, length: inout socklen_t) throws(SystemError) {
         _ = try blockingSyscall("getsockname") { getsockname(rawValue, address, &length) }

@@ -1,3 +1,4 @@
+import Glibc
 import COpenSSL
 import Synchronization
 
@@ -65,6 +66,10 @@ public final class TLSContext: Sendable {
             }
         }
 
+        if let client = configuration.clientCertificate {
+            try Self.use(client, in: context)
+        }
+
         if configuration.resumesSessions {
             // Client-side caching with our own store: OpenSSL's internal cache is keyed by session ID, which a
             // client cannot look up by host. The callback hands us each session as soon as it arrives, which for
@@ -76,6 +81,36 @@ public final class TLSContext: Sendable {
                 connection.context.storeSession(session, for: connection.sessionKey)
                 return 1  // We keep OpenSSL's reference.
             }
+        }
+    }
+
+    /// Loads the client certificate chain and its key into `context`, with errors naming the file and
+    /// what is wrong with it. An encrypted key is refused rather than prompted for: OpenSSL's default
+    /// would read a pass phrase from the terminal, on the event loop.
+    private static func use(_ client: TLSSettings.ClientCertificate, in context: OpaquePointer) throws(TLSSetupError) {
+        let keyFile = client.keyFile ?? client.certificateFile
+        for (what, path) in [("client certificate", client.certificateFile), ("client key", keyFile)] where access(path, R_OK) != 0 {
+            throw TLSSetupError(reason: "cannot read the \(what) \(path): \(SystemError.describe(errno: errno))")
+        }
+        TLSErrorQueue.clear()
+        guard SSL_CTX_use_certificate_chain_file(context, client.certificateFile) == 1 else {
+            throw TLSSetupError(reason: "the client certificate \(client.certificateFile) holds no usable PEM certificate: \(TLSErrorQueue.drain().joined(separator: ": "))")
+        }
+        SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in 0 }
+        guard SSL_CTX_use_PrivateKey_file(context, keyFile, SSL_FILETYPE_PEM) == 1 else {
+            let reasons = TLSErrorQueue.drain()
+            // OpenSSL compares the key with the certificate as it loads it (X509_R_KEY_VALUES_MISMATCH).
+            if reasons.contains(where: { $0.contains("key values mismatch") }) {
+                throw TLSSetupError(reason: "the client key \(keyFile) does not match the certificate in \(client.certificateFile)")
+            }
+            // The pass phrase callback answered nothing, so an encrypted key fails to decrypt.
+            if reasons.contains(where: { $0.contains("bad decrypt") || $0.contains("bad password read") }) {
+                throw TLSSetupError(reason: "the client key \(keyFile) is encrypted, and haul reads unencrypted keys only (openssl pkey -in KEY -out PLAIN-KEY decrypts it)")
+            }
+            throw TLSSetupError(reason: "the client key \(keyFile) holds no usable unencrypted PEM private key: \(reasons.joined(separator: ": "))")
+        }
+        guard SSL_CTX_check_private_key(context) == 1 else {
+            throw TLSSetupError(reason: "the client key \(keyFile) does not match the certificate in \(client.certificateFile): \(TLSErrorQueue.drain().joined(separator: ": "))")
         }
     }
 

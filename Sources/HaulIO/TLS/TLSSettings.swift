@@ -33,6 +33,26 @@ public struct TLSSettings: Sendable, Hashable {
     /// Whether sessions are cached per host:port and offered again on the next connection (abbreviated handshake).
     public var resumesSessions: Bool = true
 
+    /// A certificate and private key to present when a server asks for one (curl's `--cert`/`--key`).
+    public struct ClientCertificate: Sendable, Hashable {
+        /// A PEM file with the certificate, then any intermediate certificates (and the key, when
+        /// ``keyFile`` is nil).
+        public var certificateFile: String
+        /// A PEM file with the unencrypted private key; nil when it is in ``certificateFile``.
+        public var keyFile: String?
+
+        /// The certificate in `certificateFile`, its key in `keyFile` (or in the same file).
+        public init(certificateFile: String, keyFile: String? = nil) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    /// The client certificate presented to servers that ask for one; nil for none. Loaded with the
+    /// context: a file that cannot be read, an encrypted key or a key of another certificate fails
+    /// ``TLSContext/init(configuration:)`` with an error naming the file.
+    public var clientCertificate: ClientCertificate?
+
     /// Verification against the system trust store, TLS 1.2 minimum, ALPN `http/1.1`.
     public init() {}
 

@@ -133,6 +133,7 @@ extension TaskOptions: Codable {
         case triesPerRange, retries, retryBaseDelayMs, retryMaxDelayMs, maxRetryAfterMs
         case speedLimit, speedTime
         case sync, checkpointBytes, checkpointIntervalMs
+        case resolve, connectTo, ipVersion, interface, clientCert, clientKey
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -169,6 +170,13 @@ extension TaskOptions: Codable {
         try put(synchronizesToDisk, defaults.synchronizesToDisk, .sync)
         try put(checkpointBytes, defaults.checkpointBytes, .checkpointBytes)
         try put(checkpointInterval.milliseconds, defaults.checkpointInterval.milliseconds, .checkpointIntervalMs)
+        // In curl's syntax, as the command line gave them (and read back with the same parsers).
+        try put(network.resolve.map(\.text), [], .resolve)
+        try put(network.connectTo.map(\.text), [], .connectTo)
+        try container.encodeIfPresent(network.addressFamily.map { $0 == .ipv4 ? 4 : 6 }, forKey: .ipVersion)
+        try container.encodeIfPresent(network.interface?.text, forKey: .interface)
+        try container.encodeIfPresent(tls.clientCertificate?.certificateFile, forKey: .clientCert)
+        try container.encodeIfPresent(tls.clientCertificate?.keyFile, forKey: .clientKey)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -234,5 +242,38 @@ extension TaskOptions: Codable {
         synchronizesToDisk = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
         if let value = try integer(.checkpointBytes, in: 1...(Int64(1) << 40)) { checkpointBytes = value }
         if let value = try milliseconds(.checkpointIntervalMs, in: day) { checkpointInterval = value }
+        func texts(_ key: CodingKeys) throws -> [String] {
+            let texts = try container.decodeIfPresent([String].self, forKey: key) ?? []
+            guard texts.count <= 256, texts.allSatisfy({ $0.utf8.count <= 4096 }) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "at most 256 rules of at most 4096 bytes")
+            }
+            return texts
+        }
+        func parsed<Rule>(_ key: CodingKeys, _ parse: (String) throws -> Rule) throws -> [Rule] {
+            try texts(key).map { text in
+                do { return try parse(text) } catch {
+                    throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "\(error)")
+                }
+            }
+        }
+        network.resolve = try parsed(.resolve) { try ResolveRule(parsing: $0) }
+        network.connectTo = try parsed(.connectTo) { try ConnectToRule(parsing: $0) }
+        switch try integer(.ipVersion, in: 4...6) {
+        case nil: break
+        case 4: network.addressFamily = .ipv4
+        case 6: network.addressFamily = .ipv6
+        default: throw DecodingError.dataCorruptedError(forKey: .ipVersion, in: container, debugDescription: "expected 4 or 6")
+        }
+        if let text = try container.decodeIfPresent(String.self, forKey: .interface) {
+            do { network.interface = try NetworkInterface(parsing: text) } catch {
+                throw DecodingError.dataCorruptedError(forKey: .interface, in: container, debugDescription: "\(error)")
+            }
+        }
+        let key = try container.decodeIfPresent(String.self, forKey: .clientKey)
+        if let certificate = try container.decodeIfPresent(String.self, forKey: .clientCert) {
+            tls.clientCertificate = TLSSettings.ClientCertificate(certificateFile: certificate, keyFile: key)
+        } else if key != nil {
+            throw DecodingError.dataCorruptedError(forKey: .clientKey, in: container, debugDescription: "a key needs clientCert")
+        }
     }
 }

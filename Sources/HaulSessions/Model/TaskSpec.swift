@@ -17,6 +17,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// Trust and verification, as `DownloadOptions/tls`; relative paths in it are taken from the directory
     /// of the process that adds the task.
     public var tls: TLSSettings = TLSSettings()
+    /// Where connections go and from where (`--resolve`, `--connect-to`, `-4`/`-6`, `--interface`), as
+    /// `DownloadOptions/network`. Part of the options' identity, so that tasks with other settings never
+    /// share a client and its pooled connections.
+    public var network: NetworkSettings = NetworkSettings()
     /// Bytes per second for this download; nil for no limit.
     public var rateLimit: Int64?
     /// How failed requests are retried, as `DownloadOptions/retry`. A task's journal holds at most 1000 tries
@@ -40,6 +44,7 @@ public struct TaskOptions: Sendable, Hashable {
         timeouts = options.timeouts
         totalTimeout = options.totalTimeout
         tls = options.tls
+        network = options.network
         rateLimit = options.rateLimit
         retry = options.retry
         retry.triesPerRange = min(Self.mostTriesPerRange, retry.triesPerRange)
@@ -60,6 +65,7 @@ public struct TaskOptions: Sendable, Hashable {
         options.timeouts = timeouts
         options.totalTimeout = totalTimeout
         options.tls = tls
+        options.network = network
         options.synchronizesToDisk = synchronizesToDisk
         options.connections = connections
         options.maximumConnections = max(maximumConnections, 1)
@@ -196,6 +202,9 @@ public struct TaskSpec: Sendable, Hashable {
         }
         spec.options.tls.caFile = options.tls.caFile.map(SessionPaths.absolute)
         spec.options.tls.caDirectory = options.tls.caDirectory.map(SessionPaths.absolute)
+        spec.options.tls.clientCertificate = options.tls.clientCertificate.map {
+            TLSSettings.ClientCertificate(certificateFile: SessionPaths.absolute($0.certificateFile), keyFile: $0.keyFile.map(SessionPaths.absolute))
+        }
         return spec
     }
 
@@ -220,7 +229,8 @@ public struct TaskSpec: Sendable, Hashable {
         case .memory:
             return "a background task cannot download into memory: the bytes would be the daemon's, not the client's"
         }
-        for path in [options.tls.caFile, options.tls.caDirectory].compactMap({ $0 }) where !path.hasPrefix("/") {
+        let certificateFiles = [options.tls.clientCertificate?.certificateFile, options.tls.clientCertificate?.keyFile]
+        for path in ([options.tls.caFile, options.tls.caDirectory] + certificateFiles).compactMap({ $0 }) where !path.hasPrefix("/") {
             return "\"\(path)\" is not an absolute path"
         }
         guard (1...64).contains(options.connections) else { return "connections must be between 1 and 64" }

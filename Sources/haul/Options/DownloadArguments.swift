@@ -36,6 +36,8 @@ struct DownloadArguments: ParsableArguments {
         options.tls.caFile = tls.cacert
         options.tls.caDirectory = tls.capath
         options.tls.insecure = tls.insecure
+        options.tls.clientCertificate = try tls.clientCertificate()
+        options.network = try network.settings()
         options.synchronizesToDisk = !output.noSync
         let connections = connection.connections
         guard connections >= 1, connections <= 64 else { throw UsageError("--connections must be between 1 and 64, not \(connections)") }
@@ -94,6 +96,7 @@ struct DownloadArguments: ParsableArguments {
             throw UsageError("header \"\(text)\" is not 'Name: value'")
         }
         let name = String(text[..<colon])
+        if name.lowercased() == "host" { throw UsageError(NetworkFlags.hostHeaderAnswer) }
         let value = String(text[text.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
         let probe = RequestHead(method: .get, url: try! HTTPURL("http://localhost/"), userAgent: "haul", headers: HTTPFields([(name, value)]))
         do { _ = try probe.serialized() } catch { throw UsageError("header \"\(text)\" cannot be sent: \(error)") }

@@ -1,8 +1,11 @@
 import ArgumentParser
+import Haul
 import HaulCommandLine
 
-/// What is sent to the server and who the requests say they come from: headers, credentials, the
-/// User-Agent; "Network" in `--help`, the same for `haul` and `haul queue add`.
+/// What is sent to the server and who the requests say they come from (headers, credentials, the
+/// User-Agent), and where connections go and from where (curl's `--resolve`, `--connect-to`, `-4`/`-6`,
+/// `--interface`, checked by ``NetworkFlags``; TLS and `Host` keep the URL's host); "Network" in `--help`, the
+/// same for `haul` and `haul queue add`.
 struct NetworkOptions: ParsableArguments {
     @Option(name: [.customShort("H", allowingJoined: true), .long], help: "Extra request header, 'Name: value' (repeatable).")
     var header: [String] = []
@@ -18,6 +21,31 @@ struct NetworkOptions: ParsableArguments {
 
     @Option(name: .long, help: "User-Agent to send.")
     var userAgent = HaulVersion.userAgent
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Connect to ADDRESS for HOST:PORT instead of looking HOST up (HOST * for any; repeatable); TLS and Host still use HOST, as curl's --resolve.",
+        valueName: "host:port:address[,address...]"))
+    var resolve: [String] = []
+
+    @Option(name: .customLong("connect-to"), help: ArgumentHelp(
+        "For requests to HOST1:PORT1 connect to HOST2:PORT2 instead (an empty field: any, or the same; repeatable, the first match is used); TLS and Host still use HOST1, as curl's --connect-to.",
+        valueName: "host1:port1:host2:port2"))
+    var connectTo: [String] = []
+
+    @Flag(name: [.customShort("4"), .customLong("ipv4")], help: "Resolve and connect over IPv4 only.")
+    var ipv4 = false
+
+    @Flag(name: [.customShort("6"), .customLong("ipv6")], help: "Resolve and connect over IPv6 only.")
+    var ipv6 = false
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Connect from this network interface (a device name such as eth0) or this local IP address.", valueName: "name|address"))
+    var interface: String?
+
+    /// The engine's settings for the routing options; a usage error names the option at fault.
+    func settings() throws(UsageError) -> NetworkSettings {
+        try NetworkFlags.settings(resolve: resolve, connectTo: connectTo, ipv4: ipv4, ipv6: ipv6, interface: interface)
+    }
 }
 
 /// The proxy, for `haul` only: a queued download is made by the daemon, which connects directly.
