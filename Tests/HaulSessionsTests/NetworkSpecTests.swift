@@ -28,8 +28,8 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"resolve":["example.test:443"]}"#, "spec.options.resolve[0]"),
-        (#"{"connectTo":["a:b"]}"#, "spec.options.connectTo[0]"),
+        (#"{"resolve":["example.test:443"]}"#, "spec.options.resolve"),
+        (#"{"connectTo":["a:b"]}"#, "spec.options.connectTo"),
         (#"{"ipVersion":5}"#, "spec.options.ipVersion"),
         (#"{"interface":"a/b"}"#, "spec.options.interface"),
         (#"{"clientKey":"/k.pem"}"#, "spec.options.clientKey"),

@@ -29,6 +29,10 @@ import Testing
         options.tls.insecure = true
         options.tls.applicationProtocols = ["http/1.1", "x-test"]
         options.tls.resumesSessions = false
+        options.tls.clientCertificate = TLSSettings.ClientCertificate(certificateFile: "/client.pem", keyFile: "/client.key")
+        options.network = NetworkSettings(
+            resolve: [try! ResolveRule(parsing: "example.org:443:127.0.0.1")], connectTo: [try! ConnectToRule(parsing: "::mirror.example.net:8443")],
+            addressFamily: .ipv4, interface: .device("lo"))
         options.rateLimit = 1 << 20
         options.retry = RetryPolicy(triesPerRange: 7, totalRetries: 9, baseDelay: .milliseconds(100), maxDelay: .seconds(2),
                                     maxRetryAfter: .seconds(30))
