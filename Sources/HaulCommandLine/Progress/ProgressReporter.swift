@@ -108,7 +108,7 @@ public final class ProgressReporter: Sendable {
         path.split(separator: "/").last.map(String.init) ?? path
     }
 
-    /// ``tick(_:)-(Dictionary<Int,ReportedDownload>)`` with the running tasks as they are now.
+    /// A tick for the running tasks as they are now (one snapshot each).
     public func tick(_ tasks: [Int: DownloadTask]) {
         guard !tasks.isEmpty else { return }
         tick(tasks.mapValues(ReportedDownload.init))
@@ -286,7 +286,7 @@ public final class ProgressReporter: Sendable {
         }
     }
 
-    /// ``interrupted(_:notStarted:)-(Array<ReportedDownload>,_)`` with the paused tasks as they are now.
+    /// The run stopped on a signal, for the paused tasks as they are now.
     public func interrupted(_ tasks: [DownloadTask], notStarted: Int) {
         interrupted(tasks.map(ReportedDownload.init), notStarted: notStarted)
     }

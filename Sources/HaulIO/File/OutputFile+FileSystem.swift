@@ -3,7 +3,7 @@ import SystemPackage
 
 // The file-system calls Haul makes by path rather than on an open ``OutputFile``: directories, renames,
 // removals, existence, and small `/proc` files. Each goes through swift-system's `FilePath` or the package's one
-// syscall wrapper, and reports a failure as a ``SystemError`` naming the call.
+// syscall wrapper; those whose failure the caller must hear of throw a ``SystemError`` naming the call.
 extension OutputFile {
     /// Makes the directory entries in the directory holding `path` durable (`fsync` of the directory):
     /// after a `rename` or a create, the new name survives a power loss only once this returns.
