@@ -107,7 +107,11 @@ let package = Package(
 
         .executableTarget(
             name: "haul",
-            dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulCommandLine", "HaulSessions", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Haul", "HaulIO", "HaulHTTP", "HaulCommandLine", "HaulSessions",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             exclude: ["Link"],
             linkerSettings: [.unsafeFlags(haulReleaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
         ),
@@ -140,6 +144,8 @@ let package = Package(
         .testTarget(name: "HaulHTTPTests", dependencies: ["HaulHTTP"]),
         .testTarget(name: "HaulTestSupportTests", dependencies: ["HaulTestSupport"]),
         .testTarget(name: "HaulIOTests", dependencies: ["HaulIO", .product(name: "SystemPackage", package: "swift-system")]),
+        // The journal's format (codec, state, ranges, CRC-32C) and its file, without the engine.
+        .testTarget(name: "HaulJournalTests", dependencies: ["HaulJournal", "HaulIO", "HaulTestSupport"]),
         .testTarget(
             name: "HaulTests",
             dependencies: ["Haul", "HaulIO", "HaulHTTP", "HaulJournal", "HaulTestSupport",

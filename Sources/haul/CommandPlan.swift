@@ -1,5 +1,7 @@
 import Haul
 import HaulCommandLine
+import HaulIO
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -8,20 +10,8 @@ import HaulHTTP
 
 /// Everything the command line asked for, checked: client options, the downloads, and how to report.
 struct CommandPlan {
-    enum ProgressStyle {
-        /// A live bar, redrawn in place (stderr is a terminal).
-        case bar
-        /// An occasional plain line (stderr is a file or pipe).
-        case plain
-        case json
-        case none
-    }
-
-    /// How errors and outcomes are written: text lines, or (`--progress json`, even with `-q`) JSON objects.
-    enum MessageFormat {
-        case text
-        case json
-    }
+    typealias ProgressStyle = HaulCommandLine.ProgressStyle
+    typealias MessageFormat = HaulCommandLine.MessageFormat
 
     /// One download and what the CLI knows about it beyond the engine's request.
     struct Download {
@@ -133,8 +123,7 @@ extension HaulCommand {
 enum OutputDirectory {
     static func means(_ path: String) -> Bool {
         if path.hasSuffix("/") { return true }
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        return OutputFile.isDirectory(path)
     }
 }
 

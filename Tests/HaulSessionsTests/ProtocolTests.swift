@@ -98,9 +98,10 @@ import Testing
         let defaults = TaskSpec(url: "http://h/x", destination: .file("/x"))
         #expect(defaults.json.serialized == #"{"request":{"url":"http://h/x","mirrors":[],"destination":{"file":"/x"},"createsDirectories":true,"replacesExisting":false,"ifChangedOnServer":"fail","discardsPartialDownload":false,"headers":[]}}"#,
                 "the request in its own encoding; default options are left out")
-        var object = try #require(json.object)
+        var object = try #require(json.object, "a spec is a JSON object")
         object["colour"] = .string("blue")
-        #expect(throws: SchemaError.self) { try TaskSpec(json: .object(object)) }
+        let unknown = #expect(throws: SchemaError.self) { try TaskSpec(json: .object(object)) }
+        #expect(unknown?.field == "spec.colour" && unknown?.problem == "unknown field", "\(String(describing: unknown))")
         #expect(TaskSpec(url: "ftp://h/x", destination: .file("/x")).problem() != nil)
         #expect(TaskSpec(url: "http://h/x", destination: .file("relative")).problem() != nil)
         #expect(defaults.problem() == nil)
@@ -124,8 +125,8 @@ import Testing
         #expect(off.json.object?["options"]?.serialized == #"{"speedLimit":0}"#)
         let read = try TaskSpec(json: off.json)
         #expect(read == off && read.options.downloadOptions(maximumConnections: 16).lowSpeedLimit == nil)
-        var object = try #require(off.json.object)
-        var options = try #require(object["options"]?.object)
+        var object = try #require(off.json.object, "a spec is a JSON object")
+        var options = try #require(object["options"]?.object, "its options are an object")
         options["speedTime"] = .int(5)
         object["options"] = .object(options)
         #expect(throws: SchemaError.self, "a time with no rate is a mistake, not a limit") { try TaskSpec(json: .object(object)) }

@@ -61,10 +61,25 @@ private final class Events: Sendable {
     var all: [String] { list.withLock { $0 } }
 }
 
+/// A journal's state for a download of 1 MiB with `ranges` durable.
+private func journalState(durable ranges: [Range<Int64>]) -> JournalState {
+    JournalState(
+        url: "https://example.com/files/big.iso?token=abc",
+        mirrors: ["https://mirror1.example.net/big.iso", "http://mirror2.example.org/pub/big.iso"],
+        etag: Array("\"5f3c-1a2b3c4d\"".utf8),
+        lastModified: 1_763_000_000,
+        totalLength: 1 << 20,
+        minimumSegmentSize: 1 << 20,
+        checksum: JournalChecksum(algorithm: "sha256", hex: String(repeating: "ab", count: 32)),
+        createdAt: 1_763_790_000,
+        durable: ByteRangeSet(ranges)
+    )
+}
+
 /// One checkpointer over a real data file and journal in a temp directory, on its own loop.
 private final class CheckpointerFixture: @unchecked Sendable {
     // @unchecked Sendable: `checkpointer` is only touched on `loop` (through `onLoop`).
-    let directory = JournalTestDirectory()
+    let directory: TemporaryDirectory
     let loop: EventLoop
     let file: OutputFile
     let sync = FakeDataSync()
@@ -72,7 +87,8 @@ private final class CheckpointerFixture: @unchecked Sendable {
     let checkpointer: Checkpointer
     var journalPath: String { directory.file("f.part.haul") }
 
-    init(syncsData: Bool = true, state: JournalState = JournalFixtures.state(ranges: [], total: 1 << 20)) throws {
+    init(syncsData: Bool = true, state: JournalState = journalState(durable: [])) throws {
+        directory = try TemporaryDirectory(prefix: "haul-journal")
         loop = try EventLoop(name: "checkpointer-test")
         file = try OutputFile.openForDownload(directory.file("f.part")).file
         let sync = self.sync
@@ -233,7 +249,7 @@ private final class CheckpointerFixture: @unchecked Sendable {
     @Test func syncedCheckpointsClearABootIDFromAnUnsyncedRun() async throws {
         // Resuming with syncs a journal an unsynced run wrote in this boot: the first data sync flushes
         // those pages too, so the record no longer depends on the boot.
-        var resumed = JournalFixtures.state(ranges: [0..<10], total: 1 << 20)
+        var resumed = journalState(durable: [0..<10])
         resumed.bootID = JournalState.currentBootID() ?? Array("some boot".utf8)
         let fixture = try CheckpointerFixture(syncsData: true, state: resumed)
         try await fixture.checkpoint([0..<100], "synced")

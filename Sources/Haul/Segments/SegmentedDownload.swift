@@ -878,11 +878,11 @@ final class SegmentedDownload: @unchecked Sendable {
             }
             return
         }
-        let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
+        let directory = OutputFile.directory(containing: partPath)
         do {
             if file == nil { file = try OutputFile.open(partPath, truncate: true) }
             let held = try file!.size()
-            let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory, forWriting: length)
+            let available = try OutputFile.availableSpace(in: directory, forWriting: length)
             if length > available + held {
                 throw HaulError.insufficientSpace(path: partPath, needed: length, available: available + held)
             }

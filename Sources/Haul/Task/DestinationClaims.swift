@@ -118,7 +118,7 @@ enum DestinationClaims {
     static func key(of path: String) -> String {
         let slash = path.lastIndex(of: "/")
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let directory = OutputFile.directory(containing: path)
         let resolved = resolvedDirectory(directory)
         return resolved.hasSuffix("/") ? resolved + name : resolved + "/" + name
     }

@@ -40,13 +40,13 @@ enum DownloadPreparation {
         do { _ = try mirrors.request(to: urls[0], range: .from(0), ifRange: nil).serialized() } catch { throw .invalidRequest(error) }
         switch request.destination {
         case .file(let path):
-            let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+            let parent = OutputFile.directory(containing: path)
             // The parent is looked at only when the `.part` cannot be created in it: the common case (it is
             // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
             let opened: (OutputFile, created: Bool)
             do throws(HaulError) {
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
-            } catch let error where !parent.isEmpty && error.isMissingDirectory {
+            } catch let error where error.isMissingDirectory {
                 try prepareDirectory(parent, create: request.createsDirectories, rechecking: true)
                 opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
             }

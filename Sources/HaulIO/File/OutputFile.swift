@@ -150,54 +150,6 @@ public final class OutputFile: Sendable {
         return (try? owner.descriptor.lockExclusively()) == false
     }
 
-    /// The pid of the process holding a `flock` lock on the file at `path`, read from `/proc/locks`; nil if
-    /// no such lock is listed, `/proc` is not mounted, or the holder is outside this pid namespace.
-    ///
-    /// `/proc/locks` names a file by `MAJOR:MINOR:INODE` of its filesystem; that is matched against
-    /// `stat(path)`. Some filesystems (btrfs subvolumes, overlayfs) report a different device to `stat`
-    /// than the one `/proc/locks` lists; then a lock on the same inode number is taken if it is the only
-    /// `flock` lock with that number. The answer is for messages ("held by pid N"); it can be stale as
-    /// soon as it is returned.
-    public static func lockHolder(of path: String) -> Int32? {
-        guard let info = FilePath(path).existingStatus() else { return nil }
-        guard let table = readSmallFile("/proc/locks") else { return nil }
-        let device = UInt64(info.deviceID.rawValue)
-        // glibc's major()/minor() (sys/sysmacros.h), which Swift does not import.
-        let major = ((device & 0x0000_0000_000F_FF00) >> 8) | ((device & 0xFFFF_F000_0000_0000) >> 32)
-        let minor = (device & 0x0000_0000_0000_00FF) | ((device & 0x0000_0FFF_FFF0_0000) >> 12)
-        let inode = UInt64(info.inode.rawValue)
-        var sameInode: [Int32] = []
-        for line in table.split(separator: "\n") {
-            // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; waiters have "->" after the number.
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, fields[1] == "FLOCK" else { continue }
-            guard let pid = Int32(fields[4]), pid > 0 else { continue }
-            let location = fields[5].split(separator: ":")
-            guard location.count == 3, let lockMajor = UInt64(location[0], radix: 16),
-                  let lockMinor = UInt64(location[1], radix: 16), let lockInode = UInt64(location[2]),
-                  lockInode == inode
-            else { continue }
-            if lockMajor == major && lockMinor == minor { return pid }
-            sameInode.append(pid)
-        }
-        return sameInode.count == 1 ? sameInode[0] : nil
-    }
-
-    /// The whole content of a small file (a `/proc` file), or nil if it cannot be read.
-    package static func readSmallFile(_ path: FilePath) -> String? {
-        guard let file = try? FileDescriptor.opening(path, .readOnly) else { return nil }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { buffer in try? file.descriptor.read(into: buffer) }
-            guard let count else { return nil }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            if bytes.count > 64 << 20 { return nil }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// Writes all of `bytes` at `offset`, looping over short writes.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
         try fileDescriptor.writeAll(bytes, at: offset)
@@ -282,11 +234,6 @@ public final class OutputFile: Sendable {
         try fileDescriptor.synchronizeFileSystem()
     }
 
-    /// `/proc/meminfo` as text (what the machine holds dirty, among the rest), or nil when it cannot be read.
-    public static func memoryInformation() -> String? {
-        readSmallFile("/proc/meminfo")
-    }
-
     /// The filesystem holding this file (`st_dev` of `fstat`) and the file's size. Two files with the same
     /// device are on one filesystem; a filesystem may show several devices (btrfs subvolumes), which only
     /// costs a group commit one `syncfs` more.
@@ -297,123 +244,5 @@ public final class OutputFile: Sendable {
 
     private func recordSyncFailure(_ error: SystemError) {
         syncFailure.withLock { if $0 == nil { $0 = error } }
-    }
-
-    /// Makes the directory entries in the directory holding `path` durable (`fsync` of the directory):
-    /// after a `rename` or a create, the new name survives a power loss only once this returns.
-    ///
-    /// The directory is the part of `path` before its last `/` (`/` for `/name`, `.` for a bare name).
-    /// Errors name the call (`"open"` or `"fsync"`); the path is the caller's to add.
-    public static func synchronizeDirectory(containing path: String) throws(SystemError) {
-        try synchronizeDirectory(directory(containing: path))
-    }
-
-    /// Makes the entries of `directory` itself durable (`fsync` of it). Errors name the call.
-    public static func synchronizeDirectory(_ directory: String) throws(SystemError) {
-        let owner = try FileDescriptor.opening(FilePath(directory), .readOnly, options: [.directory])
-        try owner.descriptor.synchronize()
-    }
-
-    /// The directory holding `path`: everything before its last `/` (`/` for `/name`, `.` for a bare name).
-    public static func directory(containing path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    /// Renames `from` to `to` atomically (replacing `to`).
-    public static func rename(_ from: String, to: String) throws(SystemError) {
-        _ = try blockingSyscall("rename") { Glibc.rename(from, to) }
-    }
-
-    /// Removes `path`; a missing file is not an error.
-    public static func remove(_ path: String) throws(SystemError) {
-        do {
-            _ = try blockingSyscall("unlink") { unlink(path) }
-        } catch where error.code == .noSuchFileOrDirectory {
-        }
-    }
-
-    /// Bytes an unprivileged writer may still use on the filesystem holding `directory`.
-    public static func availableSpace(in directory: String) throws(SystemError) -> Int64 {
-        var info = statvfs()
-        _ = try blockingSyscall("statvfs") { statvfs(directory, &info) }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
-    }
-
-    /// Free space for a file of `length` bytes in `directory`: ``availableSpace(in:)``, or, for a small
-    /// file, a figure measured under a second ago for the same directory less what was handed out since.
-    ///
-    /// Thousands of small files in one directory would otherwise cost a `statvfs` each. The recent figure
-    /// is used only while what remains of it, after this file, is at least ``spaceMargin``; below that (a
-    /// disk that is really getting full) every call measures again, so a refusal for lack of space is as
-    /// exact as before. A file larger than ``smallFileLimit`` always measures.
-    public static func availableSpace(in directory: String, forWriting length: Int64) throws(SystemError) -> Int64 {
-        let now = MonotonicInstant.now()
-        if length >= 0, length <= smallFileLimit {
-            let recent: Int64? = spaceFigures.withLock { figures in
-                guard var figure = figures[directory], now < figure.measured.advanced(by: .seconds(1)),
-                      figure.remaining - length >= spaceMargin
-                else { return nil }
-                let remaining = figure.remaining
-                figure.remaining -= length
-                figures[directory] = figure
-                return remaining
-            }
-            if let recent { return recent }
-        }
-        let available = try availableSpace(in: directory)
-        spaceFigures.withLock { figures in
-            // A bound on memory for a run over many directories: forgetting only costs a `statvfs`.
-            if figures.count >= 64 { figures.removeAll(keepingCapacity: true) }
-            figures[directory] = SpaceFigure(remaining: available - max(0, length), measured: now)
-        }
-        return available
-    }
-
-    /// The largest file ``availableSpace(in:forWriting:)`` may answer from a recent figure.
-    static let smallFileLimit: Int64 = 1 << 20
-    /// What must be left of a recent figure for ``availableSpace(in:forWriting:)`` to use it.
-    static let spaceMargin: Int64 = 1 << 30
-
-    private struct SpaceFigure {
-        /// The measured free space less the lengths handed out since.
-        var remaining: Int64
-        var measured: MonotonicInstant
-    }
-
-    private static let spaceFigures = Mutex<[String: SpaceFigure]>([:])
-
-    /// Whether something exists at `path`.
-    public static func exists(_ path: String) -> Bool {
-        FilePath(path).existingStatus() != nil
-    }
-
-    /// Whether `path` is a directory (following symbolic links).
-    public static func isDirectory(_ path: String) -> Bool {
-        FilePath(path).existingStatus()?.type == .directory
-    }
-
-    /// Creates `path` and any missing parents (like `mkdir -p`); an existing directory is not an error.
-    /// Returns the directories this call created, outermost first, so that a caller can take them away
-    /// again (``removeEmptyDirectories(_:)``).
-    @discardableResult
-    public static func createDirectories(_ path: String) throws(SystemError) -> [String] {
-        if path.isEmpty || isDirectory(path) { return [] }
-        var created: [String] = []
-        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            created = try createDirectories(String(path[..<slash]))
-        }
-        do {
-            _ = try blockingSyscall("mkdir") { mkdir(path, 0o777) }
-            created.append(path)
-        } catch where error.code == .fileExists && isDirectory(path) {
-        }
-        return created
-    }
-
-    /// Removes each of `directories` that is empty, innermost (last) first; one that is not empty (another
-    /// download wrote into it meanwhile) or is gone already is left alone. `rmdir` never removes a file.
-    public static func removeEmptyDirectories(_ directories: [String]) {
-        for directory in directories.reversed() { _ = rmdir(directory) }
     }
 }

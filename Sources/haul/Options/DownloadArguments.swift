@@ -2,6 +2,8 @@ import ArgumentParser
 import Haul
 import HaulCommandLine
 import HaulHTTP
+import HaulIO
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -117,8 +119,7 @@ struct DownloadArguments: ParsableArguments {
         }
         let text: String
         do { text = try TextFile.read(path) } catch { throw UsageError("cannot read netrc file \(path): \(error)") }
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
+        if let permissions = FilePath(path).existingStatus()?.permissions, permissions.rawValue & 0o077 != 0 {
             StandardError.write(ErrorText.line("warning: \(path) can be read by other users; the passwords in it are not private") + "\n")
         }
         do { return try Netrc(parsing: text) } catch { throw UsageError("\(path): \(error)") }

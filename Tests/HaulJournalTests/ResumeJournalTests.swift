@@ -1,7 +1,6 @@
 import Glibc
 import Testing
 import HaulTestSupport
-@testable import Haul
 @testable import HaulJournal
 
 /// A fresh directory under `$TMPDIR` (else /tmp), removed (with its files) when the test ends.

@@ -1,0 +1,336 @@
+import Haul
+import HaulIO
+import Synchronization
+import SystemPackage
+
+/// How progress is shown: what `--progress`, `-q` and a terminal on stderr decide.
+public enum ProgressStyle: Sendable, Equatable {
+    /// A live bar, redrawn in place (stderr is a terminal).
+    case bar
+    /// An occasional plain line (stderr is a file or pipe).
+    case plain
+    case json
+    case none
+}
+
+/// How errors and outcomes are written: text lines, or (`--progress json`, even with `-q`) JSON objects.
+public enum MessageFormat: Sendable, Equatable {
+    case text
+    case json
+}
+
+/// One running download as ``ProgressReporter`` shows it at a tick: the name it is shown under, its URL (JSON
+/// lines are in URL order) and one snapshot of its progress.
+public struct ReportedDownload: Sendable {
+    public var name: String
+    public var url: String
+    public var progress: DownloadProgress
+
+    public init(name: String, url: String, progress: DownloadProgress) {
+        self.name = name
+        self.url = url
+        self.progress = progress
+    }
+
+    /// `task` now: one snapshot of its progress, and the name that snapshot gives it.
+    public init(_ task: DownloadTask) {
+        let progress = task.currentProgress
+        self.init(name: ProgressReporter.name(of: task, progress: progress), url: task.request.url, progress: progress)
+    }
+}
+
+/// Prints progress and outcomes in the chosen style; safe to call from any task.
+///
+/// Every byte goes through `output` (the CLI's is ``StandardError/write(_:)``), so tests capture what a run
+/// would show. The bar and the message lines share one lock (``BarLineState``): a message erases the bar first,
+/// and no tick draws between the erase and the line.
+public final class ProgressReporter: Sendable {
+    public let style: ProgressStyle
+    /// Text lines, or JSON objects (`--progress json`, with or without `-q`).
+    public let messages: MessageFormat
+    /// Downloads in the run, for the line that sums several up.
+    public let count: Int
+    private let output: @Sendable (String) -> Void
+    private let columns: @Sendable () -> Int
+    private let state = Mutex(State())
+
+    private struct State {
+        var throttles: [Int: PlainProgressThrottle] = [:]
+        var bar = BarLineState()
+        var completed = 0
+        var warned: Set<Int> = []
+        /// How many of each download's notices were printed.
+        var noticesShown: [Int: Int] = [:]
+    }
+
+    /// `output` receives every text written, newlines included; `columns` is the terminal's width when a bar
+    /// is drawn.
+    public init(style: ProgressStyle, messages: MessageFormat, count: Int,
+                output: @escaping @Sendable (String) -> Void = StandardError.write,
+                columns: @escaping @Sendable () -> Int = Terminal.columns) {
+        self.style = style
+        self.messages = messages
+        self.count = count
+        self.output = output
+        self.columns = columns
+    }
+
+    /// Drops what was kept about a download that has ended, so that a long list costs no more memory than
+    /// a short one.
+    public func forget(index: Int) {
+        state.withLock { state in
+            state.throttles[index] = nil
+            state.warned.remove(index)
+            state.noticesShown[index] = nil
+        }
+    }
+
+    /// The name a download is shown under: its file name once known, else the URL's last segment.
+    public static func name(of task: DownloadTask) -> String {
+        name(of: task, progress: task.currentProgress)
+    }
+
+    static func name(of task: DownloadTask, progress: DownloadProgress) -> String {
+        var path = progress.partialPath
+        if let destination = WorkingFileNames.destination(ofPartial: path) { path = destination }
+        if path.isEmpty {
+            switch task.request.destination {
+            case .file(let file): path = file
+            case .stream, .memory, .directory: path = task.request.url
+            }
+        }
+        let last = path.split(separator: "/").last.map(String.init) ?? path
+        return TerminalText.sanitized(last)
+    }
+
+    /// The last component of `path`.
+    public static func fileName(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    /// A tick for the running tasks as they are now (one snapshot each).
+    public func tick(_ tasks: [Int: DownloadTask]) {
+        guard !tasks.isEmpty else { return }
+        tick(tasks.mapValues(ReportedDownload.init))
+    }
+
+    /// One beat of the display, for the running downloads by their index in the run: warnings and notices
+    /// not shown yet, then the bar, the plain lines that are due, or a JSON line each.
+    public func tick(_ downloads: [Int: ReportedDownload]) {
+        guard !downloads.isEmpty else { return }
+        warnAboutFailedCheckpoints(downloads)
+        showNotices(downloads)
+        switch style {
+        case .none:
+            return
+        case .bar:
+            let columns = columns()
+            let line: String
+            if count == 1, let download = downloads.values.first {
+                // One column short of the width, so the cursor never lands in the last column and wraps.
+                line = ProgressBar(name: download.name).line(for: download.progress, columns: columns - 1)
+            } else {
+                line = aggregateLine(downloads, columns: columns)
+            }
+            // Under the lock: a stop that retired the bar meanwhile wins (``BarLineState``).
+            state.withLock { if $0.bar.draw() { output(ProgressBar.redraw(line: line)) } }
+        case .plain:
+            for (index, download) in downloads.sorted(by: { $0.key < $1.key }) {
+                let progress = download.progress
+                guard progress.phase == .downloading else { continue }
+                let due = state.withLock { state in
+                    var throttle = state.throttles[index] ?? PlainProgressThrottle()
+                    defer { state.throttles[index] = throttle }
+                    return throttle.shouldPrint(progress)
+                }
+                if due { output(PlainProgressLine.line(name: download.name, progress: progress) + "\n") }
+            }
+        case .json:
+            for download in downloads.values.sorted(by: { $0.url < $1.url }) {
+                let progress = download.progress
+                guard progress.phase == .downloading || progress.phase == .connecting else { continue }
+                output(JSONProgress.progressLine(file: download.name, progress: progress) + "\n")
+            }
+        }
+    }
+
+    /// A checkpoint that failed (say, no space for the journal) does not stop the download, but a crash
+    /// would then re-fetch more than usual: say so once per download, even with `--quiet`.
+    private func warnAboutFailedCheckpoints(_ downloads: [Int: ReportedDownload]) {
+        for (index, download) in downloads {
+            guard let failure = download.progress.checkpointFailure else { continue }
+            let first = state.withLock { $0.warned.insert(index).inserted }
+            guard first else { continue }
+            let message = "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again"
+            if messages == .json {
+                output(JSONProgress.errorLine(file: download.name, status: .output, message: message, transient: true) + "\n")
+            } else {
+                writeLine(ErrorText.line("warning: \(download.name): \(message)"))
+            }
+        }
+    }
+
+    /// What the engine says the user should know (a resume from another URL): each once, even with
+    /// `--quiet`, since it explains what happens to their file.
+    private func showNotices(_ downloads: [Int: ReportedDownload]) {
+        for (index, download) in downloads.sorted(by: { $0.key < $1.key }) {
+            let notices = download.progress.notices
+            guard !notices.isEmpty else { continue }
+            let fresh = state.withLock { state -> ArraySlice<String> in
+                let shown = state.noticesShown[index] ?? 0
+                state.noticesShown[index] = notices.count
+                return notices.dropFirst(shown)
+            }
+            guard !fresh.isEmpty else { continue }
+            for notice in fresh where messages != .json {
+                writeLine(ErrorText.line("note: \(download.name): \(notice)"))
+            }
+        }
+    }
+
+    /// One line for many downloads: how many are done, and the bytes and rate of those running.
+    private func aggregateLine(_ downloads: [Int: ReportedDownload], columns: Int) -> String {
+        let progresses = downloads.values.map(\.progress)
+        let done = state.withLock { $0.completed }
+        let bytes = progresses.reduce(Int64(0)) { $0 + $1.bytesDone }
+        let rate = progresses.reduce(0.0) { $0 + $1.bytesPerSecond }
+        let connections = progresses.reduce(0) { $0 + $1.activeConnections }
+        let text = "[\(done)/\(count) done, \(downloads.count) running] \(UnitFormatting.bytes(bytes))  \(UnitFormatting.rate(rate))  \(connections) conn"
+        return TerminalText.prefix(text, columns: max(1, columns - 1))
+    }
+
+    /// A download that finished: `haul: saved PATH (...)`, or a `done` JSON line.
+    public func finished(index: Int, result: DownloadResult) {
+        state.withLock { $0.completed += 1 }
+        let seconds = UnitFormatting.seconds(result.duration)
+        let name = TerminalText.sanitized(result.path)
+        switch style {
+        case .none:
+            return
+        case .json:
+            output(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
+        case .bar, .plain:
+            let place = result.path == "-" ? "to standard output" : name
+            writeLine("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))")
+        }
+    }
+
+    /// A download skipped because its file is already there and complete (`--skip-existing`, or a rerun
+    /// of an input file): `haul: PATH: already complete`, or a `done` JSON line with `"skipped":true` and the
+    /// file's size (0 if it cannot be read).
+    public func alreadyComplete(index: Int, path: String) {
+        state.withLock { $0.completed += 1 }
+        switch style {
+        case .none:
+            return
+        case .json:
+            let bytes = FilePath(path).existingStatus()?.size ?? 0
+            output(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes) + "\n")
+        case .bar, .plain:
+            writeLine(ErrorText.line("\(path): already complete"))
+        }
+    }
+
+    /// Something worth knowing about how a download went (not shown with `-q` or in JSON).
+    public func note(name: String, _ text: String) {
+        guard style == .bar || style == .plain else { return }
+        writeLine(ErrorText.line("note: \(name): \(text)"))
+    }
+
+    /// A problem that does not fail the run; shown even with `-q`.
+    public func warning(_ text: String) {
+        if messages == .json {
+            output(JSONProgress.errorLine(file: nil, status: .unexpected, message: text, transient: true) + "\n")
+        } else {
+            writeLine(ErrorText.line("warning: " + text))
+        }
+    }
+
+    /// "1.0 GiB in 2.5 s, 409.6 MiB/s"; after a resume, what this run fetched and its rate:
+    /// "1.0 GiB; 512.0 MiB fetched in 1.3 s, 393.8 MiB/s".
+    static func transferSummary(_ result: DownloadResult, seconds: Double) -> String {
+        let fetched = min(result.bytesRequested, result.bytes)
+        let rate = UnitFormatting.rate(seconds > 0 ? Double(fetched) / seconds : 0)
+        let time = UnitFormatting.fixedPoint(seconds, fractionDigits: 1)
+        if fetched < result.bytes {
+            return "\(UnitFormatting.bytes(result.bytes)); \(UnitFormatting.bytes(fetched)) fetched in \(time) s, \(rate)"
+        }
+        return "\(UnitFormatting.bytes(result.bytes)) in \(time) s, \(rate)"
+    }
+
+    /// Errors are always printed, even with `--quiet`: one line, or one JSON object, in the CLI's words
+    /// (``ErrorText``).
+    public func failed(index: Int, name: String, error: any Error, source: ErrorText.Source) {
+        state.withLock { $0.completed += 1 }
+        let message = ErrorText.message(for: error, source: source)
+        if messages == .json {
+            output(JSONProgress.errorLine(file: name, error: error, message: message) + "\n")
+            return
+        }
+        switch (error as? HaulError)?.reason {
+        // `haul -o - URL | head`: the reader had what it wanted; that is no error worth a line (exit 9 says it).
+        case .cancelled?, .outputClosed?: clearBar(); return
+        default: break
+        }
+        writeLine(ErrorText.line(message))
+    }
+
+    /// The first stop signal: the bar is retired for good, so that no tick draws it between this line and
+    /// the "paused at" lines that follow.
+    public func interrupting() {
+        state.withLock { state in
+            let mustErase = state.bar.retire()
+            guard style != .none && style != .json else { return }
+            if mustErase && style == .bar { output(Self.eraseLine) }
+            output("haul: interrupted; saving progress (press Ctrl-C again to quit at once)\n")
+        }
+    }
+
+    /// The run stopped on a signal, for the paused tasks as they are now.
+    public func interrupted(_ tasks: [DownloadTask], notStarted: Int) {
+        interrupted(tasks.map(ReportedDownload.init), notStarted: notStarted)
+    }
+
+    /// The run stopped on a signal: where each paused download stands and how to go on, and how many never
+    /// started.
+    public func interrupted(_ downloads: [ReportedDownload], notStarted: Int) {
+        for download in downloads {
+            let progress = download.progress
+            let advice = progress.canResume
+                ? "run the same command again to resume"
+                : "the server does not support resuming, so running the same command again starts over"
+            if messages == .json {
+                output(JSONProgress.errorLine(file: download.name, status: .interrupted,
+                                              message: "interrupted; " + advice, transient: true) + "\n")
+            } else {
+                let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
+                writeLine(ErrorText.line("\(download.name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)"))
+            }
+        }
+        if notStarted > 0, messages != .json {
+            writeLine("haul: \(notStarted) download\(notStarted == 1 ? "" : "s") not started")
+        }
+    }
+
+    /// The run is over: the bar, if shown, is erased.
+    public func close() {
+        clearBar()
+    }
+
+    static let eraseLine = "\r\u{1B}[K"
+
+    private func clearBar() {
+        state.withLock { state in
+            if state.bar.clear() && style == .bar { output(Self.eraseLine) }
+        }
+    }
+
+    /// Writes one message line, erasing the bar first, under the lock the bar is drawn under: no tick can
+    /// draw between the erase and the line.
+    private func writeLine(_ line: String) {
+        state.withLock { state in
+            if state.bar.clear() && style == .bar { output(Self.eraseLine) }
+            output(line + "\n")
+        }
+    }
+}
