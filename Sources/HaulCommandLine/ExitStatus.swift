@@ -26,6 +26,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     case checksumMismatch = 8
     /// Writing the output failed: disk error, no space, destination exists, resume journal unusable.
     case output = 9
+    /// The file is larger than `--max-filesize` (announced, or grown past it without a length); nothing is
+    /// kept. The number is curl's for the same (`CURLE_FILESIZE_EXCEEDED`), so a script written for curl's
+    /// `--max-filesize` reads it the same way.
+    case tooLarge = 63
     /// Interrupted (SIGINT, SIGTERM or SIGHUP) or cancelled; the partial download is kept, run again to resume.
     case interrupted = 130
 
@@ -45,6 +49,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .changedOnServer: "changed"
         case .checksumMismatch: "checksum"
         case .output: "disk"
+        case .tooLarge: "too-large"
         case .interrupted: "interrupted"
         }
     }
@@ -62,6 +67,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .changedOnServer: "the file changed on the server, or the partial download belongs to another file"
         case .checksumMismatch: "checksum mismatch (the file is left as .part)"
         case .output: "disk or output: write error, no space, destination exists or busy, resume journal"
+        case .tooLarge: "the file is larger than --max-filesize; nothing is kept"
         case .interrupted: "interrupted or cancelled; run the same command again to resume"
         }
     }
@@ -130,9 +136,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocolViolation
         case .changedOnServer, .partialDownloadMismatch: self = .changedOnServer
         case .checksumMismatch: self = .checksumMismatch
-        // A download into memory over its limit (never made by the CLI, but an embedder may map its errors
-        // here): like too little space for the file.
-        case .disk, .insufficientSpace, .responseTooLarge, .destinationExists, .destinationBusy, .journal, .checkpointFailed, .outputClosed: self = .output
+        // Over `--max-filesize` (or, for an embedder mapping its errors here, a download into memory over its
+        // limit): a class of its own, as curl's 63.
+        case .responseTooLarge: self = .tooLarge
+        case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed, .outputClosed: self = .output
         case .cancelled: self = .interrupted
         case .unexpected: self = .unexpected
         }

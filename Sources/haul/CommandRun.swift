@@ -27,11 +27,12 @@ final class CommandRun: Sendable {
     }
 
     func run() async -> ExitStatus {
+        if plan.habits.isSingleExchange { return await SingleExchangeRun(plan: plan, reporter: reporter).run() }
         let client: HaulClient
         do {
             client = try HaulClient(options: plan.options, logger: plan.verbose ? StandardErrorLogHandler.logger() : nil)
         } catch {
-            reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
+            reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
             return ExitStatus(classifying: error)
         }
         clientBox.withLock { $0 = client }
@@ -64,7 +65,7 @@ final class CommandRun: Sendable {
                 while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
                     started.withLock { $0 = index + 1 }
                     if alreadyComplete(download, path: download.expectedPath) {
-                        reporter.alreadyComplete(index: index, path: download.expectedPath)
+                        reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
                         continue
                     }
                     let task = client.start(download.request)
@@ -105,7 +106,7 @@ final class CommandRun: Sendable {
                 fill()
             }
             if let error = downloads.error {
-                reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
+                reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
                 if worst == .success { worst = ExitStatus(classifying: error) }
             }
         }
@@ -132,16 +133,24 @@ final class CommandRun: Sendable {
                 reporter.note(name: ProgressReporter.fileName(result.path),
                               "the server does not support ranges; used one connection")
             }
-            reporter.finished(index: index, result: result)
+            reporter.finished(index: index, result: result, url: download.request.url)
+            if let writeOut = plan.habits.writeOut {
+                StandardOutput.write(writeOut.render(OutputHabits.facts(for: result, url: download.request.url)))
+            }
             status = .success
         } catch {
             if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path) {
                 // Named by the server after all, and that file is there: an earlier run's.
-                reporter.alreadyComplete(index: index, path: path)
+                reporter.alreadyComplete(index: index, path: path, url: download.request.url)
                 status = .success
             } else {
                 reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
                                 source: download.source)
+                if let writeOut = plan.habits.writeOut {
+                    StandardOutput.write(writeOut.render(OutputHabits.facts(
+                        for: error, url: download.request.url, path: download.expectedPath, progress: task.currentProgress,
+                        source: download.source)))
+                }
                 status = ExitStatus(classifying: error)
             }
         }
@@ -289,10 +298,11 @@ final class ProgressReporter: Sendable {
                 if due { StandardError.write(PlainProgressLine.line(name: Self.name(of: task), progress: progress) + "\n") }
             }
         case .json:
-            for task in tasks.values.sorted(by: { $0.request.url < $1.request.url }) {
+            for (index, task) in tasks.sorted(by: { $0.key < $1.key }) {
                 let progress = task.currentProgress
                 guard progress.phase == .downloading || progress.phase == .connecting else { continue }
-                StandardError.write(JSONProgress.progressLine(file: Self.name(of: task), progress: progress) + "\n")
+                StandardError.write(JSONProgress.progressLine(file: Self.name(of: task), progress: progress, id: index + 1,
+                                                              url: OutputHabits.shownURL(task.request.url)) + "\n")
             }
         }
     }
@@ -342,7 +352,7 @@ final class ProgressReporter: Sendable {
         return TerminalText.prefix(text, columns: max(1, columns - 1))
     }
 
-    func finished(index: Int, result: DownloadResult) {
+    func finished(index: Int, result: DownloadResult, url: String) {
         state.withLock { $0.completed += 1 }
         let seconds = UnitFormatting.seconds(result.duration)
         let name = TerminalText.sanitized(result.path)
@@ -350,7 +360,8 @@ final class ProgressReporter: Sendable {
         case .none:
             return
         case .json:
-            StandardError.write(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
+            StandardError.write(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration,
+                                                      id: index + 1, url: OutputHabits.shownURL(url)) + "\n")
         case .bar, .plain:
             let place = result.path == "-" ? "to standard output" : name
             writeLine("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))")
@@ -359,7 +370,7 @@ final class ProgressReporter: Sendable {
 
     /// A download skipped because its file is already there and complete (`--skip-existing`, or a rerun
     /// of an input file): `haul: PATH: already complete`, or a `done` JSON line with `"skipped":true`.
-    func alreadyComplete(index: Int, path: String) {
+    func alreadyComplete(index: Int, path: String, url: String) {
         state.withLock { $0.completed += 1 }
         switch style {
         case .none:
@@ -367,7 +378,8 @@ final class ProgressReporter: Sendable {
         case .json:
             var info = stat()
             let bytes = stat(path, &info) == 0 ? Int64(info.st_size) : 0
-            StandardError.write(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes) + "\n")
+            StandardError.write(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes, id: index + 1,
+                                                         url: OutputHabits.shownURL(url)) + "\n")
         case .bar, .plain:
             writeLine(ErrorText.line("\(path): already complete"))
         }
@@ -402,11 +414,12 @@ final class ProgressReporter: Sendable {
 
     /// Errors are always printed, even with `--quiet`: one line, or one JSON object, in the CLI's words
     /// (``ErrorText``).
-    func failed(index: Int, name: String, error: any Error, source: ErrorText.Source) {
+    /// `index` is nil for a failure that concerns no one download (the client could not start).
+    func failed(index: Int?, name: String, error: any Error, source: ErrorText.Source) {
         state.withLock { $0.completed += 1 }
         let message = ErrorText.message(for: error, source: source)
         if messages == .json {
-            StandardError.write(JSONProgress.errorLine(file: name, error: error, message: message) + "\n")
+            StandardError.write(JSONProgress.errorLine(file: name, error: error, message: message, id: index.map { $0 + 1 }) + "\n")
             return
         }
         switch (error as? HaulError)?.reason {

@@ -335,7 +335,6 @@ final class CLIFixture: Sendable {
         let answered: [([String], String)] = [
             (["-c", url], "haul resumes by default; -c is the number of connections (wget's -c is not needed)"),
             (["-x", "4", url], "aria2's -x 4 is haul's -c 4"),
-            (["--compressed", url], "haul sends no Accept-Encoding"),
             (["-C", "100", url], "takes only '-'"),
             (["--retry", "3", url], "unknown option '--retry'; haul's is --retries"),
             (["--no-check-certificate", url], "haul's is --insecure"),
