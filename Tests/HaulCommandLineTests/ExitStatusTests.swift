@@ -58,7 +58,7 @@ import HaulCommandLine
     @Test func theTableIsExactlyTheDocumentedCodes() {
         #expect(ExitStatus.table.map(\.code) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 130])
         #expect(ExitStatus.table.map(\.class) == [
-            "success", "unexpected", "usage", "network", "tls", "http", "protocol", "changed", "checksum", "disk",
+            "success", "unexpected", "usage", "network", "tls", "http", "protocol", "changed", "checksum", "disk", "too-large",
             "interrupted",
         ])
         #expect(Set(ExitStatus.table.map(\.class)).count == ExitStatus.table.count)

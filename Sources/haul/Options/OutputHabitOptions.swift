@@ -18,7 +18,8 @@ struct OutputHabitOptions: ParsableArguments {
             help: ArgumentHelp("Refuse a file larger than SIZE (e.g. 100M) before writing a byte of it; one that announces no length is stopped once it grows past SIZE. Nothing is kept; exit 63, as curl.", valueName: "size"))
     var maxFilesize: ByteSize?
 
-    @Option(name: [.customShort("r", allowingJoined: true), .customLong("range")],
+    // Unconditional: curl's `-r -500` (the last 500 bytes) must not be read as an option named `-500`.
+    @Option(name: [.customShort("r", allowingJoined: true), .customLong("range")], parsing: .unconditional,
             help: ArgumentHelp("Fetch only these bytes of the file, as curl's -r: A-B, A- or -N (the last N); the output starts with byte A. One request over one connection, no resume; a server that does not answer with exactly that range (206) fails it.", valueName: "range"))
     var range: String?
 
