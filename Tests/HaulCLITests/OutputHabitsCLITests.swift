@@ -129,6 +129,29 @@ import HaulTestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
+    @Test func rangeAndHeadFollowRedirects() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let resource = MisbehavingServer.Resource.pattern(size: 20_000, seed: 4)
+        let server = try MisbehavingServer(resource: resource, script: .redirects(["/old": "/new"]))
+        defer { server.stop() }
+        let range = try haul(["-r", "1000-1999", "-w", "%{http_code} %{num_redirects} %{url_effective}", "-o", directory + "/r.bin",
+                              server.url("/old")])
+        #expect(range.exitStatus == 0, "\(range.errorText)")
+        #expect(range.outputText == "206 1 " + server.url("/new"), "\(range.outputText)")
+        #expect(try contents(directory + "/r.bin") == Array(resource.bytes[1000...1999]))
+
+        let head = try haul(["-I", server.url("/old")], in: directory)
+        #expect(head.exitStatus == 0, "\(head.errorText)")
+        let statusLines = head.outputText.split(separator: "\r\n").filter { $0.hasPrefix("HTTP/") }
+        #expect(statusLines.count == 2 && statusLines[0].hasPrefix("HTTP/1.1 302") && statusLines[1].hasPrefix("HTTP/1.1 200"),
+                "\(head.outputText)")
+
+        let tooLarge = try haul(["-r", "0-9999", "--max-filesize", "1K", "-o", directory + "/big.bin", server.url("/new")])
+        #expect(tooLarge.exitStatus == 63, "\(tooLarge.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/big.bin"))
+    }
+
     // MARK: -I
 
     @Test func headPrintsTheResponseHeadAndWritesNothing() throws {

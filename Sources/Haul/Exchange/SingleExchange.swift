@@ -136,6 +136,10 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
         guard case .range(let asked) = mode else { return .receiveBody }
         switch SingleRangeDecision.decide(facts, asked: asked, url: url.description) {
         case .accept(let served, _):
+            let count = served.upperBound - served.lowerBound + 1
+            if let limit = client.options.maximumFileSize, count > limit {
+                throw HaulError.responseTooLarge(url: url.description, limit: Int(limit), length: count)
+            }
             try open(head)
             accepted = served
             finalHead = head
