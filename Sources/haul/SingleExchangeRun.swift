@@ -2,8 +2,8 @@ import Haul
 import HaulCommandLine
 
 /// `-I` and `-r`: one request to one URL, not a download (``HaulClient/responseHeads(_:logger:)``,
-/// ``HaulClient/download(_:range:logger:)``). No progress bar and no pause: the first Ctrl-C ends it as
-/// any program, and a range's `.part` then stays behind (nothing resumes it; it is replaced by the next run).
+/// ``HaulClient/download(_:range:logger:)``). No progress bar and no pause: nothing resumes a range, so the
+/// first Ctrl-C (SIGTERM, SIGHUP) cancels the request, removes the range's `.part`, and exits 130.
 struct SingleExchangeRun {
     let plan: CommandPlan
     let reporter: ProgressReporter
@@ -17,12 +17,16 @@ struct SingleExchangeRun {
             reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
             return ExitStatus(classifying: error)
         }
-        let status: ExitStatus
-        if let range = plan.habits.range {
-            status = await fetch(range, download: download, index: index, client: client)
-        } else {
-            status = await head(download, index: index, client: client)
+        let work = Task { [self] in
+            if let range = plan.habits.range { return await fetch(range, download: download, index: index, client: client) }
+            return await head(download, index: index, client: client)
         }
+        do {
+            try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { _ in work.cancel() }
+        } catch {
+            reporter.warning("cannot handle SIGINT/SIGTERM/SIGHUP (\(error)); Ctrl-C will leave the range's .part behind")
+        }
+        let status = await work.value
         reporter.close()
         await client.shutdown()
         return status
