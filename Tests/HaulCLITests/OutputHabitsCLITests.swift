@@ -152,6 +152,23 @@ import HaulTestSupport
         #expect(!FileManager.default.fileExists(atPath: directory + "/big.bin"))
     }
 
+    /// Nothing resumes a range: Ctrl-C in the middle of one cancels it, leaves no `.part`, and exits 130.
+    @Test func anInterruptedRangeLeavesNothing() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 1 << 20, seed: 6))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 100_000)
+        let output = directory + "/held.bin"
+        let run = try SignalTests.Running(["--no-sync", "-r", "0-999999", "-o", output, server.url("/held")],
+                                          errorsPath: directory + "/stderr")
+        poll { (server.bodyBytesSent >= 100_000 && FileManager.default.fileExists(atPath: output + ".part")) || !run.isRunning }
+        #expect(run.isRunning && FileManager.default.fileExists(atPath: output + ".part"), "the range is being written: \(run.errorText)")
+        run.send(SIGINT)
+        #expect(run.exitStatus() == 130, "\(run.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: output + ".part") && !FileManager.default.fileExists(atPath: output))
+    }
+
     // MARK: -I
 
     @Test func headPrintsTheResponseHeadAndWritesNothing() throws {
