@@ -1,6 +1,7 @@
 import HaulHTTP
 
-/// One range of a resource's bytes to fetch alone (curl's `-r/--range`), for ``HaulClient/download(_:range:)``.
+/// One range of a resource's bytes to fetch alone (curl's `-r/--range`), for
+/// ``HaulClient/download(_:range:logger:)``.
 ///
 /// Written as curl writes it: `A-B` (bytes A to B, both included), `A-` (from A to the end), `-N` (the last N
 /// bytes). One range only: a list (`0-9,20-29`) would come back as `multipart/byteranges`, parts with MIME

@@ -274,7 +274,7 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
     }
 }
 
-/// One response head, as ``HaulClient/responseHeads(_:)`` returns it (curl's `-I`).
+/// One response head, as ``HaulClient/responseHeads(_:logger:)`` returns it (curl's `-I`).
 public struct HeadResponse: Sendable {
     /// Where the request went.
     public var url: HTTPURL
@@ -298,7 +298,8 @@ public struct HeadResponse: Sendable {
 extension HaulClient {
     /// Fetches only `range` of `request`'s URL, in one request over one connection (curl's `-r`): the
     /// destination's offset 0 is the range's first byte. The answer must be a `206` whose `Content-Range` is
-    /// exactly that range (``SingleRangeDecision``): a `200` (the server ignores ranges), another range or a
+    /// exactly that range (its end clipped to the resource's end, as RFC 9110 allows): a `200` (the server
+    /// ignores ranges), another range, a content-coded or a
     /// multipart answer is an error, and no file is left. Redirects are followed; there is no retry, no
     /// journal and no resume. `mirrors`, `checksum` and a memory destination are refused
     /// (``HaulError/Reason/invalidDestination(_:)``); a directory destination is named after the URL.
