@@ -206,7 +206,7 @@ final class CommandRun: Sendable {
             // `outcome(index:task:download:)` reports it, then forgets it.
             while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
         }
-        let paused = tasks.sorted { $0.key < $1.key }.map(\.value).filter { $0.currentProgress.phase == .paused }
+        let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }
         let notStarted = plan.downloads.count - started.withLock { $0 }
         // Everything had finished (or failed) before the pause could take hold: the normal ending reports it.
         guard !paused.isEmpty || notStarted > 0 else { return }
@@ -316,7 +316,8 @@ final class ProgressReporter: Sendable {
             guard first else { continue }
             let message = "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again"
             if messages == .json {
-                StandardError.write(JSONProgress.errorLine(file: Self.name(of: task), status: .output, message: message, transient: true) + "\n")
+                StandardError.write(JSONProgress.errorLine(file: Self.name(of: task), status: .output, message: message, transient: true,
+                                                           id: index + 1) + "\n")
             } else {
                 writeLine(ErrorText.line("warning: \(Self.name(of: task)): \(message)"))
             }
@@ -441,16 +442,17 @@ final class ProgressReporter: Sendable {
         }
     }
 
-    func interrupted(_ tasks: [DownloadTask], notStarted: Int) {
-        for task in tasks {
+    /// `tasks`: each paused download with its index in the run.
+    func interrupted(_ tasks: [(key: Int, value: DownloadTask)], notStarted: Int) {
+        for (index, task) in tasks {
             let progress = task.currentProgress
             let name = Self.name(of: task)
             let advice = progress.canResume
                 ? "run the same command again to resume"
                 : "the server does not support resuming, so running the same command again starts over"
             if messages == .json {
-                StandardError.write(JSONProgress.errorLine(file: name, status: .interrupted,
-                                                           message: "interrupted; " + advice, transient: true) + "\n")
+                StandardError.write(JSONProgress.errorLine(file: name, status: .interrupted, message: "interrupted; " + advice,
+                                                           transient: true, id: index + 1) + "\n")
             } else {
                 let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
                 writeLine(ErrorText.line("\(name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)"))
