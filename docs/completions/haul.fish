@@ -20,7 +20,7 @@ function __haul_parse_tokens -S
     set -l unparsed_tokens (__haul_tokens -pc)
     switch $unparsed_tokens[1]
     case 'haul'
-        __haul_parse_subcommand -r 1 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'skip-existing' 'x/proxy=' 'noproxy=' 'progress=' 'q/quiet' 'v/verbose' 'i/input-file=' 'Z/parallel' 'j/jobs=' 'V/version' 'h/help'
+        __haul_parse_subcommand -r 1 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'skip-existing' 'x/proxy=' 'noproxy=' 'progress=' 'q/quiet' 'v/verbose' 'i/input-file=' 'Z/parallel' 'j/jobs=' 'V/version' 'w/write-out=' 'max-filesize=' 'r/range=' 'I/head' 'h/help'
         switch $unparsed_tokens[1]
         case 'daemon'
             __haul_parse_subcommand 0 'session=' 'state-dir=' 'j/jobs=' 'max-connections=' 'on-complete=' 'idle-exit=' 'detach' 'h/help'
@@ -137,6 +137,10 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" Z parallel' -s 'Z' -l 'parallel' -d 'Download each URL on the command line as its own file (not as mirrors), --jobs at a time.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" j jobs' -s 'j' -l 'jobs' -d 'Downloads at the same time with --input-file or --parallel.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" V version' -s 'V' -l 'version' -d 'Print the version and exit.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" w write-out' -s 'w' -l 'write-out' -d 'After each download, print FORMAT on standard output, as curl\'s -w: %{http_code}, %{size_download}, %{speed_download}, %{time_total}, %{url_effective}, %{url}, %{filename_effective}, %{content_type}, %{num_redirects}, %{exitcode}, %{errormsg}, %{json}; %% is %, \\n a newline; @FILE reads FORMAT from FILE (@- from standard input).' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" max-filesize' -l 'max-filesize' -d 'Refuse a file larger than SIZE (e.g. 100M) before writing a byte of it; one that announces no length is stopped once it grows past SIZE. Nothing is kept; exit 63, as curl.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" r range' -s 'r' -l 'range' -d 'Fetch only these bytes of the file, as curl\'s -r: A-B, A- or -N (the last N); the output starts with byte A. One request over one connection, no resume; a server that does not answer with exactly that range (206) fails it.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" I head' -s 'I' -l 'head' -d 'Send HEAD and print the response head (status line and fields) on standard output, one per redirect, as curl -I -L; nothing is written.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul" -eq 1' -fa 'daemon' -d 'Run a session\'s daemon (the owner of its queue) in the foreground.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul" -eq 1' -fa 'queue' -d 'Hand downloads to a session\'s daemon and follow them (see docs/sessions.md).'
