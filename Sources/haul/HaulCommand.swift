@@ -59,7 +59,7 @@ struct HaulCommand: AsyncParsableCommand {
     var version = false
 
     /// curl's -w, --max-filesize, -r, -I and --compressed.
-    @OptionGroup(title: "Write-out, size limit, ranges and heads (as curl)") var outputHabits: OutputHabitOptions
+    @OptionGroup(title: "Fetch and report") var outputHabits: OutputHabitOptions
 
     // Other tools' spellings of what haul does anyway (``CommandLineHabits``): hidden, listed in the
     // discussion's compatibility line. Real options of the parser, so that curl's `-fsSL` combines.
