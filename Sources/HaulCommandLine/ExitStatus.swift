@@ -27,6 +27,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
     case checksumMismatch = 8
     /// Writing the output failed: disk error, no space, destination exists, resume journal unusable.
     case output = 9
+    /// The file is larger than `--max-filesize` (announced, or grown past it without a length); nothing is
+    /// kept. The number is curl's for the same (`CURLE_FILESIZE_EXCEEDED`), so a script written for curl's
+    /// `--max-filesize` reads it the same way.
+    case tooLarge = 63
     /// Interrupted (SIGINT, SIGTERM or SIGHUP) or cancelled; the partial download is kept, run again to resume.
     case interrupted = 130
 
@@ -46,6 +50,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .changedOnServer: "changed"
         case .checksumMismatch: "checksum"
         case .output: "disk"
+        case .tooLarge: "too-large"
         case .interrupted: "interrupted"
         }
     }
@@ -63,6 +68,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .changedOnServer: "the file changed on the server, or the partial download belongs to another file"
         case .checksumMismatch: "checksum mismatch (the file is left as .part)"
         case .output: "disk or output: write error, no space, destination exists or busy, resume journal"
+        case .tooLarge: "the file is larger than --max-filesize; nothing is kept"
         case .interrupted: "interrupted or cancelled; run the same command again to resume"
         }
     }
@@ -133,6 +139,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, CustomStringConvertible {
         case .changed: self = .changedOnServer
         case .checksum: self = .checksumMismatch
         case .disk: self = .output
+        case .tooLarge: self = .tooLarge
         case .interrupted: self = .interrupted
         case .unexpected: self = .unexpected
         }

@@ -33,6 +33,8 @@ struct CommandPlan {
     var verbose = false
     /// `--skip-existing`: an existing destination counts as already complete.
     var skipsExisting: Bool
+    /// `-w`, `-r`, `-I` (``OutputHabitOptions``).
+    var habits = OutputHabitPlan()
 
     /// Whether a download that used one connection can only have done so because the server refused
     /// ranges: more than one connection was asked for, no other download of this run competes for them,
@@ -112,9 +114,11 @@ extension HaulCommand {
         // Log lines and a bar redrawn in place would overwrite each other: verbose output gets plain lines.
         case (_, .some(.bar)), (_, nil): style = isatty(2) == 1 && !verbose ? .bar : .plain
         }
-        return CommandPlan(options: options, downloads: downloadList ?? DownloadList(downloads), jobs: list.jobs, progress: style,
-                           messages: report.progress == .json ? .json : .text, verbose: verbose,
-                           skipsExisting: localOutput.skipExisting)
+        var plan = CommandPlan(options: options, downloads: downloadList ?? DownloadList(downloads), jobs: list.jobs, progress: style,
+                               messages: report.progress == .json ? .json : .text, verbose: verbose,
+                               skipsExisting: localOutput.skipExisting)
+        try planOutputHabits(&plan)
+        return plan
     }
 }
 

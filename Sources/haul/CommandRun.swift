@@ -27,11 +27,12 @@ final class CommandRun: Sendable {
     }
 
     func run() async -> ExitStatus {
+        if plan.habits.isSingleExchange { return await SingleExchangeRun(plan: plan, reporter: reporter).run() }
         let client: HaulClient
         do {
             client = try HaulClient(options: plan.options, logger: plan.verbose ? StandardErrorLogHandler.logger() : nil)
         } catch {
-            reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
+            reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
             return ExitStatus(classifying: error)
         }
         clientBox.withLock { $0 = client }
@@ -64,7 +65,7 @@ final class CommandRun: Sendable {
                 while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
                     started.withLock { $0 = index + 1 }
                     if alreadyComplete(download, path: download.expectedPath) {
-                        reporter.alreadyComplete(index: index, path: download.expectedPath)
+                        reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
                         continue
                     }
                     let task = client.start(download.request)
@@ -105,7 +106,7 @@ final class CommandRun: Sendable {
                 fill()
             }
             if let error = downloads.error {
-                reporter.failed(index: 0, name: "haul", error: error, source: .commandLine)
+                reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
                 if worst == .success { worst = ExitStatus(classifying: error) }
             }
         }
@@ -132,16 +133,24 @@ final class CommandRun: Sendable {
                 reporter.note(name: ProgressReporter.fileName(result.path),
                               "the server does not support ranges; used one connection")
             }
-            reporter.finished(index: index, result: result)
+            reporter.finished(index: index, result: result, url: download.request.url)
+            if let writeOut = plan.habits.writeOut {
+                StandardOutput.write(writeOut.render(OutputHabits.facts(for: result, url: download.request.url)))
+            }
             status = .success
         } catch {
             if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path) {
                 // Named by the server after all, and that file is there: an earlier run's.
-                reporter.alreadyComplete(index: index, path: path)
+                reporter.alreadyComplete(index: index, path: path, url: download.request.url)
                 status = .success
             } else {
                 reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
                                 source: download.source)
+                if let writeOut = plan.habits.writeOut {
+                    StandardOutput.write(writeOut.render(OutputHabits.facts(
+                        for: error, url: download.request.url, path: download.expectedPath, progress: task.currentProgress,
+                        source: download.source)))
+                }
                 status = ExitStatus(classifying: error)
             }
         }
@@ -197,7 +206,7 @@ final class CommandRun: Sendable {
             // `outcome(index:task:download:)` reports it, then forgets it.
             while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
         }
-        let paused = tasks.sorted { $0.key < $1.key }.map(\.value).filter { $0.currentProgress.phase == .paused }
+        let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }
         let notStarted = plan.downloads.count - started.withLock { $0 }
         // Everything had finished (or failed) before the pause could take hold: the normal ending reports it.
         guard !paused.isEmpty || notStarted > 0 else { return }

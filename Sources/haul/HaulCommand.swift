@@ -58,6 +58,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("V"), .long], help: "Print the version and exit.")
     var version = false
 
+    /// curl's -w, --max-filesize, -r, -I and --compressed.
+    @OptionGroup(title: "Fetch and report") var outputHabits: OutputHabitOptions
+
     // Other tools' spellings of what haul does anyway (``CommandLineHabits``): hidden, listed in the
     // discussion's compatibility line. Real options of the parser, so that curl's `-fsSL` combines.
     @Flag(name: [.customShort("L"), .customLong("location")], help: .hidden) var curlLocation = false

@@ -78,7 +78,7 @@ import Testing
         #expect(add.exitStatus == 0)
         let haulSections = Self.sections(haul.outputText)
         #expect(haulSections.map(\.title) == ["ARGUMENTS", "OUTPUT", "CONNECTIONS", "NETWORK", "TLS", "RETRIES AND TIMEOUTS",
-                                              "PROGRESS", "LISTS", "OPTIONS", "SUBCOMMANDS"], "\(haul.outputText)")
+                                              "PROGRESS", "LISTS", "FETCH AND REPORT", "OPTIONS", "SUBCOMMANDS"], "\(haul.outputText)")
         let haulOnly = ["OUTPUT": ["--skip-existing"], "NETWORK": ["--proxy", "--noproxy"]]
         let queueSections = Dictionary(uniqueKeysWithValues: Self.sections(add.outputText).map { ($0.title, $0.options) })
         for title in ["OUTPUT", "CONNECTIONS", "NETWORK", "TLS", "RETRIES AND TIMEOUTS"] {
@@ -87,6 +87,7 @@ import Testing
             #expect(queueSections[title] == inHaul.filter { !(haulOnly[title] ?? []).contains($0) }, "\(title)")
         }
         #expect(haulSections.first { $0.title == "LISTS" }?.options == ["--input-file", "--parallel", "--jobs"])
+        #expect(haulSections.first { $0.title == "FETCH AND REPORT" }?.options == ["--write-out", "--max-filesize", "--range", "--head"])
         #expect(haulSections.first { $0.title == "OPTIONS" }?.options == ["--version", "--help"], "nothing left ungrouped")
 
         // USAGE reads as a download, the subcommands listed on their own.

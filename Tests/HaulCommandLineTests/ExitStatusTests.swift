@@ -39,7 +39,7 @@ import HaulCommandLine
         (.checksumMismatch(path: "a.iso", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11"), 8, "checksum"),
         (.disk(path: "a.iso", SystemError(call: "pwrite", errno: 5)), 9, "disk"),
         (.insufficientSpace(path: "a.iso", needed: 10, available: 1), 9, "disk"),
-        (.responseTooLarge(url: "u", limit: 10, length: 20), 9, "disk"),
+        (.responseTooLarge(url: "u", limit: 10, length: 20), 63, "too-large"),
         (.destinationExists(path: "a.iso"), 9, "disk"),
         (.journal(journalError), 9, "disk"),
         (.checkpointFailed(journalError), 9, "disk"),
@@ -56,9 +56,9 @@ import HaulCommandLine
     }
 
     @Test func theTableIsExactlyTheDocumentedCodes() {
-        #expect(ExitStatus.table.map(\.code) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 130])
+        #expect(ExitStatus.table.map(\.code) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 130])
         #expect(ExitStatus.table.map(\.class) == [
-            "success", "unexpected", "usage", "network", "tls", "http", "protocol", "changed", "checksum", "disk",
+            "success", "unexpected", "usage", "network", "tls", "http", "protocol", "changed", "checksum", "disk", "too-large",
             "interrupted",
         ])
         #expect(Set(ExitStatus.table.map(\.class)).count == ExitStatus.table.count)
@@ -71,7 +71,8 @@ import HaulCommandLine
         let rows = lines.filter { $0.dropFirst(2).prefix(3).contains { $0.isNumber } }
         #expect(rows.count == ExitStatus.allCases.count)
         #expect(rows[3].hasPrefix("    3  network      network: DNS"))
-        #expect(rows[10].hasPrefix("  130  interrupted  interrupted"))
+        #expect(rows[10].hasPrefix("   63  too-large    the file is larger than --max-filesize"))
+        #expect(rows[11].hasPrefix("  130  interrupted  interrupted"))
         #expect(lines.allSatisfy { $0.count <= 72 }, "fits 80 columns, and the man page's indent: \(lines.filter { $0.count > 72 })")
         for line in lines where !rows.contains(line) {
             #expect(line.hasPrefix(String(repeating: " ", count: 20)) && line.dropFirst(20).first != " ",

@@ -82,7 +82,7 @@ private let erase = "\r\u{1B}[K"
         reporter.tick([0: download(snapshot(done: 450))])
         #expect(output.take().isEmpty, "no bar after the stop began")
         let streamed = snapshot(.paused, done: 7, total: nil, canResume: false)
-        reporter.interrupted([download(paused), download(streamed, name: "s.bin")], notStarted: 2)
+        reporter.interrupted([(0, download(paused)), (1, download(streamed, name: "s.bin"))], notStarted: 2)
         #expect(output.take() == [
             "haul: a.iso: paused at \(UnitFormatting.bytes(500)) of \(UnitFormatting.bytes(1000)); run the same command again to resume\n",
             "haul: s.bin: paused at \(UnitFormatting.bytes(7)); the server does not support resuming, so running the same command again starts over\n",
@@ -105,7 +105,7 @@ private let erase = "\r\u{1B}[K"
         #expect(output.take().isEmpty)
     }
 
-    @Test func jsonLinesAreInURLOrderAndOnlyForRunningDownloads() throws {
+    @Test func jsonLinesAreInTheRunsOrderWithIdAndURLAndOnlyForRunningDownloads() throws {
         let (reporter, output) = capturedReporter(.json, messages: .json, count: 3)
         let running = snapshot(done: 10), connecting = snapshot(.connecting, done: 0)
         reporter.tick([
@@ -114,8 +114,8 @@ private let erase = "\r\u{1B}[K"
             2: download(snapshot(.paused, done: 5), name: "c.iso", url: "http://h/c.iso"),
         ])
         #expect(output.take() == [
-            JSONProgress.progressLine(file: "a.iso", progress: connecting) + "\n",
-            JSONProgress.progressLine(file: "b.iso", progress: running) + "\n",
+            JSONProgress.progressLine(file: "b.iso", progress: running, id: 1, url: "http://h/b.iso") + "\n",
+            JSONProgress.progressLine(file: "a.iso", progress: connecting, id: 2, url: "http://h/a.iso") + "\n",
         ])
     }
 
@@ -140,7 +140,7 @@ private let erase = "\r\u{1B}[K"
         json.tick([0: download(failing)])
         #expect(jsonOutput.take() == [JSONProgress.errorLine(file: "a.iso", status: .output, message:
             "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again",
-            transient: true) + "\n"])
+            transient: true, id: 1) + "\n"])
     }
 
     @Test func outcomesAreOneLineEachInTheChosenForm() throws {
@@ -148,23 +148,23 @@ private let erase = "\r\u{1B}[K"
                                     finalURL: try HTTPURL("http://h/a.iso"), entityTag: nil, lastModified: nil,
                                     redirects: 0, connections: 1, bytesRequested: 400, retries: 0)
         let (text, textOutput) = capturedReporter(.plain)
-        text.finished(index: 0, result: result)
+        text.finished(index: 0, result: result, url: "http://h/a.iso")
         #expect(textOutput.take() == ["haul: saved /downloads/a.iso (\(UnitFormatting.bytes(1000)); \(UnitFormatting.bytes(400)) fetched in 2.0 s, \(UnitFormatting.rate(200)))\n"])
         let refused = HaulError(.httpStatus(status: 404, reason: "Not Found", url: "http://h/a.iso"), url: "http://h/a.iso")
         text.failed(index: 1, name: "a.iso", error: refused, source: .commandLine)
         #expect(textOutput.take() == [ErrorText.line(ErrorText.message(for: refused, source: .commandLine)) + "\n"])
         text.failed(index: 2, name: "a.iso", error: HaulError(.outputClosed), source: .commandLine)
         #expect(textOutput.take().isEmpty, "a reader that went away is not an error worth a line")
-        text.alreadyComplete(index: 3, path: "/downloads/b.iso")
+        text.alreadyComplete(index: 3, path: "/downloads/b.iso", url: "http://h/b.iso")
         #expect(textOutput.take() == ["haul: /downloads/b.iso: already complete\n"])
 
         let (json, jsonOutput) = capturedReporter(.json, messages: .json)
-        json.finished(index: 0, result: result)
+        json.finished(index: 0, result: result, url: "http://h/a.iso")
         json.failed(index: 1, name: "a.iso", error: refused, source: .commandLine)
         json.note(name: "a.iso", "not shown in JSON")
         #expect(jsonOutput.take() == [
-            JSONProgress.doneLine(file: "a.iso", path: "/downloads/a.iso", bytes: 1000, duration: .seconds(2)) + "\n",
-            JSONProgress.errorLine(file: "a.iso", error: refused, message: ErrorText.message(for: refused, source: .commandLine)) + "\n",
+            JSONProgress.doneLine(file: "a.iso", path: "/downloads/a.iso", bytes: 1000, duration: .seconds(2), id: 1, url: "http://h/a.iso") + "\n",
+            JSONProgress.errorLine(file: "a.iso", error: refused, message: ErrorText.message(for: refused, source: .commandLine), id: 2) + "\n",
         ])
         // A skipped file's line carries its size on disk.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("haul-reporter-\(UUID().uuidString)")
@@ -172,11 +172,11 @@ private let erase = "\r\u{1B}[K"
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("done.bin").path
         try Data(repeating: 7, count: 1234).write(to: URL(fileURLWithPath: path))
-        json.alreadyComplete(index: 2, path: path)
-        #expect(jsonOutput.take() == [JSONProgress.skippedLine(file: "done.bin", path: path, bytes: 1234) + "\n"])
+        json.alreadyComplete(index: 2, path: path, url: "http://h/done.bin")
+        #expect(jsonOutput.take() == [JSONProgress.skippedLine(file: "done.bin", path: path, bytes: 1234, id: 3, url: "http://h/done.bin") + "\n"])
 
         let (quiet, quietOutput) = capturedReporter(.none)
-        quiet.finished(index: 0, result: result)
+        quiet.finished(index: 0, result: result, url: "http://h/a.iso")
         quiet.note(name: "a.iso", "quiet")
         quiet.failed(index: 1, name: "a.iso", error: refused, source: .commandLine)
         #expect(quietOutput.take().count == 1, "with -q only the error is shown")

@@ -124,10 +124,10 @@ import HaulTestSupport
         #expect(HaulError.destinationExists(path: "a.iso").description == "a.iso already exists")
         #expect(HaulError.cancelled.description == "cancelled")
         let announced = HaulError(.responseTooLarge(url: Self.url, limit: 1024, length: 4096), url: Self.url)
-        #expect(announced.description == "\(Self.url) is 4096 bytes, more than the limit of 1024 bytes for a download into memory")
+        #expect(announced.description == "\(Self.url) is 4096 bytes, more than the limit of 1024 bytes")
         let unannounced = HaulError(.responseTooLarge(url: Self.url, limit: 1024, length: nil), url: Self.url)
         #expect(unannounced.description
-            == "\(Self.url) sent more than the limit of 1024 bytes for a download into memory (it announced no length)")
+            == "\(Self.url) sent more than the limit of 1024 bytes (it announced no length)")
         #expect(!announced.isTransient && !unannounced.isTransient, "the resource will not shrink on a retry")
     }
 

@@ -71,6 +71,14 @@ public struct DownloadOptions: Sendable {
     /// options.tls.clientCertificate = TLSSettings.ClientCertificate(certificateFile: "client.pem", keyFile: "client.key")
     /// ```
     public var network: NetworkSettings = NetworkSettings()
+    /// The largest file a download may produce, in bytes (curl's `--max-filesize`); nil, the default, for no
+    /// limit. A resource whose announced length is larger is refused before any of its body is written; one
+    /// sent without a length (chunked, or delimited by the connection's close) is stopped by the first bytes
+    /// that would take it past the limit, and its partial file is removed. Both end with
+    /// ``HaulError/Reason/responseTooLarge(url:limit:length:)``. A download into memory is held to the smaller of
+    /// this and its own limit. A download resumed from its journal is not checked again: its length was known
+    /// when it began.
+    public var maximumFileSize: Int64? = nil
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to

@@ -78,9 +78,11 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case checksumMismatch(path: String, expected: Checksum, actual: String)
         /// The destination's filesystem has too little space for the file.
         case insufficientSpace(path: String, needed: Int64, available: Int64)
-        /// A download into memory (``DownloadRequest/Destination/memory(limit:)``) is larger than its limit.
+        /// A download into memory (``DownloadRequest/Destination/memory(limit:)``) is larger than its limit, or
+        /// a download is larger than ``DownloadOptions/maximumFileSize`` (`limit` is the smaller of the two).
         /// `length` is the length the server announced, refused before any body byte was kept; nil when it
-        /// announced none (chunked or close-delimited) and the body ran past `limit`: it was stopped there.
+        /// announced none (chunked or close-delimited) and the body ran past `limit`: it was stopped there, and
+        /// its partial file removed.
         case responseTooLarge(url: String, limit: Int, length: Int64?)
         /// The resume journal of an interrupted download cannot be used.
         case journal(JournalError)
@@ -137,9 +139,9 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .insufficientSpace(let path, let needed, let available):
                 "not enough space for \(path): need \(needed) bytes, \(available) available"
             case .responseTooLarge(let url, let limit, let length?):
-                "\(url) is \(length) bytes, more than the limit of \(limit) bytes for a download into memory"
+                "\(url) is \(length) bytes, more than the limit of \(limit) bytes"
             case .responseTooLarge(let url, let limit, nil):
-                "\(url) sent more than the limit of \(limit) bytes for a download into memory (it announced no length)"
+                "\(url) sent more than the limit of \(limit) bytes (it announced no length)"
             }
         }
 

@@ -829,13 +829,23 @@ final class SegmentedDownload: @unchecked Sendable {
         }
     }
 
-    /// Refuses a resource of `length` bytes that a download into memory may not hold.
+    /// The most bytes this download may hold: a memory destination's limit, ``DownloadOptions/maximumFileSize``,
+    /// the smaller of both; nil for no limit.
+    private var sizeLimit: Int64? {
+        switch (memoryLimit, options.maximumFileSize) {
+        case (let memory?, let file?): min(memory, file)
+        case (let memory, let file): memory ?? file
+        }
+    }
+
+    /// Refuses a resource of `length` bytes that a download into memory, or under a maximum file size, may
+    /// not hold.
     private func refuseOverMemoryLimit(_ length: Int64, url: HTTPURL) throws(HaulError) {
-        guard let memoryLimit, length > memoryLimit else { return }
-        logger.debug("refusing a resource larger than the memory limit", metadata: [
-            LogKey.url: "\(url)", "haul.total": "\(length)", "haul.limit": "\(memoryLimit)",
+        guard let sizeLimit, length > sizeLimit else { return }
+        logger.debug("refusing a resource larger than the size limit", metadata: [
+            LogKey.url: "\(url)", "haul.total": "\(length)", "haul.limit": "\(sizeLimit)",
         ])
-        throw .responseTooLarge(url: url.description, limit: Int(memoryLimit), length: length)
+        throw .responseTooLarge(url: url.description, limit: Int(sizeLimit), length: length)
     }
 
     /// What messages call the file being written: the `.part` path, or, in memory, the URL so marked.
@@ -904,9 +914,9 @@ final class SegmentedDownload: @unchecked Sendable {
         }
         // A known length was held to the limit before any byte came; a body without one (chunked,
         // close-delimited) is stopped by the first bytes that would take it past the limit, none of which is kept.
-        if let memoryLimit, offset + Int64(bytes.count) > memoryLimit {
+        if let sizeLimit, offset + Int64(bytes.count) > sizeLimit {
             throw HaulError.responseTooLarge(url: (worker.url ?? mirrors.primary.resolved).description,
-                                             limit: Int(memoryLimit), length: total)
+                                             limit: Int(sizeLimit), length: total)
         }
         if let stream {
             do {

@@ -323,6 +323,9 @@ public final class DownloadTask: @unchecked Sendable {
                                     transferEnded: endTransfer, report: report)
         case .failed(let error):
             publish(snapshot, phase: .failed)
+            // Over the size limit: what was written of a body without a length is no file anybody asked for,
+            // and a run again would refuse it again. Nothing is kept.
+            if case .responseTooLarge = error.reason { return removeFilesAndEnd(run: download, ending: error) }
             end(.failure(error))
         case .paused(let failure, let resumable):
             let counters = download.runCounters
@@ -346,13 +349,13 @@ public final class DownloadTask: @unchecked Sendable {
         }
     }
 
-    /// Deletes the partial file and its journal (off the loop), then ends with ``HaulError/cancelled``.
-    /// `run` is the download that was running, if any (it knows the paths of a directory download).
-    private func removeFilesAndEnd(run: SegmentedDownload?) {
+    /// Deletes the partial file and its journal (off the loop), then ends with `ending`, ``HaulError/cancelled``
+    /// unless given. `run` is the download that was running, if any (it knows the paths of a directory download).
+    private func removeFilesAndEnd(run: SegmentedDownload?, ending: HaulError = .cancelled) {
         let paths = workingFiles(run: run)
         BlockingWork.start { [self] in
             for path in paths { try? OutputFile.remove(path) }
-            client.loop.execute { [self] in end(.failure(.cancelled)) }
+            client.loop.execute { [self] in end(.failure(ending)) }
         }
     }
 

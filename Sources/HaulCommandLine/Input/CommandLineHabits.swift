@@ -13,12 +13,15 @@ public enum CommandLineHabits {
     /// The accepted no-ops, as the compatibility line of `--help` and the README list them.
     public static let compatibilityText = """
         Compatibility: curl's -L/--location, -O/--remote-name, -J/--remote-header-name,
-        -C -/--continue-at -, -f/--fail, -S/--show-error and --create-dirs, and wget's
-        and aria2's --continue, are accepted and change nothing: haul follows
-        redirects, names the file, resumes, fails on an HTTP error and creates
-        directories by default. curl's -s/--silent is -q; wget's -P/--directory-prefix
-        is -d. wget's -c URL, aria2's -x N and options haul spells otherwise (--retry:
-        --retries) are answered with the haul way.
+        -C -/--continue-at -, -f/--fail, -S/--show-error, --create-dirs and
+        --compressed, and wget's and aria2's --continue, are accepted and change
+        nothing: haul follows redirects, names the file, resumes, fails on an HTTP
+        error, creates directories, and saves the file as the server stores it (it
+        asks for no compression, so there is nothing to decompress). curl's -w, -r,
+        -I and --max-filesize work as in curl. curl's -s/--silent is -q; wget's
+        -P/--directory-prefix is -d. wget's -c URL, -w SECONDS and -r URL, aria2's
+        -x N and options haul spells otherwise (--retry: --retries) are answered with
+        the haul way.
         """
 
     /// The one-line answer for arguments that the parser would misread, or nil when there is none.
@@ -46,8 +49,17 @@ public enum CommandLineHabits {
         case "-nc":
             // The parser would read wget's -nc as -n and -c, then complain about -c's value.
             return "wget's -nc is haul's --skip-existing"
-        case "--compressed":
-            return "--compressed is not needed: haul sends no Accept-Encoding, so the file arrives as the server stores it"
+        case "-w", "--wait":
+            // wget's `-w SECONDS` (wait between retrievals); haul's -w is curl's --write-out FORMAT, and a
+            // format that is only a number is no format anybody means.
+            if name == "--wait" || (value.map(isSeconds) ?? false) {
+                return "wget's \(name) SECONDS is not haul's: -w is curl's --write-out FORMAT (haul waits between retries by itself)"
+            }
+        case "-r":
+            // wget's `-r URL` (recursive): haul's -r is curl's --range.
+            if let value, value.contains("://") || !(value.first.map { $0 == "-" || $0.isNumber } ?? false) {
+                return "haul does not download recursively (wget's -r); -r is curl's --range A-B"
+            }
         case "-c":
             // wget's `-c URL` (continue): haul's -c is a number of connections, and resuming is the default.
             // (`--connections x` is no wget habit: the parser's own message says what is wrong.)
@@ -83,6 +95,12 @@ public enum CommandLineHabits {
         "\(option) is haul's -c \(count ?? "N") (connections per download)"
     }
 
+    /// `5`, `1.5`: wget's seconds.
+    private static func isSeconds(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
+            && text.utf8.contains { $0 != UInt8(ascii: ".") }
+    }
+
     private static func isCount(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
@@ -94,9 +112,9 @@ public enum CommandLineHabits {
             guard let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
             return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
         }
-        for short in ["-c", "-x", "-C", "-s", "-O"] where argument.hasPrefix(short) && argument.count > 2 {
-            // Only -c and -x take joined values in haul; -C- is curl's joined form. -s and -O are flags.
-            guard short == "-c" || short == "-x" || short == "-C" else { return (argument, nil) }
+        for short in ["-c", "-x", "-C", "-s", "-O", "-w", "-r"] where argument.hasPrefix(short) && argument.count > 2 {
+            // -c, -x, -w and -r take joined values in haul; -C- is curl's joined form. -s and -O are flags.
+            guard short != "-s" && short != "-O" else { return (argument, nil) }
             return (short, String(argument.dropFirst(2)))
         }
         return (argument, nil)

@@ -24,6 +24,9 @@ public enum ErrorText {
     /// - `retryAfterTooLong`: the server asked for a longer wait on every try; the command can be run again then.
     /// - `mirrorMismatch`: how to download different files instead: `-Z` or `-i` on the command line,
     ///   separate lines in an input file.
+    /// - a `401`: credentials, with `-u USER` (the password is asked for) or `--netrc`.
+    /// - `changedOnServer` (exit 7): `--on-change restart` starts over with the new file.
+    /// - `responseTooLarge`: the CLI makes it only for `--max-filesize`, so it is worded with the option.
     public static func message(for error: any Error, source: Source) -> String {
         guard let error = error as? HaulError else { return String(describing: error) }
         switch error.reason {
@@ -35,6 +38,14 @@ public enum ErrorText {
             return "\(error) (pass --restart to discard it)"
         case .belowSpeedLimit:
             return "\(error) (--speed-limit and --speed-time set the limit; --speed-limit 0 turns it off)"
+        case .httpStatus(401, _, _):
+            return "\(error) (the server wants credentials: give them with -u USER, which asks for the password, or --netrc)"
+        case .changedOnServer:
+            return "\(error) (run it again with --on-change restart to start over with the new version)"
+        case .responseTooLarge(let url, let limit, let length?):
+            return "\(url) is \(length) bytes, more than --max-filesize \(limit); nothing was saved"
+        case .responseTooLarge(let url, let limit, nil):
+            return "\(url) sent more than --max-filesize \(limit) bytes without announcing its length; stopped there, nothing was saved"
         case .retryAfterTooLong:
             return "\(error) (run the same command again once the server is back: it resumes)"
         case .mirrorMismatch:

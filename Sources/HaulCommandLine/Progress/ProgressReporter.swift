@@ -1,4 +1,5 @@
 import Haul
+import HaulHTTP
 import HaulIO
 import Synchronization
 import SystemPackage
@@ -146,10 +147,11 @@ public final class ProgressReporter: Sendable {
                 if due { output(PlainProgressLine.line(name: download.name, progress: progress) + "\n") }
             }
         case .json:
-            for download in downloads.values.sorted(by: { $0.url < $1.url }) {
+            for (index, download) in downloads.sorted(by: { $0.key < $1.key }) {
                 let progress = download.progress
                 guard progress.phase == .downloading || progress.phase == .connecting else { continue }
-                output(JSONProgress.progressLine(file: download.name, progress: progress) + "\n")
+                output(JSONProgress.progressLine(file: download.name, progress: progress, id: index + 1,
+                                                 url: HTTPURL.displayText(of: download.url)) + "\n")
             }
         }
     }
@@ -163,7 +165,8 @@ public final class ProgressReporter: Sendable {
             guard first else { continue }
             let message = "cannot update the resume journal (\(failure)); the download goes on, but after a crash more would be fetched again"
             if messages == .json {
-                output(JSONProgress.errorLine(file: download.name, status: .output, message: message, transient: true) + "\n")
+                output(JSONProgress.errorLine(file: download.name, status: .output, message: message, transient: true,
+                                              id: index + 1) + "\n")
             } else {
                 writeLine(ErrorText.line("warning: \(download.name): \(message)"))
             }
@@ -200,7 +203,7 @@ public final class ProgressReporter: Sendable {
     }
 
     /// A download that finished: `haul: saved PATH (...)`, or a `done` JSON line.
-    public func finished(index: Int, result: DownloadResult) {
+    public func finished(index: Int, result: DownloadResult, url: String) {
         state.withLock { $0.completed += 1 }
         let seconds = UnitFormatting.seconds(result.duration)
         let name = TerminalText.sanitized(result.path)
@@ -208,7 +211,8 @@ public final class ProgressReporter: Sendable {
         case .none:
             return
         case .json:
-            output(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration) + "\n")
+            output(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration,
+                                         id: index + 1, url: HTTPURL.displayText(of: url)) + "\n")
         case .bar, .plain:
             let place = result.path == "-" ? "to standard output" : name
             writeLine("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))")
@@ -218,14 +222,15 @@ public final class ProgressReporter: Sendable {
     /// A download skipped because its file is already there and complete (`--skip-existing`, or a rerun
     /// of an input file): `haul: PATH: already complete`, or a `done` JSON line with `"skipped":true` and the
     /// file's size (0 if it cannot be read).
-    public func alreadyComplete(index: Int, path: String) {
+    public func alreadyComplete(index: Int, path: String, url: String) {
         state.withLock { $0.completed += 1 }
         switch style {
         case .none:
             return
         case .json:
             let bytes = FilePath(path).existingStatus()?.size ?? 0
-            output(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes) + "\n")
+            output(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes, id: index + 1,
+                                            url: HTTPURL.displayText(of: url)) + "\n")
         case .bar, .plain:
             writeLine(ErrorText.line("\(path): already complete"))
         }
@@ -259,12 +264,12 @@ public final class ProgressReporter: Sendable {
     }
 
     /// Errors are always printed, even with `--quiet`: one line, or one JSON object, in the CLI's words
-    /// (``ErrorText``).
-    public func failed(index: Int, name: String, error: any Error, source: ErrorText.Source) {
+    /// (``ErrorText``). `index` is nil for a failure that concerns no one download (the client could not start).
+    public func failed(index: Int?, name: String, error: any Error, source: ErrorText.Source) {
         state.withLock { $0.completed += 1 }
         let message = ErrorText.message(for: error, source: source)
         if messages == .json {
-            output(JSONProgress.errorLine(file: name, error: error, message: message) + "\n")
+            output(JSONProgress.errorLine(file: name, error: error, message: message, id: index.map { $0 + 1 }) + "\n")
             return
         }
         switch (error as? HaulError)?.reason {
@@ -286,22 +291,22 @@ public final class ProgressReporter: Sendable {
         }
     }
 
-    /// The run stopped on a signal, for the paused tasks as they are now.
-    public func interrupted(_ tasks: [DownloadTask], notStarted: Int) {
-        interrupted(tasks.map(ReportedDownload.init), notStarted: notStarted)
+    /// The run stopped on a signal, for the paused tasks (each with its index in the run) as they are now.
+    public func interrupted(_ tasks: [(key: Int, value: DownloadTask)], notStarted: Int) {
+        interrupted(tasks.map { ($0.key, ReportedDownload($0.value)) }, notStarted: notStarted)
     }
 
     /// The run stopped on a signal: where each paused download stands and how to go on, and how many never
     /// started.
-    public func interrupted(_ downloads: [ReportedDownload], notStarted: Int) {
-        for download in downloads {
+    public func interrupted(_ downloads: [(index: Int, download: ReportedDownload)], notStarted: Int) {
+        for (index, download) in downloads {
             let progress = download.progress
             let advice = progress.canResume
                 ? "run the same command again to resume"
                 : "the server does not support resuming, so running the same command again starts over"
             if messages == .json {
-                output(JSONProgress.errorLine(file: download.name, status: .interrupted,
-                                              message: "interrupted; " + advice, transient: true) + "\n")
+                output(JSONProgress.errorLine(file: download.name, status: .interrupted, message: "interrupted; " + advice,
+                                              transient: true, id: index + 1) + "\n")
             } else {
                 let total = progress.total.map { " of " + UnitFormatting.bytes($0) } ?? ""
                 writeLine(ErrorText.line("\(download.name): paused at \(UnitFormatting.bytes(progress.bytesDone))\(total); \(advice)"))

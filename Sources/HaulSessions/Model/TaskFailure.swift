@@ -97,6 +97,9 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
     case checksum
     /// Writing the output: disk errors, no space, an existing or busy destination, the journal. Exit code 9.
     case disk
+    /// Larger than the download's `DownloadOptions/maximumFileSize` (curl's `--max-filesize`), or a download into
+    /// memory over its limit. Exit code 63, as curl's.
+    case tooLarge = "too-large"
     /// Cancelled. Exit code 130.
     case interrupted
     /// No better class (a bug in Haul if it is ever seen). Exit code 1.
@@ -114,6 +117,7 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
         case .changed: 7
         case .checksum: 8
         case .disk: 9
+        case .tooLarge: 63
         case .interrupted: 130
         }
     }
@@ -136,7 +140,8 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
         case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocol
         case .changedOnServer, .partialDownloadMismatch: self = .changed
         case .checksumMismatch: self = .checksum
-        case .disk, .insufficientSpace, .responseTooLarge, .destinationExists, .destinationBusy, .journal, .checkpointFailed,
+        case .responseTooLarge: self = .tooLarge
+        case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed,
              .outputClosed:
             self = .disk
         case .cancelled: self = .interrupted
