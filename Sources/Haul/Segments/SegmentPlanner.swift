@@ -141,11 +141,12 @@ struct SegmentPlanner {
         a.remaining != b.remaining ? a.remaining < b.remaining : a.start > b.start
     }
 
-    /// The segment's current end (it shrinks when another connection steals from it).
-    func end(of segment: Int) -> Int64 { segments[segment]?.end ?? 0 }
+    /// The segment's current end (it shrinks when another connection steals from it); nil for a segment
+    /// not planned (any more: a finished segment is forgotten).
+    func end(of segment: Int) -> Int64? { segments[segment]?.end }
 
-    /// The next byte the segment needs.
-    func next(of segment: Int) -> Int64 { segments[segment]?.next ?? 0 }
+    /// The next byte the segment needs; nil for a segment not planned.
+    func next(of segment: Int) -> Int64? { segments[segment]?.next }
 
     /// Records `count` bytes written at the segment's `next`.
     mutating func advance(_ segment: Int, by count: Int64) {
