@@ -159,12 +159,10 @@ import HaulJournal
         }
         #expect(answer.window == nil && machine.probeFallback == .openEnded)
         let ended1 = try end(&machine)
-
         let again = try #require(sends(ended1).first)
         #expect(again.role == .probe && again.end == nil && again.sendsRange && machine.retries == 1)
         _ = arrive(&machine, try head(["HTTP/1.1 501 Not Implemented", "Content-Length: 0"]))
         let ended2 = try end(&machine)
-
         let plain = try #require(sends(ended2).first)
         #expect(!plain.sendsRange && plain.head.range == nil && machine.retries == 2)
         // A third refusal has no form left: it is the error.
@@ -181,7 +179,6 @@ import HaulJournal
         }
         #expect(answer.decision == .abandon && machine.probeFallback == .withoutRange && machine.notices.count == 1)
         let ended3 = try end(&machine)
-
         let plain = try #require(sends(ended3).first)
         #expect(!plain.sendsRange)
         guard case .answer(let whole, let prepare, _) = arrive(&machine, try head(["HTTP/1.1 200 OK", "Content-Length: 1000"])) else {
@@ -323,7 +320,6 @@ import HaulJournal
         }
         #expect(answer.window == nil)
         let ended4 = try end(&machine)
-
         let hop = try #require(sends(ended4).first)
         #expect(hop.url.description == "http://b.test/g" && hop.role == .probe && machine.redirects == 1)
         #expect(machine.bytesRequested == SegmentPlanner.defaultRequestChunk)
