@@ -226,7 +226,7 @@ struct DownloadStateMachine {
         journalPath = WorkingFileNames.journal(of: path)
     }
 
-    /// Whether `end` reports the exchange that `connection` runs now (not one stopped and replaced since).
+    /// Whether exchange `serial` is the one `connection` runs now (not one stopped and replaced since).
     func isCurrent(connection: Int, serial: Int) -> Bool {
         connections.indices.contains(connection) && connections[connection].exchange?.serial == serial
     }

@@ -70,7 +70,6 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     var destination: String { machine.destination }
     var partPath: String { machine.partPath }
     var journalPath: String { machine.journalPath }
-    var notices: [String] { machine.notices }
     /// What this run has cost so far, for a result that covers every run of a paused and resumed download.
     var runCounters: (bytesRequested: Int64, retries: Int, connections: Int) {
         (machine.bytesRequested, machine.retries, machine.peakConnections)
@@ -121,10 +120,13 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
                 run(machine.retryDue(connection))
             }
         case .takeSlots(let wanted, let purpose):
+            // Slots taken after a stop (carried out before this action) would never be given back.
+            guard !machine.isStopped else { return true }
             let granted = budget.take(upTo: wanted)
             slotsHeld += granted
             run(machine.slotsGranted(granted, wanted: wanted, for: purpose))
         case .waitForSlot:
+            guard !machine.isStopped else { return true }
             budget.waitForSlot(owner: self) { [self] in run(machine.slotFreed()) }
         case .stopConnections:
             for worker in workers.values { worker.stop() }
@@ -242,21 +244,19 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     /// Reports the end once `wait` is over: the file unlocked after a failure or a pause.
     private func end(_ report: DownloadStateMachine.Report, after wait: DownloadStateMachine.EndWait) {
+        let checkpointed = if case .checkpoint = wait { true } else { false }
         let deliver = { [self] in
             let outcome: Outcome
             switch report {
             case .finished: outcome = .finished(finished())
             case .failed(let error): outcome = .failed(error)
-            case .paused(let resumable):
-                if case .checkpoint = wait {
-                    outcome = .paused(checkpointFailure: checkpointer?.lastError, resumable: resumable)
-                } else {
-                    outcome = .paused(checkpointFailure: nil, resumable: resumable)
-                }
+            case .paused(let resumable): outcome = .paused(checkpointFailure: checkpointed ? checkpointer?.lastError : nil, resumable: resumable)
             case .cancelled: outcome = .cancelled
             }
-            if case .failed = report { sink.file?.unlock() }
-            if case .paused = report { sink.file?.unlock() }
+            switch report {
+            case .failed, .paused: sink.file?.unlock()
+            case .finished, .cancelled: break
+            }
             completion?(outcome)
             completion = nil
         }
