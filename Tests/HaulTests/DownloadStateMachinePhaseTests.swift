@@ -82,4 +82,42 @@ import HaulJournal
         _ = machine.bodyWritten(600, on: 0)
         #expect(machine.connections[0].segment == nil && machine.segmentEnd(of: 0) == nil)
     }
+
+    enum Stage: CaseIterable { case waitingForConnection, probing, checkingMirrors, running, finishing }
+    enum StopKind: CaseIterable { case pause, cancel, fail }
+
+    /// A machine brought to `stage` (with a mirror to check for `checkingMirrors`).
+    func machine(at stage: Stage) throws -> Machine {
+        var machine = try script.machine(connections: 1, mirrors: stage == .checkingMirrors ? ["http://m.test/f"] : [])
+        _ = machine.start()
+        if stage == .waitingForConnection { return machine }
+        _ = machine.slotsGranted(1, wanted: 1, for: .first)
+        if stage == .probing { return machine }
+        _ = script.arrive(&machine, try script.partial(0, 999, of: 1000))
+        if stage != .finishing { return machine }
+        _ = machine.bodyWritten(1000, on: 0)
+        var window = BodyWindow(start: 0, end: 1000, bounded: true)
+        _ = window.take(1000)
+        _ = try script.end(&machine, window: window)
+        return machine
+    }
+
+    /// Pause, cancel and failure in every phase: one end, reported once, and nothing decided after it.
+    @Test(arguments: Stage.allCases, StopKind.allCases)
+    func everyPhaseStopsOnceAndDecidesNothingAfter(stage: Stage, stop: StopKind) throws {
+        var machine = try machine(at: stage)
+        #expect("\(machine.phase)" == "\(stage)")
+        let actions: [Machine.Action]
+        switch stop {
+        case .pause: actions = machine.pause()
+        case .cancel: actions = machine.cancel()
+        case .fail: actions = machine.fail(.unexpected("stopped"))
+        }
+        #expect(actions.filter { if case .end = $0 { true } else { false } }.count == 1)
+        #expect(script.has(actions) { if case .releaseConnections(keeping: 0) = $0 { true } else { false } })
+        #expect(machine.isStopped)
+        let again = machine.pause() + machine.cancel() + machine.fail(.unexpected("again")) + machine.slotFreed()
+        let late = machine.outputChecked(size: 1000) + machine.journalDiscarded() + machine.retryDue(0)
+        #expect(again.isEmpty && late.isEmpty)
+    }
 }
