@@ -120,4 +120,27 @@ import HaulJournal
         let late = machine.outputChecked(size: 1000) + machine.journalDiscarded() + machine.retryDue(0)
         #expect(again.isEmpty && late.isEmpty)
     }
+
+    /// A directory download whose name leads to an interrupted download continues that journal: its unsynced
+    /// ranges only when they were written during this boot.
+    @Test func nameLeadingToAJournalContinuesItTrustingOnlyThisBootsUnsyncedRanges() throws {
+        let mib = Self.mib
+        let state = JournalState(url: "http://a.test/f", etag: Array("\"v1\"".utf8), totalLength: 100 * mib,
+                                 minimumSegmentSize: mib, createdAt: 0, durable: ByteRangeSet([0..<(10 * mib)]), bootID: [1, 2, 3])
+        for (boot, trusted) in [([UInt8]([1, 2, 3]), true), ([9, 9, 9], false)] {
+            let options = DownloadOptions(connections: 2)
+            var machine = Machine(options: options, mirrors: MirrorSet(urls: [try HTTPURL("http://a.test/f")], headers: HTTPFields(), userAgent: "t"),
+                                  destination: nil, awaitingName: true, sink: .file, memoryLimit: nil)
+            _ = script.started(&machine)
+            guard case .nameFile = script.arrive(&machine, try script.partial(0, 4 * mib - 1, of: 100 * mib)) else {
+                Issue.record("expected the file to be named"); return
+            }
+            machine.name("/d/f")
+            machine.retire(0)
+            let actions = machine.continueFromJournal(state, bootID: boot)
+            #expect(script.has(actions) { if case .releaseConnections(keeping: 1) = $0 { true } else { false } })
+            #expect(machine.bytesDone == (trusted ? 10 * mib : 0) && machine.notices.count == (trusted ? 0 : 1))
+            #expect(script.sends(actions).first?.sentIfRange == true && machine.resumedFromJournal)
+        }
+    }
 }

@@ -300,8 +300,9 @@ extension DownloadStateMachine {
     }
 
     /// The name the probe gave leads to an interrupted download: the probe is dropped and the journal continued.
-    mutating func continueFromJournal(_ state: JournalState) -> [Action] {
+    mutating func continueFromJournal(_ state: JournalState, bootID: [UInt8]?) -> [Action] {
         guard isActive else { return [] }
+        self.bootID = bootID
         let destination = destination
         connections = [Connection(id: 0, mirror: 0)]
         resumeState = state

@@ -143,8 +143,9 @@ struct DownloadStateMachine {
     /// What one request of a streamed download asks for, and the most asked ahead of the stream's delivery.
     let streamChunk: Int64
     let streamWindow: Int64
-    /// This boot's id, to tell which unsynced journal ranges survived (``JournalState/trustedDurable(currentBootID:)``).
-    let bootID: [UInt8]?
+    /// This boot's id, to tell which unsynced journal ranges survived (``JournalState/trustedDurable(currentBootID:)``);
+    /// given with a journal to continue.
+    var bootID: [UInt8]?
 
     var phase = Phase.waitingForConnection
     var mirrors: MirrorSet

@@ -328,7 +328,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             sink.adopt(file)
             machine.retire(connection)
             resumeJournal = journal
-            loop.execute { [self] in run(machine.continueFromJournal(state)) }
+            loop.execute { [self] in run(machine.continueFromJournal(state, bootID: JournalState.currentBootID())) }
             return nil
         }
     }
