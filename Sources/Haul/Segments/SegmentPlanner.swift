@@ -83,14 +83,14 @@ struct SegmentPlanner {
             return (current, request(current, from: s.next))
         }
         if let free = segments.values.filter({ $0.owner == nil && $0.remaining > 0 }).max(by: Self.smallerShare) {
-            segments[free.id]!.owner = worker
+            segments[free.id]?.owner = worker
             return (free.id, request(free.id, from: free.next))
         }
         guard let victim = segments.values.filter({ $0.owner != nil }).max(by: Self.smallerUnrequested),
               victim.unrequested >= 2 * minimumSegment else { return nil }
         let middle = victim.requested + victim.unrequested / 2
         let stolen = middle..<victim.end
-        segments[victim.id]!.end = middle
+        segments[victim.id]?.end = middle
         addSegment(stolen, owner: worker)
         let id = nextSegmentID - 1
         return (id, request(id, from: stolen.lowerBound))
@@ -98,21 +98,21 @@ struct SegmentPlanner {
 
     /// Marks the next chunk of `segment` from `first` as requested and returns it.
     private mutating func request(_ segment: Int, from first: Int64) -> Range<Int64> {
-        let end = min(segments[segment]!.end, first + requestChunk)
-        segments[segment]!.requested = end
+        let end = min(segments[segment]?.end ?? first, first + requestChunk)
+        segments[segment]?.requested = end
         return first..<end
     }
 
     /// Marks all of `segment` as requested (the probe's open-ended request covers it whole).
     mutating func markRequestedToEnd(_ segment: Int) {
         guard let s = segments[segment] else { return }
-        segments[segment]!.requested = s.end
+        segments[segment]?.requested = s.end
     }
 
     /// Marks `segment` as requested up to `offset` (at most its end): what a request already sent covers.
     mutating func markRequested(_ segment: Int, upTo offset: Int64) {
         guard let s = segments[segment] else { return }
-        segments[segment]!.requested = max(s.requested, min(offset, s.end))
+        segments[segment]?.requested = max(s.requested, min(offset, s.end))
     }
 
     /// Splits unowned work so that `connections` workers can start at once (used at the start of a download).
@@ -125,7 +125,7 @@ struct SegmentPlanner {
             let share = largest.remaining / Int64(pieces + 1)
             guard share >= minimumSegment else { return }
             let cut = largest.end - share
-            segments[largest.id]!.end = cut
+            segments[largest.id]?.end = cut
             addSegment(cut..<largest.end)
             pieces -= 1
         }
@@ -141,11 +141,12 @@ struct SegmentPlanner {
         a.remaining != b.remaining ? a.remaining < b.remaining : a.start > b.start
     }
 
-    /// The segment's current end (it shrinks when another connection steals from it).
-    func end(of segment: Int) -> Int64 { segments[segment]?.end ?? 0 }
+    /// The segment's current end (it shrinks when another connection steals from it); nil for a segment
+    /// not planned (any more: a finished segment is forgotten).
+    func end(of segment: Int) -> Int64? { segments[segment]?.end }
 
-    /// The next byte the segment needs.
-    func next(of segment: Int) -> Int64 { segments[segment]?.next ?? 0 }
+    /// The next byte the segment needs; nil for a segment not planned.
+    func next(of segment: Int) -> Int64? { segments[segment]?.next }
 
     /// Records `count` bytes written at the segment's `next`.
     mutating func advance(_ segment: Int, by count: Int64) {
@@ -163,8 +164,8 @@ struct SegmentPlanner {
     /// Gives up ownership: the unwritten rest waits for another connection (or the same one, on retry).
     mutating func release(_ segment: Int) {
         guard let s = segments[segment] else { return }
-        segments[segment]!.owner = nil
-        segments[segment]!.requested = s.next
+        segments[segment]?.owner = nil
+        segments[segment]?.requested = s.next
     }
 
     /// Takes the unwritten rest of a slow connection's segment away, leaving it `keep` bytes to finish what
@@ -174,7 +175,7 @@ struct SegmentPlanner {
         // Bytes already requested stay with the owner: taking them would fetch them twice.
         let cut = max(s.requested, s.next + keep)
         guard s.end - cut >= minimumSegment else { return 0 }
-        segments[segment]!.end = cut
+        segments[segment]?.end = cut
         addSegment(cut..<s.end)
         return s.end - cut
     }

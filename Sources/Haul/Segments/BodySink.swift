@@ -1,0 +1,155 @@
+import Glibc
+import HaulHTTP
+import HaulIO
+
+/// Where a download's body bytes go — a `.part` file, memory (an anonymous file, at most a limit) or a
+/// stream delivered in order — behind one type, so that a ``SegmentWorker`` has no mode branches.
+///
+/// Loop-confined. The file is opened when the download learns its name or length (``prepare(length:preallocate:partPath:resolvedURL:)``,
+/// ``openPartial(_:)``), so it may be nil before the probe's answer.
+final class BodySink: @unchecked Sendable {
+    // @unchecked Sendable: touched on the download's event loop only.
+
+    let kind: BodyReceivePath.Sink
+    private(set) var file: OutputFile?
+    let stream: OrderedStream?
+    /// Nothing past this many bytes is ever written into memory (``DownloadRequest/Destination/memory(limit:)``).
+    let memoryLimit: Int64?
+    /// Nothing past this many bytes is written anywhere: the memory limit or
+    /// ``DownloadOptions/maximumFileSize``, the smaller of both.
+    let sizeLimit: Int64?
+    /// The resource's length once known: no byte is written past it.
+    private(set) var bound: Int64?
+    /// What messages call the file: the `.part` path, or the URL marked "(in memory)".
+    var label: String
+
+    init(file: OutputFile?, stream: OrderedStream?, memoryLimit: Int64?, maximumFileSize: Int64? = nil, label: String) {
+        self.kind = stream != nil ? .stream : memoryLimit != nil ? .memory : .file
+        self.file = file
+        self.stream = stream
+        self.memoryLimit = memoryLimit
+        self.sizeLimit = Self.smaller(memoryLimit, maximumFileSize)
+        self.label = label
+    }
+
+    /// The smaller of two optional limits; nil when neither is set.
+    static func smaller(_ first: Int64?, _ second: Int64?) -> Int64? {
+        switch (first, second) {
+        case (let first?, let second?): min(first, second)
+        case (let first, let second): first ?? second
+        }
+    }
+
+    /// Takes the `.part` a directory download's name resolution opened.
+    func adopt(_ file: OutputFile) { self.file = file }
+
+    /// Opens the `.part` of a download resumed from its journal (kept as it is), unless it is open already.
+    func openPartial(_ path: String, length: Int64) throws(HaulError) {
+        bound = length
+        guard file == nil else { return }
+        do { file = try OutputFile.open(path, truncate: false) } catch { throw .disk(path: path, error) }
+    }
+
+    /// Makes the file empty and, when `preallocate`, reserves `length` bytes — after checking that the
+    /// filesystem has room for them (counting what the file already holds, since it is truncated). A
+    /// stream only learns the bound; memory is held to its limit.
+    func prepare(length: Int64?, preallocate: Bool, partPath: String, resolvedURL: HTTPURL) throws(HaulError) {
+        bound = length
+        let size = length ?? 0
+        switch kind {
+        case .stream:
+            return
+        case .memory:
+            // Checked when the length was learnt; again here, the one place every length passes on its way
+            // to the file. Memory is not a filesystem: no free space to check, nothing to reserve.
+            if let memoryLimit, size > memoryLimit {
+                throw .responseTooLarge(url: resolvedURL.description, limit: Int(memoryLimit), length: size)
+            }
+            guard let file else { throw .unexpected("a download into memory has no in-memory file") }
+            do {
+                if try file.size() > 0 { try file.truncate(to: 0) }
+                try file.truncate(to: size)
+            } catch {
+                throw .disk(path: label, error)
+            }
+        case .file:
+            let directory = OutputFile.directory(containing: partPath)
+            do {
+                let file = try self.file ?? OutputFile.open(partPath, truncate: true)
+                self.file = file
+                let held = try file.size()
+                let available = try OutputFile.availableSpace(in: directory, forWriting: size)
+                if size > available + held {
+                    throw HaulError.insufficientSpace(path: partPath, needed: size, available: available + held)
+                }
+                if held > 0 { try file.truncate(to: 0) }
+                guard preallocate else { return }
+                try file.preallocate(length: size)
+                if try file.size() != size { try file.truncate(to: size) }
+            } catch let error as SystemError {
+                throw .disk(path: partPath, error)
+            } catch let error as HaulError {
+                throw error
+            } catch {
+                throw .unexpected("\(error)")
+            }
+        }
+    }
+
+    /// Writes body bytes at `offset`; `proven` false holds a stream's bytes back until ``commit(_:)``.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, proven: Bool, url: HTTPURL) throws(HaulError) {
+        // The body windows make this impossible; if it ever happens, it must not become a wrong file.
+        guard offset >= 0, offset + Int64(bytes.count) <= bound ?? Int64.max else {
+            throw .unexpected("refusing to write \(bytes.count) bytes at \(offset) of a \(bound ?? -1)-byte file")
+        }
+        // A known length was held to the limit before any byte came; a body without one (chunked,
+        // close-delimited) is stopped by the first bytes that would take it past the limit, none of which is kept.
+        if let sizeLimit, offset + Int64(bytes.count) > sizeLimit {
+            throw .responseTooLarge(url: url.description, limit: Int(sizeLimit), length: bound)
+        }
+        if let stream {
+            do { try stream.write(bytes, at: offset, proven: proven) } catch { throw Self.streamError(error) }
+            return
+        }
+        guard let file else { throw .unexpected("no file to write \(bytes.count) bytes at \(offset) into") }
+        do { try file.write(bytes, at: offset) } catch { throw .disk(path: label, error) }
+    }
+
+    /// Moves `count` spliced body bytes from the connection's pipe into the file at `offset`: ``write(_:at:proven:url:)``
+    /// for bytes that never entered user space (a file only: ``BodyReceivePath`` says when).
+    func write(piped: PipedBytes, count: Int, at offset: Int64) throws(HaulError) {
+        guard offset >= 0, offset + Int64(count) <= bound ?? Int64.max, kind == .file, let file else {
+            throw .unexpected("refusing to splice \(count) bytes at \(offset) of a \(bound ?? -1)-byte file")
+        }
+        do { try piped.move(count, into: file.fileDescriptor, at: offset) } catch { throw .disk(path: label, error) }
+    }
+
+    /// Starts write-back of `start..<end` off the loop; a failure surfaces at the next sync of the file.
+    func startWriteBack(from start: Int64, to end: Int64) {
+        // Memory has no disk to write back to: a thread woken for nothing.
+        guard kind == .file else { return }
+        file?.writeBackInBackground(offset: start, length: end - start)
+    }
+
+    /// Delivers a stream's provisional bytes of `range`, proven now.
+    func commit(_ range: Range<Int64>) throws(HaulError) {
+        guard let stream else { return }
+        do { try stream.commit(range) } catch { throw Self.streamError(error) }
+    }
+
+    /// Drops a stream's provisional bytes of `range` (their exchange failed).
+    func discardUnproven(in range: Range<Int64>) {
+        stream?.discardUnproven(in: range)
+    }
+
+    /// How far the output holds the file: the stream's delivered bytes, or the file's size.
+    func size() throws(HaulError) -> Int64 {
+        if let stream { return stream.delivered }
+        guard let file else { throw .unexpected("\(label) is not open") }
+        do { return try file.size() } catch { throw .disk(path: label, error) }
+    }
+
+    private static func streamError(_ error: SystemError) -> HaulError {
+        error.errno == EPIPE ? .outputClosed : .disk(path: "the output stream", error)
+    }
+}

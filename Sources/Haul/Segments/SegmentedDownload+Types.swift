@@ -1,0 +1,82 @@
+import HaulHTTP
+import HaulIO
+import HaulJournal
+
+/// What a ``SegmentedDownload`` hands to its ``DownloadTask``: how it ended, where a directory download's
+/// file goes, and its progress.
+extension SegmentedDownload {
+    /// What the loop hands to the blocking finish (checksum, sync, rename).
+    struct Finished: Sendable {
+        /// nil for a download streamed in order (``OrderedStream``): everything is delivered already.
+        var file: OutputFile?
+        /// Whether `file` is in memory (``DownloadRequest/Destination/memory(limit:)``): its bytes are read
+        /// back into the result, nothing is renamed. `partPath` then names it for messages only.
+        var inMemory = false
+        var partPath: String
+        var journalPath: String
+        /// Whether a journal was written (small files have none), so the finish knows to remove it.
+        var journaled: Bool
+        var bytes: Int64
+        var finalURL: HTTPURL
+        var entityTag: EntityTag?
+        var lastModified: HTTPDate?
+        var redirects: Int
+        var connections: Int
+        var bytesRequested: Int64
+        var retries: Int
+        /// The response the run took the file from (``DownloadStateMachine/response``).
+        var response: ResponseHead?
+    }
+
+    /// How a download ended, for its ``DownloadTask``.
+    enum Outcome {
+        /// Every byte is written; the blocking finish remains.
+        case finished(Finished)
+        case failed(HaulError)
+        /// Stopped by a pause after a final checkpoint (which may have failed). `resumable` is false when
+        /// bytes were fetched from a server without range support: the next run starts over.
+        case paused(checkpointFailure: JournalError?, resumable: Bool)
+        /// Stopped by a cancel; any running checkpoint has landed, so the files can be removed.
+        case cancelled
+    }
+
+    /// Where a download into a directory goes, decided once the probe's head names the file.
+    enum NameResolution {
+        /// Start a new file at this destination path, in `file` (its `.part`, opened and locked); `created`
+        /// is what naming it created on disk.
+        case fresh(destination: String, file: OutputFile, created: EarlyStopCleanup.Created)
+        /// A journal for this destination exists: continue it (the probe's response is dropped).
+        case resume(destination: String, journal: ResumeJournal, state: JournalState, file: OutputFile)
+    }
+
+    /// What the download's progress looks like now, for ``DownloadProgress``.
+    struct Snapshot {
+        var bytesDone: Int64
+        var total: Int64?
+        var activeConnections: Int
+        var completedRanges: [Range<Int64>]
+        var segments: [DownloadProgress.Segment]
+        var checkpointFailure: JournalError?
+        var partialPath: String
+        var notices: [String]
+    }
+}
+
+extension DownloadStateMachine {
+    /// The progress as it stands, with what only the driver knows (the checkpoints' last failure).
+    func snapshot(checkpointFailure: JournalError?) -> SegmentedDownload.Snapshot {
+        let active = connections.filter(\.isBusy)
+        var segments: [DownloadProgress.Segment] = []
+        if let planner {
+            let owners = Set(active.compactMap(\.segment))
+            for segment in planner.segments.values where segment.remaining > 0 {
+                segments.append(.init(start: segment.start, next: segment.next, end: segment.end,
+                                      isActive: owners.contains(segment.id)))
+            }
+            segments.sort { $0.start < $1.start }
+        }
+        return .init(bytesDone: bytesDone, total: total, activeConnections: active.count,
+                     completedRanges: planner?.written.ranges ?? (bytesDone > 0 ? [0..<bytesDone] : []),
+                     segments: segments, checkpointFailure: checkpointFailure, partialPath: partPath, notices: notices)
+    }
+}
