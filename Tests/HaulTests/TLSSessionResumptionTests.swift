@@ -164,16 +164,28 @@ struct TLSSessionResumptionTests {
         #expect(try await Self.fetchOnce(host: "localhost", port: port, context: insecure, through: nil, on: loop) == true)
     }
 
-    @Test func aListOfSmallDownloadsUsesNoMoreTLSConnectionsThanRunAtOnce() async throws {
+    @Test func theClientKeepsAsManyIdleConnectionsPerOriginAsItMayOpen() throws {
+        var options = DownloadOptions()
+        options.maximumConnections = 40
+        #expect(try HaulClient(options: options).httpClient.pool.maxIdlePerOrigin == 40)
+        options.maximumConnections = 4
+        #expect(try HaulClient(options: options).httpClient.pool.maxIdlePerOrigin == 16)
+    }
+
+    /// 24 at a time is more than the pool's former 16 idle connections per origin, which closed the rest
+    /// whenever more than 16 files ended together and made the next ones handshake again.
+    @Test(arguments: [4, 24])
+    func aListOfSmallDownloadsUsesNoMoreTLSConnectionsThanRunAtOnce(atOnce: Int) async throws {
         let nginx = try Self.server()
         defer { nginx.stop() }
-        let count = 48, atOnce = 4
+        let count = atOnce * 12
         for index in 0..<count {
             try TestFiles.create(at: nginx.dataDirectory + "/s\(index).bin", size: Self.fileSize + index, seed: UInt64(100 + index))
         }
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var options = DownloadOptions(connections: 8)
+        options.maximumConnections = 8 * atOnce
         options.tls.caFile = try Self.caFile()
         options.synchronizesToDisk = false
         let downloader = try HaulClient(options: options)
