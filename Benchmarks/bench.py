@@ -11,9 +11,10 @@ Scenarios: (a) one big file over HTTP, (b) the same over HTTPS, (c) 128 MiB thro
 TCP connection (Benchmarks/pacer.c, checked first: 1, 2 and 16 connections through it), at 1, 8 and 16
 connections, (d) 200 files of 256 KiB, 16 at a time, over HTTP and HTTPS, (e) the big file interrupted at
 50% (SIGKILL) and resumed: time to finish and bytes fetched again, (f) 10,000 files of 4 KiB, 16 at a time
-(and Haul's peak RSS at 1,000 of them: flat in the list's length?), (g) one 16 GiB file (throughput and
-peak RSS against the big file of (a)), (h) peak RSS by connection count on the big file, (p) the response
-head parser (haul-parser-benchmark). After the run: the issue 16 targets, computed, with met / not met.
+(and Haul's peak RSS at 1,000 of them: flat in the list's length?), then the same 10,000 over HTTPS (with
+the TLS handshakes each run made, full and resumed), (g) one 16 GiB file (throughput and peak RSS against
+the big file of (a)), (h) peak RSS by connection count on the big file, (p) the response head parser
+(haul-parser-benchmark). After the run: the issue 16 targets, computed, with met / not met.
 BENCH_DEBUG=1 prints each request (e) logged.
 
 Everything the run creates lives in one temporary directory (TMPDIR decides where), removed at the end,
@@ -88,6 +89,8 @@ class Nginx:
         self.http = free_port()
         self.https = free_port()
         self.resume_log = f"{root}/resume.log"
+        self.handshake_log = f"{root}/handshakes.log"
+        self.handshake_offset = 0
         ca_key, ca_pem = f"{root}/ca.key", f"{root}/ca.pem"
         key, csr, pem = f"{root}/server.key", f"{root}/server.csr", f"{root}/server.pem"
         run = lambda *a: subprocess.run(a, check=True, capture_output=True)
@@ -116,9 +119,14 @@ http {{
   uwsgi_temp_path {root}/t4; scgi_temp_path {root}/t5;
   map $http_x_bench_rate $bench_rate {{ default 0; "~^[0-9]+$" $http_x_bench_rate; }}
   log_format resume '$msec $connection $http_x_bench_rate $status $bytes_sent "$http_range"';
+  # One line per connection (its first request): whether its TLS handshake resumed a session ("r") or was
+  # full ("."); what the HTTPS variant of (f) counts per tool.
+  map $connection_requests $first_request {{ 1 1; default 0; }}
+  log_format handshake '$scheme $ssl_session_reused';
   server {{
     listen 127.0.0.1:{self.http}; listen 127.0.0.1:{self.https} ssl;
     ssl_certificate {pem}; ssl_certificate_key {key};
+    access_log {self.handshake_log} handshake if=$first_request;
     root {data};
     location /limited/ {{ alias {data}/; limit_rate 20m; }}
     location /resume/ {{
@@ -144,6 +152,20 @@ http {{
 
     def url(self, path, tls=False):
         return f"https://localhost:{self.https}{path}" if tls else f"http://127.0.0.1:{self.http}{path}"
+
+    def handshakes(self):
+        """(full, resumed) TLS handshakes since the previous call: nginx logs each connection's first request
+        (once that request ends, so call this after the tool has exited)."""
+        try:
+            with open(self.handshake_log) as f:
+                f.seek(self.handshake_offset)
+                lines = f.read().splitlines()
+                self.handshake_offset = f.tell()
+        except FileNotFoundError:
+            return 0, 0
+        tls = [line.split() for line in lines if line.startswith("https ")]
+        resumed = sum(1 for fields in tls if fields[1:] == ["r"])
+        return len(tls) - resumed, resumed
 
     def bytes_written(self):
         """Bytes the worker has written so far: /proc/PID/io wchar counts sendfile and writev alike. None
@@ -800,6 +822,29 @@ def measure_all(args):
                     ]
                 title = f"(f) {len(names)} x 4 KiB HTTP, 16 at a time" + (" (RSS against the list's length)" if key == "f-few" else "")
                 scenario(key, title, many_size * len(names), tools, scratch=dest, files=len(names))
+            # The same list over HTTPS (nginx's TLS, verified against the run's CA), Haul in both modes next to
+            # curl in the same rounds, with the TLS handshakes each run made, full and resumed (nginx's log of
+            # each connection's first request): keep-alive reuse should keep them near 16 per run, not one per
+            # file.
+            urls = [nginx.url(f"/many/{name}", tls=True) for name in many_names]
+            listing, curl_config = write_lists(work, "many-https", urls, many_names, dest)
+            outputs = [(f"{dest}/{name}", many_sums[name]) for name in many_names]
+            seen = {}
+
+            def after(label):
+                seen.setdefault(label, []).append(nginx.handshakes())
+            nginx.handshakes()
+            scenario("f-https", f"(f) {len(many_names)} x 4 KiB HTTPS, 16 at a time", many_size * len(many_names), [
+                ("haul -i LIST -j 16", [haul, "-q", "-i", listing, "-j", "16", "-d", dest, "--cacert", nginx.ca], outputs),
+                ("haul -i LIST -j 16 --no-sync", [haul, "-q", "--no-sync", "-i", listing, "-j", "16", "-d", dest, "--cacert", nginx.ca], outputs),
+                ("curl --parallel --parallel-max 16", ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config, "--cacert", nginx.ca], outputs),
+            ], scratch=dest, files=len(many_names), after=after)
+            for row in runner.rows:
+                if row["key"] == "f-https" and "failed" not in row and seen.get(row["tool"]):
+                    full = statistics.median(f for f, _ in seen[row["tool"]])
+                    resumed = statistics.median(r for _, r in seen[row["tool"]])
+                    row["handshakes"] = dict(full=full, resumed=resumed)
+                    row["extra"] = row.get("extra", "") + f", TLS handshakes {full:.0f} full + {resumed:.0f} resumed"
             lap("f", since)
         if "h" in scenarios:
             since = time.monotonic()
@@ -1002,6 +1047,9 @@ def targets(results):
     for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
         ratio_target(f"{args['many_files']:,} × 4 KiB, 16 at a time, {mode} ≥ 1.2× curl --parallel",
                      "f", tool, "f", "curl --parallel --parallel-max 16", 1.2)
+    for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
+        ratio_target(f"{args['many_files']:,} × 4 KiB HTTPS, 16 at a time, {mode} ≥ 1.2× curl --parallel",
+                     "f-https", tool, "f-https", "curl --parallel --parallel-max 16", 1.2)
     for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
         many, few = find(results, "f", tool), find(results, "f-few", tool)
         target = f"{mode}: peak RSS flat in the list's length (≤ 0.5 MiB more at 10× the files)"

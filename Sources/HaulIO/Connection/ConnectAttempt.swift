@@ -103,7 +103,10 @@ public final class ConnectAttempt: @unchecked Sendable {
             finish(.success(connection))
             return
         }
-        connection.startHandshake(context: tls, serverHost: host, serverPort: port) { [self] outcome in
+        // Through a tunnel the session's route is the proxy; through an HTTP proxy without one there is no TLS
+        // with the server here at all.
+        let tunnel = proxy.flatMap { $0.tunnel ? $0.proxy : nil }
+        connection.startHandshake(context: tls, serverHost: host, serverPort: port, proxyTunnel: tunnel) { [self] outcome in
             switch outcome {
             case .success:
                 self.connection = nil

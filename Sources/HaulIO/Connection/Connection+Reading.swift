@@ -33,6 +33,15 @@ extension Connection {
     /// pipe when it returns, so they can never be written later at a wrong offset.
     public func startReadingOnLoop(splicing splice: (() -> Int64)?,
                                    _ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
+        startReadingOnLoop(splicing: splice, readsNow: true, handler)
+    }
+
+    /// ``startReadingOnLoop(splicing:_:)`` that, with `readsNow` false, leaves the first read to the socket's
+    /// readiness: for a reader that knows nothing can have arrived yet, such as one waiting for the response to
+    /// a request it has only just written, whose immediate read would find the socket empty. Bytes OpenSSL
+    /// already holds, which epoll cannot see, are read at once all the same.
+    func startReadingOnLoop(splicing splice: (() -> Int64)?, readsNow: Bool,
+                            _ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
         precondition(loop.inEventLoop, "Connection.startReadingOnLoop must be called on the loop thread")
         if let terminalError {
             _ = handler(.failed(terminalError))
@@ -42,7 +51,11 @@ extension Connection {
         if case .handler = reader { setReader(.idle) }
         setReader(.handler(handler, splice: tls == nil ? splice : nil))
         armIdleTimer(operationWasIdle: wasIdle)
-        readSoon()
+        if readsNow || tls?.hasBufferedData == true {
+            readSoon()
+        } else {
+            updateInterest()
+        }
     }
 
     /// Reads once into `buffer` (decrypting straight into it for TLS) and calls `completion` on the loop thread.

@@ -150,11 +150,14 @@ public final class Connection: @unchecked Sendable {
 
     /// Starts a TLS handshake with `serverHost`:`serverPort` (SNI and certificate checks use that name): on the
     /// socket, or, when a session is already established (with an HTTPS proxy), inside that session.
-    func startHandshake(context: TLSContext, serverHost: String, serverPort: UInt16,
+    /// `proxyTunnel`: the proxy whose tunnel leads to the server, if any (sessions are resumed only over the
+    /// same route).
+    func startHandshake(context: TLSContext, serverHost: String, serverPort: UInt16, proxyTunnel: ProxyURL? = nil,
                         completion: @escaping (Result<Void, ConnectionError>) -> Void) {
         do {
             let transport: TLSConnection.Transport = tls.map { .tunnel($0) } ?? .socket(socket.fileDescriptor)
-            tls = try TLSConnection(context: context, transport: transport, host: serverHost, port: serverPort)
+            tls = try TLSConnection(context: context, transport: transport, host: serverHost, port: serverPort,
+                                    proxyTunnel: proxyTunnel)
         } catch {
             terminate(with: error)
             completion(.failure(error))

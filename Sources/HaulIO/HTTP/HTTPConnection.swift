@@ -71,11 +71,12 @@ public final class HTTPConnection: @unchecked Sendable {
         transport.writeOnLoop(request) { [self] error in
             if let error { finish(.failure(.connection(error))) }
         }
-        startReading()
+        // The response cannot be there yet: the first read waits for the socket to become readable.
+        startReading(readsNow: false)
     }
 
-    private func startReading() {
-        transport.startReadingOnLoop(splicing: { [self] in bytesToSplice() }) { [self] event in
+    private func startReading(readsNow: Bool = true) {
+        transport.startReadingOnLoop(splicing: { [self] in bytesToSplice() }, readsNow: readsNow) { [self] event in
             switch event {
             case .bytes(let bytes): return consume(bytes)
             case .piped(let piped): return consumePiped(piped)

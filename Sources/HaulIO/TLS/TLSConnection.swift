@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import HaulHTTP
 import SystemPackage
 
 /// One client-side TLS session over a non-blocking socket, driven by the event loop.
@@ -37,15 +38,12 @@ final class TLSConnection {
     }
 
     let context: TLSContext
-    let sessionKey: String
+    let sessionKey: TLSSessionKey
     private let ssl: OpaquePointer
     private let host: String
     private let port: UInt16
     /// The session this one runs inside, kept alive (and freed) after this one.
     private let outer: TLSConnection?
-
-    /// The key under which sessions for `host`:`port` are cached.
-    static func sessionKey(host: String, port: UInt16) -> String { SocketAddress.endpoint(host: host, port: port) }
 
     /// Prepares a session on `fileDescriptor` (already connected) for `host`, which is used for SNI (unless it
     /// is an IP literal) and for certificate name checks.
@@ -57,7 +55,12 @@ final class TLSConnection {
     /// records are read and written through an OpenSSL SSL BIO (`BIO_f_ssl`) wrapping the outer session, so
     /// the outer session's need for the socket to be readable or writable surfaces here as this session's
     /// `wantRead`/`wantWrite`, and the event loop drives both with the one socket.
-    init(context: TLSContext, transport: Transport, host: String, port: UInt16) throws(ConnectionError) {
+    ///
+    /// `proxyTunnel` is the proxy whose tunnel (HTTP `CONNECT` or SOCKS5) the socket runs through, if any: a
+    /// cached session is offered, and this one's are kept, only for the same name, port and tunnel
+    /// (``TLSSessionKey``).
+    init(context: TLSContext, transport: Transport, host: String, port: UInt16,
+         proxyTunnel: ProxyURL? = nil) throws(ConnectionError) {
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(context.context) else {
             throw ConnectionError(kind: .tlsHandshakeFailed, host: host, port: port,
@@ -69,7 +72,7 @@ final class TLSConnection {
         self.host = host
         self.port = port
         if case .tunnel(let outer) = transport { self.outer = outer } else { self.outer = nil }
-        self.sessionKey = TLSConnection.sessionKey(host: host, port: port)
+        self.sessionKey = TLSSessionKey(serverName: host, port: port, through: proxyTunnel)
         // From here on `self` is fully initialized, so a throw below runs deinit, which frees `ssl` (with the
         // socket BIO that SSL_set_fd gives it): the failure path must not free it as well.
         // Unretained: the SSL is freed in our deinit, so the new-session callback can never outlive us.
@@ -141,15 +144,25 @@ final class TLSConnection {
 
     /// Whether OpenSSL holds received bytes (decrypted or not) that epoll cannot know about, or a read outcome
     /// is waiting to be reported.
-    var hasBufferedData: Bool {
-        deferredEnd != nil || SSL_has_pending(ssl) == 1 || outer.map { SSL_has_pending($0.ssl) == 1 } ?? false
+    var hasBufferedData: Bool { deferredEnd != nil || holdsReceivedBytes }
+
+    /// Whether OpenSSL holds received bytes, in this session or the one it runs inside: the next read can make
+    /// progress without a system call.
+    private var holdsReceivedBytes: Bool {
+        SSL_has_pending(ssl) == 1 || outer.map { SSL_has_pending($0.ssl) == 1 } ?? false
     }
+
+    /// The most plaintext one TLS record carries (RFC 8446 §5.1).
+    static let maximumRecordPlaintext = 16 * 1024
 
     /// Advances the handshake.
     func handshake() throws(ConnectionError) -> Progress {
         TLSErrorQueue.clear()
         let result = SSL_connect(ssl)
-        if result == 1 { return .done(0) }
+        if result == 1 {
+            context.noteHandshake(resumed: sessionReused)
+            return .done(0)
+        }
         let savedErrno = Glibc.errno
         let code = SSL_get_error(ssl, result)
         switch code {
@@ -164,6 +177,10 @@ final class TLSConnection {
 
     /// Decrypts straight into `buffer`, record after record until it is full or OpenSSL needs the socket, so that
     /// one delivery carries many 16 KiB records instead of one.
+    ///
+    /// Less than a full record's worth of plaintext with nothing more held by OpenSSL is handed over at once: it
+    /// is a short response (a small file, a head), and another record would take a `read` that nearly always
+    /// finds the socket empty. The connection's next read, if its reader wants one, makes that call anyway.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(ConnectionError) -> ReadOutcome {
         if let deferredEnd {
             self.deferredEnd = nil
@@ -181,6 +198,7 @@ final class TLSConnection {
             }
             if case .bytes(let count) = outcome {
                 filled += count
+                if filled < TLSConnection.maximumRecordPlaintext && !holdsReceivedBytes { break }
                 continue
             }
             if filled == 0 { return outcome }

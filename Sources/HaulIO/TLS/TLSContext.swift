@@ -6,7 +6,9 @@ import Synchronization
 /// cache used for resumption.
 ///
 /// Create one per configuration and reuse it: loading the system CA store costs milliseconds, and sessions can only
-/// be resumed by connections made from the same context.
+/// be resumed by connections made from the same context. A session is offered only to a connection to the same
+/// server name and port over the same route as the one that made it; the newest session is kept for at most 64
+/// of those.
 public final class TLSContext: Sendable {
     /// OpenSSL's per-connection receive buffer with read-ahead: four maximum-size records per read().
     static let readAheadBufferSize = 64 * 1024
@@ -24,11 +26,17 @@ public final class TLSContext: Sendable {
         let pointer: OpaquePointer
     }
 
-    /// The last session per "host:port", each holding one OpenSSL reference.
-    private let sessions = Mutex<[String: CachedSession]>([:])
+    /// The most server names (per port and route) whose sessions are kept: a few hundred KiB at most.
+    static let sessionCacheCapacity = 64
+
+    /// The newest session per ``TLSSessionKey``, each holding one OpenSSL reference.
+    private let sessions = Mutex(TLSSessionStore<CachedSession>(capacity: TLSContext.sessionCacheCapacity))
     /// TLS connections (SSL objects) made from this context, each of which starts a handshake: for tests and
     /// statistics.
     let connectionsMade = Atomic<Int>(0)
+    /// Handshakes completed, and how many of them resumed a cached session: for tests and statistics.
+    let handshakesCompleted = Atomic<Int>(0)
+    let handshakesResumed = Atomic<Int>(0)
 
     /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
     public init(configuration: TLSSettings = TLSSettings()) throws(TLSSetupError) {
@@ -115,33 +123,44 @@ public final class TLSContext: Sendable {
     }
 
     deinit {
-        for session in sessions.withLock({ $0.values }) { SSL_SESSION_free(session.pointer) }
+        for session in sessions.withLock({ $0.removeAll() }) { SSL_SESSION_free(session.pointer) }
         SSL_CTX_free(context)
     }
 
-    /// Keeps `session` (taking over one reference) as the one to offer for `key`, releasing the previous one.
-    func storeSession(_ session: OpaquePointer, for key: String) {
-        let previous = sessions.withLock { $0.updateValue(CachedSession(pointer: session), forKey: key) }
-        if let previous { SSL_SESSION_free(previous.pointer) }
+    /// Keeps `session` (taking over one reference) as the one to offer for `key`, releasing the one it replaces
+    /// (or evicts).
+    func storeSession(_ session: OpaquePointer, for key: TLSSessionKey) {
+        let released = sessions.withLock { $0.store(CachedSession(pointer: session), for: key) }
+        for old in released { SSL_SESSION_free(old.pointer) }
     }
 
     /// Offers the cached session for `key` to `ssl`, if there is a resumable one.
-    func offerSession(for key: String, to ssl: OpaquePointer) {
+    func offerSession(for key: TLSSessionKey, to ssl: OpaquePointer) {
         sessions.withLock { cache in
-            guard let session = cache[key]?.pointer else { return }
+            guard let session = cache.session(for: key)?.pointer else { return }
             if SSL_SESSION_is_resumable(session) == 1 {
                 // SSL_set_session takes its own reference, so the cache's stays valid.
                 _ = SSL_set_session(ssl, session)
-            } else {
-                cache[key] = nil
-                SSL_SESSION_free(session)
+            } else if let expired = cache.remove(key) {
+                SSL_SESSION_free(expired.pointer)
             }
         }
     }
 
-    /// Whether a session is cached for `host`:`port` (for tests and diagnostics).
+    /// Counts a completed handshake.
+    func noteHandshake(resumed: Bool) {
+        handshakesCompleted.wrappingAdd(1, ordering: .relaxed)
+        if resumed { handshakesResumed.wrappingAdd(1, ordering: .relaxed) }
+    }
+
+    /// Whether a session is cached for a direct connection to `host`:`port` (for tests and diagnostics).
     public func hasCachedSession(host: String, port: UInt16) -> Bool {
-        sessions.withLock { $0[TLSConnection.sessionKey(host: host, port: port)] != nil }
+        hasCachedSession(for: TLSSessionKey(serverName: host, port: port))
+    }
+
+    /// Whether a session is cached for `key`.
+    func hasCachedSession(for key: TLSSessionKey) -> Bool {
+        sessions.withLock { $0.session(for: key) != nil }
     }
 }
 
