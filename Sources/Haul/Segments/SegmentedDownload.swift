@@ -125,6 +125,9 @@ final class SegmentedDownload: @unchecked Sendable {
     /// What this run created on disk (the `.part`, directories), removed again if it stops before its
     /// first body byte (``EarlyStopCleanup``).
     private var created: EarlyStopCleanup.Created
+    /// The `.part` was created empty by this run (`O_EXCL`) and nothing has been written to it yet: the first
+    /// ``prepareFile(length:)`` need not ask its size (an `fstat` per small file). Cleared by that call.
+    private var partKnownEmpty = false
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -157,6 +160,7 @@ final class SegmentedDownload: @unchecked Sendable {
         self.notices = notices
         self.file = file
         self.created = created
+        self.partKnownEmpty = created.part && resume == nil
         self.stream = stream
         self.memoryLimit = memoryLimit.map(Int64.init)
         if stream != nil {
@@ -644,6 +648,7 @@ final class SegmentedDownload: @unchecked Sendable {
                 setDestination(destination)
                 self.file = file
                 self.created = self.created.merged(with: created)
+                partKnownEmpty = created.part
             case .resume(let destination, let journal, let state, let file):
                 // An earlier run left this very file half done: continue it instead of this response.
                 setDestination(destination)
@@ -881,7 +886,8 @@ final class SegmentedDownload: @unchecked Sendable {
         let directory = partPath.contains("/") ? String(partPath[..<partPath.lastIndex(of: "/")!]) : "."
         do {
             if file == nil { file = try OutputFile.open(partPath, truncate: true) }
-            let held = try file!.size()
+            let held = partKnownEmpty ? 0 : try file!.size()
+            partKnownEmpty = false
             let available = try OutputFile.availableSpace(in: directory.isEmpty ? "/" : directory, forWriting: length)
             if length > available + held {
                 throw HaulError.insufficientSpace(path: partPath, needed: length, available: available + held)
@@ -962,6 +968,9 @@ final class SegmentedDownload: @unchecked Sendable {
     func startWriteBack(from start: Int64, to end: Int64) {
         // Memory has no disk to write back to: a thread woken for nothing.
         guard memoryLimit == nil else { return }
+        // A file smaller than one write-back step is written back by its commit, with the rest of its batch
+        // (``GroupCommit``): starting it here cost a thread hop and a `sync_file_range` per small file.
+        guard total.map({ $0 >= SegmentWorker.writeBackStep }) ?? true else { return }
         file?.writeBackInBackground(offset: start, length: end - start)
     }
 
