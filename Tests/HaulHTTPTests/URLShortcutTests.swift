@@ -10,7 +10,7 @@ struct URLShortcutTests {
         for invalid in ["256.0.0.1", "1.2.3", "1.2.3.4.5", "01.2.3.4", "1..2.3", ".1.2.3", "1.2.3.", "1.2.3.0000", "a.b.c.d", ""] {
             #expect(HTTPHost.parseIPv4(Array(invalid.utf8)[...]) == nil, "\(invalid)")
         }
-        var random = SeededBytes(seed: 4242)
+        var random = SeededDraws(seed: 4242)
         print("URLShortcutTests seed 4242")
         let alphabet = Array("0123456789.a".utf8)
         for _ in 0..<5000 {
@@ -22,7 +22,7 @@ struct URLShortcutTests {
     @Test func pathsWithoutDotSegmentsAreKeptAndOthersResolved() {
         #expect(URIReference.removeDotSegments(Array("/many/m00001.bin".utf8)) == Array("/many/m00001.bin".utf8))
         #expect(URIReference.removeDotSegments(Array("/a/./b/../c".utf8)) == Array("/a/c".utf8))
-        var random = SeededBytes(seed: 77)
+        var random = SeededDraws(seed: 77)
         print("URLShortcutTests seed 77")
         let alphabet = Array("/./..ab".utf8)
         for _ in 0..<5000 {
@@ -71,7 +71,7 @@ struct URLShortcutTests {
 }
 
 /// A seeded generator (splitmix64) for the tests above.
-private struct SeededBytes {
+private struct SeededDraws {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func below(_ bound: Int) -> Int {
