@@ -131,6 +131,8 @@ let package = Package(
             dependencies: ["HaulHTTP", "CPicoHTTPParser"],
             path: "Benchmarks/ParserBenchmark"
         ),
+        // The Swift API at scale: a list's downloads started through HaulClient from a task group (bench.py).
+        .executableTarget(name: "haul-api-benchmark", dependencies: ["Haul"], path: "Benchmarks/APIBenchmark"),
         // picohttpparser, vendored as the benchmark's same-run reference; nothing else depends on it.
         .target(name: "CPicoHTTPParser", path: "Benchmarks/PicoHTTPParser", exclude: ["picohttpparser.c"]),
 

@@ -342,6 +342,97 @@ class Runner:
         return summary
 
 
+def per_file_cost(tools, outputs, dest, files, rounds):
+    """Syscalls and CPU per small file (issue 23's budget: Haul's syscalls at most curl's + 2, its CPU at most
+    curl's), for each of tools on the same list: `strace -c -f` counts every syscall of every thread (one run;
+    the count hardly varies), `perf stat` user and system time (median of `rounds` runs, interleaved). Each
+    run's outputs are checked like the timed runs'. Returns {label: {...}}, or {"error": why} when strace or
+    perf is missing."""
+    missing = [t for t in ("strace", "perf") if not shutil.which(t)]
+    if missing:
+        return {"error": f"not installed: {', '.join(missing)}"}
+    counts, cpu = {}, {label: [] for label, _, _ in tools}
+
+    def once(argv, label):
+        remove([dest])
+        os.makedirs(dest)
+        for path, _ in outputs:
+            remove(leftovers(path))
+        try:
+            returncode, _, stderr = run_own_group(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if returncode != 0:
+                raise RuntimeError(f"{label} failed ({returncode}): {stderr.decode(errors='replace')[-400:]}")
+            verify(argv, outputs)
+        finally:
+            remove([dest])
+
+    fd, report = tempfile.mkstemp()
+    os.close(fd)
+    try:
+        for label, command, _ in tools:
+            try:
+                once(["strace", "-c", "-f", "-o", report] + command, label)
+                text = open(report).read()
+                total = [line.split() for line in text.splitlines() if line.rstrip().endswith(" total")]
+                # "100.00 0.123 4 18697 1036 total": calls is the 4th column.
+                calls = int(total[-1][3])
+                by_call = {}
+                for line in text.splitlines():
+                    fields = line.split()
+                    if len(fields) >= 5 and fields[0][0].isdigit() and fields[-1] != "total" and fields[3].isdigit():
+                        by_call[fields[-1]] = int(fields[3])
+                counts[label] = dict(calls=calls, per_file=calls / files,
+                                     top=sorted(by_call.items(), key=lambda kv: -kv[1])[:8])
+            except (RuntimeError, IndexError, ValueError) as error:
+                counts[label] = dict(error=str(error))
+        for _ in range(rounds):
+            for label, command, _ in tools:
+                try:
+                    once(["perf", "stat", "-x", ",", "-e", "user_time,system_time,task-clock", "-o", report] + command, label)
+                    values = {}
+                    for line in open(report):
+                        fields = line.strip().split(",")
+                        if len(fields) >= 3 and fields[0].replace(".", "", 1).isdigit():
+                            values[fields[2].split(":")[0]] = float(fields[0])
+                    # user_time and system_time are in ns (perf ≥ 5.19); task-clock in ms.
+                    cpu[label].append((values["user_time"] / 1e9, values["system_time"] / 1e9))
+                except (RuntimeError, KeyError) as error:
+                    print(f"per-file cost: {label}: {error}", file=sys.stderr)
+    finally:
+        os.remove(report)
+    out = {}
+    for label, _, _ in tools:
+        row = dict(counts.get(label, {}))
+        if cpu[label]:
+            user = statistics.median(u for u, _ in cpu[label])
+            system = statistics.median(s for _, s in cpu[label])
+            row.update(user_ms_per_file=user * 1e3 / files, system_ms_per_file=system * 1e3 / files,
+                       cpu_ms_per_file=statistics.median(u + s for u, s in cpu[label]) * 1e3 / files, runs=len(cpu[label]))
+        out[label] = row
+    out["files"] = files
+    return out
+
+
+def fmt_per_file(results):
+    cost = results.get("per_file")
+    if not cost:
+        return ""
+    if "error" in cost:
+        return f"Per-file cost not measured: {cost['error']}"
+    files = cost["files"]
+    lines = [f"### Cost per small file ({files:,} × 4 KiB, 16 at a time): `strace -c -f` (one run), `perf stat` (medians)", "",
+             "| tool | syscalls per file | most frequent (calls per file) | user ms/file | system ms/file | CPU ms/file |",
+             "|---|---:|---|---:|---:|---:|"]
+    for label, row in cost.items():
+        if label == "files":
+            continue
+        calls = f"{row['per_file']:.1f}" if "per_file" in row else row.get("error", "—")
+        top = ", ".join(f"{name} {n / files:.1f}" for name, n in row.get("top", []))
+        cpu = [f"{row[k]:.3f}" if k in row else "—" for k in ("user_ms_per_file", "system_ms_per_file", "cpu_ms_per_file")]
+        lines.append(f"| {label} | {calls} | {top} | {' | '.join(cpu)} |")
+    return "\n".join(lines)
+
+
 def write_lists(work, tag, urls, names, dest):
     """One URL per line for haul, aria2c and wget; a config of url/output pairs for curl."""
     listing, curl_config = f"{work}/{tag}.list", f"{work}/{tag}.curl"
@@ -815,6 +906,13 @@ def measure_all(args):
                     ("haul -i LIST -j 16 --no-sync", [haul, "-q", "--no-sync", "-i", listing, "-j", "16", "-d", dest], outputs),
                     ("curl --parallel --parallel-max 16", ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config], outputs),
                 ]
+                if key == "f" and args.api_benchmark and os.path.exists(args.api_benchmark):
+                    # The Swift API at scale: the same list through HaulClient from a TaskGroup of 16
+                    # (Benchmarks/APIBenchmark), each download awaited to its end.
+                    tools += [
+                        ("haul API, TaskGroup of 16", [args.api_benchmark, listing, dest, "--width", "16"], outputs),
+                        ("haul API, TaskGroup of 16, --no-sync", [args.api_benchmark, listing, dest, "--width", "16", "--no-sync"], outputs),
+                    ]
                 if key == "f":
                     tools += [
                         ("aria2c -i LIST -j 16 -x1", ["aria2c", "-q", "-i", listing, "-j", "16", "-x1", "--file-allocation=falloc", "-d", dest], outputs),
@@ -822,6 +920,8 @@ def measure_all(args):
                     ]
                 title = f"(f) {len(names)} x 4 KiB HTTP, 16 at a time" + (" (RSS against the list's length)" if key == "f-few" else "")
                 scenario(key, title, many_size * len(names), tools, scratch=dest, files=len(names))
+                if key == "f-few":
+                    results["per_file"] = per_file_cost(tools[:3], outputs, dest, len(names), args.rounds)
             # The same list over HTTPS (nginx's TLS, verified against the run's CA), Haul in both modes next to
             # curl in the same rounds, with the TLS handshakes each run made, full and resumed (nginx's log of
             # each connection's first request): keep-alive reuse should keep them near 16 per run, not one per
@@ -1059,6 +1159,32 @@ def targets(results):
                         f"{growth:+.2f} MiB", judged(growth <= 0.5, f"{growth - 0.5:.2f} MiB over", many, few)))
         else:
             out.append((target, "—", "—", missing("f"), "—"))
+    cost = results.get("per_file") or {}
+    curl_cost = cost.get("curl --parallel --parallel-max 16", {})
+    for tool in ("haul -i LIST -j 16 --no-sync", "haul -i LIST -j 16"):
+        haul_cost = cost.get(tool, {})
+        target = f"{tool}: syscalls per small file ≤ curl's + 2"
+        if "per_file" in haul_cost and "per_file" in curl_cost:
+            budget = curl_cost["per_file"] + 2
+            out.append((target, f"{haul_cost['per_file']:.1f}", f"curl {curl_cost['per_file']:.1f}", f"{haul_cost['per_file']:.1f} (budget {budget:.1f})",
+                        status(haul_cost["per_file"] <= budget, f"{haul_cost['per_file'] - budget:.1f} over")))
+        else:
+            out.append((target, "—", "—", cost.get("error") or missing("f"), "—"))
+        target = f"{tool}: CPU (user + system) per small file ≤ curl's"
+        if "cpu_ms_per_file" in haul_cost and "cpu_ms_per_file" in curl_cost:
+            ratio = haul_cost["cpu_ms_per_file"] / curl_cost["cpu_ms_per_file"]
+            out.append((target, f"{haul_cost['cpu_ms_per_file']:.3f} ms", f"curl {curl_cost['cpu_ms_per_file']:.3f} ms", f"{ratio:.2f}× curl's",
+                        status(ratio <= 1, f"{(ratio - 1) * 100:.0f}% over")))
+        else:
+            out.append((target, "—", "—", cost.get("error") or missing("f"), "—"))
+    api, cli = find(results, "f", "haul API, TaskGroup of 16, --no-sync"), find(results, "f", "haul -i LIST -j 16 --no-sync")
+    target = f"{args['many_files']:,} downloads through HaulClient from a TaskGroup of 16 as fast as `-i` (`--no-sync`)"
+    if api and cli:
+        extra_us = (api["wall"] - cli["wall"]) / api["files"] * 1e6
+        out.append((target, fmt_rate(api), f"-i: {fmt_rate(cli)}", f"{cli['wall'] / api['wall']:.2f}× ({extra_us:+.0f} µs per download)",
+                    status(api["wall"] <= cli["wall"] * 1.05, f"{(api['wall'] / cli['wall'] - 1) * 100:.0f}% slower")))
+    else:
+        out.append((target, "—", "—", "not run (needs --api-benchmark and (f))", "—"))
     c16 = find(results, "a", "haul -c16 --no-sync") or find(results, "h", "haul -c16 --no-sync")
     curl = find(results, "a", "curl -o FILE") or find(results, "h", "curl -o FILE")
     wget = find(results, "a", "wget -O") or find(results, "h", "wget -O")
@@ -1148,6 +1274,9 @@ def report(results):
                 lines.append(f"| {r['tool']} | {r['first'] / MiB:.0f} | {r['wall']:.3f} | {r['second'] / MiB:.0f} | "
                              f"{r['twice'] / MiB:.0f} | {r['cpu']:.2f} | {r['rss']:.1f} |")
         parts.append("\n".join(lines))
+    per_file = fmt_per_file(results)
+    if per_file:
+        parts.append(per_file)
     connections = fmt_connections(results)
     if connections:
         parts.append(f"### (h) Peak RSS by connection count, {args['size_mib']} MiB HTTP\n\n{connections}")
@@ -1430,6 +1559,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--haul", help="the haul binary (run.sh builds it)")
     parser.add_argument("--parser-benchmark", help="the haul-parser-benchmark binary for (p) (run.sh builds it)")
+    parser.add_argument("--api-benchmark", help="the haul-api-benchmark binary for (f)'s Swift API rows (run.sh builds it)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenarios", default=ALL_SCENARIOS, help=f"comma-separated, from {ALL_SCENARIOS}")
     parser.add_argument("--size-mib", type=int, default=1024, help="size of the big file of (a), (b), (e) and (h)")

@@ -4,8 +4,9 @@
 # release mode, starts its own nginx on 127.0.0.1 (HTTP and HTTPS with a CA it generates) and, for the
 # throttled scenario (c), the per-connection pacer in front of it (Benchmarks/pacer.c, compiled with cc into
 # the temporary directory, stopped after (c)), creates the test data in a temporary directory, runs every
-# scenario with tools interleaved, verifies each output's SHA-256, prints markdown tables and the issue 16
-# targets (met / not met), saves the raw results as JSON (Benchmarks/results/, not in git) and draws the
+# scenario with tools interleaved, verifies each output's SHA-256, measures in (f) also the Swift API
+# (Benchmarks/APIBenchmark) and each tool's syscalls and CPU per small file (strace -c -f, perf stat), prints
+# markdown tables and the issue 16 targets (met / not met), saves the raw results as JSON (Benchmarks/results/, not in git) and draws the
 # charts into docs/benchmarks/*.svg. It stops only the processes it started and removes its temporary
 # directory also on failure and Ctrl-C.
 #
@@ -32,7 +33,7 @@ done
 
 needed=()
 if [ "$charts_only" -eq 0 ]; then
-    for tool in nginx aria2c axel wget curl openssl; do
+    for tool in nginx aria2c axel wget curl openssl strace perf; do
         command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || needed+=("$tool")
     done
     [ -x /usr/bin/time ] || needed+=(time)
@@ -46,7 +47,7 @@ command -v gnuplot >/dev/null 2>&1 || needed+=(gnuplot)
 if [ ${#needed[@]} -gt 0 ]; then
     packages=()
     for tool in "${needed[@]}"; do
-        case "$tool" in aria2c) packages+=(aria2) ;; gnuplot) packages+=(gnuplot-nox) ;; *) packages+=("$tool") ;; esac
+        case "$tool" in aria2c) packages+=(aria2) ;; gnuplot) packages+=(gnuplot-nox) ;; perf) packages+=(linux-perf) ;; *) packages+=("$tool") ;; esac
     done
     echo "installing: ${packages[*]}" >&2
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -76,4 +77,14 @@ if [[ ",$scenarios," == *",p,"* ]]; then
         echo "haul-parser-benchmark did not build; (p) is skipped" >&2
     fi
 fi
-exec python3 Benchmarks/bench.py --haul "$bin/haul" "${parser[@]}" "$@"
+api=()
+if [[ ",$scenarios," == *",f,"* ]]; then
+    # (f)'s Swift API rows: the same list through HaulClient from a TaskGroup (Benchmarks/APIBenchmark).
+    echo "building haul-api-benchmark (release)..." >&2
+    if "${build[@]}" --product haul-api-benchmark >&2; then
+        api=(--api-benchmark "$bin/haul-api-benchmark")
+    else
+        echo "haul-api-benchmark did not build; (f) runs without its API rows" >&2
+    fi
+fi
+exec python3 Benchmarks/bench.py --haul "$bin/haul" "${parser[@]}" "${api[@]}" "$@"

@@ -30,6 +30,17 @@ import HaulCommandLine
         ])
     }
 
+    /// A line without a TAB is one field (read without splitting it); with a TAB or spaces after the same URL,
+    /// or without its scheme, it is the same entry; a space inside it is still refused.
+    @Test func aOneURLLineIsTheSameEntryWithOrWithoutTabs() throws {
+        let plain = try InputFile.parse("http://h.example/a.bin")
+        #expect(plain == [InputEntry(url: "http://h.example/a.bin", line: 1)])
+        #expect(try InputFile.parse("http://h.example/a.bin\t") == plain)
+        #expect(try InputFile.parse("h.example/a.bin") == plain)
+        #expect(try InputFile.parse("http://h.example/a.bin  \t") == plain)
+        #expect(throws: InputFileError.self) { try InputFile.parse("http://h.example/a b.bin") }
+    }
+
     @Test func emptyAndCommentOnlyFilesHaveNoEntries() throws {
         #expect(try InputFile.parse("").isEmpty)
         #expect(try InputFile.parse("# nothing\n\n   \n").isEmpty)

@@ -67,6 +67,22 @@ final class DownloadTaskFixture: Sendable {
         await downloading(task, atLeast: bytes)
     }
 
+    /// Without a durable commit the transfer ends with the download: whoever ``DownloadTask/transferEnded()``
+    /// wakes finds the outcome set (the CLI then reports it at once, without a second task per download).
+    @Test func transferEndedOfADownloadWithoutSyncFindsItsOutcome() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let haul = try client(connections: 1)
+        for index in 0..<3 {
+            let task = haul.start(DownloadRequest(url: fixture.nginx.url("/small-\(index).bin"), destination: .file(directory + "/s\(index)")))
+            await task.transferEnded()
+            #expect(task.currentProgress.phase == .completed)
+            let result = try await task.value
+            #expect(result.bytes == Int64(300_000 + index))
+        }
+        await haul.shutdown()
+    }
+
     @Test func progressIsMonotonicAndEndsCompleted() async throws {
         let directory = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

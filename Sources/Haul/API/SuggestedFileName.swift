@@ -30,12 +30,28 @@ public enum SuggestedFileName {
     /// The name for `url` when the server suggests none: its last path segment, percent-decoded and made
     /// safe, else `index.html`.
     public static func forURL(_ url: HTTPURL) -> String {
-        let last = url.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        let path = url.path
+        let last: String
+        if path.utf8.allSatisfy({ $0 < 0x80 }) {
+            // ASCII (a path as sent, percent-encoded): its last segment found by bytes, not by splitting the
+            // whole path into Characters, which was a measurable part of starting each of many small downloads.
+            last = String(path[(path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path.utf8.index(after: $0) } ?? path.startIndex)...])
+        } else {
+            last = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        }
         return sanitized(percentDecoded(last)) ?? fallback
     }
 
     /// `raw` as a single safe path component, or nil when nothing usable is left.
     static func sanitized(_ raw: String) -> String? {
+        // Printable ASCII without a slash or backslash, short enough and not starting with a dot or a space
+        // nor ending in one: nothing below would change it but the working-suffix rule.
+        let bytes = raw.utf8
+        if let first = bytes.first, let last = bytes.last, bytes.count <= maximumBytes,
+           first != UInt8(ascii: "."), first != UInt8(ascii: " "), last != UInt8(ascii: " "),
+           bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\\") }) {
+            return outsideWorkingNames(raw)
+        }
         var scalars = String.UnicodeScalarView()
         for scalar in raw.unicodeScalars {
             switch scalar.value {

@@ -47,11 +47,11 @@ public enum WorkingFileNames {
     /// Whether `name` ends in a working suffix in any mix of ASCII case (`x.PART` too: on a case-insensitive
     /// file system, a FAT stick or an ext4 directory with casefold, it is the same name as `x.part`).
     public static func endsInWorkingSuffix(ignoringCase name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         return suffixes.contains { suffix in
-            let tail = Array(suffix.utf8)
+            let tail = suffix.utf8
             guard bytes.count >= tail.count else { return false }
-            return zip(bytes[(bytes.count - tail.count)...], tail).allSatisfy { lowercasedASCII($0) == $1 }
+            return zip(bytes.suffix(tail.count), tail).allSatisfy { lowercasedASCII($0) == $1 }
         }
     }
 

@@ -56,7 +56,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.logger = logger
         self.resolveName = destination == nil ? resolveName : nil
         self.resumeJournal = resume?.journal
-        sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize, label: "")
+        sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
+                        partKnownEmpty: created.part && resume == nil, label: "")
         machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
@@ -318,7 +319,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .fresh(let destination, let file, let created):
             machine.name(destination)
             sink.label = machine.fileLabel
-            sink.adopt(file)
+            sink.adopt(file, knownEmpty: created.part)
             machine.noteCreated(created)
             return machine.acceptProbe(decision, head: head, on: connection)
         case .resume(let destination, let journal, let state, let file):

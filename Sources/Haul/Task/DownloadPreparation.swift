@@ -141,20 +141,19 @@ enum DownloadPreparation {
 
     /// `claimant` is the download's number in ``DestinationClaims``: the name is claimed before its `.part`
     /// is opened.
-    static func nameResolver(directory: String, request: DownloadRequest, claimant: Int) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
-        { head, url in try resolveName(in: directory, head: head, url: url, request: request, claimant: claimant) }
+    /// `primary` is the request's URL, parsed when it was prepared (``Prepared/mirrors``).
+    static func nameResolver(directory: String, request: DownloadRequest, primary: HTTPURL, claimant: Int) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
+        { head, url in try resolveName(in: directory, head: head, url: url, request: request, primary: primary, claimant: claimant) }
     }
 
     /// Names a directory download once the probe's head is in: the suggested name, checked against an
     /// existing file and an interrupted download of the same name. Runs on the loop; its file-system calls
     /// are a `stat` and, rarely, reading a journal of a few KiB.
     static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest,
-                            claimant: Int) throws(HaulError) -> SegmentedDownload.NameResolution {
+                            primary: HTTPURL, claimant: Int) throws(HaulError) -> SegmentedDownload.NameResolution {
         let name = SuggestedFileName.forResponse(head, url: url)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         try DestinationClaims.claim(path, owner: claimant)
-        let primary: HTTPURL
-        do { primary = try HTTPURL(request.url) } catch { throw .invalidURL(error) }
         let opened: (OutputFile, created: Bool)
         do throws(HaulError) {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))

@@ -268,7 +268,7 @@ public final class DownloadTask: @unchecked Sendable {
             let download = SegmentedDownload(
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
-                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, claimant: nameOwner) },
+                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, logger: logger)
@@ -388,7 +388,6 @@ public final class DownloadTask: @unchecked Sendable {
         // The download's URL, unless a nearer one is known; without its credentials, since errors are printed,
         // logged and stored in session events.
         let result = result.mapError { $0.adding(url: HTTPURL.displayText(of: request.url)) }
-        endTransfer()
         // After the final rename (a finished download ends only then): the name is free for the next one.
         DestinationClaims.release(owner: nameOwner)
         if let ticker { client.loop.cancelTimer(ticker) }
@@ -421,6 +420,9 @@ public final class DownloadTask: @unchecked Sendable {
             final.partialPath = value.path
         }
         progressBroadcast.end(result, final: final)
+        // After the outcome is set: a caller woken by ``transferEnded()`` finds the download ended and can take
+        // its result at once, instead of waiting for it in another task (a second thread hop per download).
+        endTransfer()
         // A pause asked for while the download was ending has nothing left to pause; a resume learns how
         // it ended.
         resolve(&pauseWaiters, .success(()))

@@ -89,8 +89,11 @@ public enum InputFile {
             }
 
             // Fields are TAB-separated, as in aria2; a space inside one is refused, naming its column.
+            // Most lines are one URL: without a TAB byte the line is its one field, and splitting it (by
+            // Characters, which breaks graphemes) cost more per line than parsing its URL.
+            let hasTab = line.utf8.contains(UInt8(ascii: "\t"))
             var fieldStart = line.startIndex
-            for field in line.split(separator: "\t", omittingEmptySubsequences: false) {
+            for field in hasTab ? line.split(separator: "\t", omittingEmptySubsequences: false) : [line[...]] {
                 if let column = URLText.interiorSpaceColumn(in: field) {
                     let at = line.distance(from: line.startIndex, to: fieldStart) + column
                     let rest = InputFile.trimmed(field[field.index(field.startIndex, offsetBy: column)...])
@@ -98,7 +101,7 @@ public enum InputFile {
                 }
                 fieldStart = field.endIndex < line.endIndex ? line.index(after: field.endIndex) : line.endIndex
             }
-            let fields = line.split(separator: "\t").map { InputFile.trimmed($0) }.filter { !$0.isEmpty }
+            let fields = hasTab ? line.split(separator: "\t").map { InputFile.trimmed($0) }.filter { !$0.isEmpty } : [trimmed]
             var entry = InputEntry(url: try InputFile.checkedURL(fields[0], line: lineNumber), line: lineNumber)
             for field in fields.dropFirst() {
                 if InputFile.isOption(field) {

@@ -6,6 +6,8 @@ public enum URLText {
     /// `example.org/x` mean `http://…`. Anything with `://` is left alone, so `ftp://…` still fails as an
     /// unsupported scheme; surrounding spaces and TABs are trimmed.
     public static func withDefaultScheme(_ text: String) -> String {
+        // The common case, said without walking Characters: a URL that starts with its scheme.
+        if text.utf8.starts(with: "http://".utf8) || text.utf8.starts(with: "https://".utf8) { return text }
         var trimmed = Substring(text)
         while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
         while let last = trimmed.last, last == " " || last == "\t" { trimmed.removeLast() }
@@ -21,6 +23,13 @@ public enum URLText {
     /// one is refused instead (curl refuses it too): it is most often two words that were meant apart, such
     /// as a URL and aria2's `out=NAME` written with a space rather than a TAB.
     public static func interiorSpaceColumn(in text: Substring) -> Int? {
+        // Bytes first: a list of thousands of URLs is checked line by line, and walking Characters (grapheme
+        // breaking) cost more than parsing the URL. Only a field with a space or tab inside is walked below.
+        let utf8 = text.utf8
+        let isSpaceByte: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let firstByte = utf8.firstIndex(where: { !isSpaceByte($0) }),
+              let lastByte = utf8.lastIndex(where: { !isSpaceByte($0) }),
+              utf8[firstByte...lastByte].contains(where: isSpaceByte) else { return nil }
         func isSpace(_ character: Character) -> Bool { character == " " || character == "\t" }
         guard let first = text.firstIndex(where: { !isSpace($0) }),
               let last = text.lastIndex(where: { !isSpace($0) }),

@@ -75,14 +75,24 @@ public struct HTTPHost: Sendable, Hashable, CustomStringConvertible {
     /// `dec-octet "." dec-octet "." dec-octet "." dec-octet` (RFC 3986 §3.2.2): no leading zeros,
     /// since some resolvers read those as octal.
     static func parseIPv4(_ bytes: ArraySlice<UInt8>) -> String? {
-        let octets = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard octets.count == 4 else { return nil }
-        for octet in octets {
-            guard (1...3).contains(octet.count), octet.allSatisfy(FieldSyntax.isDigit),
-                  octet.count == 1 || octet.first != UInt8(ascii: "0"),
-                  octet.reduce(0, { $0 * 10 + Int($1 - UInt8(ascii: "0")) }) <= 255
-            else { return nil }
+        // One pass, no arrays (every URL's host is tried as an address first): four dot-separated octets of
+        // one to three digits, no leading zero, each at most 255.
+        var dots = 0, digits = 0, value = 0, leadingZero = false
+        for byte in bytes {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0 else { return nil }
+                dots += 1
+                digits = 0
+                value = 0
+                continue
+            }
+            guard FieldSyntax.isDigit(byte), digits < 3, !(digits == 1 && leadingZero) else { return nil }
+            if digits == 0 { leadingZero = byte == UInt8(ascii: "0") }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            guard value <= 255 else { return nil }
+            digits += 1
         }
+        guard dots == 3, digits > 0 else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 

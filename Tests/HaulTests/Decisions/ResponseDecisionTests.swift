@@ -89,6 +89,16 @@ import HaulHTTP
     func redirectsAreFollowed(status: Int) {
         guard case .redirect = decide(status) else { Issue.record("expected redirect"); return }
     }
+
+    /// The empty-range form is read by bytes now; spacing and ASCII case still do not matter, anything else does.
+    @Test(arguments: [
+        ("bytes 0--1/0", true), ("BYTES 0--1/0", true), ("bytes\t0 - -1 / 0", true), (" Bytes 0--1/0 ", true),
+        ("bytes 0--1/00", false), ("bytes 0-0/1", false), ("bytes 0--1/", false), ("", false), ("bytes 0--1/0x", false),
+        ("bytés 0--1/0", false),
+    ] as [(String, Bool)])
+    func emptyRangeForm(text: String, empty: Bool) {
+        #expect(ProbeResponseDecision.isEmptyRangeForm(text) == empty)
+    }
 }
 
 @Suite struct RangedResponseDecisionTests {
