@@ -287,7 +287,6 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     }
 
     // MARK: SegmentWorkerHost
-
     var isStopped: Bool { machine.isStopped }
 
     func headArrived(_ head: ResponseHead, _ facts: ResponseFacts, on connection: Int) throws -> HeadAnswer {
