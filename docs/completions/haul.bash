@@ -165,7 +165,7 @@ _haul() {
     local -a repeating_flags=()
     local -a non_repeating_flags=(--restart --allow-overwrite --no-sync --netrc -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel -V --version -h --help)
     local -a repeating_options=(-H --header)
-    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --cacert --capath --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time -x --proxy --noproxy --progress -i --input-file -j --jobs)
+    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --cacert --capath --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time -x --proxy --noproxy --progress -i --input-file -j --jobs -M --metalink)
     # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that
     # subcommand, before haul's URLs (any number of positionals) would consume it.
     if [[ "${#unparsed_words[@]}" -gt 1 && " daemon queue help " = *" ${unparsed_words[0]} "* ]]; then
@@ -257,6 +257,9 @@ _haul() {
         return
         ;;
     '-j'|'--jobs')
+        return
+        ;;
+    '-M'|'--metalink')
         return
         ;;
     esac

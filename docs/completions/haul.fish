@@ -20,7 +20,7 @@ function __haul_parse_tokens -S
     set -l unparsed_tokens (__haul_tokens -pc)
     switch $unparsed_tokens[1]
     case 'haul'
-        __haul_parse_subcommand -r 1 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'skip-existing' 'x/proxy=' 'noproxy=' 'progress=' 'q/quiet' 'v/verbose' 'i/input-file=' 'Z/parallel' 'j/jobs=' 'V/version' 'h/help'
+        __haul_parse_subcommand -r 1 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'cacert=' 'capath=' 'k/insecure' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'skip-existing' 'x/proxy=' 'noproxy=' 'progress=' 'q/quiet' 'v/verbose' 'i/input-file=' 'Z/parallel' 'j/jobs=' 'M/metalink=' 'V/version' 'h/help'
         switch $unparsed_tokens[1]
         case 'daemon'
             __haul_parse_subcommand 0 'session=' 'state-dir=' 'j/jobs=' 'max-connections=' 'on-complete=' 'idle-exit=' 'detach' 'h/help'
@@ -136,6 +136,7 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" i input-file' -s 'i' -l 'input-file' -d 'Download every URL listed in FILE (URL, TAB mirrors, TAB out=NAME); - reads the list from standard input.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" Z parallel' -s 'Z' -l 'parallel' -d 'Download each URL on the command line as its own file (not as mirrors), --jobs at a time.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" j jobs' -s 'j' -l 'jobs' -d 'Downloads at the same time with --input-file or --parallel.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" M metalink' -s 'M' -l 'metalink' -d 'Download every file of a Metalink v4 document (.meta4, RFC 5854) into --dir under its Metalink name, from its mirrors in priority order, verifying its strongest hash; FILE may be an http(s) URL.' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" V version' -s 'V' -l 'version' -d 'Print the version and exit.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_positional "haul" -eq 1' -fa 'daemon' -d 'Run a session\'s daemon (the owner of its queue) in the foreground.'
