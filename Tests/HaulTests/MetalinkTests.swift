@@ -196,6 +196,23 @@ import Testing
         #expect(throws: MetalinkError.self) { try Metalink(parsing: [0x3C, 0x6D, 0xC3, 0x28, 0x3E]) }  // invalid UTF-8
     }
 
+    /// The most files a document may have (10,000), each with a size, a hash and two URLs: all parsed.
+    @Test func parsesTheLargestFileCount() throws {
+        let hash = String(repeating: "ab", count: 32)
+        let files = (0..<10_000).map {
+            "<file name=\"f\($0).bin\"><size>\($0)</size><hash type=\"sha-256\">\(hash)</hash><url>http://a.example/f\($0)</url><url priority=\"1\">http://b.example/f\($0)</url></file>\n"
+        }.joined()
+        let text = Self.document(files)
+        let clock = ContinuousClock(), start = clock.now
+        let metalink = try Self.parse(text)
+        print("MetalinkTests.parsesTheLargestFileCount: \(text.utf8.count) bytes, 10,000 files in \(clock.now - start) (debug build)")
+        #expect(metalink.files.count == 10_000)
+        #expect(metalink.files[9_999].urls.first?.url == "http://b.example/f9999")
+        var limits = MetalinkLimits()
+        limits.maximumFiles = 9_999
+        #expect(throws: MetalinkError.self) { try Metalink(parsing: Array(text.utf8), limits: limits) }
+    }
+
     /// Random byte edits of valid documents: each parses or throws a MetalinkError, never traps.
     @Test func randomMutationsNeverTrap() throws {
         let seed = TestSeed(for: "MetalinkTests.randomMutationsNeverTrap", default: 0x6D65_7461_6C69_6E6B)

@@ -7,7 +7,7 @@ import HaulHTTP
 /// outside the download directory are refused, not repaired. Elements in other namespaces (extensions) are
 /// ignored; Metalink elements Haul does not use (descriptions, signatures, `metaurl`s) are skipped.
 ///
-/// Build the downloads with ``DownloadRequest/init(metalink:directory:)``.
+/// Build the downloads with ``DownloadRequest/init(metalink:directory:replacesExisting:ifChangedOnServer:discardsPartialDownload:)``.
 public struct Metalink: Sendable, Hashable {
     /// The Metalink v4 namespace (RFC 5854, section 4).
     public static let namespace = "urn:ietf:params:xml:ns:metalink"
@@ -30,11 +30,12 @@ public struct Metalink: Sendable, Hashable {
             throw MetalinkError(offset: root.offset, "<metalink> is not in the Metalink 4 namespace \(Self.namespace)")
         }
         var files: [MetalinkFile] = []
+        var names: Set<String> = []
         for child in root.children where child.namespace == Self.namespace {
             switch child.name {
             case "file":
                 let file = try MetalinkFile(child, limits: limits)
-                guard !files.contains(where: { $0.name == file.name }) else {
+                guard names.insert(file.name).inserted else {
                     throw MetalinkError(offset: child.offset, "file \"\(file.name)\" is described twice")
                 }
                 files.append(file)

@@ -359,7 +359,13 @@ struct MetalinkXMLReader {
 
     // MARK: - Bytes
 
-    private func hasPrefix(_ text: String) -> Bool { hasPrefix(Array(text.utf8)) }
+    private func hasPrefix(_ text: StaticString) -> Bool {
+        text.withUTF8Buffer { prefix in
+            guard bytes.count - position >= prefix.count else { return false }
+            for index in 0..<prefix.count where bytes[position + index] != prefix[index] { return false }
+            return true
+        }
+    }
 
     private func hasPrefix(_ prefix: [UInt8]) -> Bool {
         guard bytes.count - position >= prefix.count else { return false }
@@ -367,8 +373,11 @@ struct MetalinkXMLReader {
         return true
     }
 
-    private func find(_ text: String, from start: Int) -> Int? {
-        let needle = Array(text.utf8)
+    private func find(_ text: StaticString, from start: Int) -> Int? {
+        text.withUTF8Buffer { needle in find(needle, from: start) }
+    }
+
+    private func find(_ needle: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         guard start <= bytes.count - needle.count else { return nil }
         var index = start
         while index <= bytes.count - needle.count {
