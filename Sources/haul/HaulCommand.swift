@@ -103,6 +103,7 @@ struct HaulCommand: AsyncParsableCommand {
         var metalink: Metalink?
         if let source = command.metalinkList.metalink {
             do {
+                try command.checkMetalinkAlone()
                 metalink = try await MetalinkDocument.load(source, options: try command.clientOptions())
             } catch let error as UsageError {
                 usageError(error.message, json: command.report.progress == .json)

@@ -109,6 +109,10 @@ import Testing
             .write(toFile: directory + "/x.meta4", atomically: true, encoding: .utf8)
         let both = try haul(["-M", directory + "/x.meta4", fixture.nginx.url("/f1.bin")], in: directory)
         #expect(both.exitStatus == 2 && both.errorText.contains("give no URLs"), "\(both.errorText)")
+        let beforeFetch = fixture.nginx.accessLog().count
+        let fetchNot = try haul(["-M", fixture.nginx.url("/x.meta4"), "-Z"], in: directory)
+        #expect(fetchNot.exitStatus == 2 && fetchNot.errorText.contains("give no URLs"), "\(fetchNot.errorText)")
+        #expect(fixture.nginx.accessLog().count == beforeFetch, "refused before the document is fetched")
         #expect(!FileManager.default.fileExists(atPath: directory + "/x.bin") && !FileManager.default.fileExists(atPath: directory + "/f1.bin"))
     }
 }

@@ -12,6 +12,16 @@ struct MetalinkOptions: ParsableArguments {
     var metalink: String?
 }
 
+extension HaulCommand {
+    /// `-M` with URLs, `-i` or `-Z` is refused before the document is read or fetched.
+    func checkMetalinkAlone() throws(UsageError) {
+        guard metalinkList.metalink != nil else { return }
+        guard urls.isEmpty, list.inputFile == nil, !list.parallel else {
+            throw UsageError("--metalink lists the downloads; give no URLs, --input-file or -Z with it")
+        }
+    }
+}
+
 /// Reads a Metalink document named by `-M`: a file, or an http(s) URL fetched into memory.
 enum MetalinkDocument {
     /// The largest document read or fetched (``MetalinkLimits/maximumBytes``).
