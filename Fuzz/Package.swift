@@ -4,12 +4,14 @@ import PackageDescription
 // libFuzzer harnesses for everything in Haul that parses untrusted bytes. Build and run with
 // `Scripts/fuzz.sh` (it passes -sanitize=fuzzer,address); each harness is one executable.
 let harnesses = ["FuzzResponseParser", "FuzzChunkedDecoder", "FuzzURL", "FuzzContentDisposition", "FuzzFieldValues", "FuzzJournal",
-                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile", "FuzzCodable"]
+                 "FuzzSessions", "FuzzProxySettings", "FuzzProxyReplies", "FuzzNetrc", "FuzzInputFile", "FuzzCodable",
+                 "FuzzMetalink"]
 // The resume journal's format lives in `HaulJournal`; proxy replies in HaulIO (the harness links `Haul`
-// and imports HaulIO itself); requests and results decoded from JSON in `Haul`; the session log and protocol
+// and imports HaulIO itself); requests and results decoded from JSON and
+// Metalink documents in `Haul`; the session log and protocol
 // in `HaulSessions`, the .netrc and `-i` list parsers in `HaulCommandLine`.
 let journalHarnesses: Set<String> = ["FuzzJournal"]
-let engineHarnesses: Set<String> = ["FuzzProxyReplies", "FuzzCodable"]
+let engineHarnesses: Set<String> = ["FuzzProxyReplies", "FuzzCodable", "FuzzMetalink"]
 let sessionHarnesses: Set<String> = ["FuzzSessions"]
 let commandLineHarnesses: Set<String> = ["FuzzNetrc", "FuzzInputFile"]
 

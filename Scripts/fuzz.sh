@@ -9,13 +9,14 @@ seconds=${1:-30}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 fuzz="$root/Fuzz"
-all_harnesses=(FuzzResponseParser FuzzChunkedDecoder FuzzURL FuzzContentDisposition FuzzFieldValues FuzzJournal FuzzSessions FuzzProxySettings FuzzProxyReplies FuzzNetrc FuzzInputFile FuzzCodable)
+all_harnesses=(FuzzResponseParser FuzzChunkedDecoder FuzzURL FuzzContentDisposition FuzzFieldValues FuzzJournal FuzzSessions FuzzProxySettings FuzzProxyReplies FuzzNetrc FuzzInputFile FuzzCodable FuzzMetalink)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all_harnesses[@]}")
 jobs=${FUZZ_JOBS:-$(nproc)}
 
 declare -A dictionary=([FuzzResponseParser]=http.dict [FuzzChunkedDecoder]=http.dict [FuzzURL]=url.dict
-                      [FuzzProxyReplies]=http.dict [FuzzNetrc]=netrc.dict)
+                      [FuzzProxyReplies]=http.dict [FuzzNetrc]=netrc.dict
+                      [FuzzMetalink]=metalink.dict)
 
 echo "building fuzz harnesses (release, -sanitize=fuzzer,address)..."
 # gold crashes on ASan-instrumented objects; lld links them.

@@ -35,6 +35,9 @@ awk -v synopsis="$(cat <<'MDOC'
 .Op Ar options
 .Fl i Ar FILE
 .Nm
+.Op Ar options
+.Fl M Ar FILE.meta4
+.Nm
 .Cm queue
 .Ar subcommand
 .Op Ar options

@@ -48,15 +48,8 @@ struct CommandPlan {
 }
 
 extension HaulCommand {
-    func plan() throws(UsageError) -> CommandPlan {
-        let output = download.output, list = self.list, parallel = list.parallel
-        guard list.jobs >= 1, list.jobs <= 256 else { throw UsageError("--jobs must be between 1 and 256, not \(list.jobs)") }
-        guard !(localOutput.skipExisting && output.allowOverwrite) else {
-            throw UsageError("--skip-existing and --allow-overwrite contradict each other; give one of them")
-        }
-        guard output.dir == nil || localOutput.wgetDirectoryPrefix == nil else { throw UsageError("give -d/--dir or wget's -P, not both") }
-        let dir = output.dir ?? localOutput.wgetDirectoryPrefix
-        // Checked before -u asks for a password or a list is read.
+    /// The client's options these flags ask for, proxy included (also what fetches a `-M` URL).
+    func clientOptions() throws(UsageError) -> DownloadOptions {
         var options = try download.downloadOptions(urlsPerDownload: 1, jobs: list.jobs)
         do {
             let settings = try ProxySettings.forCommandLine(proxy: proxy.proxy, noProxy: proxy.noproxy,
@@ -65,11 +58,34 @@ extension HaulCommand {
         } catch {
             throw UsageError("\(error)")
         }
+        return options
+    }
+
+    /// `metalink`: the document `-M` named, already read (``MetalinkDocument/load(_:options:)``).
+    func plan(metalink: Metalink? = nil) throws(UsageError) -> CommandPlan {
+        let output = download.output, list = self.list, parallel = list.parallel
+        guard list.jobs >= 1, list.jobs <= 256 else { throw UsageError("--jobs must be between 1 and 256, not \(list.jobs)") }
+        guard !(localOutput.skipExisting && output.allowOverwrite) else {
+            throw UsageError("--skip-existing and --allow-overwrite contradict each other; give one of them")
+        }
+        guard output.dir == nil || localOutput.wgetDirectoryPrefix == nil else { throw UsageError("give -d/--dir or wget's -P, not both") }
+        let dir = output.dir ?? localOutput.wgetDirectoryPrefix
+        // Checked before -u asks for a password or a list is read.
+        var options = try clientOptions()
         var downloads: [CommandPlan.Download] = []
         var downloadList: DownloadList?
         /// The most URLs one download has (its mirrors included), for ``RetryPolicy/commandLine(retries:urls:)``.
         var urlsPerDownload = parallel ? 1 : urls.count
-        if let inputFile = list.inputFile {
+        if let metalink {
+            guard urls.isEmpty, list.inputFile == nil, !parallel else {
+                throw UsageError("--metalink lists the downloads; give no URLs, --input-file or -Z with it")
+            }
+            guard output.output == nil else { throw UsageError("--output names one file; a Metalink names its files (use --dir)") }
+            guard output.checksum == nil else { throw UsageError("--checksum applies to one file; a Metalink gives each file's hash") }
+            let maker = try download.requests()
+            downloads = try metalink.files.map { file throws(UsageError) in try maker.download(metalinkFile: file, dir: dir) }
+            urlsPerDownload = downloads.map { 1 + $0.request.mirrors.count }.max() ?? 1
+        } else if let inputFile = list.inputFile {
             guard urls.isEmpty else { throw UsageError("give URLs either on the command line or with --input-file, not both") }
             guard !parallel else {
                 throw UsageError("-Z/--parallel is for URLs on the command line; an input file already lists one download per line")

@@ -18,6 +18,7 @@ struct HaulCommand: AsyncParsableCommand {
             haul [options] URL [MIRROR-URL...]
             haul [options] -Z URL...
             haul [options] -i FILE
+            haul [options] -M FILE.meta4
             haul queue <subcommand> [options]
             haul daemon [options]
             """,
@@ -54,6 +55,7 @@ struct HaulCommand: AsyncParsableCommand {
     @OptionGroup(title: "Network") var proxy: ProxyOptions
     @OptionGroup(title: "Progress") var report: ProgressOptions
     @OptionGroup(title: "Lists") var list: ListOptions
+    @OptionGroup(title: "Lists") var metalinkList: MetalinkOptions
 
     @Flag(name: [.customShort("V"), .long], help: "Print the version and exit.")
     var version = false
@@ -101,13 +103,36 @@ struct HaulCommand: AsyncParsableCommand {
             print(HaulVersion.versionText)
             Glibc.exit(0)
         }
+        var metalink: Metalink?
+        if let source = command.metalinkList.metalink {
+            do {
+                try command.checkMetalinkAlone()
+                metalink = try await MetalinkDocument.load(source, options: try command.clientOptions())
+            } catch let error as UsageError {
+                usageError(error.message, json: command.report.progress == .json)
+            } catch {
+                metalinkFetchFailed(error, json: command.report.progress == .json)
+            }
+        }
         let plan: CommandPlan
         do {
-            plan = try command.plan()
+            plan = try command.plan(metalink: metalink)
         } catch {
             usageError(String(describing: error), json: command.report.progress == .json)
         }
         let status = await CommandRun(plan: plan).run()
+        Glibc.exit(status.code)
+    }
+
+    /// A `-M URL` that could not be fetched: the error as a download's, with its exit status.
+    static func metalinkFetchFailed(_ error: any Error, json: Bool) -> Never {
+        let status = ExitStatus(classifying: error)
+        let message = "--metalink: " + ErrorText.message(for: error, source: .commandLine)
+        if json {
+            StandardError.write(JSONProgress.errorLine(file: nil, status: status, message: message) + "\n")
+        } else {
+            StandardError.write(ErrorText.line(message) + "\n")
+        }
         Glibc.exit(status.code)
     }
 

@@ -86,7 +86,7 @@ import Testing
             #expect(!inHaul.isEmpty)
             #expect(queueSections[title] == inHaul.filter { !(haulOnly[title] ?? []).contains($0) }, "\(title)")
         }
-        #expect(haulSections.first { $0.title == "LISTS" }?.options == ["--input-file", "--parallel", "--jobs"])
+        #expect(haulSections.first { $0.title == "LISTS" }?.options == ["--input-file", "--parallel", "--jobs", "--metalink"])
         #expect(haulSections.first { $0.title == "FETCH AND REPORT" }?.options == ["--write-out", "--max-filesize", "--range", "--head"])
         #expect(haulSections.first { $0.title == "OPTIONS" }?.options == ["--version", "--help"], "nothing left ungrouped")
 

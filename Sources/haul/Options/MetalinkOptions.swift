@@ -1,0 +1,100 @@
+import ArgumentParser
+import Haul
+import HaulCommandLine
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Metalink v4 document (RFC 5854) as the run's list of downloads: `-M` (aria2's flag); "Lists" in `--help`.
+struct MetalinkOptions: ParsableArguments {
+    @Option(name: [.customShort("M", allowingJoined: true), .customLong("metalink")], help: ArgumentHelp("Download every file of a Metalink v4 document (.meta4, RFC 5854) into --dir under its Metalink name, from its mirrors in priority order, verifying its strongest hash; FILE may be an http(s) URL.", valueName: "FILE"))
+    var metalink: String?
+}
+
+extension HaulCommand {
+    /// `-M` with URLs, `-i` or `-Z` is refused before the document is read or fetched.
+    func checkMetalinkAlone() throws(UsageError) {
+        guard metalinkList.metalink != nil else { return }
+        guard urls.isEmpty, list.inputFile == nil, !list.parallel else {
+            throw UsageError("--metalink lists the downloads; give no URLs, --input-file or -Z with it")
+        }
+    }
+}
+
+/// Reads a Metalink document named by `-M`: a file, or an http(s) URL fetched into memory.
+enum MetalinkDocument {
+    /// The largest document read or fetched (``MetalinkLimits/maximumBytes``).
+    static let maximumBytes = MetalinkLimits().maximumBytes
+
+    /// Whether `-M`'s argument is a URL rather than a path.
+    static func isURL(_ source: String) -> Bool {
+        let lowered = source.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
+
+    /// The parsed document. Read or parse failures are ``UsageError``s naming the source; a failed fetch is
+    /// the engine's ``HaulError`` (its exit status is the download's).
+    static func load(_ source: String, options: DownloadOptions) async throws -> Metalink {
+        let bytes: [UInt8]
+        if isURL(source) {
+            try DownloadArguments.checkURL(source, where: "--metalink URL")
+            let client = try HaulClient(options: options)
+            do {
+                bytes = try await client.bytes(from: source, limit: maximumBytes)
+                await client.shutdown()
+            } catch {
+                await client.shutdown()
+                throw error
+            }
+        } else {
+            bytes = try read(source)
+        }
+        do {
+            return try Metalink(parsing: bytes)
+        } catch {
+            throw UsageError("\(TerminalText.sanitized(source)): \(error)")
+        }
+    }
+
+    /// The file's bytes, at most ``maximumBytes`` of them.
+    static func read(_ path: String) throws(UsageError) -> [UInt8] {
+        guard let file = fopen(path, "rb") else {
+            throw UsageError("cannot read --metalink \(TerminalText.sanitized(path)): \(TextFile.ReadError(errno: errno))")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            bytes.append(contentsOf: buffer[..<count])
+            guard bytes.count <= maximumBytes else {
+                throw UsageError("--metalink \(TerminalText.sanitized(path)) is larger than \(maximumBytes) bytes")
+            }
+            if count < buffer.count {
+                if ferror(file) != 0 { throw UsageError("cannot read --metalink \(TerminalText.sanitized(path)): \(TextFile.ReadError(errno: errno))") }
+                return bytes
+            }
+        }
+    }
+}
+
+extension RequestMaker {
+    /// The download of one file of a Metalink into `dir` (`.` when nil): its mirrors in priority order and
+    /// its strongest hash (``DownloadRequest/init(metalink:directory:replacesExisting:ifChangedOnServer:discardsPartialDownload:)``),
+    /// with this run's choices and credentials.
+    func download(metalinkFile file: MetalinkFile, dir: String?) throws(UsageError) -> CommandPlan.Download {
+        var request: DownloadRequest
+        do {
+            request = try DownloadRequest(metalink: file, directory: dir ?? ".", replacesExisting: replacesExisting,
+                                          ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
+        } catch {
+            throw UsageError("--metalink: \(error)")
+        }
+        if !authorizes, let authorization = Self.authorization(for: request.url, user: user, netrc: netrc) {
+            request.headers.append(("Authorization", authorization))
+        }
+        guard case .file(let path) = request.destination else { preconditionFailure("a Metalink file is always saved to a file") }
+        return CommandPlan.Download(request: request, source: .commandLine, expectedPath: path)
+    }
+}

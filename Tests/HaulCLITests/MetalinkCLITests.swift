@@ -1,0 +1,118 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+/// `haul -M FILE.meta4` against nginx: a Metalink naming two nginx mirrors with the right sha-256 gives the
+/// right file; a wrong hash fails with a clear message and a non-zero exit; a hostile name is refused before
+/// anything is fetched; a Metalink served by nginx is fetched and followed (`-M URL`).
+@Suite(.serialized) struct MetalinkCLITests {
+    let fixture = CLIFixture.shared
+
+    func scratch() throws -> String {
+        let path = NSTemporaryDirectory() + "haul-metalink-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func haul(_ arguments: [String], in directory: String) throws -> ProcessResult {
+        try ChildProcess.run(HaulCLITests.binary, ["--no-sync"] + arguments, in: directory, timeout: 60)
+    }
+
+    /// A one-file Metalink: `name`, its size and sha-256, two nginx URLs of `source` (the second preferred).
+    func document(name: String, source: String, sha256: String) throws -> String {
+        let size = try FileManager.default.attributesOfItem(atPath: fixture.data + "/" + source)[.size] as! Int
+        return """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+              <file name="\(name)">
+                <size>\(size)</size>
+                <hash type="sha-256">\(sha256)</hash>
+                <url priority="2" location="de">\(fixture.nginx.url("/" + source))</url>
+                <url priority="1">\(fixture.nginx.url("/noranges/" + source))</url>
+              </file>
+            </metalink>
+            """
+    }
+
+    @Test func theRightHashGivesTheFileUnderItsMetalinkName() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let meta4 = directory + "/files.meta4"
+        try document(name: "sub/renamed.bin", source: "f9.bin", sha256: fixture.sha256("f9.bin"))
+            .write(toFile: meta4, atomically: true, encoding: .utf8)
+        let run = try haul(["-M", meta4, "-d", directory + "/out"], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/sub/renamed.bin") == fixture.sha256("f9.bin"))
+        let requested = fixture.nginx.accessLog().map(\.request)
+        #expect(requested.contains { $0.contains("/noranges/f9.bin") }, "the preferred mirror (priority 1) was asked: \(requested)")
+    }
+
+    @Test func aWrongHashFailsClearlyAndLeavesNoFile() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let meta4 = directory + "/wrong.meta4"
+        try document(name: "wrong.bin", source: "f10.bin", sha256: String(repeating: "0", count: 64))
+            .write(toFile: meta4, atomically: true, encoding: .utf8)
+        let run = try haul(["-M", meta4], in: directory)
+        #expect(run.exitStatus == 8, "the checksum-mismatch exit status: \(run.errorText)")
+        #expect(run.errorText.contains("wrong.bin.part: sha256 is ") && run.errorText.contains("expected " + String(repeating: "0", count: 64)),
+                "\(run.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/wrong.bin"), "no file under the final name")
+    }
+
+    @Test func aHostileNameIsRefusedBeforeAnythingIsFetched() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let meta4 = directory + "/hostile.meta4"
+        try document(name: "../x", source: "f11.bin", sha256: fixture.sha256("f11.bin"))
+            .write(toFile: meta4, atomically: true, encoding: .utf8)
+        let before = fixture.nginx.accessLog().count
+        let run = try haul(["-M", meta4, "-d", directory + "/out"], in: directory)
+        #expect(run.exitStatus == 2, "a usage error: \(run.errorText)")
+        #expect(run.errorText.contains("../x") && run.errorText.contains("refused"), "\(run.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/x"))
+        #expect(fixture.nginx.accessLog().count == before, "nothing was fetched")
+    }
+
+    @Test func aMetalinkServedByNginxIsFetchedAndFollowed() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let name = "served-\(UUID().uuidString).meta4"
+        try document(name: "served.bin", source: "f12.bin", sha256: fixture.sha256("f12.bin"))
+            .write(toFile: fixture.data + "/" + name, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: fixture.data + "/" + name) }
+        let run = try haul(["--metalink", fixture.nginx.url("/" + name)], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/served.bin") == fixture.sha256("f12.bin"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/" + name), "the document is kept in memory only")
+    }
+
+    @Test func aBrokenDocumentIsAUsageErrorWithTheOffset() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let meta4 = directory + "/broken.meta4"
+        try "<!DOCTYPE x><metalink/>".write(toFile: meta4, atomically: true, encoding: .utf8)
+        let run = try haul(["-M", meta4], in: directory)
+        #expect(run.exitStatus == 2)
+        #expect(run.errorText.contains("byte 0") && run.errorText.contains("DOCTYPE"), "\(run.errorText)")
+    }
+
+    @Test func aMissingDocumentURLFailsAsADownloadAndURLsWithMIsAUsageError() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let missing = try haul(["-M", fixture.nginx.url("/no-such.meta4")], in: directory)
+        #expect(missing.exitStatus == 5, "an HTTP error status: \(missing.errorText)")
+        #expect(missing.errorText.contains("--metalink") && missing.errorText.contains("404"), "\(missing.errorText)")
+        let unreadable = try haul(["-M", directory + "/none.meta4"], in: directory)
+        #expect(unreadable.exitStatus == 2 && unreadable.errorText.contains("cannot read --metalink"), "\(unreadable.errorText)")
+        try document(name: "x.bin", source: "f1.bin", sha256: fixture.sha256("f1.bin"))
+            .write(toFile: directory + "/x.meta4", atomically: true, encoding: .utf8)
+        let both = try haul(["-M", directory + "/x.meta4", fixture.nginx.url("/f1.bin")], in: directory)
+        #expect(both.exitStatus == 2 && both.errorText.contains("give no URLs"), "\(both.errorText)")
+        let beforeFetch = fixture.nginx.accessLog().count
+        let fetchNot = try haul(["-M", fixture.nginx.url("/x.meta4"), "-Z"], in: directory)
+        #expect(fetchNot.exitStatus == 2 && fetchNot.errorText.contains("give no URLs"), "\(fetchNot.errorText)")
+        #expect(fixture.nginx.accessLog().count == beforeFetch, "refused before the document is fetched")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/x.bin") && !FileManager.default.fileExists(atPath: directory + "/f1.bin"))
+    }
+}
