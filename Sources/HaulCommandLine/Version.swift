@@ -1,8 +1,10 @@
-/// The `haul` command's version, defined here only: `--version`, the default `User-Agent` and the man page
-/// all take it from this one place.
+import HaulSessions
+
+/// The `haul` command's version: `--version`, the default `User-Agent` and the man page all take it from
+/// here, and this from HaulSessions (`SessionProtocol.haulVersion`), whose daemon states it in its `hello`.
 public enum HaulVersion {
     /// The release number, `MAJOR.MINOR.PATCH`.
-    public static let number = "0.2.0"
+    public static let number = SessionProtocol.haulVersion
 
     /// The default `User-Agent` the CLI sends: `haul/0.2.0`.
     public static var userAgent: String { "haul/" + number }

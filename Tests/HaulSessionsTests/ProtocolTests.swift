@@ -44,7 +44,9 @@ import Testing
         running.bytesPerSecond = 1000
         running.connections = 2
         var body = ReplyBody()
-        body.protocolVersion = 1
+        body.protocolVersion = SessionProtocol.version
+        body.haulVersion = SessionProtocol.haulVersion
+        body.executable = "/usr/bin/haul"
         body.session = "default"
         body.pid = 42
         body.sequence = 17

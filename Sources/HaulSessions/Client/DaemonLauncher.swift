@@ -6,8 +6,12 @@ import HaulIO
 public struct SessionConfiguration: Sendable {
     /// The state directory; nil for the default (`HAUL_STATE_DIR`, `$XDG_STATE_HOME/haul`, `~/.local/state/haul`).
     public var stateDirectory: String?
-    /// The `haul` executable that runs the daemon (`haul daemon --session ID --detach`) when none answers;
-    /// nil for `$HAUL_EXECUTABLE`, else `haul` on `PATH`.
+    /// The path of the `haul` executable that runs the daemon (`haul daemon --session ID --detach`) when none
+    /// answers; nil for `$HAUL_EXECUTABLE`, else `haul` on `PATH` (``resolvedDaemonExecutable``).
+    ///
+    /// It must be a `haul` of this library's protocol version (``SessionProtocol/version``; the same release
+    /// is the sure way): a daemon of another version is refused with
+    /// ``SessionError/incompatibleDaemon(_:)``, naming both versions and the daemon's executable.
     public var daemonExecutable: String?
     /// Whether to start a daemon when none answers (otherwise that is an error).
     public var startsDaemon: Bool = true
@@ -27,6 +31,10 @@ public struct SessionConfiguration: Sendable {
 
     public init() {}
 
+    /// The executable daemons are started with: ``daemonExecutable``, else `$HAUL_EXECUTABLE`, else the
+    /// first `haul` on `PATH`; nil when there is none.
+    public var resolvedDaemonExecutable: String? { daemonExecutable ?? DaemonLauncher.defaultExecutable() }
+
     /// The running program's own executable (`/proc/self/exe`): what a `haul` binary passes as
     /// ``daemonExecutable``.
     public static func currentExecutable() -> String? { ChildProcesses.currentExecutable() }
@@ -39,11 +47,12 @@ enum DaemonLauncher {
                         onPush: @escaping @Sendable (DaemonMessage) -> Void,
                         onClose: @escaping @Sendable (SessionError) -> Void) async throws(SessionError) -> (SessionConnection, ReplyBody) {
         let start = MonotonicInstant.now()
+        let executable = configuration.resolvedDaemonExecutable
         var lastSpawn: MonotonicInstant?
         var lastError = SessionError.daemonUnavailable("no daemon answered")
         while true {
             do {
-                return try await SessionConnection.open(path: paths.socket, loop: loop, onPush: onPush, onClose: onClose)
+                return try await SessionConnection.open(path: paths.socket, executable: executable, loop: loop, onPush: onPush, onClose: onClose)
             } catch {
                 switch error {
                 case .daemonUnavailable, .disconnected, .stopping: lastError = error
@@ -77,7 +86,7 @@ enum DaemonLauncher {
     /// Runs `haul daemon --session ID --state-dir DIR --detach`, which starts the daemon in a new session
     /// (no terminal, output to `daemon.log`) and exits at once.
     static func spawn(_ paths: SessionPaths, configuration: SessionConfiguration) async throws(SessionError) {
-        guard let executable = configuration.daemonExecutable ?? defaultExecutable() else {
+        guard let executable = configuration.resolvedDaemonExecutable else {
             throw .daemonUnavailable("no haul executable to start a daemon with (set HAUL_EXECUTABLE or put haul on PATH)")
         }
         let arguments = [executable, "daemon", "--session", paths.identifier, "--state-dir", paths.stateDirectory, "--detach"]

@@ -247,7 +247,7 @@ public final class HaulSession: Sendable {
                         ])
                         if Task.isCancelled || self.shared.withLock({ $0.closed }) { throw SessionError.disconnected }
                         switch error {
-                        case .refused, .corruptState, .unsupportedFormat, .invalidIdentifier, .unusableDirectory, .noStateDirectory:
+                        case .refused, .incompatibleDaemon, .corruptState, .unsupportedFormat, .invalidIdentifier, .unusableDirectory, .noStateDirectory:
                             throw error
                         default:
                             guard configuration.reconnects else { throw error }

@@ -38,8 +38,10 @@ final class SessionConnection: @unchecked Sendable {
     }
 
     /// Connects to the socket at `path` (which must be served by a process of this user) and says hello.
-    /// Throws ``SessionError/daemonUnavailable(_:)`` when nothing listens there.
-    static func open(path: String, loop: EventLoop, onPush: @escaping @Sendable (DaemonMessage) -> Void,
+    /// Throws ``SessionError/daemonUnavailable(_:)`` when nothing listens there, and
+    /// ``SessionError/incompatibleDaemon(_:)`` when the daemon speaks another protocol version (naming
+    /// `executable`, what this side starts daemons with, when the daemon does not name its own).
+    static func open(path: String, executable: String?, loop: EventLoop, onPush: @escaping @Sendable (DaemonMessage) -> Void,
                      onClose: @escaping @Sendable (SessionError) -> Void) async throws(SessionError) -> (SessionConnection, ReplyBody) {
         // Connecting a Unix socket does not wait on anything remote (it fails or succeeds at once), but it
         // is a system call all the same: made on a blocking-work thread, not the cooperative pool.
@@ -75,12 +77,13 @@ final class SessionConnection: @unchecked Sendable {
             }
         }
         try registered.get()
-        let hello = try await connection.request(.hello(protocolVersion: SessionProtocol.version))
-        guard hello.protocolVersion == SessionProtocol.version else {
+        let answer: Result<ReplyBody, SessionError>
+        do { answer = .success(try await connection.request(.hello(protocolVersion: SessionProtocol.version))) } catch { answer = .failure(error) }
+        if let refusal = SessionProtocol.helloRefusal(answer, executable: executable) {
             connection.close()
-            throw .protocolViolation("the daemon answered hello without protocol \(SessionProtocol.version)")
+            throw refusal
         }
-        return (connection, hello)
+        return (connection, try answer.get())
     }
 
     /// Sends `request` and waits for its reply; `onLoop` runs on the loop thread when the reply arrives,

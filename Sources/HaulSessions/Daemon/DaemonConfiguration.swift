@@ -37,6 +37,10 @@ public struct DaemonConfiguration: Sendable {
     /// Where the daemon says what it does (start, recovery, refused clients, errors): one line each.
     public var log: @Sendable (String) -> Void = DaemonConfiguration.standardError
 
+    /// The protocol version the daemon speaks: ``SessionProtocol/version``, another only in tests (a daemon
+    /// of another release, to be refused).
+    var protocolVersion = SessionProtocol.version
+
     public init(paths: SessionPaths) {
         self.paths = paths
     }

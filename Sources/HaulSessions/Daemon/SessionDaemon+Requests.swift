@@ -15,12 +15,20 @@ extension SessionDaemon {
         }
         switch request {
         case .hello(let version):
-            guard version == SessionProtocol.version else {
-                return respond(.failure(RemoteFailure(code: "unsupported-protocol",
-                                                      message: "this daemon speaks protocol \(SessionProtocol.version), not \(version)")))
+            // Answered whatever the client speaks, naming this daemon: the client refuses another version
+            // (`SessionProtocol.helloRefusal`). A client of protocol 1 cannot read this answer's new fields:
+            // it is refused in the words it reads.
+            let speaks = configuration.protocolVersion
+            let executable = ChildProcesses.currentExecutable()
+            if version != speaks, version < 2 {
+                return respond(.failure(RemoteFailure(
+                    code: "unsupported-protocol",
+                    message: "this daemon speaks protocol \(speaks) (Haul \(SessionProtocol.haulVersion), \(executable ?? "executable unknown")), not \(version)")))
             }
             var body = ReplyBody()
-            body.protocolVersion = SessionProtocol.version
+            body.protocolVersion = speaks
+            body.haulVersion = SessionProtocol.haulVersion
+            body.executable = executable
             body.session = paths.identifier
             body.pid = getpid()
             body.sequence = state.lastSequence

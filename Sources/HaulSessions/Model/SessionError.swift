@@ -36,6 +36,9 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case refused(String)
     /// The peer sent something that is not the protocol.
     case protocolViolation(String)
+    /// The session's daemon speaks another protocol version than this library (a `haul` executable of
+    /// another release): both versions and the daemon's executable, to act on. Not retried.
+    case incompatibleDaemon(DaemonVersionMismatch)
     /// The daemon answered the request with an error (`code` as in `docs/sessions.md`).
     case rejected(code: String, message: String)
     /// The connection to the daemon ended before an answer came.
@@ -78,6 +81,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
         case .daemonUnavailable(let reason): "cannot reach the session daemon: \(reason)"
         case .refused(let reason): "refused: \(reason)"
         case .protocolViolation(let reason): "protocol error: \(reason)"
+        case .incompatibleDaemon(let mismatch): "incompatible session daemon: \(mismatch)"
         case .rejected(_, let message): message
         case .disconnected: "the connection to the session daemon was lost"
         case .stopping: "the session daemon is stopping"

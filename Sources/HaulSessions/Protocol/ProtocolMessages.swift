@@ -6,8 +6,15 @@ import Haul
 /// an `id` of its choosing and an `op`; the daemon answers each with a reply carrying the same `id` and
 /// `ok`, in the order the requests came, and may send `push` lines (events, progress) in between.
 public enum SessionProtocol {
-    /// The protocol version `hello` negotiates.
-    public static let version = 1
+    /// The protocol version `hello` negotiates. A client and a daemon of different versions do not talk:
+    /// the client stops at ``SessionError/incompatibleDaemon(_:)``.
+    ///
+    /// 2: `hello`'s answer names the daemon's Haul version and executable, and is given whatever version the
+    /// client speaks (the client decides; a client of protocol 1 is refused in words it can read).
+    public static let version = 2
+    /// The Haul release this library is part of, which a daemon states in its `hello` answer (the `haul`
+    /// command's `HaulVersion.number` is this one).
+    public static let haulVersion = "0.2.0"
     /// Longest line either side accepts, newline included.
     public static let maximumLineBytes = 2 << 20
     /// Most tasks one request may name.
@@ -79,6 +86,10 @@ public struct ReplyBody: Sendable, Hashable {
     public var protocolVersion: Int?
     public var session: String?
     public var pid: Int32?
+    /// `hello` (protocol 2 on): the daemon's Haul version (``SessionProtocol/haulVersion``) and the
+    /// executable it runs from, when it can tell.
+    public var haulVersion: String?
+    public var executable: String?
     /// The latest event's sequence number (`hello`, `list`, `pause`, `resume`, `cancel`, `events`, `subscribe`).
     public var sequence: UInt64?
     /// `subscribe`: pushes follow for events after this one.
@@ -221,6 +232,8 @@ public enum ProtocolCodec {
                 if let value = body.protocolVersion { object["protocol"] = .int(value) }
                 if let value = body.session { object["session"] = .string(value) }
                 if let value = body.pid { object["pid"] = .int(value) }
+                if let value = body.haulVersion { object["haul"] = .string(value) }
+                if let value = body.executable { object["executable"] = .string(value) }
                 if let value = body.sequence { object["seq"] = .int(value) }
                 if let value = body.after { object["after"] = .int(value) }
                 if let value = body.task { object["task"] = value.json }
@@ -292,6 +305,16 @@ public enum ProtocolCodec {
             }
             var body = ReplyBody()
             body.protocolVersion = try reader.optionalInteger("protocol", in: 0...1000).map { Int($0) }
+            // The `hello` answer of a daemon of another protocol version is read for who it is, not judged
+            // by this version's fields: the client refuses it by its version (`SessionProtocol.helloRefusal`).
+            if let daemonVersion = body.protocolVersion, daemonVersion != SessionProtocol.version {
+                body.haulVersion = try? reader.optionalString("haul", maximumBytes: 64)
+                body.executable = try? reader.optionalString("executable", maximumBytes: 4096)
+                body.pid = (try? reader.optionalInteger("pid", in: 1...Int64(Int32.max))).flatMap { $0.map { Int32($0) } }
+                return .reply(id: id, .success(body))
+            }
+            body.haulVersion = try reader.optionalString("haul", maximumBytes: 64)
+            body.executable = try reader.optionalString("executable", maximumBytes: 4096)
             body.session = try reader.optionalString("session", maximumBytes: 64)
             body.pid = try reader.optionalInteger("pid", in: 1...Int64(Int32.max)).map { Int32($0) }
             body.sequence = try reader.optionalInteger("seq", in: 0...Int64.max).map { UInt64($0) }
