@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,14 @@ ssize_t haul_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, si
 }
 
 int haul_fallocate(int fd, int mode, int64_t offset, int64_t len) { return fallocate(fd, mode, offset, len); }
+
+int haul_fsetxattr(int fd, const char *name, const void *value, size_t size) {
+    return fsetxattr(fd, name, value, size, 0);
+}
+
+ssize_t haul_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return getxattr(path, name, value, size);
+}
 
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags) {
     return sync_file_range(fd, offset, nbytes, flags);

@@ -133,7 +133,11 @@ final class CommandRun: Sendable {
                 reporter.note(name: ProgressReporter.fileName(result.path),
                               "the server does not support ranges; used one connection")
             }
-            reporter.finished(index: index, result: result, url: download.request.url)
+            if result.upToDate {
+                reporter.upToDate(index: index, path: result.path, url: download.request.url)
+            } else {
+                reporter.finished(index: index, result: result, url: download.request.url)
+            }
             if let writeOut = plan.habits.writeOut {
                 StandardOutput.write(writeOut.render(OutputHabits.facts(for: result, url: download.request.url)))
             }

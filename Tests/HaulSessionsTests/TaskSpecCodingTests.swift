@@ -16,6 +16,8 @@ import Testing
         spec.checksum = try! Checksum("sha512=" + String(repeating: "cd", count: 64))
         spec.ifChangedOnServer = .restart
         spec.discardsPartialDownload = true
+        spec.onlyIfChanged = true
+        spec.setsRemoteTime = true
         spec.headers = [TaskHeader(name: "X-Token", value: "t\u{e9}st"), TaskHeader(name: "Authorization", value: "Basic YTpi")]
         var options = TaskOptions()
         options.connections = 4
@@ -79,6 +81,8 @@ import Testing
                                       checksum: try Checksum("md5=" + String(repeating: "0f", count: 16)), ifChangedOnServer: .restart,
                                       discardsPartialDownload: true, headers: [("X-A", "1")],
                                       credentials: DownloadRequest.Credentials(user: "alice", password: "secret"))
+        request.onlyIfChanged = true
+        request.setsRemoteTime = true
         let unchanged = Self.unchangedLeaves(request, DownloadRequest(url: "http://h/x", destination: .file("/x")), path: "request")
         #expect(unchanged.isEmpty, "set these in the sample: \(unchanged)")
         let spec = TaskSpec(request, options: TaskOptions())

@@ -9,21 +9,25 @@ import Testing
 
     /// A request whose every property differs from the default.
     static var fullRequest: DownloadRequest {
-        let request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
+        var request = DownloadRequest(url: "https://me:secret@example.org/big.iso", mirrors: ["https://mirror.example/big.iso"],
                                       destination: .file("out/big.iso"), createsDirectories: true, replacesExisting: true,
                                       checksum: checksum, ifChangedOnServer: .restart, discardsPartialDownload: true,
                                       headers: [(name: "X-Token", value: "a b"), (name: "X-Token", value: "second")],
                                       credentials: DownloadRequest.Credentials(user: "alice", password: "p:w \u{E9}"))
+        request.onlyIfChanged = true
+        request.setsRemoteTime = true
         return request
     }
 
     static var fullResult: DownloadResult {
-        DownloadResult(path: "out/big.iso", bytes: 1 << 32, duration: .milliseconds(1234) + .nanoseconds(5),
+        var result = DownloadResult(path: "out/big.iso", bytes: 1 << 32, duration: .milliseconds(1234) + .nanoseconds(5),
                        finalURL: try! HTTPURL("https://u:p%40w@cdn.example:8443/big.iso?sig=1"),
                        entityTag: EntityTag("W/\"v\u{E9}1\""), lastModified: HTTPDate(secondsSinceEpoch: 784_111_777),
                        redirects: 2, connections: 8, bytesRequested: (1 << 32) + 7, retries: 3,
                        body: [0, 1, 2, 0xFB, 0xFF, 0x3E], status: 206,
                        headers: [(name: "Content-Type", value: "application/json; charset=utf-8"), (name: "X-A", value: "1"), (name: "x-a", value: "2")])
+        result.upToDate = true
+        return result
     }
 
     func json(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
@@ -96,6 +100,7 @@ import Testing
             { $0.url += "x" }, { $0.mirrors = [] }, { $0.destination = .directory("out") }, { $0.createsDirectories = false },
             { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.ifChangedOnServer = .fail }, { $0.discardsPartialDownload = false },
             { $0.headers[1].value = "other" }, { $0.credentials?.password = "other" },
+            { $0.onlyIfChanged = false }, { $0.setsRemoteTime = false },
         ]
         // One change per stored property: a new property needs its own line here, and in `==`.
         #expect(changes.count == storedProperties(of: Self.fullRequest).count)
@@ -175,7 +180,7 @@ import Testing
             { $0.finalURL = try! HTTPURL("https://cdn.example:8443/big.iso?sig=1") }, { $0.entityTag = EntityTag("\"v\u{E9}1\"") },
             { $0.lastModified = HTTPDate(secondsSinceEpoch: 0) }, { $0.redirects += 1 }, { $0.connections += 1 },
             { $0.bytesRequested += 1 }, { $0.retries += 1 }, { $0.body?.append(0) }, { $0.status = 200 },
-            { $0.headers[2].name = "X-A" },
+            { $0.headers[2].name = "X-A" }, { $0.upToDate = false },
         ]
         #expect(changes.count == storedProperties(of: Self.fullResult).count)
         for (index, change) in changes.enumerated() {

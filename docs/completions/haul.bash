@@ -163,9 +163,9 @@ _haul() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(--restart --allow-overwrite --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel -V --version -I --head -h --help)
+    local -a non_repeating_flags=(--restart --allow-overwrite -N --timestamping -R --remote-time --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel -V --version -I --head -h --help)
     local -a repeating_options=(-H --header --resolve --connect-to)
-    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time -x --proxy --noproxy --progress -i --input-file -j --jobs -M --metalink -w --write-out --max-filesize -r --range)
+    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time -x --proxy --noproxy --progress -i --input-file -j --jobs -M --metalink -w --write-out --max-filesize -r --range)
     # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that
     # subcommand, before haul's URLs (any number of positionals) would consume it.
     if [[ "${#unparsed_words[@]}" -gt 1 && " daemon queue help " = *" ${unparsed_words[0]} "* ]]; then
@@ -190,6 +190,9 @@ _haul() {
         ;;
     '--on-change')
         __haul_add_completions -W 'fail'$'\n''restart'
+        return
+        ;;
+    '-z'|'--time-cond')
         return
         ;;
     '--checkpoint-bytes')
@@ -359,9 +362,9 @@ _haul_queue() {
 
 _haul_queue_add() {
     repeating_flags=()
-    non_repeating_flags=(--restart --allow-overwrite --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --json -h --help)
+    non_repeating_flags=(--restart --allow-overwrite -N --timestamping -R --remote-time --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --json -h --help)
     repeating_options=(-H --header --resolve --connect-to)
-    non_repeating_options=(--session -o --output -d --dir --checksum --on-change --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-complete)
+    non_repeating_options=(--session -o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-complete)
     __haul_offer_flags_options -1
 
     # Offer option value completions
@@ -380,6 +383,9 @@ _haul_queue_add() {
         ;;
     '--on-change')
         __haul_add_completions -W 'fail'$'\n''restart'
+        return
+        ;;
+    '-z'|'--time-cond')
         return
         ;;
     '--checkpoint-bytes')

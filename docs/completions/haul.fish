@@ -20,7 +20,7 @@ function __haul_parse_tokens -S
     set -l unparsed_tokens (__haul_tokens -pc)
     switch $unparsed_tokens[1]
     case 'haul'
-        __haul_parse_subcommand -r 1 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'resolve=+' 'connect-to=+' '4/ipv4' '6/ipv6' 'interface=' 'cacert=' 'capath=' 'k/insecure' 'cert=' 'key=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'skip-existing' 'x/proxy=' 'noproxy=' 'progress=' 'q/quiet' 'v/verbose' 'i/input-file=' 'Z/parallel' 'j/jobs=' 'M/metalink=' 'V/version' 'w/write-out=' 'max-filesize=' 'r/range=' 'I/head' 'h/help'
+        __haul_parse_subcommand -r 1 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'N/timestamping' 'z/time-cond=' 'R/remote-time' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'resolve=+' 'connect-to=+' '4/ipv4' '6/ipv6' 'interface=' 'cacert=' 'capath=' 'k/insecure' 'cert=' 'key=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'skip-existing' 'x/proxy=' 'noproxy=' 'progress=' 'q/quiet' 'v/verbose' 'i/input-file=' 'Z/parallel' 'j/jobs=' 'M/metalink=' 'V/version' 'w/write-out=' 'max-filesize=' 'r/range=' 'I/head' 'h/help'
         switch $unparsed_tokens[1]
         case 'daemon'
             __haul_parse_subcommand 0 'session=' 'state-dir=' 'j/jobs=' 'max-connections=' 'on-complete=' 'idle-exit=' 'detach' 'h/help'
@@ -28,7 +28,7 @@ function __haul_parse_tokens -S
             __haul_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
             case 'add'
-                __haul_parse_subcommand -r 1 'session=' 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'resolve=+' 'connect-to=+' '4/ipv4' '6/ipv6' 'interface=' 'cacert=' 'capath=' 'k/insecure' 'cert=' 'key=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-complete=' 'json' 'h/help'
+                __haul_parse_subcommand -r 1 'session=' 'o/output=' 'd/dir=' 'checksum=' 'on-change=' 'restart' 'allow-overwrite' 'N/timestamping' 'z/time-cond=' 'R/remote-time' 'no-sync' 'checkpoint-bytes=' 'checkpoint-interval=' 'c/connections=' 'min-segment=' 'limit-rate=' 'H/header=+' 'u/user=' 'netrc' 'netrc-file=' 'user-agent=' 'resolve=+' 'connect-to=+' '4/ipv4' '6/ipv6' 'interface=' 'cacert=' 'capath=' 'k/insecure' 'cert=' 'key=' 'retries=' 'connect-timeout=' 'stall-timeout=' 'Y/speed-limit=' 'y/speed-time=' 'max-time=' 'on-complete=' 'json' 'h/help'
             case 'list'
                 __haul_parse_subcommand 0 'session=' 'json' 'h/help'
             case 'pause'
@@ -107,6 +107,9 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" on-change' -l 'on-change' -d 'When the file changed on the server since the download began: fail or restart.' -rfka 'fail restart'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" restart' -l 'restart' -d 'Discard a previous partial download of the same output instead of resuming it.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" allow-overwrite' -l 'allow-overwrite' -d 'Replace an existing file at the destination.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" N timestamping' -s 'N' -l 'timestamping' -d 'Fetch only if the server\'s file changed: an existing file is asked about with its stored ETag and Last-Modified (If-None-Match, If-Modified-Since) and kept on a 304, replaced otherwise; the file is named from the URL (like wget -N).'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" time-cond z' -s 'z' -l 'time-cond' -d 'curl\'s -z, in its FILE form only, FILE being the output (-o): as -N. A date is not accepted.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" R remote-time' -s 'R' -l 'remote-time' -d 'Give the file the server\'s Last-Modified time.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" no-sync' -l 'no-sync' -d 'Skip fdatasync (faster; survives a crash of haul or its daemon, not of the machine).'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" checkpoint-bytes' -l 'checkpoint-bytes' -d 'Checkpoint the resume journal after this many bytes (e.g. 32M).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul" checkpoint-interval' -l 'checkpoint-interval' -d 'Checkpoint the resume journal at least this often, in seconds.' -rfka ''
@@ -178,6 +181,9 @@ complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "hau
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" on-change' -l 'on-change' -d 'When the file changed on the server since the download began: fail or restart.' -rfka 'fail restart'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" restart' -l 'restart' -d 'Discard a previous partial download of the same output instead of resuming it.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" allow-overwrite' -l 'allow-overwrite' -d 'Replace an existing file at the destination.'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" N timestamping' -s 'N' -l 'timestamping' -d 'Fetch only if the server\'s file changed: an existing file is asked about with its stored ETag and Last-Modified (If-None-Match, If-Modified-Since) and kept on a 304, replaced otherwise; the file is named from the URL (like wget -N).'
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" time-cond z' -s 'z' -l 'time-cond' -d 'curl\'s -z, in its FILE form only, FILE being the output (-o): as -N. A date is not accepted.' -rfka ''
+complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" R remote-time' -s 'R' -l 'remote-time' -d 'Give the file the server\'s Last-Modified time.'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" no-sync' -l 'no-sync' -d 'Skip fdatasync (faster; survives a crash of haul or its daemon, not of the machine).'
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" checkpoint-bytes' -l 'checkpoint-bytes' -d 'Checkpoint the resume journal after this many bytes (e.g. 32M).' -rfka ''
 complete -c 'haul' -n '__haul_should_offer_completions_for_flags_or_options "haul queue add" checkpoint-interval' -l 'checkpoint-interval' -d 'Checkpoint the resume journal at least this often, in seconds.' -rfka ''

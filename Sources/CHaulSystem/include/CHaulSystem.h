@@ -22,6 +22,10 @@ int haul_pipe_size(int fd);
 ssize_t haul_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len, unsigned int flags);
 int haul_fallocate(int fd, int mode, int64_t offset, int64_t len);
 int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int flags);
+/// `fsetxattr(fd, name, value, size, 0)`: sets an extended attribute (Swift's Glibc module lacks <sys/xattr.h>).
+int haul_fsetxattr(int fd, const char *name, const void *value, size_t size);
+/// `getxattr(path, name, value, size)`: the attribute's length in bytes, or -1.
+ssize_t haul_getxattr(const char *path, const char *name, void *value, size_t size);
 /// `syncfs(fd)`: flushes the whole filesystem holding `fd` (glibc declares it only under _GNU_SOURCE).
 int haul_syncfs(int fd);
 /// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file in memory (glibc declares it only under _GNU_SOURCE).

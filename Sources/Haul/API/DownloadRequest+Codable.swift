@@ -12,6 +12,7 @@ extension DownloadRequest: Equatable {
             && lhs.discardsPartialDownload == rhs.discardsPartialDownload
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
             && lhs.credentials == rhs.credentials
+            && lhs.onlyIfChanged == rhs.onlyIfChanged && lhs.setsRemoteTime == rhs.setsRemoteTime
     }
 }
 
@@ -26,6 +27,7 @@ extension DownloadRequest: Equatable {
 extension DownloadRequest: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers, credentials
+        case onlyIfChanged, setsRemoteTime
     }
 
     /// A request header as `{"name": ..., "value": ...}`.
@@ -48,6 +50,8 @@ extension DownloadRequest: Codable {
         )
         headers = (try container.decodeIfPresent([Header].self, forKey: .headers) ?? []).map { ($0.name, $0.value) }
         credentials = try container.decodeIfPresent(Credentials.self, forKey: .credentials)
+        onlyIfChanged = try container.decodeIfPresent(Bool.self, forKey: .onlyIfChanged) ?? false
+        setsRemoteTime = try container.decodeIfPresent(Bool.self, forKey: .setsRemoteTime) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -62,6 +66,8 @@ extension DownloadRequest: Codable {
         try container.encode(discardsPartialDownload, forKey: .discardsPartialDownload)
         try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
         try container.encodeIfPresent(credentials, forKey: .credentials)
+        try container.encode(onlyIfChanged, forKey: .onlyIfChanged)
+        try container.encode(setsRemoteTime, forKey: .setsRemoteTime)
     }
 }
 

@@ -70,6 +70,15 @@ public struct DownloadRequest: Sendable {
     public var ifChangedOnServer: ChangePolicy
     /// Discard a previous interrupted download of the same destination instead of resuming it.
     public var discardsPartialDownload: Bool
+    /// Fetch only when the server's file differs from the one at the destination (wget `-N`, curl `-z`): with
+    /// an existing destination the first request carries `If-None-Match` (the `ETag` Haul stored with the
+    /// file) and `If-Modified-Since` (the stored `Last-Modified` text, else the file's modification time). A
+    /// `304 Not Modified` leaves the file as it is (``DownloadResult/upToDate``); any other answer downloads
+    /// as usual and replaces the file, as if ``replacesExisting`` were set. Without a destination file it is a
+    /// plain download.
+    public var onlyIfChanged: Bool = false
+    /// Give the finished file the server's `Last-Modified` time as its modification time (curl and wget `-R`).
+    public var setsRemoteTime: Bool = false
     /// Request headers for this download only, sent after the client's
     /// (``DownloadOptions/headers``): a token that differs from file to file, say. `Authorization`,
     /// `Proxy-Authorization` and `Cookie` among them go only to the origin of ``url``.

@@ -44,6 +44,9 @@ public struct DownloadResult: Sendable {
     /// That response's header fields, in order and as sent (names in the server's case, repeated fields
     /// kept); empty when ``status`` is nil.
     public var headers: [(name: String, value: String)] = []
+    /// True when nothing was fetched because the file at ``path`` is the server's (``DownloadRequest/onlyIfChanged``
+    /// and a `304 Not Modified`): ``bytes`` is the file's length, ``bytesRequested`` 0, the file untouched.
+    public var upToDate: Bool = false
 
     /// The value of the first `Content-Type` field of ``headers`` (named in any case), as sent: for example
     /// `application/json; charset=utf-8`. nil when the response carried none.

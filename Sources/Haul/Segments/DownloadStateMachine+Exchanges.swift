@@ -44,6 +44,7 @@ extension DownloadStateMachine {
         // A mismatch fails the download at its head; any other answer leaves the mirror to its first real response.
         if exchange.role == .mirrorCheck { return mirrorCheckEnded(id) }
         if case .retryProbe(let refusal) = connection.verdict { return retryRefusedProbe(id, because: refusal) }
+        if case .upToDate = connection.verdict { return endUpToDate() }
         let url = exchange.url.description
         guard let window = end.window else { return exchangeSucceeded(id) }
         guard let windowEnd = window.end else {

@@ -34,6 +34,15 @@ extension DownloadStateMachine {
     private mutating func probeHead(_ facts: ResponseFacts, head: ResponseHead, exchange: SegmentAssignment) -> HeadStep {
         // A bounded probe counted its range when it was sent; what it carries is counted per decision.
         if let end = exchange.end { bytesRequested -= end - exchange.first }
+        switch NotModifiedDecision.decide(status: facts.status, framing: facts.framing, askedConditionally: exchange.sentConditional,
+                                          sentIfRange: exchange.sentIfRange, url: exchange.url.description) {
+        case .notApplicable: break
+        case .faulty(let error): return .refuse(error)
+        case .upToDate:
+            // Nothing of this response is the file; the exchange ends (the connection kept), then the download.
+            connections[exchange.connection].verdict = .upToDate
+            return .answer(.drain)
+        }
         let decision = ProbeResponseDecision.decide(facts, url: exchange.url.description, form: exchange.probeForm)
         switch decision {
         case .redirect: return .refuse(.unexpected("redirects are followed before the probe's decision"))

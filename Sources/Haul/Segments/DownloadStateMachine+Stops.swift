@@ -31,6 +31,15 @@ extension DownloadStateMachine {
         return actions
     }
 
+    /// Ends a download whose conditional probe was answered 304: nothing was written, so what this run
+    /// created (the `.part`) goes again and the destination stays as it was.
+    mutating func endUpToDate() -> [Action] {
+        guard !isStopped else { return [] }
+        var actions = stopEverything(.finished, log: .log(.debug, "the destination is up to date (304 Not Modified)", { [:] }))
+        actions.append(.end(.upToDate, after: .removing(earlyStopCleanup)))
+        return actions
+    }
+
     /// Stops every connection after a final checkpoint, so that the journal lists everything written —
     /// whatever the file's size: a pause promises a resume.
     mutating func pause() -> [Action] {

@@ -44,6 +44,8 @@ struct DownloadStateMachine {
             case retired
             /// The probe goes again in the form the download now holds (``ProbeForm``).
             case retryProbe(because: HaulError)
+            /// The probe was answered 304 Not Modified: the destination stays as it is.
+            case upToDate
         }
 
         let id: Int
@@ -95,6 +97,8 @@ struct DownloadStateMachine {
         /// `resumable` false: bytes were fetched without range support; the next run starts over.
         case paused(resumable: Bool)
         case cancelled
+        /// A conditional probe was answered 304: nothing fetched, the destination kept.
+        case upToDate
     }
 
     enum Action {
@@ -138,6 +142,8 @@ struct DownloadStateMachine {
 
     let options: DownloadOptions
     let ifChangedOnServer: ChangePolicy
+    /// The validators the probe sends when only a changed file is wanted (``DownloadRequest/onlyIfChanged``).
+    var conditional: ConditionalProbe?
     let sink: BodyReceivePath.Sink
     /// The most bytes the download may hold: a memory destination's limit or `DownloadOptions/maximumFileSize`,
     /// the smaller of both; nil for none.
@@ -315,10 +321,14 @@ struct DownloadStateMachine {
         let ifRange = role == .ranged ? mirrors[mirror].validators.ifRange : nil
         let range: RangeRequest? = sendsRange ? end.map { .bytes(first...($0 - 1)) } ?? .from(first) : nil
         serial += 1
-        let assignment = SegmentAssignment(
+        var head = mirrors.request(to: target, range: range, ifRange: ifRange)
+        let conditionalFields = role == .probe ? conditional?.fields ?? [] : []
+        for field in conditionalFields { head.headers.append(name: Array(field.name.utf8), value: Array(field.value.utf8)) }
+        var assignment = SegmentAssignment(
             connection: id, serial: serial, role: role, first: first, end: end, mirror: mirror, url: target,
             sendsRange: sendsRange, sentIfRange: ifRange != nil, attempt: connection.failuresInRow + 1,
-            head: mirrors.request(to: target, range: range, ifRange: ifRange))
+            head: head)
+        assignment.sentConditional = !conditionalFields.isEmpty
         connection.exchange = assignment
         connection.activity = .exchanging
         connection.verdict = .none

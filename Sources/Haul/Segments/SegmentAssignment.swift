@@ -27,6 +27,8 @@ struct SegmentAssignment {
     /// Whether the request carries `Range` (a probe in the ``ProbeForm/withoutRange`` form does not).
     let sendsRange: Bool
     let sentIfRange: Bool
+    /// Whether the request carried `If-None-Match`/`If-Modified-Since` (``ConditionalProbe``).
+    var sentConditional = false
     /// The tries of this connection in a row, this one included (for the log).
     let attempt: Int
     let head: RequestHead

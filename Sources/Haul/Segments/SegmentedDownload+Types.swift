@@ -38,6 +38,8 @@ extension SegmentedDownload {
         case paused(checkpointFailure: JournalError?, resumable: Bool)
         /// Stopped by a cancel; any running checkpoint has landed, so the files can be removed.
         case cancelled
+        /// The conditional probe was answered 304: the destination is kept as it is, nothing was fetched.
+        case upToDate
     }
 
     /// Where a download into a directory goes, decided once the probe's head names the file.

@@ -1,3 +1,4 @@
+import HaulHTTP
 import HaulIO
 import HaulJournal
 
@@ -10,7 +11,7 @@ enum DownloadFinishing {
     /// download kept in memory, nil for the others — on whatever thread finished it. `transferEnded` is
     /// called, on the caller's thread, as soon as the rest is only a wait for the disk or the hash: a caller
     /// limiting concurrent transfers may start the next download then.
-    static func start(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool,
+    static func start(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, setsRemoteTime: Bool = false, synchronizes: Bool,
                       commits: GroupCommit, transferEnded: () -> Void, report: @escaping @Sendable (Result<[UInt8]?, HaulError>) -> Void) {
         if finished.inMemory, let file = finished.file {
             let readBack = { @Sendable in
@@ -25,6 +26,14 @@ enum DownloadFinishing {
                 readBack()
             }
             return
+        }
+        // The server's validators go with the file (its attributes survive the rename), for a later run's
+        // conditional request; with `-R` the file takes the server's time. Both best effort.
+        if let file = finished.file {
+            StoredValidators(of: finished).write(on: file.fileDescriptor)
+            if setsRemoteTime, let lastModified = finished.lastModified {
+                try? file.fileDescriptor.setModificationTime(secondsSinceEpoch: lastModified.secondsSinceEpoch)
+            }
         }
         // A durable file goes to the client's group commit, which syncs it together with every other file
         // finishing meanwhile; hashing comes first, off the loop.

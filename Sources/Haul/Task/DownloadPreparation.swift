@@ -29,6 +29,8 @@ enum DownloadPreparation {
         var memoryLimit: Int?
         /// What preparing created (the `.part`, directories): a stop before the first body byte removes it.
         var created = EarlyStopCleanup.Created()
+        /// The validators of the file at the destination, for a request that wants only a changed file.
+        var conditional: ConditionalProbe?
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -55,10 +57,15 @@ enum DownloadPreparation {
             do throws(HaulError) {
                 let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
                 if resume == nil, !created { removeUnfinishedJournal(of: path) }
-                if resume == nil, !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+                // Only a changed file is fetched: the one there is what the probe asks about, replaced if it changed.
+                let conditional = resume == nil && request.onlyIfChanged
+                    ? ConditionalProbe.forFile(at: path, stored: StoredValidators.read(path: path),
+                                               modificationTime: FileDescriptor.modificationTime(ofPath: path))
+                    : nil
+                if resume == nil, !request.replacesExisting, !request.onlyIfChanged, OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
                                 resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
-                                created: EarlyStopCleanup.Created(part: created, directories: directories))
+                                created: EarlyStopCleanup.Created(part: created, directories: directories), conditional: conditional)
             } catch {
                 // Nothing of this download may stay behind: not even the empty `.part` it just made.
                 if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }

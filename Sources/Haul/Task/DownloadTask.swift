@@ -1,3 +1,4 @@
+import HaulHTTP
 import HaulIO
 import Logging
 import Synchronization
@@ -271,7 +272,7 @@ public final class DownloadTask: @unchecked Sendable {
                 resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
-                memoryLimit: prepared.memoryLimit, created: prepared.created, logger: logger)
+                memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -318,7 +319,7 @@ public final class DownloadTask: @unchecked Sendable {
                 }
                 if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }
-            DownloadFinishing.start(finished, destination: destination, checksum: request.checksum,
+            DownloadFinishing.start(finished, destination: destination, checksum: request.checksum, setsRemoteTime: request.setsRemoteTime,
                                     synchronizes: client.options.synchronizesToDisk, commits: client.commits,
                                     transferEnded: endTransfer, report: report)
         case .failed(let error):
@@ -346,6 +347,18 @@ public final class DownloadTask: @unchecked Sendable {
         case .cancelled:
             lifecycle.finishing()
             removeFilesAndEnd(run: download)
+        case .upToDate:
+            lifecycle.finishing()
+            publish(snapshot, phase: .finishing)
+            let destination = download.destination
+            let duration = Duration.nanoseconds(Int64(MonotonicInstant.now().nanoseconds(since: meter.runStarted)))
+            let url = (try? HTTPURL(request.url))
+            guard let url else { return end(.failure(.unexpected("an up-to-date download without its URL"))) }
+            var result = DownloadResult(path: destination, bytes: PathStatus.of(destination)?.size ?? 0, duration: duration,
+                                        finalURL: url, entityTag: nil, lastModified: nil, redirects: 0, connections: 1,
+                                        bytesRequested: 0, retries: 0, status: 304)
+            result.upToDate = true
+            end(.success(earlierRuns.including(result)))
         }
     }
 

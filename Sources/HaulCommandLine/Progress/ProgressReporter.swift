@@ -236,6 +236,21 @@ public final class ProgressReporter: Sendable {
         }
     }
 
+    /// A download whose file at `path` is the server's (`-N` and a 304): nothing fetched, the file kept.
+    public func upToDate(index: Int, path: String, url: String) {
+        state.withLock { $0.completed += 1 }
+        switch style {
+        case .none:
+            return
+        case .json:
+            let bytes = FilePath(path).existingStatus()?.size ?? 0
+            output(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes, id: index + 1,
+                                            url: HTTPURL.displayText(of: url)) + "\n")
+        case .bar, .plain:
+            writeLine(ErrorText.line("\(path): up to date"))
+        }
+    }
+
     /// Something worth knowing about how a download went (not shown with `-q` or in JSON).
     public func note(name: String, _ text: String) {
         guard style == .bar || style == .plain else { return }

@@ -116,6 +116,38 @@ extension FileDescriptor {
         _ = try blockingSyscall("fallocate") { haul_fallocate(rawValue, 0, offset, length) }
     }
 
+    /// `fsetxattr`: sets the extended attribute `name` (e.g. `user.haul.etag`) to `value` on this file.
+    package func setExtendedAttribute(_ name: String, to value: [UInt8]) throws(SystemError) {
+        _ = try blockingSyscall("fsetxattr") {
+            value.withUnsafeBytes { haul_fsetxattr(rawValue, name, $0.baseAddress, $0.count) }
+        }
+    }
+
+    /// `futimens`: sets the file's modification time (and its access time, to the same) to `seconds` since the
+    /// epoch.
+    package func setModificationTime(secondsSinceEpoch seconds: Int64) throws(SystemError) {
+        var times = [timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
+        _ = try blockingSyscall("futimens") { futimens(rawValue, &times) }
+    }
+
+    /// `getxattr`: the value of the extended attribute `name` of the file at `path` (a symbolic link followed);
+    /// nil when the file has no such attribute, or no file or filesystem support is there.
+    package static func extendedAttribute(_ name: String, ofPath path: String, limit: Int = 4096) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        let length = try? blockingSyscall("getxattr") {
+            buffer.withUnsafeMutableBytes { haul_getxattr(path, name, $0.baseAddress, $0.count) }
+        }
+        guard let length, length >= 0 else { return nil }
+        return Array(buffer[..<Int(length)])
+    }
+
+    /// The modification time of the file at `path` (a symbolic link followed), in whole seconds since the
+    /// epoch; nil when nothing is there.
+    package static func modificationTime(ofPath path: String) -> Int64? {
+        guard let info = try? FilePath(path).stat(followTargetSymlink: true) else { return nil }
+        return Int64(info.st_mtim.tv_sec)
+    }
+
     /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts write-back of the range without waiting for it.
     package func startWriteBack(offset: Int64, length: Int64) throws(SystemError) {
         _ = try blockingSyscall("sync_file_range") {

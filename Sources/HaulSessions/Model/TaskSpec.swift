@@ -151,6 +151,10 @@ public struct TaskSpec: Sendable, Hashable {
     /// Discard a partial download found at the destination when the task first starts (never on later
     /// starts: those resume what this task itself wrote).
     public var discardsPartialDownload: Bool = false
+    /// ``DownloadRequest/onlyIfChanged``.
+    public var onlyIfChanged: Bool = false
+    /// ``DownloadRequest/setsRemoteTime``.
+    public var setsRemoteTime: Bool = false
     /// Request headers (`-H`, and `Authorization` from `-u` or a netrc file). Stored in the session
     /// directory, which only its owner can read.
     public var headers: [TaskHeader] = []
@@ -174,6 +178,8 @@ public struct TaskSpec: Sendable, Hashable {
         checksum = request.checksum
         ifChangedOnServer = request.ifChangedOnServer
         discardsPartialDownload = request.discardsPartialDownload
+        onlyIfChanged = request.onlyIfChanged
+        setsRemoteTime = request.setsRemoteTime
         // Credentials are kept as the `Authorization` header they are sent as (as `-u` is): one scoped field.
         headers = request.headersWithCredentials.map { TaskHeader(name: $0.name, value: $0.value) }
         self.options = options
@@ -188,6 +194,8 @@ public struct TaskSpec: Sendable, Hashable {
                                       checksum: checksum, ifChangedOnServer: ifChangedOnServer,
                                       discardsPartialDownload: discardsPartialDownload && firstStart)
         request.headers = headers.map { ($0.name, $0.value) }
+        request.onlyIfChanged = onlyIfChanged
+        request.setsRemoteTime = setsRemoteTime
         return request
     }
 

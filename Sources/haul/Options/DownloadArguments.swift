@@ -63,7 +63,13 @@ struct DownloadArguments: ParsableArguments {
             do { checksum = try Checksum(text) } catch { throw UsageError("--\(error)") }
         }
         let headers = try network.header.map(Self.parseHeader)
+        if let condition = output.timeCondition {
+            guard let file = output.output, condition == file || condition == RequestMaker.join(output.dir, file) else {
+                throw UsageError("-z/--time-cond takes only the output file (curl's -z FILE -o FILE): use -N for a server-named file; a date is not supported")
+            }
+        }
         return RequestMaker(
+            onlyIfChanged: output.timestamping || output.timeCondition != nil, setsRemoteTime: output.remoteTime,
             checksum: checksum, replacesExisting: output.allowOverwrite, ifChangedOnServer: output.onChange.policy,
             discardsPartialDownload: output.restart,
             authorizes: headers.contains { $0.name.lowercased() == "authorization" },
@@ -128,6 +134,10 @@ struct DownloadArguments: ParsableArguments {
 
 /// Makes the request of each download of a run from what its options share (``DownloadArguments/requests()``).
 struct RequestMaker {
+    /// `-N` (or `-z OUTPUT`): ``DownloadRequest/onlyIfChanged``; a server-named file is named from the URL.
+    var onlyIfChanged = false
+    /// `-R`.
+    var setsRemoteTime = false
     var checksum: Checksum?
     var replacesExisting: Bool
     var ifChangedOnServer: ChangePolicy
@@ -149,11 +159,16 @@ struct RequestMaker {
             // `-o DIR` or `-o DIR/` means "into DIR", as curl's --output-dir and wget's -P: a file cannot be
             // renamed over a directory, and `DIR/` would otherwise name a hidden `DIR/.part`.
             destination = OutputDirectory.means(path) ? .directory(path) : .file(path)
+        case nil where onlyIfChanged:
+            // The file asked about must be known before the probe: named from the URL, as wget -N names it.
+            destination = .file(Self.join(dir, URLText.fileName(forURL: url) ?? "index.html"))
         case nil: destination = .directory(dir ?? ".")
         }
         var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
                                       replacesExisting: replacesExisting, checksum: checksum,
                                       ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
+        request.onlyIfChanged = onlyIfChanged
+        request.setsRemoteTime = setsRemoteTime
         if !authorizes, let authorization = Self.authorization(for: url, user: user, netrc: netrc) {
             request.headers.append(("Authorization", authorization))
         }

@@ -22,6 +22,15 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .long, help: "Replace an existing file at the destination.")
     var allowOverwrite = false
 
+    @Flag(name: [.customShort("N"), .long], help: "Fetch only if the server's file changed: an existing file is asked about with its stored ETag and Last-Modified (If-None-Match, If-Modified-Since) and kept on a 304, replaced otherwise; the file is named from the URL (like wget -N).")
+    var timestamping = false
+
+    @Option(name: [.customShort("z"), .customLong("time-cond")], help: "curl's -z, in its FILE form only, FILE being the output (-o): as -N. A date is not accepted.")
+    var timeCondition: String?
+
+    @Flag(name: [.customShort("R"), .customLong("remote-time")], help: "Give the file the server's Last-Modified time.")
+    var remoteTime = false
+
     @Flag(name: .long, help: "Skip fdatasync (faster; survives a crash of haul or its daemon, not of the machine).")
     var noSync = false
 

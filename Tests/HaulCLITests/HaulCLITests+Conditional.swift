@@ -1,0 +1,81 @@
+import Foundation
+import Glibc
+import Testing
+import HaulTestSupport
+
+/// Syncs that fetch only what changed: `-N` asks with the validators stored with the file (a 304 keeps it,
+/// "up to date"), a changed file is fetched again, `-R` gives the file the server's time.
+extension HaulCLITests {
+    /// A file of its own in nginx's root (the fixture is shared), with a given content and time.
+    private func serve(_ name: String, byte: UInt8, modified: Date) throws {
+        let path = fixture.nginx.dataDirectory + "/" + name
+        try Data(repeating: byte, count: 300_000).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
+    }
+
+    private func requests(for target: String) -> [AccessLogEntry] {
+        fixture.nginx.accessLog().filter { $0.target == target }
+    }
+
+    @Test func timestampingFetchesOnlyAChangedFile() throws {
+        let directory = try scratch()
+        let name = "cond-\(UUID().uuidString).bin"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.nginx.dataDirectory + "/" + name)
+        }
+        try serve(name, byte: 1, modified: Date(timeIntervalSince1970: 1_600_000_000))
+        let url = fixture.nginx.url("/" + name)
+        let path = directory + "/" + name
+
+        let first = try haul(["-N", url], in: directory)
+        #expect(first.exitStatus == 0, "\(first.errorText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(repeating: 1, count: 300_000))
+        let firstCount = poll(reading: { requests(for: "/" + name) }, until: { !$0.isEmpty }).count
+
+        // Unchanged: one conditional request, answered 304 with no body; the file stays.
+        let second = try haul(["-N", url], in: directory)
+        #expect(second.exitStatus == 0, "\(second.errorText)")
+        #expect(second.errorText.contains("\(name): up to date"), "\(second.errorText)")
+        let afterSecond = poll(reading: { requests(for: "/" + name) }, until: { $0.count > firstCount })
+        let notModified = afterSecond.dropFirst(firstCount)
+        #expect(notModified.count == 1 && notModified.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 },
+                "\(notModified.map { ($0.status, $0.bodyBytesSent) })")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(repeating: 1, count: 300_000))
+        #expect(!FileManager.default.fileExists(atPath: path + ".part"), "the 304's run leaves nothing behind")
+
+        // Changed on the server (new content, new time): fetched again and replaced.
+        try serve(name, byte: 2, modified: Date(timeIntervalSince1970: 1_700_000_000))
+        let third = try haul(["-N", url], in: directory)
+        #expect(third.exitStatus == 0, "\(third.errorText)")
+        #expect(!third.errorText.contains("up to date"), "\(third.errorText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(repeating: 2, count: 300_000))
+        let afterThird = poll(reading: { requests(for: "/" + name) }, until: { $0.count > afterSecond.count })
+        #expect(afterThird.dropFirst(afterSecond.count).contains { $0.status == 200 || $0.status == 206 })
+    }
+
+    @Test func remoteTimeGivesTheFileTheServersTime() throws {
+        let directory = try scratch()
+        let name = "remote-\(UUID().uuidString).bin"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.nginx.dataDirectory + "/" + name)
+        }
+        let modified = Date(timeIntervalSince1970: 1_500_000_000)
+        try serve(name, byte: 3, modified: modified)
+        let run = try haul(["-R", "-o", directory + "/r.bin", fixture.nginx.url("/" + name)])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/r.bin")
+        #expect((attributes[.modificationDate] as? Date) == modified)
+        let plain = try haul(["-o", directory + "/p.bin", fixture.nginx.url("/" + name)])
+        #expect(plain.exitStatus == 0, "\(plain.errorText)")
+        let plainTime = try FileManager.default.attributesOfItem(atPath: directory + "/p.bin")[.modificationDate] as? Date
+        #expect(plainTime != modified, "without -R the file has its own time")
+    }
+
+    @Test func timeConditionTakesOnlyTheOutputFile() throws {
+        let run = try haul(["-z", "Wed, 21 Oct 2015 07:28:00 GMT", "-o", "x.bin", fixture.nginx.url("/f0.bin")])
+        #expect(run.exitStatus == 2, "\(run.errorText)")
+        #expect(run.errorText.contains("-z/--time-cond"), "\(run.errorText)")
+    }
+}
