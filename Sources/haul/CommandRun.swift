@@ -167,6 +167,8 @@ final class CommandRun: Sendable {
     /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
     private func alreadyComplete(_ download: CommandPlan.Download, path: String) -> Bool {
         if case .stream = download.request.destination { return false }
+        // With -N an existing file is not complete by its name: the conditional request asks the server.
+        if download.request.onlyIfChanged && !plan.skipsExisting { return false }
         let skipExisting = plan.skipsExisting, fromInputFile = download.source == .inputFile
         let allowOverwrite = download.request.replacesExisting
         // Only the checks the verdict can depend on: with a list of thousands of small files, two `stat`

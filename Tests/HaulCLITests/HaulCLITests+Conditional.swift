@@ -54,6 +54,37 @@ extension HaulCLITests {
         #expect(afterThird.dropFirst(afterSecond.count).contains { $0.status == 200 || $0.status == 206 })
     }
 
+    /// A list synced twice: the second run is one conditional request per file, each a 304 without a body.
+    @Test func aListSyncedTwiceFetchesNoBodyTheSecondTime() throws {
+        let directory = try scratch()
+        let prefix = "sync-\(UUID().uuidString)-"
+        let names = (0..<40).map { prefix + "\($0).bin" }
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            for name in names { try? FileManager.default.removeItem(atPath: fixture.nginx.dataDirectory + "/" + name) }
+        }
+        for (index, name) in names.enumerated() {
+            try serve(name, byte: UInt8(index), modified: Date(timeIntervalSince1970: 1_600_000_000 + Double(index)))
+        }
+        let list = directory + "/list.txt"
+        try names.map { fixture.nginx.url("/" + $0) }.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let ours = { fixture.nginx.accessLog().filter { $0.target.hasPrefix("/" + prefix) } }
+
+        let first = try haul(["-N", "-i", list, "-d", directory + "/out"])
+        #expect(first.exitStatus == 0, "\(first.errorText)")
+        let firstCount = poll(reading: ours, until: { $0.count >= names.count }).count
+        let second = try haul(["-N", "-i", list, "-d", directory + "/out"])
+        #expect(second.exitStatus == 0, "\(second.errorText)")
+        #expect(second.errorText.components(separatedBy: ": up to date").count - 1 == names.count, "\(second.errorText)")
+        let secondRun = poll(reading: ours, until: { $0.count >= firstCount + names.count }).dropFirst(firstCount)
+        #expect(secondRun.count == names.count, "one request per file")
+        #expect(secondRun.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 }, "\(secondRun.map { ($0.status, $0.bodyBytesSent) })")
+        #expect(Set(secondRun.map(\.connection)).count < names.count, "the 304s share keep-alive connections")
+        for (index, name) in names.enumerated() {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/out/" + name)) == Data(repeating: UInt8(index), count: 300_000))
+        }
+    }
+
     @Test func remoteTimeGivesTheFileTheServersTime() throws {
         let directory = try scratch()
         let name = "remote-\(UUID().uuidString).bin"
