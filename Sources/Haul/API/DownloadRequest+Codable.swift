@@ -66,8 +66,9 @@ extension DownloadRequest: Codable {
         try container.encode(discardsPartialDownload, forKey: .discardsPartialDownload)
         try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
         try container.encodeIfPresent(credentials, forKey: .credentials)
-        try container.encode(onlyIfChanged, forKey: .onlyIfChanged)
-        try container.encode(setsRemoteTime, forKey: .setsRemoteTime)
+        // Only when set: a request that does not use them encodes as before (session records, older daemons).
+        if onlyIfChanged { try container.encode(onlyIfChanged, forKey: .onlyIfChanged) }
+        if setsRemoteTime { try container.encode(setsRemoteTime, forKey: .setsRemoteTime) }
     }
 }
 

@@ -74,8 +74,9 @@ public struct DownloadRequest: Sendable {
     /// an existing destination the first request carries `If-None-Match` (the `ETag` Haul stored with the
     /// file) and `If-Modified-Since` (the stored `Last-Modified` text, else the file's modification time). A
     /// `304 Not Modified` leaves the file as it is (``DownloadResult/upToDate``); any other answer downloads
-    /// as usual and replaces the file, as if ``replacesExisting`` were set. Without a destination file it is a
-    /// plain download.
+    /// as usual and replaces the file, as if ``replacesExisting`` were set. Only a `.file` destination
+    /// is asked about: without a file there, with an interrupted download of it waiting (resumed instead), or for
+    /// any other destination, the download is a plain one.
     public var onlyIfChanged: Bool = false
     /// Give the finished file the server's `Last-Modified` time as its modification time (curl and wget `-R`).
     public var setsRemoteTime: Bool = false
