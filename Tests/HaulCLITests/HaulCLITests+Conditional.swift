@@ -104,6 +104,19 @@ extension HaulCLITests {
         #expect(plainTime != modified, "without -R the file has its own time")
     }
 
+    /// A server that answers 304 to a request that asked nothing: never "up to date", never a file.
+    @Test func a304NobodyAskedForFailsTheDownload() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try MisbehavingServer(resource: .pattern(size: 1000), script: .always(.status(304)))
+        defer { server.stop() }
+        let run = try haul(["--retries", "0", "-o", directory + "/x.bin", server.url("/f")])
+        #expect(run.exitStatus != 0, "\(run.errorText)")
+        #expect(run.errorText.contains("304 Not Modified to a request that asked no condition"), "\(run.errorText)")
+        #expect(!run.errorText.contains("up to date"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/x.bin"))
+    }
+
     @Test func timeConditionTakesOnlyTheOutputFile() throws {
         let run = try haul(["-z", "Wed, 21 Oct 2015 07:28:00 GMT", "-o", "x.bin", fixture.nginx.url("/f0.bin")])
         #expect(run.exitStatus == 2, "\(run.errorText)")

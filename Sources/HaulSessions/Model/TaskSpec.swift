@@ -151,9 +151,9 @@ public struct TaskSpec: Sendable, Hashable {
     /// Discard a partial download found at the destination when the task first starts (never on later
     /// starts: those resume what this task itself wrote).
     public var discardsPartialDownload: Bool = false
-    /// ``DownloadRequest/onlyIfChanged``.
+    /// `DownloadRequest.onlyIfChanged`: fetch only a changed file (`-N`).
     public var onlyIfChanged: Bool = false
-    /// ``DownloadRequest/setsRemoteTime``.
+    /// `DownloadRequest.setsRemoteTime`: the server's time on the file (`-R`).
     public var setsRemoteTime: Bool = false
     /// Request headers (`-H`, and `Authorization` from `-u` or a netrc file). Stored in the session
     /// directory, which only its owner can read.
