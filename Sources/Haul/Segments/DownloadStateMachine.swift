@@ -196,8 +196,10 @@ struct DownloadStateMachine {
 
     init(options: DownloadOptions, mirrors: MirrorSet, destination: String?, awaitingName: Bool, sink: BodyReceivePath.Sink,
          sizeLimit: Int64?, ifChangedOnServer: ChangePolicy = .fail, resume: JournalState? = nil, notices: [String] = [],
-         fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil) {
+         fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
+         conditional: ConditionalProbe? = nil) {
         self.options = options
+        self.conditional = conditional
         self.mirrors = mirrors
         self.sink = sink
         self.sizeLimit = sizeLimit

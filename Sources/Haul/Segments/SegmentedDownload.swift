@@ -62,8 +62,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
             notices: notices, fileOpen: file != nil, created: created,
-            bootID: resume != nil ? JournalState.currentBootID() : nil)
-        machine.conditional = resume == nil ? conditional : nil
+            bootID: resume != nil ? JournalState.currentBootID() : nil, conditional: resume == nil ? conditional : nil)
         sink.label = machine.fileLabel
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
                          rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
@@ -76,7 +75,6 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     var runCounters: (bytesRequested: Int64, retries: Int, connections: Int) {
         (machine.bytesRequested, machine.retries, machine.peakConnections)
     }
-
     func snapshot() -> Snapshot { machine.snapshot(checkpointFailure: checkpointer?.lastError) }
 
     // MARK: Entry points
