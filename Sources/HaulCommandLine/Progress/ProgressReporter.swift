@@ -223,21 +223,17 @@ public final class ProgressReporter: Sendable {
     /// of an input file): `haul: PATH: already complete`, or a `done` JSON line with `"skipped":true` and the
     /// file's size (0 if it cannot be read).
     public func alreadyComplete(index: Int, path: String, url: String) {
-        state.withLock { $0.completed += 1 }
-        switch style {
-        case .none:
-            return
-        case .json:
-            let bytes = FilePath(path).existingStatus()?.size ?? 0
-            output(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes, id: index + 1,
-                                            url: HTTPURL.displayText(of: url)) + "\n")
-        case .bar, .plain:
-            writeLine(ErrorText.line("\(path): already complete"))
-        }
+        kept(index: index, path: path, url: url, saying: "already complete")
     }
 
     /// A download whose file at `path` is the server's (`-N` and a 304): nothing fetched, the file kept.
     public func upToDate(index: Int, path: String, url: String) {
+        kept(index: index, path: path, url: url, saying: "up to date")
+    }
+
+    /// A download that fetched nothing and kept the file there: `haul: PATH: <what>`, or a `done` JSON line
+    /// with `"skipped":true`.
+    private func kept(index: Int, path: String, url: String, saying what: String) {
         state.withLock { $0.completed += 1 }
         switch style {
         case .none:
@@ -247,7 +243,7 @@ public final class ProgressReporter: Sendable {
             output(JSONProgress.skippedLine(file: Self.fileName(path), path: path, bytes: bytes, id: index + 1,
                                             url: HTTPURL.displayText(of: url)) + "\n")
         case .bar, .plain:
-            writeLine(ErrorText.line("\(path): up to date"))
+            writeLine(ErrorText.line("\(path): \(what)"))
         }
     }
 
