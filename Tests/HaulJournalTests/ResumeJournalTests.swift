@@ -3,29 +3,18 @@ import Testing
 import HaulTestSupport
 @testable import HaulJournal
 
-/// A fresh directory under `$TMPDIR` (else /tmp), removed (with its files) when the test ends.
+/// A fresh directory under `$TMPDIR` (else /tmp), removed with its files when the test ends: HaulTestSupport's
+/// `TemporaryDirectory`, made without a `try` at each of the many call sites.
 final class JournalTestDirectory {
-    let path: String
+    private let directory: TemporaryDirectory
 
     init() {
-        var template = Array("\(TemporaryDirectory.root)/haul-journal-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed")
-        path = String(cString: made!)
+        do { directory = try TemporaryDirectory(prefix: "haul-journal") } catch { preconditionFailure("\(error)") }
     }
 
-    deinit {
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-                if name != "." && name != ".." { unlink(path + "/" + name) }
-            }
-            closedir(directory)
-        }
-        rmdir(path)
-    }
+    var path: String { directory.path }
 
-    func file(_ name: String) -> String { path + "/" + name }
+    func file(_ name: String) -> String { directory.file(name) }
 }
 
 func fileBytes(_ path: String) -> [UInt8] {
