@@ -13,6 +13,7 @@ extension DownloadRequest: Equatable {
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
             && lhs.credentials == rhs.credentials
             && lhs.onlyIfChanged == rhs.onlyIfChanged && lhs.setsRemoteTime == rhs.setsRemoteTime
+            && lhs.pieceHashes == rhs.pieceHashes
     }
 }
 
@@ -27,7 +28,7 @@ extension DownloadRequest: Equatable {
 extension DownloadRequest: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers, credentials
-        case onlyIfChanged, setsRemoteTime
+        case onlyIfChanged, setsRemoteTime, pieceHashes
     }
 
     /// A request header as `{"name": ..., "value": ...}`.
@@ -52,6 +53,7 @@ extension DownloadRequest: Codable {
         credentials = try container.decodeIfPresent(Credentials.self, forKey: .credentials)
         onlyIfChanged = try container.decodeIfPresent(Bool.self, forKey: .onlyIfChanged) ?? false
         setsRemoteTime = try container.decodeIfPresent(Bool.self, forKey: .setsRemoteTime) ?? false
+        pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -69,6 +71,7 @@ extension DownloadRequest: Codable {
         // Only when set: a request that does not use them encodes as before (session records, older daemons).
         if onlyIfChanged { try container.encode(onlyIfChanged, forKey: .onlyIfChanged) }
         if setsRemoteTime { try container.encode(setsRemoteTime, forKey: .setsRemoteTime) }
+        try container.encodeIfPresent(pieceHashes, forKey: .pieceHashes)
     }
 }
 

@@ -66,6 +66,14 @@ public struct DownloadRequest: Sendable {
     public var replacesExisting: Bool
     /// A digest the finished file must have; on a mismatch the file stays `NAME.part`.
     public var checksum: Checksum?
+    /// The digest of each fixed-size piece of the file (a Metalink's `<pieces>`): each piece is checked as
+    /// soon as its bytes are written, and only a checked piece counts as done in the resume journal. A piece
+    /// that fails is fetched again, from another mirror when one is left (the mirrors that served it are
+    /// dropped for this download and named in ``DownloadProgress/notices``); one that keeps failing ends the
+    /// download with ``HaulError/Reason/digestMismatch(_:)``. Digests that do not cover the server's length
+    /// exactly fail the download before a byte is written. A stream cannot be checked this way (it keeps no
+    /// file to read a piece back from): ``HaulError/Reason/invalidDestination(_:)``.
+    public var pieceHashes: PieceHashes? = nil
     /// What to do when the resource changes on the server while (or between when) it is downloaded.
     public var ifChangedOnServer: ChangePolicy
     /// Discard a previous interrupted download of the same destination instead of resuming it.

@@ -76,6 +76,9 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case mirrorMismatch(url: String, detail: String)
         /// The finished file's digest differs from the expected one; the file stays `.part`.
         case checksumMismatch(path: String, expected: Checksum, actual: String)
+        /// A piece of a download with ``DownloadRequest/pieceHashes`` failed its hash and cannot be fetched
+        /// again, or the finished file does not match a server's `Repr-Digest`; the file stays `.part`.
+        case digestMismatch(DigestMismatch)
         /// The destination's filesystem has too little space for the file.
         case insufficientSpace(path: String, needed: Int64, available: Int64)
         /// A download into memory (``DownloadRequest/Destination/memory(limit:)``) is larger than its limit, or
@@ -136,6 +139,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                 "\(path) is being written by another download\(holder.map { " (process \($0))" } ?? ""); not touching it"
             case .checksumMismatch(let path, let expected, let actual):
                 "\(path): \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)"
+            case .digestMismatch(let mismatch): mismatch.description
             case .insufficientSpace(let path, let needed, let available):
                 "not enough space for \(path): need \(needed) bytes, \(available) available"
             case .responseTooLarge(let url, let limit, let length?):
@@ -179,7 +183,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                  .responseTooLarge, .unexpected:
                 true
             case .invalidRequest, .tlsSetup, .disk, .invalidDestination, .destinationExists, .outputClosed,
-                 .destinationBusy, .checksumMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
+                 .destinationBusy, .checksumMismatch, .digestMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
                  .cancelled, .checkpointFailed:
                 false
             }
@@ -344,6 +348,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// ``Reason/checksumMismatch(path:expected:actual:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func checksumMismatch(path: String, expected: Checksum, actual: String) -> HaulError {
         HaulError(Reason.checksumMismatch(path: path, expected: expected, actual: actual))
+    }
+    /// ``Reason/digestMismatch(_:)`` without context: the engine adds the URL and the tries where the download ends.
+    public static func digestMismatch(_ mismatch: DigestMismatch) -> HaulError {
+        HaulError(Reason.digestMismatch(mismatch))
     }
     /// ``Reason/insufficientSpace(path:needed:available:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func insufficientSpace(path: String, needed: Int64, available: Int64) -> HaulError {

@@ -117,7 +117,7 @@ extension DownloadStateMachine {
             etag: primary.validators.entityTag.map(\.fieldValue), lastModified: primary.validators.lastModified?.secondsSinceEpoch,
             totalLength: total, minimumSegmentSize: options.minimumSegment,
             checksum: checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
-            createdAt: createdAt, resolvedURL: primary.isRedirected ? primary.resolved.description : nil)
+            createdAt: createdAt, resolvedURL: primary.isRedirected ? primary.resolved.description : nil, pieces: journalPieces)
     }
 
     /// A checkpoint of everything written, unless nothing was written since the last one.

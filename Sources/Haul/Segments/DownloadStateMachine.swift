@@ -134,6 +134,8 @@ struct DownloadStateMachine {
         case discardUnproven(Range<Int64>)
         /// Measure the output and feed ``outputChecked(size:)``.
         case checkOutput
+        /// Hash these pieces from the file (off the loop) and feed each result to ``pieceHashed(_:)``.
+        case hashPieces([PieceCheck])
         case log(Logger.Level, Logger.Message, () -> Logger.Metadata)
         case end(Report, after: EndWait)
     }
@@ -193,12 +195,15 @@ struct DownloadStateMachine {
     var horizonCheckQueued = false
     var speedWatch: ConnectionSpeedWatch
     var serial = 0
+    /// Piece hashes and `Repr-Digest` claims (``IntegrityChecks``).
+    var integrity: IntegrityChecks
 
     init(options: DownloadOptions, mirrors: MirrorSet, destination: String?, awaitingName: Bool, sink: BodyReceivePath.Sink,
          sizeLimit: Int64?, ifChangedOnServer: ChangePolicy = .fail, resume: JournalState? = nil, notices: [String] = [],
          fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
-         conditional: ConditionalProbe? = nil) {
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil) {
         self.options = options
+        self.integrity = IntegrityChecks(pieceHashes: pieceHashes)
         self.conditional = conditional
         self.mirrors = mirrors
         self.sink = sink
@@ -389,6 +394,8 @@ struct DownloadStateMachine {
     /// Every byte written and no exchange running: the output's size is checked next.
     mutating func finishIfDone() -> [Action] {
         guard isActive, let planner, planner.isComplete, !connections.contains(where: \.isBusy) else { return [] }
+        // Every piece is verified first (``piecesSettled``): a complete file of unverified pieces is not done.
+        guard piecesSettled else { return hashUnsettledPieces() }
         phase = .finishing
         return [.checkOutput]
     }

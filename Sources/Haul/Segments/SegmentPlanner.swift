@@ -168,6 +168,14 @@ struct SegmentPlanner {
         segments[segment]?.requested = s.next
     }
 
+    /// Takes `range` (written, in no segment: a piece that failed its hash) out of the written set and plans
+    /// it again as an unowned segment.
+    mutating func reopen(_ range: Range<Int64>) {
+        guard !range.isEmpty else { return }
+        written.remove(range)
+        addSegment(range)
+    }
+
     /// Takes the unwritten rest of a slow connection's segment away, leaving it `keep` bytes to finish what
     /// is already in flight; returns the bytes released.
     mutating func shrink(_ segment: Int, keeping keep: Int64) -> Int64 {

@@ -26,6 +26,8 @@ extension SegmentedDownload {
         var retries: Int
         /// The response the run took the file from (``DownloadStateMachine/response``).
         var response: ResponseHead?
+        /// What the `Repr-Digest` fields of the responses claim the whole file's digests are; checked with the checksum.
+        var representationDigests: [RepresentationDigestClaim] = []
     }
 
     /// How a download ended, for its ``DownloadTask``.

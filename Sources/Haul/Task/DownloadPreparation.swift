@@ -76,6 +76,9 @@ enum DownloadPreparation {
             guard request.checksum == nil else {
                 throw .invalidDestination("a checksum needs the whole file, which a stream does not keep")
             }
+            guard request.pieceHashes == nil else {
+                throw .invalidDestination("piece hashes need each piece read back from the file, which a stream does not keep")
+            }
             return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)

@@ -272,7 +272,8 @@ public final class DownloadTask: @unchecked Sendable {
                 resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner) },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
-                memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional, logger: logger)
+                memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
+                pieceHashes: request.pieceHashes, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)

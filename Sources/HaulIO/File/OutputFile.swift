@@ -33,14 +33,15 @@ public final class OutputFile: Sendable {
         openOrder = Self.opened.add(1, ordering: .relaxed).newValue
     }
 
-    /// Opens (creating if needed) `path` for writing. With `truncate`, existing content is discarded.
+    /// Opens (creating if needed) `path` for writing, and reading (a piece of a download with piece hashes is
+    /// read back to be hashed). With `truncate`, existing content is discarded.
     ///
     /// Never follows a symbolic link at `path` itself (`O_NOFOLLOW`): one planted there fails with `ELOOP`
     /// (see ``SystemError/reason``) and its target is left untouched. Takes no lock; a download opens its
     /// file with ``openForDownload(_:)``.
     public static func open(_ path: String, truncate: Bool) throws(SystemError) -> OutputFile {
         let options: FileDescriptor.OpenOptions = truncate ? [.create, .noFollow, .truncate] : [.create, .noFollow]
-        let owner = try FileDescriptor.opening(FilePath(path), .writeOnly, options: options, permissions: filePermissions)
+        let owner = try FileDescriptor.opening(FilePath(path), .readWrite, options: options, permissions: filePermissions)
         return OutputFile(path: path, owner: owner)
     }
 

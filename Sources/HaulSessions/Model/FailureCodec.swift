@@ -34,6 +34,7 @@ enum FailureCodec {
         case .destinationBusy: "destinationBusy"
         case .mirrorMismatch: "mirrorMismatch"
         case .checksumMismatch: "checksumMismatch"
+        case .digestMismatch: "digestMismatch"
         case .insufficientSpace: "insufficientSpace"
         case .responseTooLarge: "responseTooLarge"
         case .journal: "journal"
@@ -93,6 +94,14 @@ enum FailureCodec {
             put("at", url); put("status", Int64(status)); put("askedMs", milliseconds(asked)); put("limitMs", milliseconds(limit))
         case .destinationBusy(let path, let holder): put("path", path); if let holder { put("holder", Int64(holder)) }
         case .checksumMismatch(let path, let expected, let actual): put("path", path); put("expected", expected.description); put("actual", actual)
+        case .digestMismatch(let mismatch):
+            put("path", mismatch.path); put("algorithm", mismatch.algorithm); put("expected", mismatch.expected); put("actual", mismatch.actual)
+            switch mismatch.subject {
+            case .piece(let index, let range, let mirrors, let why):
+                put("piece", Int64(index)); put("start", range.lowerBound); put("end", range.upperBound)
+                put("mirrors", mirrors.joined(separator: " ")); put("detail", why)
+            case .representationDigest(let url): put("at", url)
+            }
         case .insufficientSpace(let path, let needed, let available): put("path", path); put("needed", needed); put("available", available)
         case .responseTooLarge(let url, let limit, let length): put("at", url); put("limit", Int64(limit)); if let length { put("length", length) }
         case .partialDownloadMismatch(let path, let detail): put("path", path); put("detail", detail)
@@ -182,6 +191,18 @@ enum FailureCodec {
         case "checksumMismatch":
             let path = try text("path"), expected = try text("expected"), actual = try text("actual")
             if let checksum = try? Checksum(expected) { return .checksumMismatch(path: path, expected: checksum, actual: actual) }
+        case "digestMismatch":
+            let path = try text("path"), algorithm = try text("algorithm"), expected = try text("expected"), actual = try text("actual")
+            let subject: DigestMismatch.Subject
+            if let index = try reader.optionalInteger("piece", in: 0...Int64(Int32.max)) {
+                let start = try number("start"), end = try number("end")
+                guard start <= end else { break }
+                let mirrors = try text("mirrors")
+                subject = .piece(index: Int(index), range: start..<end, mirrors: mirrors.split(separator: " ").map(String.init), why: try text("detail"))
+            } else {
+                subject = .representationDigest(url: try text("at"))
+            }
+            return .digestMismatch(DigestMismatch(subject, path: path, algorithm: algorithm, expected: expected, actual: actual))
         case "insufficientSpace":
             return .insufficientSpace(path: try text("path"), needed: try number("needed"), available: try number("available"))
         case "responseTooLarge":

@@ -139,7 +139,7 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
             }
         case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocol
         case .changedOnServer, .partialDownloadMismatch: self = .changed
-        case .checksumMismatch: self = .checksum
+        case .checksumMismatch, .digestMismatch: self = .checksum
         case .responseTooLarge: self = .tooLarge
         case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed,
              .outputClosed:
