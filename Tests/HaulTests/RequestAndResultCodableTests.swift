@@ -16,6 +16,7 @@ import Testing
                                       credentials: DownloadRequest.Credentials(user: "alice", password: "p:w \u{E9}"))
         request.onlyIfChanged = true
         request.setsRemoteTime = true
+        request.pieceHashes = try! PieceHashes(length: 1 << 20, algorithm: .sha1, digests: [String(repeating: "ab", count: 20), String(repeating: "CD", count: 20)])
         return request
     }
 
@@ -84,6 +85,10 @@ import Testing
         #"{"url": "u", "destination": {"file": "f", "directory": "d"}}"#,
         #"{"url": "u", "destination": {}}"#,
         #"{"destination": {"file": "f"}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 0, "algorithm": "md5", "digests": ["\#(String(repeating: "0", count: 32))"]}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 4, "algorithm": "md5", "digests": []}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 4, "algorithm": "md5", "digests": ["abc"]}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 4, "algorithm": "sha-384", "digests": ["\#(String(repeating: "0", count: 96))"]}}"#,
     ])
     func aMalformedRequestIsADecodingError(json: String) {
         #expect(throws: DecodingError.self) { _ = try JSONDecoder().decode(DownloadRequest.self, from: Data(json.utf8)) }
@@ -100,7 +105,7 @@ import Testing
             { $0.url += "x" }, { $0.mirrors = [] }, { $0.destination = .directory("out") }, { $0.createsDirectories = false },
             { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.ifChangedOnServer = .fail }, { $0.discardsPartialDownload = false },
             { $0.headers[1].value = "other" }, { $0.credentials?.password = "other" },
-            { $0.onlyIfChanged = false }, { $0.setsRemoteTime = false },
+            { $0.onlyIfChanged = false }, { $0.setsRemoteTime = false }, { $0.pieceHashes = nil },
         ]
         // One change per stored property: a new property needs its own line here, and in `==`.
         #expect(changes.count == storedProperties(of: Self.fullRequest).count)
