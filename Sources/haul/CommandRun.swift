@@ -129,6 +129,7 @@ final class CommandRun: Sendable {
         let status: ExitStatus
         do {
             let result = try await task.value
+            reporter.showRemainingNotices(index: index, task: task)
             if plan.usedOneConnectionForLackOfRanges(result) {
                 reporter.note(name: ProgressReporter.fileName(result.path),
                               "the server does not support ranges; used one connection")
@@ -148,6 +149,7 @@ final class CommandRun: Sendable {
                 reporter.alreadyComplete(index: index, path: path, url: download.request.url)
                 status = .success
             } else {
+                reporter.showRemainingNotices(index: index, task: task)
                 reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
                                 source: download.source)
                 if let writeOut = plan.habits.writeOut {

@@ -156,6 +156,12 @@ public final class ProgressReporter: Sendable {
         }
     }
 
+    /// The notices of a download that has ended and that no beat showed yet (a download quicker than the
+    /// beat: a piece fetched again, a mirror dropped), before its end is reported.
+    public func showRemainingNotices(index: Int, task: DownloadTask) {
+        showNotices([index: ReportedDownload(task)])
+    }
+
     /// A checkpoint that failed (say, no space for the journal) does not stop the download, but a crash
     /// would then re-fetch more than usual: say so once per download, even with `--quiet`.
     private func warnAboutFailedCheckpoints(_ downloads: [Int: ReportedDownload]) {
