@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import HaulJournal
 import HaulTestSupport
 import Testing
 
@@ -102,6 +104,56 @@ import Testing
         #expect(counts[2] == [7 * Self.mib..<size], "only the bad piece twice: \(counts)")
         #expect(counts.keys.allSatisfy { $0 <= 2 }, "\(counts)")
         #expect(fromNginx.contains { $0.range == "bytes=7340032-8388607" }, "the piece alone was fetched again from nginx")
+    }
+
+    /// A run without piece hashes took wrong bytes into piece 1 and was killed; the run with the Metalink
+    /// resumes its journal but does not trust a piece the journal does not record as verified: piece 1 is
+    /// hashed, fails, and is fetched again — alone — and the file comes out right.
+    @Test func aResumeAfterAKillDoesNotTrustUnverifiedPieces() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let size = 8 * Self.mib
+        let bytes = TestFiles.bytes(count: size, seed: 2504)
+        var wrong = bytes
+        wrong[Self.mib + 5] ^= 0xFF
+        let server = try MisbehavingServer(resource: MisbehavingServer.Resource(bytes: wrong, etag: "\"v1\""))
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 3 * Self.mib)
+        let output = directory + "/out/f.bin"
+        try FileManager.default.createDirectory(atPath: directory + "/out", withIntermediateDirectories: true)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
+        process.arguments = ["--no-sync", "-c", "1", "--checkpoint-bytes", "1M", "-o", output, server.url("/f.bin")]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        // Killed once its journal holds the first 3 MiB (pieces 0 to 2, the wrong piece 1 among them).
+        let durable = poll(within: 30, reading: { () -> Int64 in
+            guard let image = FileManager.default.contents(atPath: output + ".part.haul"),
+                  let state = try? JournalCodec.decodeFile(Array(image)) else { return 0 }
+            return state.durable.contains(0..<Int64(3 * Self.mib)) ? 3 * Int64(Self.mib) : 0
+        }, until: { $0 > 0 })
+        #expect(durable > 0, "the journal never recorded 3 MiB")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(FileManager.default.fileExists(atPath: output + ".part"))
+
+        // The server's copy is right now (the wrong bytes came from a fault on the way, say), with the same ETag.
+        let before = server.requests.count
+        server.setResource(MisbehavingServer.Resource(bytes: bytes, etag: "\"v1\""))
+        server.release()
+        let meta4 = directory + "/f.meta4"
+        try document(name: "f.bin", bytes: bytes, pieceLength: Self.mib, urls: [server.url("/f.bin")])
+            .write(toFile: meta4, atomically: true, encoding: .utf8)
+        let run = try haul(["-M", meta4, "-d", directory + "/out", "-c", "1"], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: output) == TestFiles.sha256(of: bytes), "the right file, not the killed run's bytes")
+        #expect(run.errorText.contains("piece 1 (bytes 1048576-2097151) failed its sha256 check: fetching it again"), "\(run.errorText)")
+        let asked = server.requests.dropFirst(before).compactMap { Self.bounds($0.rangeHeader) }
+        #expect(asked.contains { $0 == (Self.mib, 2 * Self.mib - 1) }, "piece 1 fetched again: \(asked)")
+        #expect(!asked.contains { $0.0 < Self.mib || ($0.0 < 3 * Self.mib && $0.1 >= 2 * Self.mib) },
+                "pieces 0 and 2 were verified from the file, not fetched again: \(asked)")
     }
 
     @Test func aReprDigestMismatchFailsNamingTheFieldAndKeepsThePart() throws {

@@ -95,7 +95,8 @@ final class Checkpointer: @unchecked Sendable {
         running = true
         var next = state
         next.durable = written
-        if let pieces { next.pieces = pieces.restricted(to: written, totalLength: state.totalLength) }
+        // Never a verified byte the record does not list as durable (a run without piece hashes keeps an earlier record's).
+        next.pieces = (pieces ?? state.pieces)?.restricted(to: written, totalLength: state.totalLength)
         // Synced data is durable whatever happens to this boot; unsynced data only as long as it lasts.
         next.bootID = syncsData ? nil : bootID
         runningState = next
