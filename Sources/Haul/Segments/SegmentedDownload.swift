@@ -37,10 +37,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     private var checkpointer: Checkpointer?
     private var resumeJournal: ResumeJournal?
     private var completion: ((Outcome) -> Void)?
-    private lazy var pieceHasher = PieceHasher(loop: loop) { [weak self] result in
-        guard let self else { return }
-        run(machine.pieceHashed(result))
-    }
+    /// Made for the first pieces to hash (a download with piece hashes).
+    private var pieceHasher: PieceHasher?
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -137,7 +135,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             for worker in workers.values { worker.stop() }
             for timer in retryTimers.values { loop.cancelTimer(timer) }
             retryTimers.removeAll()
-            pieceHasher.stop()
+            pieceHasher?.stop()
         case .stopTimers:
             if let monitor { loop.cancelTimer(monitor) }
             if let checkpointTimer { loop.cancelTimer(checkpointTimer) }
@@ -189,7 +187,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             sink.discardUnproven(in: range)
         case .hashPieces(let checks):
             guard let file = sink.file else { return failed(.unexpected("pieces to hash before the file is open")) }
-            pieceHasher.hash(checks, in: file)
+            let hasher = pieceHasher ?? PieceHasher(loop: loop) { [weak self] result in self.map { $0.run($0.machine.pieceHashed(result)) } }
+            pieceHasher = hasher
+            hasher.hash(checks, in: file)
         case .checkOutput:
             do { run(machine.outputChecked(size: try sink.size())) } catch { return failed(error) }
         case .log(let level, let message, let metadata):
