@@ -18,6 +18,7 @@ import Testing
         spec.discardsPartialDownload = true
         spec.onlyIfChanged = true
         spec.setsRemoteTime = true
+        spec.pieceHashes = try! PieceHashes(length: 1 << 20, algorithm: .sha256, digests: [String(repeating: "ab", count: 32)])
         spec.headers = [TaskHeader(name: "X-Token", value: "t\u{e9}st"), TaskHeader(name: "Authorization", value: "Basic YTpi")]
         var options = TaskOptions()
         options.connections = 4
@@ -83,6 +84,7 @@ import Testing
                                       credentials: DownloadRequest.Credentials(user: "alice", password: "secret"))
         request.onlyIfChanged = true
         request.setsRemoteTime = true
+        request.pieceHashes = try PieceHashes(length: 4, algorithm: .md5, digests: [String(repeating: "0f", count: 16)])
         let unchanged = Self.unchangedLeaves(request, DownloadRequest(url: "http://h/x", destination: .file("/x")), path: "request")
         #expect(unchanged.isEmpty, "set these in the sample: \(unchanged)")
         let spec = TaskSpec(request, options: TaskOptions())

@@ -155,6 +155,8 @@ public struct TaskSpec: Sendable, Hashable {
     public var onlyIfChanged: Bool = false
     /// `DownloadRequest.setsRemoteTime`: the server's time on the file (`-R`).
     public var setsRemoteTime: Bool = false
+    /// `DownloadRequest.pieceHashes`: each piece checked as it is written (a Metalink's `<pieces>`).
+    public var pieceHashes: PieceHashes?
     /// Request headers (`-H`, and `Authorization` from `-u` or a netrc file). Stored in the session
     /// directory, which only its owner can read.
     public var headers: [TaskHeader] = []
@@ -180,6 +182,7 @@ public struct TaskSpec: Sendable, Hashable {
         discardsPartialDownload = request.discardsPartialDownload
         onlyIfChanged = request.onlyIfChanged
         setsRemoteTime = request.setsRemoteTime
+        pieceHashes = request.pieceHashes
         // Credentials are kept as the `Authorization` header they are sent as (as `-u` is): one scoped field.
         headers = request.headersWithCredentials.map { TaskHeader(name: $0.name, value: $0.value) }
         self.options = options
@@ -196,6 +199,7 @@ public struct TaskSpec: Sendable, Hashable {
         request.headers = headers.map { ($0.name, $0.value) }
         request.onlyIfChanged = onlyIfChanged
         request.setsRemoteTime = setsRemoteTime
+        request.pieceHashes = pieceHashes
         return request
     }
 
