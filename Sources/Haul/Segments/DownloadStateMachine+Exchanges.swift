@@ -14,6 +14,7 @@ extension DownloadStateMachine {
             if planner?.segments[segment] == nil { connections[id].segment = nil }
         }
         bytesDone += count
+        countMirrorBytes(count, on: id)
         return bytesDone - bytesAtLastCheckpoint >= options.checkpointBytes ? checkpointNow() : nil
     }
 
@@ -34,6 +35,7 @@ extension DownloadStateMachine {
         let connection = connections[id]
         guard let exchange = connection.exchange else { return [] }
         if case .retired = connection.verdict { return [] }
+        if case .withdrawn = connection.verdict { return withdrawnExchangeEnded(id) }
         if let interruption = connection.interruption { return failed(interruption, on: id, window: end.window, retryAfter: end.retryAfter) }
         let summary: ExchangeSummary
         switch end.outcome {
