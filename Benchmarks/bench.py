@@ -1053,8 +1053,11 @@ def mirror_scenario(args, runner, work, nginx, haul, o, out):
     urls = [pacer.url("/mirrored.bin") for pacer in pacers]
     n = 8
     aria = ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file"]
-    tools = [
-        (f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync"] + urls + ["-o", o], [(o, digest)]),
+    tools = [(f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync"] + urls + ["-o", o], [(o, digest)])]
+    if args.haul_before:
+        # Another build of haul (--haul-before), e.g. one from before mirrors were chosen by speed.
+        tools.append((f"haul -c{n} --no-sync (--haul-before)", [args.haul_before, "-q", "-c", str(n), "--no-sync"] + urls + ["-o", o], [(o, digest)]))
+    tools += [
         (f"aria2c -x{n} -s{n} --uri-selector=adaptive", aria + ["--uri-selector=adaptive"] + urls, [(o, digest)]),
         (f"aria2c -x{n} -s{n} (feedback, its default)", aria + urls, [(o, digest)]),
     ]
@@ -1658,6 +1661,7 @@ def main():
     parser.add_argument("--many-files", type=int, default=10000, help="number of 4 KiB files in (f)")
     parser.add_argument("--huge-gib", type=int, default=16, help="size of the one file of (g)")
     parser.add_argument("--mirror-mib", type=int, default=1024, help="size of the file of (m), fetched from three mirrors")
+    parser.add_argument("--haul-before", help="(m) also runs this haul binary (an earlier build, for an A/B in the same run)")
     parser.add_argument("--huge-rounds", type=int, help="rounds of (g) (default: --rounds)")
     parser.add_argument("--resume-signal", default="KILL", choices=["KILL", "INT", "TERM"],
                         help="how (e) interrupts the first half")

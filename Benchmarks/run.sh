@@ -11,7 +11,8 @@
 # directory also on failure and Ctrl-C.
 #
 # Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c,d,e,f,g,h,m,p] [--size-mib N] [--small-files N]
-#                          [--many-files N] [--huge-gib N] [--huge-rounds N] [--mirror-mib N] [--resume-signal KILL|INT]
+#                          [--many-files N] [--huge-gib N] [--huge-rounds N] [--mirror-mib N] [--haul-before BIN]
+#                          [--resume-signal KILL|INT]
 #                          [--no-charts] [--charts-dir DIR] [--results-dir DIR]
 #        Benchmarks/run.sh --charts-only Benchmarks/results/latest.json   (tables and charts of a saved run)
 # (see Benchmarks/bench.py and docs/benchmarks.md; HAUL_SCRATCH=DIR builds Haul with --scratch-path DIR;

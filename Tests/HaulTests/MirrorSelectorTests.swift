@@ -120,8 +120,18 @@ import Testing
         #expect(selector.withdraws(2, inFlight: 3 * Self.mib, among: live, remaining: 100 * Self.mib, connections: 8))
         // 1 MiB left: 0.2 s, sooner than the others' 0.31 s.
         #expect(!selector.withdraws(2, inFlight: 1 * Self.mib, among: live, remaining: 100 * Self.mib, connections: 8))
-        // Before the tail nothing is withdrawn, and a mirror that is not far slower never is.
+        // Before the tail a request of 0.8 s is left to end, and a mirror that is not far slower is never
+        // withdrawn from, however long its request.
         #expect(!selector.withdraws(2, inFlight: 4 * Self.mib, among: live, remaining: 600 * Self.mib, connections: 8))
-        #expect(!selector.withdraws(1, inFlight: 4 * Self.mib, among: live, remaining: 5 * Self.mib, connections: 8))
+        #expect(!selector.withdraws(1, inFlight: 400 * Self.mib, among: live, remaining: 500 * Self.mib, connections: 8))
+    }
+
+    @Test func aFarSlowerRequestOfMoreThanTwoSecondsIsWithdrawnAnywhere() {
+        // 64 KiB/s against 40 MiB/s: 4 MiB would take 64 s; with one connection the tail rule alone would
+        // leave a long download on the slow mirror until its end.
+        let selector = measured([40 * Self.mib, 64 << 10])
+        #expect(selector.withdraws(1, inFlight: 4 * Self.mib, among: [0, 1], remaining: 10_000 * Self.mib, connections: 1))
+        #expect(!selector.withdraws(1, inFlight: 64 << 10, among: [0, 1], remaining: 10_000 * Self.mib, connections: 1),
+                "a second's worth is left to end")
     }
 }

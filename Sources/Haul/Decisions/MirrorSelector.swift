@@ -20,11 +20,13 @@
 ///    its server's total (not per connection) gets slower per connection as connections join it, so they
 ///    spread again.
 ///
-/// **The tail.** A measured mirror slower than a quarter (``slowRatio``) of the fastest measured mirror's
-/// per-connection rate gets none of the tail: no new work once the remaining bytes are fewer than the
-/// fastest mirror would fetch, on every connection, in the time the slow mirror takes for one request. And
-/// a request of such a mirror already under way is withdrawn (its written bytes kept, the rest handed to the
-/// others) when the others could fetch everything that remains before it would finish its part.
+/// **Far slower mirrors and the tail.** A measured mirror slower than a quarter (``slowRatio``) of the fastest
+/// measured mirror's per-connection rate is *far slower*. It gets none of the tail: no new work once the
+/// remaining bytes are fewer than the fastest mirror would fetch, on every connection, in the time the slow
+/// mirror takes for one request (before that, rule 3 already moves its connections away at their next
+/// request). A request of a far slower mirror already under way is withdrawn (its written bytes kept, the
+/// rest handed back to the planner) when it would need more than ``longestFarSlowerRequest`` seconds more,
+/// or, in the tail, when the others could fetch everything that remains before it would finish its part.
 struct MirrorSelector: Equatable {
     /// Weight of the newest sample in the smoothed estimate.
     static let smoothing = 0.5
@@ -34,6 +36,9 @@ struct MirrorSelector: Equatable {
     static let slowRatio = 4.0
     /// A connection leaves its mirror for one at least this much faster per connection.
     static let switchRatio = 1.5
+    /// Seconds a far slower mirror's request may still need before it is withdrawn anyway (a new request on a
+    /// mirror at least 4× faster fetches the same in under a quarter of that, plus one round trip).
+    static let longestFarSlowerRequest = 2.0
 
     struct Estimate: Equatable {
         /// Bytes per second and connection, smoothed.
@@ -130,12 +135,16 @@ struct MirrorSelector: Equatable {
         return best.0
     }
 
-    /// Whether a request on `mirror` with `inFlight` bytes still to come is withdrawn: the mirror gets none of
-    /// the tail, and the fastest mirror on `connections` connections would fetch all `remaining` bytes
+    /// Whether a request on `mirror` with `inFlight` bytes still to come is withdrawn: the mirror is far slower,
+    /// and the request would need more than ``longestFarSlowerRequest`` seconds more, or the mirror gets none
+    /// of the tail and the fastest mirror on `connections` connections would fetch all `remaining` bytes
     /// before this request ends.
     func withdraws(_ mirror: Int, inFlight: Int64, among live: [Int], remaining: Int64, connections: Int) -> Bool {
-        guard inFlight > 0, isExcludedFromTail(mirror, among: live, remaining: remaining, connections: connections),
-              let rate = measuredRate(mirror), let fastest = fastestRate(among: live) else { return false }
-        return Double(inFlight) / max(rate, 1) > Double(remaining) / (fastest * Double(max(1, connections)))
+        guard inFlight > 0, isFarSlower(mirror, among: live), let rate = measuredRate(mirror),
+              let fastest = fastestRate(among: live) else { return false }
+        let secondsLeft = Double(inFlight) / max(rate, 1)
+        if secondsLeft > Self.longestFarSlowerRequest { return true }
+        return isExcludedFromTail(mirror, among: live, remaining: remaining, connections: connections)
+            && secondsLeft > Double(remaining) / (fastest * Double(max(1, connections)))
     }
 }
