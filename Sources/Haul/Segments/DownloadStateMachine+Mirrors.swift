@@ -2,7 +2,7 @@ import HaulHTTP
 import Logging
 
 /// Mirrors by measured speed (``MirrorSelector``): bytes counted per mirror, a connection placed on a mirror
-/// before each request, and a far slower mirror's request withdrawn from the tail.
+/// before each request, and a far slower mirror's request withdrawn.
 extension DownloadStateMachine {
     /// The mirrors still in use.
     var liveMirrors: [Int] { mirrors.indices.filter { !mirrors[$0].dropped } }

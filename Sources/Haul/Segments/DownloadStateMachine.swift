@@ -46,7 +46,7 @@ struct DownloadStateMachine {
             case retryProbe(because: HaulError)
             /// The probe was answered 304 Not Modified: the destination stays as it is.
             case upToDate
-            /// Stopped on purpose: a far slower mirror's request, withdrawn from the tail (``MirrorSelector``).
+            /// Stopped on purpose: a far slower mirror's request, withdrawn (``MirrorSelector``).
             case withdrawn
         }
 
