@@ -52,7 +52,9 @@ public struct DownloadRequest: Sendable {
 
     /// The URL to fetch.
     public var url: String
-    /// Other URLs of the same resource; connections are spread over all of them, and a failing one is dropped.
+    /// Other URLs of the same resource. Connections start spread over all of them and then move to the ones
+    /// measured fastest per connection; one far slower than the fastest (under a quarter of its speed) gets
+    /// none of the tail. A failing one is dropped.
     public var mirrors: [String]
     /// Where the file goes: a path, a directory and the server's suggested name, a stream, or memory.
     public var destination: Destination

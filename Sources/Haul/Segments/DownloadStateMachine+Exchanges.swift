@@ -17,6 +17,7 @@ extension DownloadStateMachine {
             if planner?.segments[segment] == nil { connections[id].segment = nil }
         }
         bytesDone += count
+        countMirrorBytes(count, on: id)
         var actions = written.map { piecesWritten($0, by: connections[id].exchange?.mirror) } ?? []
         if bytesDone - bytesAtLastCheckpoint >= options.checkpointBytes, let checkpoint = checkpointNow() { actions.append(checkpoint) }
         return actions
@@ -39,6 +40,7 @@ extension DownloadStateMachine {
         let connection = connections[id]
         guard let exchange = connection.exchange else { return [] }
         if case .retired = connection.verdict { return [] }
+        if case .withdrawn = connection.verdict { return withdrawnExchangeEnded(id) }
         if let interruption = connection.interruption { return failed(interruption, on: id, window: end.window, retryAfter: end.retryAfter) }
         let summary: ExchangeSummary
         switch end.outcome {

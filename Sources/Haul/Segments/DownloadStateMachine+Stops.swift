@@ -160,7 +160,7 @@ extension DownloadStateMachine {
         let splittable = Set(connections.filter { $0.isBusy && $0.segment != nil }.map(\.id))
         let paused = readsHeldForDurability(durableBytes: durableBytes) ? Set(received.keys) : readsPaused
         let verdict = speedWatch.tick(received: received, splittable: splittable, paused: paused)
-        var actions: [Action] = []
+        var actions = measureMirrors(heldBack: !paused.isEmpty)
         for id in verdict.belowLimit {
             guard connections.indices.contains(id), let limit = speedWatch.lowSpeed, let url = connections[id].exchange?.url else { continue }
             connections[id].interruption = .belowSpeedLimit(url: url.description, limit: limit)

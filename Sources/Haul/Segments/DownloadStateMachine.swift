@@ -46,10 +46,12 @@ struct DownloadStateMachine {
             case retryProbe(because: HaulError)
             /// The probe was answered 304 Not Modified: the destination stays as it is.
             case upToDate
+            /// Stopped on purpose: a far slower mirror's request, withdrawn (``MirrorSelector``).
+            case withdrawn
         }
 
         let id: Int
-        /// The mirror the next request goes to (it moves when a mirror is dropped).
+        /// The mirror the next request goes to (it moves when a mirror is dropped, or to a faster one).
         var mirror: Int
         var activity = Activity.idle
         var exchange: SegmentAssignment?
@@ -194,6 +196,7 @@ struct DownloadStateMachine {
     var workWanted = 0
     var horizonCheckQueued = false
     var speedWatch: ConnectionSpeedWatch
+    var mirrorSelector: MirrorSelector
     var serial = 0
     /// Piece hashes and `Repr-Digest` claims (``IntegrityChecks``).
     var integrity: IntegrityChecks
@@ -227,6 +230,8 @@ struct DownloadStateMachine {
         speedWatch = ConnectionSpeedWatch(
             window: Int(options.slowWindow.components.seconds), slowRatio: options.slowConnectionRatio,
             lowSpeed: options.lowSpeedLimit?.allowing(rateLimit: options.rateLimit, connections: options.connections))
+        mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count,
+                                        requestBytes: max(options.minimumSegment, SegmentPlanner.defaultRequestChunk))
     }
 
     /// What messages call the file being written: the `.part` path, or, in memory, the URL so marked.
@@ -364,7 +369,9 @@ struct DownloadStateMachine {
 
     /// Gives connection `id` its next range, or lets it rest when there is nothing left to share.
     mutating func assignWork(_ id: Int) -> [Action] {
-        guard isActive, mirrorChecksPending == 0, var planner else { return [] }
+        guard isActive, mirrorChecksPending == 0, planner != nil else { return [] }
+        placeOnMirror(id)
+        guard var planner else { return [] }
         let segmentsBefore = planner.segments.count
         guard let work = planner.nextRequest(for: id, continuing: connections[id].segment) else {
             self.planner = planner
