@@ -11,7 +11,8 @@ import Logging
 /// The pure decisions it asks: ``ProbeResponseDecision`` (what the first answer means),
 /// ``RangedResponseDecision`` (whether a ranged answer may be written), ``FailurePolicy`` and
 /// ``RetryPolicy`` (what a failure leads to), ``ConnectionSpeedWatch`` (which connections are too slow),
-/// ``SegmentPlanner`` (which bytes each connection asks for), ``MirrorSet``, ``EarlyStopCleanup``. What it
+/// ``SegmentPlanner`` (which bytes each connection asks for), ``MirrorSet``, ``EarlyStopCleanup``,
+/// ``PieceVerification`` (which pieces to hash, what a bad one leads to). What it
 /// decides itself: when the probe's bytes are in flight, when provisional bytes are proven, when the
 /// journal starts, when reads wait for the checkpoints, when the file is preallocated, whether a pause
 /// can be resumed, and when the file is complete.
