@@ -33,6 +33,10 @@ public final class ConnectionPool: @unchecked Sendable {
     /// milliseconds, where the peek was one syscall per file that found nothing. Should a server close one in
     /// that moment all the same, the request fails before any response and ``HTTPClient`` sends it once more
     /// on a new connection, as for any stale connection (the peek cannot see a close still in flight either).
+    /// The peek also saw bytes a server sent after its response unasked; within the window such bytes are
+    /// read as the start of the next response on the same connection, from the same server: garbage fails
+    /// before a head and is sent again on a new connection, anything else is checked as every response is.
+    /// (Bytes that arrive just after the next request was sent were never seen by the peek either.)
     public static let unpeekedReuseWindow: Duration = .milliseconds(100)
 
     public init(loop: EventLoop, maxIdlePerOrigin: Int = 16) {
