@@ -47,10 +47,10 @@ struct FlushPlan: Equatable, Sendable {
     static let dirtyAllowancePerFile: Int64 = 64 << 10
 
     /// How much of other writers' dirty data any batch may wait for, however few its files (8 MiB). Measured
-    /// on this project's ext4 disk (docs/benchmarks.md, "Syscalls per durable file"): with up to 8 MiB dirty
-    /// elsewhere one `syncfs` of 16 files took about as long as their 16 `fdatasync`s (4 KiB files: 20 against
-    /// 13–27 ms; 256 KiB files: 9–10 against 5–11 ms), since most of either is the disk's cache flush; with
-    /// 39 MiB and more it took 3–10 times as long. Without this floor a batch of three files would give up its
+    /// on this project's ext4 disk (docs/benchmarks.md, "The dirty-data guard, measured"): with up to 8 MiB
+    /// dirty elsewhere one `syncfs` of 16 files took about as long as their 16 `fdatasync`s (4 KiB files: 20–25
+    /// against 13–28 ms; 256 KiB files: 9–10 against 5–11 ms), since most of either is the disk's cache flush;
+    /// from a few tens of MiB on it took 2–20 times as long. Without this floor a batch of three files would give up its
     /// `syncfs` at 192 KiB of dirty data, which a desktop's other programs hold almost always.
     static let dirtyAllowanceFloor: Int64 = 8 << 20
 
