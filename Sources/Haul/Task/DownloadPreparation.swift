@@ -58,11 +58,15 @@ enum DownloadPreparation {
                 let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
                 if resume == nil, !created { removeUnfinishedJournal(of: path) }
                 // Only a changed file is fetched: the one there is what the probe asks about, replaced if it changed.
-                let conditional = resume == nil && request.onlyIfChanged
+                let conditional = resume == nil && request.onlyIfChanged && !DestinationClaims.isCreatedPlaceholder(path)
                     ? ConditionalProbe.forFile(at: path, stored: StoredValidators.read(path: path),
                                                modificationTime: FileDescriptor.modificationTime(ofPath: path))
                     : nil
-                if resume == nil, !request.replacesExisting, !request.onlyIfChanged, OutputFile.exists(path) { throw .destinationExists(path: path) }
+                // (A destination `x.part` may be the placeholder its own claim created: see ``DestinationClaims``.)
+                if resume == nil, !request.replacesExisting, !request.onlyIfChanged, OutputFile.exists(path),
+                   !DestinationClaims.isCreatedPlaceholder(path) {
+                    throw .destinationExists(path: path)
+                }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
                                 resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
                                 created: EarlyStopCleanup.Created(part: created, directories: directories), conditional: conditional)
