@@ -64,7 +64,8 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     package func publish(_ progress: Progress) {
         let subscribers = state.withLock { state in
             state.latest = progress
-            return Array(state.subscribers.values)
+            // Most downloads have no subscriber: no array made for none.
+            return state.subscribers.isEmpty ? [] : Array(state.subscribers.values)
         }
         for subscriber in subscribers { subscriber.yield(progress) }
     }
