@@ -57,58 +57,56 @@ final class CommandRun: Sendable {
         // disk), up to `finishingLimit` of them, which bounds open files and memory.
         let finishingLimit = min(256, max(16, plan.jobs * 8))
         let downloads = plan.downloads
-        await withTaskGroup(of: Event.self) { group in
-            var transferring = 0
-            var finishing = 0
-            /// Starts the next download that is not already complete; false when none is left.
-            func startNext() -> Bool {
-                while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
-                    started.withLock { $0 = index + 1 }
-                    if alreadyComplete(download, path: download.expectedPath) {
-                        reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
-                        continue
-                    }
-                    let task = client.start(download.request)
-                    running.withLock { $0[index] = task }
-                    group.addTask { [self] in
-                        await task.transferEnded()
-                        // Ended already (no durable commit to wait for, or it failed): report it here rather
-                        // than in a second task.
-                        switch task.currentProgress.phase {
-                        case .completed, .failed, .cancelled:
-                            return .transferAndFinishEnded(await outcome(index: index, task: task, download: download))
-                        default:
-                            return .transferEnded(index, task, download)
-                        }
-                    }
-                    return true
+        // The downloads tell their ends through one inbox, from the thread that ends them: no Swift task per
+        // download, and ends that come while this loop is busy are taken together, with one wake-up.
+        let inbox = EventInbox<Event>()
+        var active: [Int: (task: DownloadTask, download: CommandPlan.Download)] = [:]
+        var transferring = 0
+        var finishing = 0
+        /// Starts the next download that is not already complete; false when none is left.
+        func startNext() -> Bool {
+            while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
+                started.withLock { $0 = index + 1 }
+                if alreadyComplete(download, path: download.expectedPath) {
+                    reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
+                    continue
                 }
-                return false
+                let task = client.start(download.request)
+                running.withLock { $0[index] = task }
+                active[index] = (task, download)
+                task.whenTransferEnds { [unowned task] in
+                    // Ended already (no durable commit to wait for, or it failed): one event for both.
+                    if let result = task.endResult { return inbox.post(.ended(index, result, transferring: true)) }
+                    inbox.post(.transferEnded(index))
+                    task.whenEnded { result in inbox.post(.ended(index, result, transferring: false)) }
+                }
+                return true
             }
-            func fill() {
-                while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
-            }
-            fill()
-            for await event in group {
+            return false
+        }
+        func fill() {
+            while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
+        }
+        fill()
+        while transferring + finishing > 0 {
+            for event in await inbox.take() {
                 switch event {
-                case .transferEnded(let index, let task, let download):
+                case .transferEnded:
                     transferring -= 1
                     finishing += 1
-                    group.addTask { [self] in .ended(await outcome(index: index, task: task, download: download)) }
-                case .ended(let status):
-                    finishing -= 1
+                case .ended(let index, let result, let wasTransferring):
+                    if wasTransferring { transferring -= 1 } else { finishing -= 1 }
+                    guard let (task, download) = active.removeValue(forKey: index) else { continue }
+                    let status = report(result, index: index, task: task, download: download)
                     // The first failure decides the exit status; later ones are reported but do not override it.
                     if worst == .success { worst = status }
-                case .transferAndFinishEnded(let status):
-                    transferring -= 1
-                    if worst == .success { worst = status }
                 }
-                fill()
             }
-            if let error = downloads.error {
-                reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
-                if worst == .success { worst = ExitStatus(classifying: error) }
-            }
+            fill()
+        }
+        if let error = downloads.error {
+            reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
+            if worst == .success { worst = ExitStatus(classifying: error) }
         }
         ticker.cancel()
         reporter.close()
@@ -116,19 +114,19 @@ final class CommandRun: Sendable {
         return worst
     }
 
-    /// What the run loop hears from a download: its bytes are all in (the next one may start), or it ended.
+    /// What the run loop hears from a download (by its index in the run): its bytes are all in (the next
+    /// one may start), or it ended — `transferring` when both came at once.
     private enum Event: Sendable {
-        case transferEnded(Int, DownloadTask, CommandPlan.Download)
-        case ended(ExitStatus)
-        /// Both at once.
-        case transferAndFinishEnded(ExitStatus)
+        case transferEnded(Int)
+        case ended(Int, Result<DownloadResult, HaulError>, transferring: Bool)
     }
 
-    /// Waits for the end of `task`, reports it, and says how it went.
-    private func outcome(index: Int, task: DownloadTask, download: CommandPlan.Download) async -> ExitStatus {
+    /// Reports how `task` ended and says what that means for the exit status.
+    private func report(_ outcome: Result<DownloadResult, HaulError>, index: Int, task: DownloadTask,
+                        download: CommandPlan.Download) -> ExitStatus {
         let status: ExitStatus
-        do {
-            let result = try await task.value
+        switch outcome {
+        case .success(let result):
             reporter.showRemainingNotices(index: index, task: task)
             if plan.usedOneConnectionForLackOfRanges(result) {
                 reporter.note(name: ProgressReporter.fileName(result.path),
@@ -143,7 +141,7 @@ final class CommandRun: Sendable {
                 StandardOutput.write(writeOut.render(OutputHabits.facts(for: result, url: download.request.url)))
             }
             status = .success
-        } catch {
+        case .failure(let error):
             if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path) {
                 // Named by the server after all, and that file is there: an earlier run's.
                 reporter.alreadyComplete(index: index, path: path, url: download.request.url)
@@ -211,7 +209,7 @@ final class CommandRun: Sendable {
         // run cannot recognise (a `.part` with no journal saying it is whole starts over).
         for (index, task) in tasks where task.currentProgress.phase == .finishing {
             _ = try? await task.value
-            // `outcome(index:task:download:)` reports it, then forgets it.
+            // The run loop (`report(_:index:task:download:)`) reports it, then forgets it.
             while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
         }
         let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }
