@@ -118,11 +118,13 @@ struct SegmentPlanner {
     /// The size of a segment's next request: twice its previous one, at most a quarter of what is not yet
     /// requested and at most `maximum`, never less than `base`. A fresh segment starts at `base`.
     ///
-    /// Every request costs its connection a round trip with nothing arriving, and the server a request to
-    /// serve; at 8 connections on loopback, 4 MiB requests all ended together and left the connections idle
-    /// together (docs/benchmarks.md, "Fewer wake-ups, fewer requests"). Growing only as requests complete
-    /// keeps a connection that turns out slow from holding much in flight before ``shrink(_:keeping:)``
-    /// takes its rest, and the quarter keeps the tail in `base`-sized requests that others can share.
+    /// Every request costs its connection a wait for the response head with nothing arriving, and the
+    /// server a request to serve: at 8 connections on loopback, with 4 MiB requests (256 per GiB), each
+    /// connection waited for heads about half the time, and nginx spent three times the CPU it spends on
+    /// one stream (docs/benchmarks.md, "Fewer splices per wake-up, fewer requests"). Growing only as
+    /// requests complete keeps a connection that turns out slow from holding much in flight before
+    /// ``shrink(_:keeping:)`` takes its rest, and the quarter keeps the tail in `base`-sized requests that
+    /// others can share.
     static func chunk(base: Int64, maximum: Int64, previous: Int64, unrequested: Int64) -> Int64 {
         max(base, min(maximum, 2 * previous, unrequested / 4))
     }
