@@ -224,6 +224,23 @@ def remove(paths):
             os.remove(path)
 
 
+# Where finished many-file outputs go until the whole run ends. ext4 without a journal (this machine's root)
+# will not reuse an inode freed in the last ~30 s and walks the free inodes for every new file, so deleting
+# the last run's 10,000 files right before the next run charged every tool a per-file cost that grew with
+# the list (issue 23: the "CPU per file grows with n" was this). Renaming the directory away frees nothing.
+GRAVEYARD = None
+
+
+def retire(path):
+    """Moves a scratch directory of many small files out of the way without freeing its inodes until the run
+    ends (see GRAVEYARD); removes it at once when there is no graveyard."""
+    if GRAVEYARD is None or not os.path.isdir(path):
+        remove([path])
+        return
+    os.makedirs(GRAVEYARD, exist_ok=True)
+    os.rename(path, os.path.join(GRAVEYARD, str(len(os.listdir(GRAVEYARD)))))
+
+
 def run_own_group(argv, **kwargs):
     """Runs argv in a process group of its own and waits; if the wait is interrupted (Ctrl-C, SIGTERM), kills
     that group (GNU time and the tool under it, nothing else) before passing the interruption on."""
@@ -279,10 +296,11 @@ def measure(command, outputs, scratch=None):
         verify(command, outputs)
     finally:
         # Also after a failure: a wrong 16 GiB output must not stay on the disk until the end of the run.
-        for path, _ in outputs:
-            remove(leftovers(path))
         if scratch:
-            remove([scratch])
+            retire(scratch)
+        for path, _ in outputs:
+            if not (scratch and path.startswith(scratch.rstrip("/") + "/")):
+                remove(leftovers(path))
     return sample
 
 
@@ -364,7 +382,7 @@ def per_file_cost(tools, outputs, dest, files, rounds):
                 raise RuntimeError(f"{label} failed ({returncode}): {stderr.decode(errors='replace')[-400:]}")
             verify(argv, outputs)
         finally:
-            remove([dest])
+            retire(dest)
 
     fd, report = tempfile.mkstemp()
     os.close(fd)
@@ -730,6 +748,8 @@ def measure_all(args):
         results["durations"]["total"] = round(time.monotonic() - started, 1)
         return results
     work = tempfile.mkdtemp(prefix="haul-bench-")
+    global GRAVEYARD
+    GRAVEYARD = os.path.join(work, "retired")
     data, out = f"{work}/data", f"{work}/out"
     os.makedirs(data); os.makedirs(out)
     nginx = proxies = None
