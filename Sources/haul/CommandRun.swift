@@ -20,10 +20,13 @@ final class CommandRun: Sendable {
     /// The client, once made, so that a stop can shut its loop down before exiting.
     private let clientBox = Mutex<HaulClient?>(nil)
     private let reporter: ProgressReporter
+    /// The next index for a download of a followed Metalink's file: after the plan's own.
+    private let nextFollowedIndex: Mutex<Int>
 
     init(plan: CommandPlan) {
         self.plan = plan
         reporter = ProgressReporter(style: plan.progress, messages: plan.messages, count: plan.downloads.count)
+        nextFollowedIndex = Mutex(plan.downloads.count)
     }
 
     func run() async -> ExitStatus {
@@ -129,6 +132,11 @@ final class CommandRun: Sendable {
         let status: ExitStatus
         do {
             let result = try await task.value
+            if result.isMetalink {
+                running.withLock { _ = $0.removeValue(forKey: index) }
+                reporter.forget(index: index)
+                return await follow(result, index: index, download: download)
+            }
             if plan.usedOneConnectionForLackOfRanges(result) {
                 reporter.note(name: ProgressReporter.fileName(result.path),
                               "the server does not support ranges; used one connection")
@@ -161,6 +169,49 @@ final class CommandRun: Sendable {
         running.withLock { _ = $0.removeValue(forKey: index) }
         reporter.forget(index: index)
         return status
+    }
+
+    /// Downloads the files of the Metalink document `download` was answered with (``DownloadResult/metalink``),
+    /// as `-M` would: each into `--dir` under its Metalink name, from its mirrors, checked against its hash
+    /// and size; at most `-j` at a time. The worst of their statuses is the download's.
+    private func follow(_ result: DownloadResult, index: Int, download: CommandPlan.Download) async -> ExitStatus {
+        let name = OutputHabits.shownURL(download.request.url)
+        guard let following = plan.followedMetalinks, let metalink = result.metalink,
+              let client = clientBox.withLock({ $0 }) else {
+            let error = UsageError("\(name) answered with a Metalink document that cannot be followed here")
+            reporter.failed(index: index, name: name, error: error, source: download.source)
+            return ExitStatus(classifying: error)
+        }
+        var files: [CommandPlan.Download] = []
+        do {
+            for file in metalink.files { files.append(try following.maker.download(metalinkFile: file, dir: following.dir)) }
+        } catch {
+            reporter.failed(index: index, name: name, error: error, source: download.source)
+            return ExitStatus(classifying: error)
+        }
+        reporter.note(name: name, "a Metalink document: downloading the \(files.count == 1 ? "file" : "\(files.count) files") it lists")
+        return await withTaskGroup(of: ExitStatus.self) { group in
+            var pending = files.makeIterator()
+            func startNext() -> Bool {
+                guard !stopping.withLock({ $0 }), let file = pending.next() else { return false }
+                let fileIndex = nextFollowedIndex.withLock { next in
+                    defer { next += 1 }
+                    return next
+                }
+                let task = client.start(file.request)
+                running.withLock { $0[fileIndex] = task }
+                group.addTask { [self] in await outcome(index: fileIndex, task: task, download: file) }
+                return true
+            }
+            var worst = ExitStatus.success
+            var started = 0
+            while started < plan.jobs, startNext() { started += 1 }
+            for await status in group {
+                if worst == .success { worst = status }
+                _ = startNext()
+            }
+            return worst
+        }
     }
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with

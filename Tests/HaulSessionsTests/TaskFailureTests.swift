@@ -34,6 +34,7 @@ import Testing
         .destinationBusy(path: "/data/a.iso", holder: 42),
         .destinationBusy(path: "/data/a.iso", holder: nil),
         .mirrorMismatch(url: url, detail: "length 10, not 11"),
+        .sizeMismatch(url: url, expected: 11, served: 10),
         .checksumMismatch(path: "/data/a.iso", expected: try! Checksum("sha256=" + String(repeating: "ab", count: 32)), actual: "00"),
         .insufficientSpace(path: "/data/a.iso", needed: 10, available: 5),
         .responseTooLarge(url: url, limit: 100, length: 1000),

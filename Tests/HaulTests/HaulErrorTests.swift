@@ -37,6 +37,7 @@ import HaulTestSupport
         .outputClosed,
         .destinationBusy(path: "a.iso", holder: 42),
         .mirrorMismatch(url: url, detail: "length 10, expected 20"),
+        .sizeMismatch(url: url, expected: 20, served: 10),
         .checksumMismatch(path: "a.iso.part", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11"),
         .insufficientSpace(path: "a.iso.part", needed: 10, available: 1),
         .responseTooLarge(url: url, limit: 1024, length: 4096),
@@ -82,11 +83,12 @@ import HaulTestSupport
         case .unexpected: 27
         case .responseTooLarge: 28
         case .retryAfterTooLong: 29
+        case .sizeMismatch: 30
         }
     }
 
     @Test func everyReasonHasARepresentative() {
-        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...29))
+        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...30))
     }
 
     /// Advice that names a program's options: a long option, or the old "pass replace" wording.

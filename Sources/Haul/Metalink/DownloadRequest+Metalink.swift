@@ -2,10 +2,8 @@ extension DownloadRequest {
     /// The download of one file of a Metalink into `directory`, under its Metalink name (which may name
     /// subdirectories, created as needed): its URLs in order of preference (the first is ``url``, the others
     /// ``mirrors``) and its strongest whole-file hash Haul verifies as ``checksum``
-    /// (``MetalinkFile/strongestChecksum``).
-    ///
-    /// The file's size is not part of the request: with a checksum the digest covers it; without one, compare
-    /// ``DownloadResult/path``'s size with ``MetalinkFile/size`` yourself. Piece hashes are not verified.
+    /// (``MetalinkFile/strongestChecksum``), and its `<size>` as ``expectedSize``: a server that serves another
+    /// length is refused before its body is written, hash or not. Piece hashes are not verified.
     /// Throws when the file has no `http` or `https` URL, or its name is not safe (only possible for a
     /// ``MetalinkFile`` built by hand: parsing refuses such names).
     public init(metalink file: MetalinkFile, directory: String, replacesExisting: Bool = false,
@@ -20,5 +18,6 @@ extension DownloadRequest {
         self.init(url: first.url, mirrors: file.urls.dropFirst().map(\.url), destination: .file(path),
                   createsDirectories: true, replacesExisting: replacesExisting, checksum: file.strongestChecksum,
                   ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
+        expectedSize = file.size
     }
 }

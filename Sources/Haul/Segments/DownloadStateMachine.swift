@@ -46,6 +46,8 @@ struct DownloadStateMachine {
             case retryProbe(because: HaulError)
             /// The probe was answered 304 Not Modified: the destination stays as it is.
             case upToDate
+            /// The probe's answer is a Metalink document to follow, at this URL (after redirects).
+            case metalinkDocument(HTTPURL)
         }
 
         let id: Int
@@ -99,6 +101,9 @@ struct DownloadStateMachine {
         case cancelled
         /// A conditional probe was answered 304: nothing fetched, the destination kept.
         case upToDate
+        /// The probe's answer is a Metalink document to follow (``DownloadRequest/followsMetalink``); nothing
+        /// was written.
+        case metalinkDocument(HTTPURL)
     }
 
     enum Action {
@@ -144,6 +149,11 @@ struct DownloadStateMachine {
     let ifChangedOnServer: ChangePolicy
     /// The validators the probe sends when only a changed file is wanted (``DownloadRequest/onlyIfChanged``).
     var conditional: ConditionalProbe?
+    /// The file's length as the request gave it (``DownloadRequest/expectedSize``): any other is refused.
+    var expectedSize: Int64?
+    /// Whether a first answer that is a Metalink document ends the download for it to be followed
+    /// (``DownloadRequest/followsMetalink``, ``MetalinkResponseDecision``).
+    var followsMetalink = false
     let sink: BodyReceivePath.Sink
     /// The most bytes the download may hold: a memory destination's limit or `DownloadOptions/maximumFileSize`,
     /// the smaller of both; nil for none.
