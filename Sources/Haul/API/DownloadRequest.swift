@@ -74,9 +74,11 @@ public struct DownloadRequest: Sendable {
     /// an existing destination the first request carries `If-None-Match` (the `ETag` Haul stored with the
     /// file) and `If-Modified-Since` (the stored `Last-Modified` text, else the file's modification time). A
     /// `304 Not Modified` leaves the file as it is (``DownloadResult/upToDate``); any other answer downloads
-    /// as usual and replaces the file, as if ``replacesExisting`` were set. Only a `.file` destination
-    /// is asked about: without a file there, with an interrupted download of it waiting (resumed instead), or for
-    /// any other destination, the download is a plain one.
+    /// as usual and replaces the file, as if ``replacesExisting`` were set. A `.directory` destination
+    /// is named from the URL's last path segment before anything is sent (as ``SuggestedFileName/forURL(_:)``
+    /// names it), never from a `Content-Disposition`, which comes only with the answer, too late to ask about
+    /// the file it names. Without a file there, with an interrupted download of it waiting (resumed instead),
+    /// or for a stream or memory, the download is a plain one.
     public var onlyIfChanged: Bool = false
     /// Give the finished file the server's `Last-Modified` time as its modification time (curl and wget `-R`).
     public var setsRemoteTime: Bool = false
@@ -94,7 +96,7 @@ public struct DownloadRequest: Sendable {
     /// resumed. Nothing is left under the final name. nil: any length.
     public var expectedSize: Int64?
     /// Follow a Metalink document instead of saving it (aria2's `--follow-metalink`): when the first answer
-    /// is one (``MetalinkResponseDecision``: a `200`, or a `206` from byte 0, whose `Content-Type` is
+    /// is one (a `200`, or a `206` from byte 0, whose `Content-Type` is
     /// `application/metalink4+xml`), nothing is written to the destination; the document is fetched again
     /// into memory (at most ``MetalinkLimits/maximumBytes``, with this request's headers and credentials),
     /// parsed as hostile input (``Metalink/init(parsing:limits:)``), and the download ends with it in
