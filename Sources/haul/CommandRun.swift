@@ -20,10 +20,13 @@ final class CommandRun: Sendable {
     /// The client, once made, so that a stop can shut its loop down before exiting.
     private let clientBox = Mutex<HaulClient?>(nil)
     private let reporter: ProgressReporter
+    /// The next index for a download of a followed Metalink's file: after the plan's own.
+    private let nextFollowedIndex: Mutex<Int>
 
     init(plan: CommandPlan) {
         self.plan = plan
         reporter = ProgressReporter(style: plan.progress, messages: plan.messages, count: plan.downloads.count)
+        nextFollowedIndex = Mutex(plan.downloads.count)
     }
 
     func run() async -> ExitStatus {
@@ -63,6 +66,8 @@ final class CommandRun: Sendable {
         var active: [Int: (task: DownloadTask, download: CommandPlan.Download)] = [:]
         var transferring = 0
         var finishing = 0
+        /// Metalink documents whose listed files are being downloaded (``follow(_:index:download:)``).
+        var following = 0
         /// Starts the next download that is not already complete; false when none is left.
         func startNext() -> Bool {
             while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
@@ -88,7 +93,7 @@ final class CommandRun: Sendable {
             while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
         }
         fill()
-        while transferring + finishing > 0 {
+        while transferring + finishing + following > 0 {
             for event in await inbox.take() {
                 switch event {
                 case .transferEnded:
@@ -97,8 +102,18 @@ final class CommandRun: Sendable {
                 case .ended(let index, let result, let wasTransferring):
                     if wasTransferring { transferring -= 1 } else { finishing -= 1 }
                     guard let (task, download) = active.removeValue(forKey: index) else { continue }
+                    if case .success(let document) = result, document.isMetalink {
+                        running.withLock { _ = $0.removeValue(forKey: index) }
+                        reporter.forget(index: index)
+                        following += 1
+                        Task { [self] in inbox.post(.followed(await follow(document, index: index, download: download))) }
+                        continue
+                    }
                     let status = report(result, index: index, task: task, download: download)
                     // The first failure decides the exit status; later ones are reported but do not override it.
+                    if worst == .success { worst = status }
+                case .followed(let status):
+                    following -= 1
                     if worst == .success { worst = status }
                 }
             }
@@ -119,6 +134,15 @@ final class CommandRun: Sendable {
     private enum Event: Sendable {
         case transferEnded(Int)
         case ended(Int, Result<DownloadResult, HaulError>, transferring: Bool)
+        /// The files of a followed Metalink document all ended, with this status for the lot.
+        case followed(ExitStatus)
+    }
+
+    /// Waits for the end of `task` (a file of a followed Metalink), reports it, and says how it went.
+    private func outcome(index: Int, task: DownloadTask, download: CommandPlan.Download) async -> ExitStatus {
+        let result: Result<DownloadResult, HaulError>
+        do { result = .success(try await task.value) } catch { result = .failure(error) }
+        return report(result, index: index, task: task, download: download)
     }
 
     /// Reports how `task` ended and says what that means for the exit status.
@@ -161,6 +185,49 @@ final class CommandRun: Sendable {
         running.withLock { _ = $0.removeValue(forKey: index) }
         reporter.forget(index: index)
         return status
+    }
+
+    /// Downloads the files of the Metalink document `download` was answered with (``DownloadResult/metalink``),
+    /// as `-M` would: each into `--dir` under its Metalink name, from its mirrors, checked against its hash
+    /// and size; at most `-j` at a time. The worst of their statuses is the download's.
+    private func follow(_ result: DownloadResult, index: Int, download: CommandPlan.Download) async -> ExitStatus {
+        let name = OutputHabits.shownURL(download.request.url)
+        guard let following = plan.followedMetalinks, let metalink = result.metalink,
+              let client = clientBox.withLock({ $0 }) else {
+            let error = UsageError("\(name) answered with a Metalink document that cannot be followed here")
+            reporter.failed(index: index, name: name, error: error, source: download.source)
+            return ExitStatus(classifying: error)
+        }
+        var files: [CommandPlan.Download] = []
+        do {
+            for file in metalink.files { files.append(try following.maker.download(metalinkFile: file, dir: following.dir)) }
+        } catch {
+            reporter.failed(index: index, name: name, error: error, source: download.source)
+            return ExitStatus(classifying: error)
+        }
+        reporter.note(name: name, "a Metalink document: downloading the \(files.count == 1 ? "file" : "\(files.count) files") it lists")
+        return await withTaskGroup(of: ExitStatus.self) { group in
+            var pending = files.makeIterator()
+            func startNext() -> Bool {
+                guard !stopping.withLock({ $0 }), let file = pending.next() else { return false }
+                let fileIndex = nextFollowedIndex.withLock { next in
+                    defer { next += 1 }
+                    return next
+                }
+                let task = client.start(file.request)
+                running.withLock { $0[fileIndex] = task }
+                group.addTask { [self] in await outcome(index: fileIndex, task: task, download: file) }
+                return true
+            }
+            var worst = ExitStatus.success
+            var started = 0
+            while started < plan.jobs, startNext() { started += 1 }
+            for await status in group {
+                if worst == .success { worst = status }
+                _ = startNext()
+            }
+            return worst
+        }
     }
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with

@@ -34,6 +34,7 @@ import Testing
         .destinationBusy(path: "/data/a.iso", holder: 42),
         .destinationBusy(path: "/data/a.iso", holder: nil),
         .mirrorMismatch(url: url, detail: "length 10, not 11"),
+        .sizeMismatch(url: url, expected: 11, served: 10),
         .checksumMismatch(path: "/data/a.iso", expected: try! Checksum("sha256=" + String(repeating: "ab", count: 32)), actual: "00"),
         .digestMismatch(DigestMismatch(.piece(index: 3, range: 3072..<4096, mirrors: [url, "http://m2.example/a.iso"], why: "no other mirror is left"),
                                        path: "/data/a.iso.part", algorithm: "sha-256", expected: "00", actual: "11")),

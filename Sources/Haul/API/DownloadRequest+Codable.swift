@@ -14,6 +14,8 @@ extension DownloadRequest: Equatable {
             && lhs.credentials == rhs.credentials
             && lhs.onlyIfChanged == rhs.onlyIfChanged && lhs.setsRemoteTime == rhs.setsRemoteTime
             && lhs.pieceHashes == rhs.pieceHashes
+            && lhs.modifiedSince == rhs.modifiedSince && lhs.expectedSize == rhs.expectedSize
+            && lhs.followsMetalink == rhs.followsMetalink
     }
 }
 
@@ -29,6 +31,7 @@ extension DownloadRequest: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers, credentials
         case onlyIfChanged, setsRemoteTime, pieceHashes
+        case modifiedSince, expectedSize, followsMetalink
     }
 
     /// A request header as `{"name": ..., "value": ...}`.
@@ -54,6 +57,17 @@ extension DownloadRequest: Codable {
         onlyIfChanged = try container.decodeIfPresent(Bool.self, forKey: .onlyIfChanged) ?? false
         setsRemoteTime = try container.decodeIfPresent(Bool.self, forKey: .setsRemoteTime) ?? false
         pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
+        if let text = try container.decodeIfPresent(String.self, forKey: .modifiedSince) {
+            guard let date = HTTPDate(text) else {
+                throw DecodingError.dataCorruptedError(forKey: .modifiedSince, in: container, debugDescription: "not an HTTP date: \(text)")
+            }
+            modifiedSince = date
+        }
+        expectedSize = try container.decodeIfPresent(Int64.self, forKey: .expectedSize)
+        if let expectedSize, expectedSize < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .expectedSize, in: container, debugDescription: "a size is never negative, not \(expectedSize)")
+        }
+        followsMetalink = try container.decodeIfPresent(Bool.self, forKey: .followsMetalink) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -72,6 +86,9 @@ extension DownloadRequest: Codable {
         if onlyIfChanged { try container.encode(onlyIfChanged, forKey: .onlyIfChanged) }
         if setsRemoteTime { try container.encode(setsRemoteTime, forKey: .setsRemoteTime) }
         try container.encodeIfPresent(pieceHashes, forKey: .pieceHashes)
+        try container.encodeIfPresent(modifiedSince?.imfFixdate, forKey: .modifiedSince)
+        try container.encodeIfPresent(expectedSize, forKey: .expectedSize)
+        if followsMetalink { try container.encode(followsMetalink, forKey: .followsMetalink) }
     }
 }
 

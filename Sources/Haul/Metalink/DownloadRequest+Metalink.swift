@@ -2,13 +2,10 @@ extension DownloadRequest {
     /// The download of one file of a Metalink into `directory`, under its Metalink name (which may name
     /// subdirectories, created as needed): its URLs in order of preference (the first is ``url``, the others
     /// ``mirrors``), its strongest whole-file hash Haul verifies as ``checksum``
-    /// (``MetalinkFile/strongestChecksum``), and its piece hashes (`<pieces>` of sha-256, sha-512, sha-1 or
-    /// md5) as ``pieceHashes``, each piece checked as its bytes are written.
-    ///
-    /// The file's size is not part of the request: with a checksum the digest covers it, and piece hashes
-    /// fail the download when they do not cover the server's length; without either, compare
-    /// ``DownloadResult/path``'s size with ``MetalinkFile/size`` yourself. Piece hashes of a type Haul does
-    /// not have (`sha-384`, say) are left out.
+    /// (``MetalinkFile/strongestChecksum``), its piece hashes (`<pieces>` of sha-256, sha-512, sha-1 or
+    /// md5) as ``pieceHashes``, each piece checked as its bytes are written, and its `<size>` as
+    /// ``expectedSize``: a server that serves another length is refused before its body is written, hash or
+    /// not. Piece hashes of a type Haul does not have (`sha-384`, say) are left out.
     /// Throws when the file has no `http` or `https` URL, its name is not safe, or its piece hashes do not
     /// cover its size (only possible for a ``MetalinkFile`` built by hand: parsing refuses all three).
     public init(metalink file: MetalinkFile, directory: String, replacesExisting: Bool = false,
@@ -34,5 +31,6 @@ extension DownloadRequest {
                   createsDirectories: true, replacesExisting: replacesExisting, checksum: file.strongestChecksum,
                   ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
         self.pieceHashes = pieceHashes
+        expectedSize = file.size
     }
 }

@@ -52,11 +52,15 @@ extension DownloadStateMachine {
         if exchange.role == .mirrorCheck { return mirrorCheckEnded(id) }
         if case .retryProbe(let refusal) = connection.verdict { return retryRefusedProbe(id, because: refusal) }
         if case .upToDate = connection.verdict { return endUpToDate() }
+        if case .metalinkDocument(let url) = connection.verdict { return endForMetalink(url) }
         let url = exchange.url.description
         guard let window = end.window else { return exchangeSucceeded(id) }
         guard let windowEnd = window.end else {
             // Unknown length, single stream: the end of the body is the end of the file.
             guard summary.complete else { return failed(.incomplete(url: url, expected: -1, received: window.position), on: id, window: end.window, retryAfter: end.retryAfter) }
+            if let expectedSize, window.position != expectedSize {
+                return failed(.sizeMismatch(url: url, expected: expectedSize, served: window.position), on: id, window: end.window, retryAfter: end.retryAfter)
+            }
             total = window.position
             // Asked for open-ended, so not counted when sent: what came is what was requested.
             bytesRequested += window.position - window.start

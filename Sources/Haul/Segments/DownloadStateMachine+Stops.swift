@@ -40,6 +40,15 @@ extension DownloadStateMachine {
         return actions
     }
 
+    /// Ends a download whose first answer is a Metalink document to follow: nothing was written, so what
+    /// this run created (the `.part`) goes again.
+    mutating func endForMetalink(_ url: HTTPURL) -> [Action] {
+        guard !isStopped else { return [] }
+        var actions = stopEverything(.finished, log: .log(.debug, "the answer is a Metalink document to follow", { [LogKey.url: "\(url)"] }))
+        actions.append(.end(.metalinkDocument(url), after: .removing(earlyStopCleanup)))
+        return actions
+    }
+
     /// Stops every connection after a final checkpoint, so that the journal lists everything written —
     /// whatever the file's size: a pause promises a resume.
     mutating func pause() -> [Action] {

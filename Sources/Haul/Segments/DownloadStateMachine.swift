@@ -49,6 +49,8 @@ struct DownloadStateMachine {
             case upToDate
             /// Stopped on purpose: a far slower mirror's request, withdrawn (``MirrorSelector``).
             case withdrawn
+            /// The probe's answer is a Metalink document to follow, at this URL (after redirects).
+            case metalinkDocument(HTTPURL)
         }
 
         let id: Int
@@ -102,6 +104,9 @@ struct DownloadStateMachine {
         case cancelled
         /// A conditional probe was answered 304: nothing fetched, the destination kept.
         case upToDate
+        /// The probe's answer is a Metalink document to follow (``DownloadRequest/followsMetalink``); nothing
+        /// was written.
+        case metalinkDocument(HTTPURL)
     }
 
     enum Action {
@@ -149,6 +154,11 @@ struct DownloadStateMachine {
     let ifChangedOnServer: ChangePolicy
     /// The validators the probe sends when only a changed file is wanted (``DownloadRequest/onlyIfChanged``).
     var conditional: ConditionalProbe?
+    /// The file's length as the request gave it (``DownloadRequest/expectedSize``): any other is refused.
+    var expectedSize: Int64?
+    /// Whether a first answer that is a Metalink document ends the download for it to be followed
+    /// (``DownloadRequest/followsMetalink``, ``MetalinkResponseDecision``).
+    var followsMetalink = false
     let sink: BodyReceivePath.Sink
     /// The most bytes the download may hold: a memory destination's limit or `DownloadOptions/maximumFileSize`,
     /// the smaller of both; nil for none.

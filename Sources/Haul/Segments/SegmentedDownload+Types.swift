@@ -42,6 +42,8 @@ extension SegmentedDownload {
         case cancelled
         /// The conditional probe was answered 304: the destination is kept as it is, nothing was fetched.
         case upToDate
+        /// The first answer is a Metalink document to follow, at this URL; nothing was written.
+        case metalinkDocument(HTTPURL)
     }
 
     /// Where a download into a directory goes, decided once the probe's head names the file.

@@ -46,7 +46,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
          checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
          stream: OrderedStream? = nil, memoryLimit: Int? = nil, created: EarlyStopCleanup.Created = .init(),
-         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, logger: Logger = .haulDisabled) {
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, expectedSize: Int64? = nil,
+         followsMetalink: Bool = false, logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
                      "a download needs a destination or a way to name it")
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
@@ -66,6 +67,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             notices: notices, fileOpen: file != nil, created: created,
             bootID: resume != nil ? JournalState.currentBootID() : nil, conditional: resume == nil ? conditional : nil,
             pieceHashes: pieceHashes)
+        machine.expectedSize = expectedSize
+        machine.followsMetalink = followsMetalink
         sink.label = machine.fileLabel
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
                          rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
@@ -267,9 +270,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             case .paused(let resumable): outcome = .paused(checkpointFailure: checkpointed ? checkpointer?.lastError : nil, resumable: resumable)
             case .cancelled: outcome = .cancelled
             case .upToDate: outcome = .upToDate
+            case .metalinkDocument(let url): outcome = .metalinkDocument(url)
             }
             switch report {
-            case .failed, .paused, .upToDate: sink.file?.unlock()
+            case .failed, .paused, .upToDate, .metalinkDocument: sink.file?.unlock()
             case .finished, .cancelled: break
             }
             completion?(outcome)

@@ -200,7 +200,7 @@ public final class DownloadTask: @unchecked Sendable {
     private func prepareOnLoop() {
         publish(phase: .connecting)
         let options = client.options
-        let request = self.request, owner = nameOwner
+        let request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
         launch(Result { () throws(HaulError) in
             // The name first: nothing is created or opened under a name another download holds.
             if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
@@ -292,7 +292,8 @@ public final class DownloadTask: @unchecked Sendable {
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
-                pieceHashes: request.pieceHashes, logger: logger)
+                pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
+                followsMetalink: request.followsMetalink && prepared.stream == nil, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -379,6 +380,19 @@ public final class DownloadTask: @unchecked Sendable {
                                         bytesRequested: 0, retries: 0, status: 304)
             result.upToDate = true
             end(.success(earlierRuns.including(result)))
+        case .metalinkDocument(let url):
+            lifecycle.finishing()
+            publish(snapshot, phase: .finishing)
+            let request = self.request, client = self.client
+            Task {
+                let read = await MetalinkFollowing.read(request, documentURL: url, client: client)
+                client.loop.execute { [self] in
+                    switch read {
+                    case .success(let result): end(.success(earlierRuns.including(result)))
+                    case .failure(let error): end(.failure(error))
+                    }
+                }
+            }
         }
     }
 

@@ -33,6 +33,7 @@ enum FailureCodec {
         case .outputClosed: "outputClosed"
         case .destinationBusy: "destinationBusy"
         case .mirrorMismatch: "mirrorMismatch"
+        case .sizeMismatch: "sizeMismatch"
         case .checksumMismatch: "checksumMismatch"
         case .digestMismatch: "digestMismatch"
         case .insufficientSpace: "insufficientSpace"
@@ -89,6 +90,7 @@ enum FailureCodec {
         case .changedOnServer(let url, let detail), .faultyResponse(let url, let detail), .mirrorMismatch(let url, let detail):
             put("at", url); put("detail", detail)
         case .wrongContentRange(let url, let requested, let received): put("at", url); put("requested", requested); put("received", received)
+        case .sizeMismatch(let url, let expected, let served): put("at", url); put("expected", expected); put("served", served)
         case .belowSpeedLimit(let url, let limit): put("at", url); put("rate", limit.bytesPerSecond); put("seconds", Int64(limit.seconds))
         case .retryAfterTooLong(let url, let status, let asked, let limit):
             put("at", url); put("status", Int64(status)); put("askedMs", milliseconds(asked)); put("limitMs", milliseconds(limit))
@@ -177,6 +179,7 @@ enum FailureCodec {
         case "changedOnServer": return .changedOnServer(url: try text("at"), detail: try text("detail"))
         case "faultyResponse": return .faultyResponse(url: try text("at"), detail: try text("detail"))
         case "mirrorMismatch": return .mirrorMismatch(url: try text("at"), detail: try text("detail"))
+        case "sizeMismatch": return .sizeMismatch(url: try text("at"), expected: try number("expected"), served: try number("served"))
         case "wrongContentRange":
             return .wrongContentRange(url: try text("at"), requested: try text("requested"), received: try text("received"))
         case "belowSpeedLimit":

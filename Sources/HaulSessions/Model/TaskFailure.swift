@@ -137,7 +137,7 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
             case .connectionClosedBeforeResponse, .incompleteMessage: self = .network
             default: self = .protocol
             }
-        case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocol
+        case .wrongContentRange, .mirrorMismatch, .sizeMismatch, .faultyResponse: self = .protocol
         case .changedOnServer, .partialDownloadMismatch: self = .changed
         case .checksumMismatch, .digestMismatch: self = .checksum
         case .responseTooLarge: self = .tooLarge
