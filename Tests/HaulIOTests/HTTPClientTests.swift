@@ -198,11 +198,15 @@ struct HTTPClientSilentServerTests {
     }
 }
 
-/// A connection back in the pool for less than ``ConnectionPool/unpeekedReuseWindow`` is reused without the
-/// `recv(MSG_PEEK)` that asks whether the server closed it: should the server have closed it all the same,
-/// the request goes out once more on a new connection, as for any stale keep-alive connection.
-@Suite("Connection pool reuse without a peek")
-struct ConnectionPoolUnpeekedReuseTests {
+/// What the server of `aResponseSentTwiceIsNeverTheNextRequestsAnswer` has done, shared with the test.
+private final class DuplicatingServerState: Sendable {
+    let value = Mutex((answered: 0, duplicateSent: false))
+}
+
+/// Reuse of a pooled connection: each is peeked before reuse, so bytes a server sent after its response
+/// unasked never become the answer to the next request.
+@Suite("Connection pool reuse")
+struct ConnectionPoolReuseTests {
     @Test func aConnectionTheServerClosedRightAfterItsResponseCostsOnlyANewConnection() async throws {
         // Each connection answers one request, allowing keep-alive, and is then closed by the server.
         let server = try LoopbackServer(behaviour: .scripted { fd in
@@ -220,6 +224,43 @@ struct ConnectionPoolUnpeekedReuseTests {
             #expect(try await loop.submit { handler.body } == Array("hello".utf8), "round \(round)")
         }
         #expect(try await loop.submit { client.pool.connectionsOpened } == 3)
+        await client.shutdown()
+    }
+
+    /// A server that sends its response twice (a framing lie): the copy must not be read as the answer to
+    /// the next request on that connection, however soon the connection is reused — with a list of files of
+    /// one size, the copy would pass every check and the next file would be the first file's bytes.
+    @Test func aResponseSentTwiceIsNeverTheNextRequestsAnswer() async throws {
+        let response = { @Sendable (body: String) in "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n\(body)" }
+        let state = DuplicatingServerState()
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            while LoopbackServer.readRequestHead(fd) {
+                let first = state.value.withLock { state in
+                    defer { state.answered += 1 }
+                    return state.answered == 0
+                }
+                guard LoopbackServer.sendText(fd, response(first ? "hello" : "world")) else { return }
+                guard first else { continue }
+                guard LoopbackServer.sendText(fd, response("hello")) else { return }
+                state.value.withLock { $0.duplicateSent = true }
+            }
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, connectionOptions: ConnectionOptions())
+        let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
+        let first = CollectingHandler()
+        _ = try await client.exchange(request, handler: first)
+        #expect(try await loop.submit { first.body } == Array("hello".utf8))
+        // The copy is in the connection's socket before the next request is made (a condition, not a delay).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !state.value.withLock({ $0.duplicateSent }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(state.value.withLock { $0.duplicateSent })
+        let second = CollectingHandler()
+        _ = try await client.exchange(request, handler: second)
+        #expect(try await loop.submit { second.body } == Array("world".utf8))
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 2)
         await client.shutdown()
     }
 }

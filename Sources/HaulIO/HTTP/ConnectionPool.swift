@@ -27,17 +27,6 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Idle connections by key, each with the moment it came back, the most recent last.
     private var idle: [Key: [(connection: HTTPConnection, returned: MonotonicInstant)]] = [:]
 
-    /// How recently a connection must have come back for it to be reused without the `recv(MSG_PEEK)` that
-    /// asks whether the server closed it meanwhile (100 ms): servers close idle keep-alive connections after
-    /// seconds (nginx 75 s, Apache 5 s), and a list of small files takes a connection back within
-    /// milliseconds, where the peek was one syscall per file that found nothing. Should a server close one in
-    /// that moment all the same, the request fails before any response and ``HTTPClient`` sends it once more
-    /// on a new connection, as for any stale connection (the peek cannot see a close still in flight either).
-    /// The peek also saw bytes a server sent after its response unasked; within the window such bytes are
-    /// read as the start of the next response on the same connection, from the same server: garbage fails
-    /// before a head and is sent again on a new connection, anything else is checked as every response is.
-    /// (Bytes that arrive just after the next request was sent were never seen by the peek either.)
-    public static let unpeekedReuseWindow: Duration = .milliseconds(100)
 
     public init(loop: EventLoop, maxIdlePerOrigin: Int = 16) {
         self.loop = loop
@@ -50,12 +39,14 @@ public final class ConnectionPool: @unchecked Sendable {
     func takeIdleOnLoop(_ origin: HTTPOrigin, proxy: ProxyURL? = nil, identity: ConnectionIdentity = ConnectionIdentity()) -> HTTPConnection? {
         precondition(loop.inEventLoop)
         let key = Key(origin: origin, proxy: proxy, identity: identity)
-        let now = MonotonicInstant.now()
         while var connections = idle[key], let entry = connections.popLast() {
             idle[key] = connections.isEmpty ? nil : connections
             let connection = entry.connection
-            let recent = now < entry.returned.advanced(by: Self.unpeekedReuseWindow)
-            if connection.transport.isReusableOnLoop(peeking: !recent) { return connection }
+            // Always peeked, however recently it came back (one `recv` per reuse, as curl's liveness check):
+            // bytes a server sent after its response unasked — a response sent twice, a body longer than its
+            // `Content-Length` — would otherwise be read as the answer to the next request, and a copy of
+            // one file's response passes every check made of the next file's.
+            if connection.transport.isReusableOnLoop() { return connection }
             connection.transport.closeOnLoop()
         }
         return nil
