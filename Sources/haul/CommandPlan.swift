@@ -1,6 +1,7 @@
 import Haul
 import HaulCommandLine
 import HaulIO
+import HaulSessions
 import SystemPackage
 
 #if canImport(Glibc)
@@ -35,6 +36,8 @@ struct CommandPlan {
     var skipsExisting: Bool
     /// `-w`, `-r`, `-I` (``OutputHabitOptions``).
     var habits = OutputHabitPlan()
+    /// `--url-command`: asked for a fresh URL when one expires mid-download.
+    var urlCommand: URLCommand?
 
     /// Whether a download that used one connection can only have done so because the server refused
     /// ranges: more than one connection was asked for, no other download of this run competes for them,
@@ -133,6 +136,7 @@ extension HaulCommand {
         var plan = CommandPlan(options: options, downloads: downloadList ?? DownloadList(downloads), jobs: list.jobs, progress: style,
                                messages: report.progress == .json ? .json : .text, verbose: verbose,
                                skipsExisting: localOutput.skipExisting)
+        plan.urlCommand = try download.urlCommand()
         try planOutputHabits(&plan)
         return plan
     }
