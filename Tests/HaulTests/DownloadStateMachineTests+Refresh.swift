@@ -167,3 +167,16 @@ extension DownloadStateMachineTests {
         }
     }
 }
+
+extension DownloadStateMachineTests {
+    @Test func aRequestToTheOldURLThatFailsAfterTheRefreshGoesToTheNewOneWithoutAsking() throws {
+        var machine = try refreshing()
+        _ = machine.slotsGranted(1, wanted: 1, for: .work)
+        #expect(refreshes(try expire(&machine, on: 1)).count == 1)
+        _ = machine.urlRefreshed(mirror: 0, to: Self.fresh, refresherError: nil)
+        // Connection 2 had asked the old URL before the answer.
+        let late = try expire(&machine, on: 2)
+        #expect(refreshes(late).isEmpty)
+        #expect(sends(late).map(\.url) == [Self.fresh])
+    }
+}

@@ -25,6 +25,9 @@ extension DownloadStateMachine {
         var asked = 0
         /// By mirror.
         var pending: [Int: Pending] = [:]
+        /// The URLs refreshes replaced: a request sent to one before its refresh was answered fails late, and
+        /// goes to the new URL without asking again.
+        var replaced: Set<HTTPURL> = []
 
         init(enabled: Bool) { self.enabled = enabled }
     }
@@ -37,6 +40,10 @@ extension DownloadStateMachine {
         let mirror = connection.mirror
         let given = mirrors[mirror].given
         let asking = urlRefresh.pending[mirror] != nil
+        if !asking, let first = connection.chain.first, first != given, urlRefresh.replaced.contains(first),
+           case .httpStatus(let status, _, _) = error.reason, URLRefreshDecision.expiredStatuses.contains(status) {
+            return resume(id)
+        }
         let trigger = URLRefreshDecision.trigger(.init(
             // Begun: a response was accepted as the file (the mirror's validators were recorded from it, which
             // a retry that starts a file without ranges over keeps), or a journal is being continued.
@@ -95,6 +102,7 @@ extension DownloadStateMachine {
             return FailurePolicy.decide(context, retry: options.retry, ifChangedOnServer: ifChangedOnServer) == .restart
                 ? restart() : fail(error)
         case .continueAt(let fresh):
+            urlRefresh.replaced.formUnion(pending.failedURLs)
             mirrors.refresh(mirror, to: fresh)
             var actions: [Action] = [.log(.notice, "continuing at a fresh URL; its answers must show the same file", {
                 [LogKey.url: "\(given)", "haul.location": "\(fresh)"]
