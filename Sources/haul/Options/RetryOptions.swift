@@ -24,7 +24,7 @@ struct RetryOptions: ParsableArguments {
     var maxTime: Double?
 
     @Option(name: .long, help: ArgumentHelp(
-        "When a URL answers 401, 403, 404 or 410 after the download has begun (a signed link that expired), run this shell command (/bin/sh -c, with HAUL_URL, HAUL_STATUS and HAUL_ERROR set) and continue at the URL on the first line of its output, only if the server shows the same file there (strong ETag or Last-Modified, and length; otherwise --on-change decides). At most 5 per download; a failing, silent or timed-out command gives up with the original error.",
+        "When a URL answers 401, 403, 404 or 410 after the download has begun (a signed link that expired), run this shell command (/bin/sh -c, with HAUL_URL, HAUL_STATUS and HAUL_ERROR set) and continue at the URL on the first line of its output, only if the server shows the same file there (strong ETag or Last-Modified, and length; otherwise --on-change decides). At most 5 per download. A command that fails, prints nothing or times out gives up: the download fails with the original error.",
         valueName: "command"))
     var urlCommand: String?
 
