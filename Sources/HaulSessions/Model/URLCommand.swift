@@ -74,6 +74,9 @@ public struct URLCommand: Sendable, Hashable {
                 return nil
             case .success(let outcome):
                 switch Self.interpret(outcome, timeout: timeout) {
+                case .url(let url) where url == expired:
+                    report("--url-command printed the URL that just failed: giving up on \(expired) (\(failure))", true)
+                    return nil
                 case .url(let url):
                     report("\(expired) answered \(status.isEmpty ? "an error" : status): trying the URL --url-command printed", false)
                     return url
