@@ -180,3 +180,27 @@ extension DownloadStateMachineTests {
         #expect(sends(late).map(\.url) == [Self.fresh])
     }
 }
+
+extension DownloadStateMachineTests {
+    @Test func aMirrorWhoseRefreshCannotBeUsedIsLeftOutWhileAnotherServesTheFile() throws {
+        let urls = [try HTTPURL("http://a.test/f"), try HTTPURL("http://m.test/f")]
+        // No URL, the same URL again, a new URL that a weak ETag cannot prove the same file.
+        for (mirrorTag, answer) in [("\"v1\"", nil), ("\"v1\"", urls[1]), ("W/\"v1\"", Self.fresh)] as [(String, HTTPURL?)] {
+            let options = DownloadOptions(connections: 2, lowSpeedLimit: LowSpeedLimit(bytesPerSecond: 100, seconds: 2))
+            var machine = Machine(options: options, mirrors: MirrorSet(urls: urls, headers: HTTPFields(), userAgent: "test"),
+                                  destination: "/d/f", awaitingName: false, sink: .file, sizeLimit: nil, refreshesURLs: true)
+            _ = started(&machine)
+            _ = arrive(&machine, try partial(0, 4 * Self.mib - 1, of: 100 * Self.mib))
+            // The mirror is checked, then connection 1 works on it.
+            _ = machine.slotsGranted(1, wanted: 1, for: .mirrorChecks([1]))
+            _ = arrive(&machine, try partial(0, 0, of: 100 * Self.mib, etag: mirrorTag), on: 1)
+            _ = try end(&machine, on: 1)
+            let working = try #require(machine.connections[1].exchange)
+            #expect(working.mirror == 1 && working.role == .ranged)
+            #expect(refreshes(try expire(&machine)) == [urls[1]])
+            let actions = machine.urlRefreshed(mirror: 1, to: answer, refresherError: nil)
+            #expect(report(actions) == nil, "\(mirrorTag) \(String(describing: answer)): the download goes on")
+            #expect(machine.mirrors[1].dropped && !sends(actions).isEmpty && sends(actions).allSatisfy { $0.mirror == 0 })
+        }
+    }
+}

@@ -88,12 +88,14 @@ extension DownloadStateMachine {
                 [LogKey.url: "\(given)", LogKey.reason: "\(error)", "haul.location": "\(url.map { "\($0)" } ?? "-")"]
             })
             guard mirrors.hasOtherLiveMirror(than: mirror) else { return [log] + fail(error) }
-            // Its connections move to the mirrors left, as after a mirror's tries.
+            // Its connections move to the mirrors left, as after a mirror's tries (dropMirror moves them all).
             var actions = [log] + dropMirror(mirror, on: pending.waiting[0], error: error)
-            for id in pending.waiting.dropFirst() {
-                connections[id].mirror = mirrors.mirror(forConnection: id)
-                actions += resume(id)
-            }
+            for id in pending.waiting.dropFirst() { actions += resume(id) }
+            return actions
+        case .changed(let error) where mirrors.hasOtherLiveMirror(than: mirror):
+            // Another mirror still serves the file as it was proven: only this one is left out.
+            var actions = dropMirror(mirror, on: pending.waiting[0], error: error)
+            for id in pending.waiting.dropFirst() { actions += resume(id) }
             return actions
         case .changed(let error):
             if let url { mirrors.refresh(mirror, to: url) }

@@ -3,7 +3,7 @@ import HaulHTTP
 import HaulIO
 
 /// `--url-command`: a shell command that prints a fresh URL when a download's URL expires mid-download (a
-/// signed link), for `haul` and for queued tasks alike. It becomes the download's ``URLRefresher``
+/// signed link), for `haul` and for queued tasks alike. It becomes the download's `URLRefresher`
 /// (``refresher(report:)``).
 ///
 /// Run by `/bin/sh -c` with `HAUL_URL` (the URL that expired), `HAUL_STATUS` (the status it answered) and
