@@ -21,7 +21,8 @@ import SystemPackage
 /// Give it a `Logger` (apple/swift-log) to see what its downloads do, as AsyncHTTPClient logs its requests:
 /// at `debug`, each download's start, requests (`Range`), response heads, redirects, retries (with their
 /// reason and delay), resume decisions and end; at `trace`, ranges moving between connections; at `notice`,
-/// only a dropped mirror or a file that changed on the server and starts over. Records carry
+/// only a dropped mirror, a file that changed on the server and starts over, or an expired URL refreshed
+/// (``URLRefresher``). Records carry
 /// `haul.download.id`, `haul.url`, `haul.range`, `haul.connection`, `haul.attempt`. Without one nothing is
 /// logged, at the cost of a level check per request.
 public final class HaulClient: Sendable {

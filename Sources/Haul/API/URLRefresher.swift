@@ -8,8 +8,8 @@
 /// (``HaulError/Reason/httpStatus(status:reason:url:)``; at the end of a redirect chain too), once the
 /// download has begun (a response was accepted as the file, or an interrupted download is being continued).
 /// It returns the new URL, or nil to give up: the download then fails with that original error (or, with
-/// mirrors left, goes on without the expired one). A ``HaulError`` it throws is what the download fails
-/// with; any other error counts as nil.
+/// mirrors left, goes on without the expired one). A ``HaulError`` it throws takes the original error's
+/// place; any other error counts as nil.
 ///
 /// The download goes on at the new URL only when what it recorded of the file can prove the new URL serves
 /// the same one: a strong `ETag` or a `Last-Modified` date, compared exactly with the length on every answer.
