@@ -37,7 +37,8 @@ extension DownloadStateMachine {
     mutating func refreshIfExpired(_ error: HaulError, failed: HaulError, on id: Int) -> [Action]? {
         let connection = connections[id]
         guard let exchange = connection.exchange, exchange.role != .mirrorCheck else { return nil }
-        let mirror = connection.mirror
+        // The mirror whose URL failed (a connection may be placed elsewhere before its next request).
+        let mirror = exchange.mirror
         let given = mirrors[mirror].given
         let asking = urlRefresh.pending[mirror] != nil
         if !asking, let first = connection.chain.first, first != given, urlRefresh.replaced.contains(first),
