@@ -30,7 +30,7 @@ import urllib.request
 MiB = 1 << 20
 GiB = 1 << 30
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ALL_SCENARIOS = "a,b,c,d,e,f,g,h,x,p"
+ALL_SCENARIOS = "a,b,c,d,e,f,g,h,x,m,p"
 CONNECTION_COUNTS = (1, 2, 4, 8, 16, 32)
 
 
@@ -224,6 +224,23 @@ def remove(paths):
             os.remove(path)
 
 
+# Where finished many-file outputs go until the whole run ends. ext4 without a journal (this machine's root)
+# will not reuse an inode freed in the last ~30 s and walks the free inodes for every new file, so deleting
+# the last run's 10,000 files right before the next run charged every tool a per-file cost that grew with
+# the list (issue 23: the "CPU per file grows with n" was this). Renaming the directory away frees nothing.
+GRAVEYARD = None
+
+
+def retire(path):
+    """Moves a scratch directory of many small files out of the way without freeing its inodes until the run
+    ends (see GRAVEYARD); removes it at once when there is no graveyard."""
+    if GRAVEYARD is None or not os.path.isdir(path):
+        remove([path])
+        return
+    os.makedirs(GRAVEYARD, exist_ok=True)
+    os.rename(path, os.path.join(GRAVEYARD, str(len(os.listdir(GRAVEYARD)))))
+
+
 def run_own_group(argv, **kwargs):
     """Runs argv in a process group of its own and waits; if the wait is interrupted (Ctrl-C, SIGTERM), kills
     that group (GNU time and the tool under it, nothing else) before passing the interruption on."""
@@ -279,10 +296,11 @@ def measure(command, outputs, scratch=None):
         verify(command, outputs)
     finally:
         # Also after a failure: a wrong 16 GiB output must not stay on the disk until the end of the run.
-        for path, _ in outputs:
-            remove(leftovers(path))
         if scratch:
-            remove([scratch])
+            retire(scratch)
+        for path, _ in outputs:
+            if not (scratch and path.startswith(scratch.rstrip("/") + "/")):
+                remove(leftovers(path))
     return sample
 
 
@@ -364,7 +382,7 @@ def per_file_cost(tools, outputs, dest, files, rounds):
                 raise RuntimeError(f"{label} failed ({returncode}): {stderr.decode(errors='replace')[-400:]}")
             verify(argv, outputs)
         finally:
-            remove([dest])
+            retire(dest)
 
     fd, report = tempfile.mkstemp()
     os.close(fd)
@@ -549,16 +567,18 @@ class Pacer:
     port tells how many connections a tool opened (at most at once, in all) and, per closed connection, its
     bytes and the seconds from its first to its last byte."""
 
-    def __init__(self, work, upstream_port, rate=PACE_RATE, burst=PACE_BURST):
-        self.rate, self.burst = rate, burst
+    def __init__(self, work, upstream_port, rate=PACE_RATE, burst=PACE_BURST, address="127.0.0.1"):
+        self.rate, self.burst, self.address = rate, burst, address
         binary = f"{work}/pacer"
         compiler = shutil.which("cc") or shutil.which("gcc")
         if not compiler:
             raise RuntimeError("no C compiler (cc or gcc) to build Benchmarks/pacer.c")
-        built = subprocess.run([compiler, "-O2", "-o", binary, f"{REPO}/Benchmarks/pacer.c", "-lm"], capture_output=True, text=True)
+        # (m) starts three: the first builds it.
+        built = subprocess.run([compiler, "-O2", "-o", binary, f"{REPO}/Benchmarks/pacer.c", "-lm"], capture_output=True, text=True) \
+            if not os.path.exists(binary) else subprocess.CompletedProcess([], 0)
         if built.returncode != 0:
             raise RuntimeError(f"Benchmarks/pacer.c did not build: {built.stderr[-600:]}")
-        self.process = subprocess.Popen([binary, str(upstream_port), str(rate), str(burst)], start_new_session=True,
+        self.process = subprocess.Popen([binary, str(upstream_port), str(rate), str(burst), "65536", "0.1", address], start_new_session=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             line = self.process.stdout.readline().split()
@@ -571,10 +591,10 @@ class Pacer:
         self.port, self.control_port = int(line[0]), int(line[1])
 
     def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://{self.address}:{self.port}{path}"
 
     def command(self, word):
-        with socket.create_connection(("127.0.0.1", self.control_port), timeout=5) as s:
+        with socket.create_connection((self.address, self.control_port), timeout=5) as s:
             s.sendall(word.encode() + b"\n")
             answer = b""
             while chunk := s.recv(65536):
@@ -728,6 +748,8 @@ def measure_all(args):
         results["durations"]["total"] = round(time.monotonic() - started, 1)
         return results
     work = tempfile.mkdtemp(prefix="haul-bench-")
+    global GRAVEYARD
+    GRAVEYARD = os.path.join(work, "retired")
     data, out = f"{work}/data", f"{work}/out"
     os.makedirs(data); os.makedirs(out)
     nginx = proxies = None
@@ -985,6 +1007,13 @@ def measure_all(args):
                     ])
                 proxies.stop()
             lap("x", since)
+        if "m" in scenarios:
+            since = time.monotonic()
+            try:
+                results["mirror_rows"] = mirror_scenario(args, runner, work, nginx, haul, o, out)
+            except RuntimeError as error:
+                results["skipped"]["m"] = str(error)
+            lap("m", since)
         if "g" in scenarios:
             since = time.monotonic()
             huge = args.huge_gib * GiB
@@ -1017,6 +1046,88 @@ def measure_all(args):
         shutil.rmtree(work, ignore_errors=True)
     results["durations"]["total"] = round(time.monotonic() - started, 1)
     return results
+
+
+MIRROR_RATES = (5, 20, 40)  # (m): MiB/s per connection of each mirror's pacer, in the order the URLs are given
+
+
+def mirror_scenario(args, runner, work, nginx, haul, o, out):
+    """(m): one file from three mirrors of different speeds (issue 25). Each mirror is a pacer in front of the
+    same nginx (so every byte is the same file), at 5, 20 and 40 MiB/s per connection, on 127.0.0.1, .2 and .3
+    (other hosts to a tool that keeps speeds per host, as aria2's adaptive selector does). The URLs are given
+    slowest first, the same order for every tool. Haul with 8 connections next to aria2c with 8 (-x8 -s8) and
+    its two selectors (adaptive, and its default, feedback). Each run's bytes per mirror are read from the
+    pacers' counters. Ideal: every connection on the fastest mirror from the first byte, size / (8 x 40 MiB/s)."""
+    size = args.mirror_mib * MiB
+    path = f"{work}/data/mirrored.bin"
+    digest = make_file(path, size, 4)
+    pacers = []
+    try:
+        for index, rate in enumerate(MIRROR_RATES):
+            pacers.append(Pacer(work, nginx.http, rate=rate * MiB, address=f"127.0.0.{index + 1}"))
+    except (RuntimeError, OSError) as error:
+        for pacer in pacers:
+            pacer.stop()
+        remove([path])
+        raise RuntimeError(f"(m): {error}")
+    urls = [pacer.url("/mirrored.bin") for pacer in pacers]
+    n = 8
+    aria = ["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=falloc", "-d", out, "-o", "file"]
+    tools = [(f"haul -c{n} --no-sync", [haul, "-q", "-c", str(n), "--no-sync"] + urls + ["-o", o], [(o, digest)])]
+    if args.haul_before:
+        # Another build of haul (--haul-before), e.g. one from before mirrors were chosen by speed.
+        tools.append((f"haul -c{n} --no-sync (--haul-before)", [args.haul_before, "-q", "-c", str(n), "--no-sync"] + urls + ["-o", o], [(o, digest)]))
+    tools += [
+        (f"aria2c -x{n} -s{n} --uri-selector=adaptive", aria + ["--uri-selector=adaptive"] + urls, [(o, digest)]),
+        (f"aria2c -x{n} -s{n} (feedback, its default)", aria + urls, [(o, digest)]),
+    ]
+    seen = {}
+
+    def after(label):
+        try:
+            seen.setdefault(label, []).append([pacer.reset()["bytes"] for pacer in pacers])
+        except (OSError, ValueError) as error:
+            print(f"(m): a pacer did not answer after {label}: {error}", file=sys.stderr)
+    rows = []
+    try:
+        for pacer in pacers:
+            pacer.reset()
+        rates = "/".join(str(r) for r in MIRROR_RATES)
+        runner.scenario("m", f"(m) {args.mirror_mib} MiB from three mirrors paced at {rates} MiB/s per connection, {n} connections",
+                        size, tools, after=after)
+        ideal = size / (n * MIRROR_RATES[-1] * MiB)
+        for row in runner.rows:
+            if row["key"] == "m" and "failed" not in row:
+                shares = seen.get(row["tool"], [])
+                totals = [sum(run) or 1 for run in shares]
+                row["mirror_shares"] = [statistics.median(run[i] / t for run, t in zip(shares, totals)) if shares else None
+                                        for i in range(len(MIRROR_RATES))]
+                row["fetched"] = statistics.median(totals) if shares else None
+                row["ideal_wall"] = ideal
+                rows.append(row)
+    finally:
+        for pacer in pacers:
+            pacer.stop()
+        remove([path])
+    return rows
+
+
+def fmt_mirrors(results):
+    rows = results.get("mirror_rows") or []
+    if not rows:
+        return ""
+    rates = ", ".join(f"{r} MiB/s" for r in MIRROR_RATES)
+    lines = [f"(m) bytes each mirror served (the pacers' counters, median share of each run), mirrors given in the order {rates} "
+             f"per connection; ideal: every connection on the fastest mirror from the first byte; fetched: bytes sent by the "
+             f"three pacers in all, over the file's size.",
+             "",
+             "| tool | wall s | ideal s | " + " | ".join(f"from the {r} MiB/s mirror" for r in MIRROR_RATES) + " | fetched |",
+             "|---|---:|---:|" + "---:|" * len(MIRROR_RATES) + "---:|"]
+    for r in rows:
+        shares = " | ".join("—" if v is None else f"{v * 100:.1f}%" for v in r["mirror_shares"])
+        fetched = "—" if not r.get("fetched") else f"{r['fetched'] / r['bytes']:.3f}"
+        lines.append(f"| {r['tool']} | {r['wall']:.3f} | {r['ideal_wall']:.3f} | {shares} | {fetched} |")
+    return "\n".join(lines)
 
 
 # Reading the results: tables, the issue's targets, charts. Everything below works from the results dict
@@ -1261,6 +1372,9 @@ def report(results):
     paced = fmt_paced(results)
     if paced:
         parts.append(paced)
+    mirrored = fmt_mirrors(results)
+    if mirrored:
+        parts.append(mirrored)
     if results.get("resume_rows"):
         parts.append(f"(e) {args['size_mib']} MiB over HTTP, first run throttled to {args['size_mib'] // 8} MiB/s in all and "
                      f"interrupted with SIG{args['resume_signal']} once nginx has sent 50%; second run unthrottled, timed to the end. "
@@ -1566,6 +1680,8 @@ def main():
     parser.add_argument("--small-files", type=int, default=200, help="number of 256 KiB files in (d)")
     parser.add_argument("--many-files", type=int, default=10000, help="number of 4 KiB files in (f)")
     parser.add_argument("--huge-gib", type=int, default=16, help="size of the one file of (g)")
+    parser.add_argument("--mirror-mib", type=int, default=1024, help="size of the file of (m), fetched from three mirrors")
+    parser.add_argument("--haul-before", help="(m) also runs this haul binary (an earlier build, for an A/B in the same run)")
     parser.add_argument("--huge-rounds", type=int, help="rounds of (g) (default: --rounds)")
     parser.add_argument("--resume-signal", default="KILL", choices=["KILL", "INT", "TERM"],
                         help="how (e) interrupts the first half")

@@ -21,8 +21,10 @@
  * "reset" (the same answer, then the counters are zeroed).
  *
  * Build: cc -O2 -o pacer Benchmarks/pacer.c   (bench.py does this in its temporary directory)
- * Usage: pacer UPSTREAM_PORT RATE [BURST [CHUNK [LATE]]]   (upstream 127.0.0.1; BURST, CHUNK 65536; LATE 0.1)
- * Prints "PORT CONTROL_PORT" once both listen on 127.0.0.1; ends on SIGTERM or SIGINT.
+ * Usage: pacer UPSTREAM_PORT RATE [BURST [CHUNK [LATE [ADDRESS]]]]   (upstream 127.0.0.1; BURST, CHUNK 65536;
+ *        LATE 0.1; ADDRESS, an IPv4 address to listen on, 127.0.0.1: mirrors on 127.0.0.2 and .3 are other hosts
+ *        to a client that counts per host, as aria2's adaptive selector does)
+ * Prints "PORT CONTROL_PORT" once both listen on ADDRESS; ends on SIGTERM or SIGINT.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -56,6 +58,7 @@ struct conn {
 static double rate, burst = 65536, late = 0.1;
 static size_t chunk = 65536;
 static int ep, upstream_port;
+static struct in_addr listen_address = { .s_addr = 0 };
 static struct conn *conns, *graves;   /* graves: closed, freed after the batch of events naming them */
 static int open_now, opened, max_open;
 static long long sent;
@@ -73,7 +76,7 @@ static void on_signal(int s) { (void)s; stopping = 1; }
 
 static int listener(int *port) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = listen_address };
     socklen_t n = sizeof a;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 1024) || getsockname(fd, (struct sockaddr *)&a, &n)) {
@@ -256,7 +259,7 @@ static void control(int lfd) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: pacer UPSTREAM_PORT RATE [BURST [CHUNK [LATE]]]\n");
+        fprintf(stderr, "usage: pacer UPSTREAM_PORT RATE [BURST [CHUNK [LATE [ADDRESS]]]]\n");
         return 2;
     }
     upstream_port = atoi(argv[1]);
@@ -264,6 +267,8 @@ int main(int argc, char **argv) {
     if (argc > 3) burst = atof(argv[3]);
     if (argc > 4) chunk = strtoul(argv[4], NULL, 10);
     if (argc > 5) late = atof(argv[5]);
+    listen_address.s_addr = htonl(INADDR_LOOPBACK);
+    if (argc > 6 && inet_pton(AF_INET, argv[6], &listen_address) != 1) { fprintf(stderr, "pacer: bad address\n"); return 2; }
     if (rate <= 0 || burst <= 0 || chunk == 0 || late < 0) { fprintf(stderr, "pacer: bad arguments\n"); return 2; }
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGTERM, &sa, NULL);

@@ -3,15 +3,16 @@
 # Installs what is missing (the peers, nginx, GNU time, gnuplot), builds Haul and the parser benchmark in
 # release mode, starts its own nginx on 127.0.0.1 (HTTP and HTTPS with a CA it generates) and, for the
 # throttled scenario (c), the per-connection pacer in front of it (Benchmarks/pacer.c, compiled with cc into
-# the temporary directory, stopped after (c)), creates the test data in a temporary directory, runs every
+# the temporary directory, stopped after (c); three of them at different rates for the mirrors of (m)), creates the test data in a temporary directory, runs every
 # scenario with tools interleaved, verifies each output's SHA-256, measures in (f) also the Swift API
 # (Benchmarks/APIBenchmark) and each tool's syscalls and CPU per small file (strace -c -f, perf stat), prints
 # markdown tables and the issue 16 targets (met / not met), saves the raw results as JSON (Benchmarks/results/, not in git) and draws the
 # charts into docs/benchmarks/*.svg. It stops only the processes it started and removes its temporary
 # directory also on failure and Ctrl-C.
 #
-# Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c,d,e,f,g,h,p] [--size-mib N] [--small-files N]
-#                          [--many-files N] [--huge-gib N] [--huge-rounds N] [--resume-signal KILL|INT]
+# Usage: Benchmarks/run.sh [--rounds N] [--scenarios a,b,c,d,e,f,g,h,m,p] [--size-mib N] [--small-files N]
+#                          [--many-files N] [--huge-gib N] [--huge-rounds N] [--mirror-mib N] [--haul-before BIN]
+#                          [--resume-signal KILL|INT]
 #                          [--no-charts] [--charts-dir DIR] [--results-dir DIR]
 #        Benchmarks/run.sh --charts-only Benchmarks/results/latest.json   (tables and charts of a saved run)
 # (see Benchmarks/bench.py and docs/benchmarks.md; HAUL_SCRATCH=DIR builds Haul with --scratch-path DIR;
@@ -20,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 charts_only=0
-scenarios="a,b,c,d,e,f,g,h,p"
+scenarios="a,b,c,d,e,f,g,h,m,p"
 previous=""
 for argument in "$@"; do
     case "$argument" in

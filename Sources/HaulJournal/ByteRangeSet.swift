@@ -34,10 +34,45 @@ public struct ByteRangeSet: Sendable, Equatable, CustomStringConvertible {
         ranges.replaceSubrange(low..<end, with: [merged])
     }
 
-    /// Whether every byte of `range` is in the set.
+    /// Whether every byte of `range` is in the set (a binary search: it runs for every piece of a download
+    /// with piece hashes).
     public func contains(_ range: Range<Int64>) -> Bool {
         guard !range.isEmpty else { return true }
-        return ranges.contains { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }
+        // The last range that starts at or before range.lowerBound.
+        var low = 0, high = ranges.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ranges[mid].lowerBound <= range.lowerBound { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return false }
+        return range.upperBound <= ranges[low - 1].upperBound
+    }
+
+    /// Takes `range` out of the set (a piece that failed its hash is written again).
+    public mutating func remove(_ range: Range<Int64>) {
+        guard !range.isEmpty else { return }
+        var kept: [Range<Int64>] = []
+        kept.reserveCapacity(ranges.count + 1)
+        for existing in ranges {
+            guard existing.overlaps(range) else { kept.append(existing); continue }
+            if existing.lowerBound < range.lowerBound { kept.append(existing.lowerBound..<range.lowerBound) }
+            if range.upperBound < existing.upperBound { kept.append(range.upperBound..<existing.upperBound) }
+        }
+        ranges = kept
+    }
+
+    /// The bytes in both sets.
+    public func intersection(_ other: ByteRangeSet) -> ByteRangeSet {
+        var result = ByteRangeSet()
+        var i = 0, j = 0
+        while i < ranges.count && j < other.ranges.count {
+            let a = ranges[i], b = other.ranges[j]
+            let lower = max(a.lowerBound, b.lowerBound), upper = min(a.upperBound, b.upperBound)
+            // Appended in order and never touching (both inputs are canonical), so no merge is needed.
+            if lower < upper { result.ranges.append(lower..<upper) }
+            if a.upperBound < b.upperBound { i += 1 } else { j += 1 }
+        }
+        return result
     }
 
     /// The parts of `0..<total` not in the set, in order.

@@ -60,6 +60,7 @@ public enum JournalCodec {
         if state.checksum != nil { flags |= Flag.checksum }
         if hasVersion2Fields && state.resolvedURL != nil { flags |= Flag.resolvedURL }
         if hasVersion2Fields && state.bootID != nil { flags |= Flag.bootID }
+        if hasVersion2Fields && state.pieces != nil { flags |= Flag.pieces }
         out.appendLittleEndian(version)
         out.appendLittleEndian(flags)
         out.appendLittleEndian(state.totalLength)
@@ -83,7 +84,17 @@ public enum JournalCodec {
                 out += bootID
             }
         }
-        let ranges = state.durable.ranges
+        appendRanges(state.durable, to: &out)
+        if hasVersion2Fields, let pieces = state.pieces {
+            out.appendVarint(UInt64(truncatingIfNeeded: pieces.length))
+            appendRanges(pieces.verified, to: &out)
+        }
+        return out
+    }
+
+    /// A range count (u32), then each range as (gap since the previous end, length) varints.
+    private static func appendRanges(_ set: ByteRangeSet, to out: inout [UInt8]) {
+        let ranges = set.ranges
         out.appendLittleEndian(UInt32(truncatingIfNeeded: ranges.count))
         var previousEnd: Int64 = 0
         for range in ranges {
@@ -91,7 +102,6 @@ public enum JournalCodec {
             out.appendVarint(UInt64(truncatingIfNeeded: range.upperBound &- range.lowerBound))
             previousEnd = range.upperBound
         }
-        return out
     }
 
     /// Frames `payload` as a record: magic, length, sequence, payload, CRC-32C of all of that.
@@ -352,12 +362,39 @@ public enum JournalCodec {
             }
             bootID = try reader.bytes(length, field: "boot id")
         }
+        let durable = try decodeRanges(&reader, totalLength: totalLength, field: "range")
+        var pieces: JournalPieces?
+        if flags & Flag.pieces != 0 {
+            let lengthOffset = reader.position
+            let length = try reader.varint("piece length")
+            guard length >= 1 else { throw .invalidValue(field: "piece length", value: length, offset: lengthOffset) }
+            let verifiedOffset = reader.position
+            let verified = try decodeRanges(&reader, totalLength: totalLength, field: "verified piece range")
+            // Whole pieces only: a range that starts or ends inside a piece would vouch for bytes never hashed.
+            for range in verified.ranges where range.lowerBound % length != 0 || (range.upperBound % length != 0 && range.upperBound != totalLength) {
+                throw .invalidValue(field: "verified piece range \(range.lowerBound)-\(range.upperBound) (not on \(length)-byte piece boundaries)",
+                                    value: range.lowerBound, offset: verifiedOffset)
+            }
+            pieces = JournalPieces(length: length, verified: verified)
+        }
+        guard reader.remaining == 0 else { throw .trailingBytes(count: reader.remaining, offset: reader.position) }
+        return JournalState(
+            url: url, mirrors: mirrors, etag: etag,
+            lastModified: flags & Flag.lastModified != 0 ? lastModifiedValue : nil,
+            totalLength: totalLength, minimumSegmentSize: minimumSegmentSize, checksum: checksum,
+            createdAt: createdAt, durable: durable, resolvedURL: resolvedURL, bootID: bootID, pieces: pieces
+        )
+    }
+
+    /// A range count and its ranges (``appendRanges``), each inside `0..<totalLength`, sorted, disjoint and
+    /// not touching; `field` names them in errors.
+    private static func decodeRanges(_ reader: inout JournalByteReader, totalLength: Int64, field: String) throws(JournalError) -> ByteRangeSet {
         let rangeCountOffset = reader.position
-        let rangeCount = Int(try reader.u32("range count"))
+        let rangeCount = Int(try reader.u32("\(field) count"))
         // Each range takes at least two bytes (two one-byte varints).
         let fits = reader.remaining / 2
         guard rangeCount <= JournalLimits.maxRanges, rangeCount <= fits else {
-            throw .tooMany(field: "ranges", count: rangeCount, limit: min(JournalLimits.maxRanges, fits),
+            throw .tooMany(field: field == "range" ? "ranges" : field + "s", count: rangeCount, limit: min(JournalLimits.maxRanges, fits),
                            offset: rangeCountOffset)
         }
         var ranges: [Range<Int64>] = []
@@ -365,8 +402,8 @@ public enum JournalCodec {
         var previousEnd: Int64 = 0
         for index in 0..<rangeCount {
             let rangeOffset = reader.position
-            let gap = try reader.varint("range \(index) gap")
-            let length = try reader.varint("range \(index) length")
+            let gap = try reader.varint("\(field) \(index) gap")
+            let length = try reader.varint("\(field) \(index) length")
             guard length > 0 else { throw .emptyRange(index: index, offset: rangeOffset) }
             guard index == 0 || gap > 0 else { throw .rangesOutOfOrder(index: index, offset: rangeOffset) }
             let (start, startOverflow) = previousEnd.addingReportingOverflow(gap)
@@ -378,13 +415,7 @@ public enum JournalCodec {
             ranges.append(start..<end)
             previousEnd = end
         }
-        guard reader.remaining == 0 else { throw .trailingBytes(count: reader.remaining, offset: reader.position) }
-        return JournalState(
-            url: url, mirrors: mirrors, etag: etag,
-            lastModified: flags & Flag.lastModified != 0 ? lastModifiedValue : nil,
-            totalLength: totalLength, minimumSegmentSize: minimumSegmentSize, checksum: checksum,
-            createdAt: createdAt, durable: ByteRangeSet(ranges), resolvedURL: resolvedURL, bootID: bootID
-        )
+        return ByteRangeSet(ranges)
     }
 
     private enum Flag {
@@ -394,6 +425,8 @@ public enum JournalCodec {
         static let resolvedURL: UInt16 = 1 << 3
         static let bootID: UInt16 = 1 << 4
         static let allVersion1: UInt16 = etag | lastModified | checksum
-        static let all: UInt16 = allVersion1 | resolvedURL | bootID
+        /// Verified pieces (a download with piece hashes), after the durable ranges.
+        static let pieces: UInt16 = 1 << 5
+        static let all: UInt16 = allVersion1 | resolvedURL | bootID | pieces
     }
 }

@@ -44,6 +44,10 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
     /// so ``durable`` must not be trusted. Nil when the data was synced (and in version 1 records). At most
     /// ``JournalLimits/maxBootIDBytes`` bytes.
     public var bootID: [UInt8]?
+    /// For a download with piece hashes: the piece length and the pieces whose hash matched (their bytes are
+    /// in ``durable`` too). A resume trusts a complete piece only when it is listed here; others are hashed
+    /// again first. Nil for a download without piece hashes (and in records written before this field).
+    public var pieces: JournalPieces?
 
     public init(
         url: String,
@@ -56,7 +60,8 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
         createdAt: Int64,
         durable: ByteRangeSet = ByteRangeSet(),
         resolvedURL: String? = nil,
-        bootID: [UInt8]? = nil
+        bootID: [UInt8]? = nil,
+        pieces: JournalPieces? = nil
     ) {
         self.url = url
         self.mirrors = mirrors
@@ -69,6 +74,7 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
         self.durable = durable
         self.resolvedURL = resolvedURL
         self.bootID = bootID
+        self.pieces = pieces
     }
 
     /// The ranges a resume may skip: ``durable``, unless the record was written without syncing the data
@@ -112,7 +118,35 @@ public struct JournalState: Sendable, Equatable, CustomStringConvertible {
         if let checksum { parts.append("checksum: \(checksum.algorithm):\(checksum.hex)") }
         if let resolvedURL { parts.append("resolved: \(resolvedURL)") }
         if let bootID { parts.append("unsynced, boot: \(String(decoding: bootID, as: UTF8.self))") }
+        if let pieces { parts.append("verified: \(pieces.verified.count) bytes in pieces of \(pieces.length)") }
         return "JournalState(" + parts.joined(separator: ", ") + ")"
+    }
+}
+
+/// The pieces of a download with piece hashes whose hash matched: ``JournalState/pieces``.
+public struct JournalPieces: Sendable, Equatable {
+    /// Bytes per piece (at least 1); the last piece of the file may be shorter.
+    public var length: Int64
+    /// The bytes of the verified pieces: each range starts on a piece boundary and ends on one (or at the
+    /// file's end).
+    public var verified: ByteRangeSet
+
+    public init(length: Int64, verified: ByteRangeSet = ByteRangeSet()) {
+        self.length = length
+        self.verified = verified
+    }
+
+    /// These pieces less any byte not in `durable` (a checkpoint records no verified byte it does not
+    /// record as durable): whole pieces only, so a piece cut by `durable` is left out.
+    public func restricted(to durable: ByteRangeSet, totalLength: Int64) -> JournalPieces {
+        var kept = ByteRangeSet()
+        for range in verified.intersection(durable).ranges {
+            // Inward to piece boundaries: a piece cut anywhere is not kept.
+            let start = (range.lowerBound + length - 1) / length * length
+            let end = range.upperBound == totalLength ? totalLength : range.upperBound / length * length
+            if start < end { kept.insert(start..<end) }
+        }
+        return JournalPieces(length: length, verified: kept)
     }
 }
 

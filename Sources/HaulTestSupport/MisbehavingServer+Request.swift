@@ -34,6 +34,11 @@ extension MisbehavingServer {
         public let name: String
         /// The field value without surrounding whitespace.
         public let value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// A single byte range of a `Range: bytes=...` field.

@@ -112,6 +112,7 @@ extension MisbehavingServer.Core {
         fields.append(("Content-Type", multipart?.contentType ?? resource.contentType))
         if let disposition = behavior.contentDisposition { fields.append(("Content-Disposition", disposition)) }
         if let coding = behavior.contentEncoding { fields.append(("Content-Encoding", coding)) }
+        for field in behavior.extraFields { fields.append((field.name, field.value)) }
         var body = Self.body(of: resource, range: bodyRange, overrun: behavior.overrunBytes ?? 0)
         if let multipart { body = Self.multipartBody(of: resource, range: bodyRange, multipart, cutTo: body.count) }
         if behavior.contentEncoding != nil { body = ArraySlice(body.map { $0 ^ 0x5A }) }

@@ -213,6 +213,8 @@ extension MisbehavingServer {
         /// The chaos fault this behavior stands for, recorded in ``MisbehavingServer/Exchange/chaosFault``
         /// (``Script/chaos(seed:faultRate:faults:)`` sets it; it changes nothing on the wire).
         public var chaosFault: ChaosFault?
+        /// More fields for resource responses (200, 206), sent verbatim after the others (a `Repr-Digest`, say).
+        public var extraFields: [HeaderField] = []
 
         /// A correct response.
         public init() {}
@@ -356,6 +358,11 @@ extension MisbehavingServer {
         /// Every request with `Range` gets `status`; see ``RangeHandling/refuseEveryRange(status:)``.
         public static func refuseEveryRange(status: Int = 400) -> Behavior {
             Behavior().with { $0.rangeHandling = .refuseEveryRange(status: status) }
+        }
+
+        /// A correct response carrying the field `name: value` (verbatim); see ``extraFields``.
+        public static func field(_ name: String, _ value: String) -> Behavior {
+            Behavior().with { $0.extraFields.append(HeaderField(name: name, value: value)) }
         }
 
         /// A correct response carrying `Content-Disposition: attachment; filename="<filename>"` (sent verbatim).

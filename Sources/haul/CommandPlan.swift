@@ -36,6 +36,8 @@ struct CommandPlan {
     var skipsExisting: Bool
     /// `-w`, `-r`, `-I` (``OutputHabitOptions``).
     var habits = OutputHabitPlan()
+    /// How to download the files of a Metalink document a URL answers with; nil with `--no-follow-metalink`.
+    var followedMetalinks: FollowedMetalinks?
     /// `--url-command`: asked for a fresh URL when one expires mid-download.
     var urlCommand: URLCommand?
 
@@ -79,6 +81,7 @@ extension HaulCommand {
         var downloadList: DownloadList?
         /// The most URLs one download has (its mirrors included), for ``RetryPolicy/commandLine(retries:urls:)``.
         var urlsPerDownload = parallel ? 1 : urls.count
+        var followMaker: RequestMaker?
         if let metalink {
             guard urls.isEmpty, list.inputFile == nil, !parallel else {
                 throw UsageError("--metalink lists the downloads; give no URLs, --input-file or -Z with it")
@@ -96,7 +99,8 @@ extension HaulCommand {
             guard output.output == nil else { throw UsageError("--output names one file; with --input-file use out=NAME lines and --dir") }
             guard output.checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with --input-file") }
             // Asked once, before any download: `-u alice` prompts on a terminal, fails without one.
-            let maker = try download.requests()
+            let maker = try followingRequestMaker()
+            followMaker = maker
             // Read twice, entry by entry, never whole: once now to check every line and count the entries
             // (a bad line stops the run before any download starts), then again as downloads start.
             let count: Int, mostURLs: Int
@@ -113,10 +117,12 @@ extension HaulCommand {
                     throw UsageError("--output names one file; with -Z each URL is its own download, named by the server or the URL in --dir")
                 }
                 guard output.checksum == nil else { throw UsageError("--checksum applies to one file; it cannot be used with -Z and several URLs") }
-                let maker = try download.requests()
+                let maker = try followingRequestMaker()
+                followMaker = maker
                 downloads = given.map { maker.download($0, mirrors: [], output: nil, dir: dir, source: .parallel) }
             } else {
-                let maker = try download.requests()
+                let maker = try followingRequestMaker()
+                followMaker = maker
                 downloads = [maker.download(given[0], mirrors: Array(given.dropFirst()), output: output.output, dir: dir,
                                             source: parallel ? .parallel : .commandLine)]
             }
@@ -136,6 +142,7 @@ extension HaulCommand {
         var plan = CommandPlan(options: options, downloads: downloadList ?? DownloadList(downloads), jobs: list.jobs, progress: style,
                                messages: report.progress == .json ? .json : .text, verbose: verbose,
                                skipsExisting: localOutput.skipExisting)
+        if metalinkList.followMetalink, let followMaker { plan.followedMetalinks = FollowedMetalinks(maker: followMaker, dir: dir) }
         plan.urlCommand = try download.urlCommand()
         try planOutputHabits(&plan)
         return plan

@@ -21,10 +21,13 @@ final class CommandRun: Sendable {
     /// The client, once made, so that a stop can shut its loop down before exiting.
     private let clientBox = Mutex<HaulClient?>(nil)
     private let reporter: ProgressReporter
+    /// The next index for a download of a followed Metalink's file: after the plan's own.
+    private let nextFollowedIndex: Mutex<Int>
 
     init(plan: CommandPlan) {
         self.plan = plan
         reporter = ProgressReporter(style: plan.progress, messages: plan.messages, count: plan.downloads.count)
+        nextFollowedIndex = Mutex(plan.downloads.count)
     }
 
     func run() async -> ExitStatus {
@@ -58,58 +61,68 @@ final class CommandRun: Sendable {
         // disk), up to `finishingLimit` of them, which bounds open files and memory.
         let finishingLimit = min(256, max(16, plan.jobs * 8))
         let downloads = plan.downloads
-        await withTaskGroup(of: Event.self) { group in
-            var transferring = 0
-            var finishing = 0
-            /// Starts the next download that is not already complete; false when none is left.
-            func startNext() -> Bool {
-                while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
-                    started.withLock { $0 = index + 1 }
-                    if alreadyComplete(download, path: download.expectedPath) {
-                        reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
-                        continue
-                    }
-                    let task = start(download.request, on: client)
-                    running.withLock { $0[index] = task }
-                    group.addTask { [self] in
-                        await task.transferEnded()
-                        // Ended already (no durable commit to wait for, or it failed): report it here rather
-                        // than in a second task.
-                        switch task.currentProgress.phase {
-                        case .completed, .failed, .cancelled:
-                            return .transferAndFinishEnded(await outcome(index: index, task: task, download: download))
-                        default:
-                            return .transferEnded(index, task, download)
-                        }
-                    }
-                    return true
+        // The downloads tell their ends through one inbox, from the thread that ends them: no Swift task per
+        // download, and ends that come while this loop is busy are taken together, with one wake-up.
+        let inbox = EventInbox<Event>()
+        var active: [Int: (task: DownloadTask, download: CommandPlan.Download)] = [:]
+        var transferring = 0
+        var finishing = 0
+        /// Metalink documents whose listed files are being downloaded (``follow(_:index:download:)``).
+        var following = 0
+        /// Starts the next download that is not already complete; false when none is left.
+        func startNext() -> Bool {
+            while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
+                started.withLock { $0 = index + 1 }
+                if alreadyComplete(download, path: download.expectedPath) {
+                    reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
+                    continue
                 }
-                return false
+                let task = start(download.request, on: client)
+                running.withLock { $0[index] = task }
+                active[index] = (task, download)
+                task.whenTransferEnds { [unowned task] in
+                    // Ended already (no durable commit to wait for, or it failed): one event for both.
+                    if let result = task.endResult { return inbox.post(.ended(index, result, transferring: true)) }
+                    inbox.post(.transferEnded(index))
+                    task.whenEnded { result in inbox.post(.ended(index, result, transferring: false)) }
+                }
+                return true
             }
-            func fill() {
-                while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
-            }
-            fill()
-            for await event in group {
+            return false
+        }
+        func fill() {
+            while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
+        }
+        fill()
+        while transferring + finishing + following > 0 {
+            for event in await inbox.take() {
                 switch event {
-                case .transferEnded(let index, let task, let download):
+                case .transferEnded:
                     transferring -= 1
                     finishing += 1
-                    group.addTask { [self] in .ended(await outcome(index: index, task: task, download: download)) }
-                case .ended(let status):
-                    finishing -= 1
+                case .ended(let index, let result, let wasTransferring):
+                    if wasTransferring { transferring -= 1 } else { finishing -= 1 }
+                    guard let (task, download) = active.removeValue(forKey: index) else { continue }
+                    if case .success(let document) = result, document.isMetalink {
+                        running.withLock { _ = $0.removeValue(forKey: index) }
+                        reporter.forget(index: index)
+                        following += 1
+                        Task { [self] in inbox.post(.followed(await follow(document, index: index, download: download))) }
+                        continue
+                    }
+                    let status = report(result, index: index, task: task, download: download)
                     // The first failure decides the exit status; later ones are reported but do not override it.
                     if worst == .success { worst = status }
-                case .transferAndFinishEnded(let status):
-                    transferring -= 1
+                case .followed(let status):
+                    following -= 1
                     if worst == .success { worst = status }
                 }
-                fill()
             }
-            if let error = downloads.error {
-                reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
-                if worst == .success { worst = ExitStatus(classifying: error) }
-            }
+            fill()
+        }
+        if let error = downloads.error {
+            reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
+            if worst == .success { worst = ExitStatus(classifying: error) }
         }
         ticker.cancel()
         reporter.close()
@@ -127,19 +140,29 @@ final class CommandRun: Sendable {
         })
     }
 
-    /// What the run loop hears from a download: its bytes are all in (the next one may start), or it ended.
+    /// What the run loop hears from a download (by its index in the run): its bytes are all in (the next
+    /// one may start), or it ended — `transferring` when both came at once.
     private enum Event: Sendable {
-        case transferEnded(Int, DownloadTask, CommandPlan.Download)
-        case ended(ExitStatus)
-        /// Both at once.
-        case transferAndFinishEnded(ExitStatus)
+        case transferEnded(Int)
+        case ended(Int, Result<DownloadResult, HaulError>, transferring: Bool)
+        /// The files of a followed Metalink document all ended, with this status for the lot.
+        case followed(ExitStatus)
     }
 
-    /// Waits for the end of `task`, reports it, and says how it went.
+    /// Waits for the end of `task` (a file of a followed Metalink), reports it, and says how it went.
     private func outcome(index: Int, task: DownloadTask, download: CommandPlan.Download) async -> ExitStatus {
+        let result: Result<DownloadResult, HaulError>
+        do { result = .success(try await task.value) } catch { result = .failure(error) }
+        return report(result, index: index, task: task, download: download)
+    }
+
+    /// Reports how `task` ended and says what that means for the exit status.
+    private func report(_ outcome: Result<DownloadResult, HaulError>, index: Int, task: DownloadTask,
+                        download: CommandPlan.Download) -> ExitStatus {
         let status: ExitStatus
-        do {
-            let result = try await task.value
+        switch outcome {
+        case .success(let result):
+            reporter.showRemainingNotices(index: index, task: task)
             if plan.usedOneConnectionForLackOfRanges(result) {
                 reporter.note(name: ProgressReporter.fileName(result.path),
                               "the server does not support ranges; used one connection")
@@ -153,12 +176,13 @@ final class CommandRun: Sendable {
                 StandardOutput.write(writeOut.render(OutputHabits.facts(for: result, url: download.request.url)))
             }
             status = .success
-        } catch {
+        case .failure(let error):
             if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path) {
                 // Named by the server after all, and that file is there: an earlier run's.
                 reporter.alreadyComplete(index: index, path: path, url: download.request.url)
                 status = .success
             } else {
+                reporter.showRemainingNotices(index: index, task: task)
                 reporter.failed(index: index, name: ProgressReporter.name(of: task), error: error,
                                 source: download.source)
                 if let writeOut = plan.habits.writeOut {
@@ -172,6 +196,49 @@ final class CommandRun: Sendable {
         running.withLock { _ = $0.removeValue(forKey: index) }
         reporter.forget(index: index)
         return status
+    }
+
+    /// Downloads the files of the Metalink document `download` was answered with (``DownloadResult/metalink``),
+    /// as `-M` would: each into `--dir` under its Metalink name, from its mirrors, checked against its hash
+    /// and size; at most `-j` at a time. The worst of their statuses is the download's.
+    private func follow(_ result: DownloadResult, index: Int, download: CommandPlan.Download) async -> ExitStatus {
+        let name = OutputHabits.shownURL(download.request.url)
+        guard let following = plan.followedMetalinks, let metalink = result.metalink,
+              let client = clientBox.withLock({ $0 }) else {
+            let error = UsageError("\(name) answered with a Metalink document that cannot be followed here")
+            reporter.failed(index: index, name: name, error: error, source: download.source)
+            return ExitStatus(classifying: error)
+        }
+        var files: [CommandPlan.Download] = []
+        do {
+            for file in metalink.files { files.append(try following.maker.download(metalinkFile: file, dir: following.dir)) }
+        } catch {
+            reporter.failed(index: index, name: name, error: error, source: download.source)
+            return ExitStatus(classifying: error)
+        }
+        reporter.note(name: name, "a Metalink document: downloading the \(files.count == 1 ? "file" : "\(files.count) files") it lists")
+        return await withTaskGroup(of: ExitStatus.self) { group in
+            var pending = files.makeIterator()
+            func startNext() -> Bool {
+                guard !stopping.withLock({ $0 }), let file = pending.next() else { return false }
+                let fileIndex = nextFollowedIndex.withLock { next in
+                    defer { next += 1 }
+                    return next
+                }
+                let task = start(file.request, on: client)
+                running.withLock { $0[fileIndex] = task }
+                group.addTask { [self] in await outcome(index: fileIndex, task: task, download: file) }
+                return true
+            }
+            var worst = ExitStatus.success
+            var started = 0
+            while started < plan.jobs, startNext() { started += 1 }
+            for await status in group {
+                if worst == .success { worst = status }
+                _ = startNext()
+            }
+            return worst
+        }
     }
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
@@ -220,7 +287,7 @@ final class CommandRun: Sendable {
         // run cannot recognise (a `.part` with no journal saying it is whole starts over).
         for (index, task) in tasks where task.currentProgress.phase == .finishing {
             _ = try? await task.value
-            // `outcome(index:task:download:)` reports it, then forgets it.
+            // The run loop (`report(_:index:task:download:)`) reports it, then forgets it.
             while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
         }
         let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }

@@ -32,6 +32,8 @@ final class CLIFixture: Sendable {
         configuration.extraServerDirectives = """
             location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="report 2026.bin"'; }
             location /noranges/ { alias \(data)/; max_ranges 0; }
+            location /meta4/ { alias \(data)/; types { application/metalink4+xml meta4; } }
+            location /since/ { alias \(data)/; if_modified_since before; }
             location /private/ { alias \(data)/; auth_basic "haul tests"; auth_basic_user_file \(data)/.htpasswd; }
             """
         let server = try NginxServer(configuration: configuration)

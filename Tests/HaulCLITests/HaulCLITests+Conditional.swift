@@ -54,11 +54,12 @@ extension HaulCLITests {
         #expect(afterThird.dropFirst(afterSecond.count).contains { $0.status == 200 || $0.status == 206 })
     }
 
-    /// A list synced twice: the second run is one conditional request per file, each a 304 without a body.
+    /// A list of 100 files synced twice: the second run is one conditional request per file, each a 304
+    /// without a body, over keep-alive connections.
     @Test func aListSyncedTwiceFetchesNoBodyTheSecondTime() throws {
         let directory = try scratch()
         let prefix = "sync-\(UUID().uuidString)-"
-        let names = (0..<40).map { prefix + "\($0).bin" }
+        let names = (0..<100).map { prefix + "\($0).bin" }
         defer {
             try? FileManager.default.removeItem(atPath: directory)
             for name in names { try? FileManager.default.removeItem(atPath: fixture.nginx.dataDirectory + "/" + name) }
@@ -117,9 +118,77 @@ extension HaulCLITests {
         #expect(!FileManager.default.fileExists(atPath: directory + "/x.bin"))
     }
 
-    @Test func timeConditionTakesOnlyTheOutputFile() throws {
-        let run = try haul(["-z", "Wed, 21 Oct 2015 07:28:00 GMT", "-o", "x.bin", fixture.nginx.url("/f0.bin")])
-        #expect(run.exitStatus == 2, "\(run.errorText)")
-        #expect(run.errorText.contains("-z/--time-cond"), "\(run.errorText)")
+    /// curl's `-z DATE`: `If-Modified-Since` with the date; a 304 is "up to date" (exit 0, nothing written),
+    /// a 200 downloads. Every HTTP-date form; `-z -DATE` and a non-date are refused before anything is sent.
+    @Test func timeConditionWithADateFetchesOnlyANewerFile() throws {
+        let directory = try scratch()
+        let name = "since-\(UUID().uuidString).bin"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.nginx.dataDirectory + "/" + name)
+        }
+        try serve(name, byte: 4, modified: Date(timeIntervalSince1970: 1_600_000_000))   // Sun, 13 Sep 2020 12:26:40 GMT
+        let url = fixture.nginx.url("/" + name)
+        let path = directory + "/since.bin"
+
+        // Not modified since the date: nothing fetched, nothing written. nginx answers 304 by default only to
+        // its exact time (`if_modified_since exact`), given here in each HTTP-date form; its /since/ location
+        // (`if_modified_since before`) to any later date too.
+        let notModified = [("/", "Sun, 13 Sep 2020 12:26:40 GMT"), ("/", "Sunday, 13-Sep-20 12:26:40 GMT"),
+                           ("/", "Sun Sep 13 12:26:40 2020"), ("/since/", "Wed, 01 Sep 2021 12:00:00 GMT")]
+        for (location, date) in notModified {
+            let before = requests(for: location + name).count
+            let run = try haul(["-z", date, "-o", path, fixture.nginx.url(location + name)])
+            #expect(run.exitStatus == 0, "\(date): \(run.errorText)")
+            #expect(run.errorText.contains("up to date"), "\(run.errorText)")
+            #expect(!FileManager.default.fileExists(atPath: path) && !FileManager.default.fileExists(atPath: path + ".part"))
+            let answered = poll(reading: { requests(for: location + name) }, until: { $0.count > before }).dropFirst(before)
+            #expect(answered.count == 1 && answered.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 }, "\(answered.map(\.status))")
+        }
+
+        // Modified since an earlier date: downloaded.
+        let before = requests(for: "/" + name).count
+        let run = try haul(["-z", "Tue, 01 Sep 2020 12:00:00 GMT", "-o", path, url])
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(!run.errorText.contains("up to date"), "\(run.errorText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(repeating: 4, count: 300_000))
+        let answered = poll(reading: { requests(for: "/" + name) }, until: { $0.count > before }).dropFirst(before)
+        #expect(answered.contains { $0.status == 200 || $0.status == 206 }, "\(answered.map(\.status))")
+
+        // The file is there now, and the date is older than the server's: replaced, as curl does.
+        let again = try haul(["-z", "Tue, 01 Sep 2020 12:00:00 GMT", "-o", path, url])
+        #expect(again.exitStatus == 0, "\(again.errorText)")
+    }
+
+    @Test func timeConditionRefusesUnmodifiedSinceAndNonDates() throws {
+        let before = fixture.nginx.accessLog().count
+        let unmodified = try haul(["-z", "-Wed, 21 Oct 2015 07:28:00 GMT", "-o", "x.bin", fixture.nginx.url("/f0.bin")])
+        #expect(unmodified.exitStatus == 2, "\(unmodified.errorText)")
+        #expect(unmodified.errorText.contains("unmodified since"), "\(unmodified.errorText)")
+        let garbage = try haul(["-z", "next tuesday", "-o", "x.bin", fixture.nginx.url("/f0.bin")])
+        #expect(garbage.exitStatus == 2, "\(garbage.errorText)")
+        #expect(garbage.errorText.contains("-z/--time-cond") && garbage.errorText.contains("next tuesday"), "\(garbage.errorText)")
+        #expect(fixture.nginx.accessLog().count == before, "refused before anything is sent")
+    }
+
+    /// `-N -o DIR/`: the file is named from the URL before the request, so the second run asks about it.
+    @Test func timestampingIntoADirectoryAsksAboutTheFileNamedByTheURL() throws {
+        let directory = try scratch()
+        let name = "dircond-\(UUID().uuidString).bin"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.nginx.dataDirectory + "/" + name)
+        }
+        try serve(name, byte: 5, modified: Date(timeIntervalSince1970: 1_600_000_000))
+        let url = fixture.nginx.url("/" + name)
+        let first = try haul(["-N", "-o", directory + "/out/", url])
+        #expect(first.exitStatus == 0, "\(first.errorText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/out/" + name)) == Data(repeating: 5, count: 300_000))
+        let before = poll(reading: { requests(for: "/" + name) }, until: { !$0.isEmpty }).count
+        let second = try haul(["-N", "-o", directory + "/out/", url])
+        #expect(second.exitStatus == 0, "\(second.errorText)")
+        #expect(second.errorText.contains("\(name): up to date"), "\(second.errorText)")
+        let answered = poll(reading: { requests(for: "/" + name) }, until: { $0.count > before }).dropFirst(before)
+        #expect(answered.count == 1 && answered.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 }, "\(answered.map(\.status))")
     }
 }

@@ -115,4 +115,80 @@ import Testing
         #expect(fixture.nginx.accessLog().count == beforeFetch, "refused before the document is fetched")
         #expect(!FileManager.default.fileExists(atPath: directory + "/x.bin") && !FileManager.default.fileExists(atPath: directory + "/f1.bin"))
     }
+
+    // MARK: Metalink answers followed (--follow-metalink, the default)
+
+    /// A `.meta4` served by nginx as `application/metalink4+xml` (its `/meta4/` location), named by a plain
+    /// URL: followed, its file downloaded from the nginx mirrors it lists and checked against its sha-256;
+    /// the document itself is not saved.
+    @Test func aURLAnsweredWithAMetalinkDocumentIsFollowed() throws {
+        let directory = try scratch()
+        let name = "followed-\(UUID().uuidString).meta4"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.data + "/" + name)
+        }
+        try document(name: "followed.bin", source: "f13.bin", sha256: fixture.sha256("f13.bin"))
+            .write(toFile: fixture.data + "/" + name, atomically: true, encoding: .utf8)
+        let before = fixture.nginx.accessLog().count
+        let run = try haul(["-d", directory + "/out", fixture.nginx.url("/meta4/" + name)], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/followed.bin") == fixture.sha256("f13.bin"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/out/" + name), "the document is followed, not saved")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/out/" + name + ".part"))
+        #expect(run.errorText.contains("Metalink"), "\(run.errorText)")
+        let requested = fixture.nginx.accessLog().dropFirst(before).map(\.request)
+        #expect(requested.contains { $0.contains("/noranges/f13.bin") }, "the file came from the mirrors the document lists: \(requested)")
+
+        // A wrong hash in a followed document fails as -M's would: exit 8, nothing under the final name.
+        try document(name: "followed-wrong.bin", source: "f13.bin", sha256: String(repeating: "1", count: 64))
+            .write(toFile: fixture.data + "/" + name, atomically: true, encoding: .utf8)
+        let wrong = try haul(["-d", directory + "/out", fixture.nginx.url("/meta4/" + name)], in: directory)
+        #expect(wrong.exitStatus == 8, "\(wrong.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/out/followed-wrong.bin"))
+    }
+
+    @Test func noFollowMetalinkSavesTheDocument() throws {
+        let directory = try scratch()
+        let name = "saved-\(UUID().uuidString).meta4"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.data + "/" + name)
+        }
+        let text = try document(name: "never.bin", source: "f14.bin", sha256: fixture.sha256("f14.bin"))
+        try text.write(toFile: fixture.data + "/" + name, atomically: true, encoding: .utf8)
+        let run = try haul(["--no-follow-metalink", "-d", directory, fixture.nginx.url("/meta4/" + name)], in: directory)
+        #expect(run.exitStatus == 0, "\(run.errorText)")
+        #expect(try String(contentsOfFile: directory + "/" + name, encoding: .utf8) == text)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/never.bin"))
+    }
+
+    /// A Metalink's `<size>` is enforced without a hash: a server serving another length fails the download
+    /// clearly (the URL with its host, both lengths), and nothing is left under the final name.
+    @Test func aServerThatServesAnotherSizeThanTheMetalinkSaysFails() throws {
+        let directory = try scratch()
+        let name = "size-\(UUID().uuidString).meta4"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.data + "/" + name)
+        }
+        let size = try FileManager.default.attributesOfItem(atPath: fixture.data + "/f15.bin")[.size] as! Int
+        let text = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+              <file name="sized.bin">
+                <size>\(size + 1)</size>
+                <url>\(fixture.nginx.url("/f15.bin"))</url>
+              </file>
+            </metalink>
+            """
+        try text.write(toFile: fixture.data + "/" + name, atomically: true, encoding: .utf8)
+        for arguments in [[fixture.nginx.url("/meta4/" + name)], ["-M", fixture.data + "/" + name]] {
+            let result = try haul(["-d", directory + "/out"] + arguments, in: directory)
+            #expect(result.exitStatus == 6, "\(result.errorText)")
+            #expect(result.errorText.contains("127.0.0.1") && result.errorText.contains("\(size) bytes") && result.errorText.contains("\(size + 1)"),
+                    "\(result.errorText)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/out/sized.bin"), "nothing under the final name")
+        }
+    }
 }

@@ -31,6 +31,7 @@ import HaulCommandLine
         (.malformedResponse(HTTPParseError(.bareLF, offset: 17), server: "s"), 6, "protocol"),
         (.wrongContentRange(url: "u", requested: "0-9", received: "bytes 5-9/10"), 6, "protocol"),
         (.mirrorMismatch(url: "u", detail: "length"), 6, "protocol"),
+        (.sizeMismatch(url: "u", expected: 2, served: 1), 6, "protocol"),
         (.faultyResponse(url: "u", detail: "the body ran past the range"), 6, "protocol"),
         (.belowSpeedLimit(url: "u", limit: LowSpeedLimit(bytesPerSecond: 10, seconds: 3)), 3, "network"),
         (.destinationBusy(path: "a.iso", holder: 42), 9, "disk"),

@@ -147,4 +147,72 @@ import Testing
         #expect(seen.read == Self.total - seen.piped.reduce(0, +))
         #expect(contents(scratch.file("f")) == bytes)
     }
+
+    /// A splice that takes less than asked sends the loop back to epoll: the bytes that come later, after the
+    /// sender waited for the short piece to arrive, are reported and spliced, and nothing stalls.
+    @Test func aShortSpliceWaitsForTheNextBytesWithoutStalling() async throws {
+        let pieces = [2 << 20, 1000, 1, 4096]
+        let bytes = Self.pattern(Self.total, seed: Self.seed)
+        let received = Atomic<Int>(0)
+        let waitedFor = Atomic<Int>(0)
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            func sendAll(_ range: Range<Int>) -> Bool {
+                var sent = range.lowerBound
+                while sent < range.upperBound {
+                    let n = bytes[sent..<range.upperBound].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if n <= 0 { return false }
+                    sent += n
+                }
+                return true
+            }
+            // Each piece goes once the ones before it have arrived (or a deadline passed, failing the test).
+            var offset = 0
+            for piece in pieces {
+                guard sendAll(offset..<(offset + piece)) else { return }
+                offset += piece
+                let deadline = MonotonicInstant.now().advanced(by: .seconds(10))
+                while received.load(ordering: .acquiring) < offset, MonotonicInstant.now() < deadline { usleep(1000) }
+                if received.load(ordering: .acquiring) >= offset { waitedFor.add(1, ordering: .releasing) }
+            }
+            _ = sendAll(offset..<bytes.count)
+        })
+        defer { server.stop() }
+        let scratch = OutputFileScratch()
+        let descriptor = open(scratch.file("f"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let file = FileDescriptor(rawValue: descriptor)
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = .seconds(5)
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
+        defer { connection.close() }
+        let failure = await withCheckedContinuation { (continuation: CheckedContinuation<ConnectionError?, Never>) in
+            loop.execute {
+                var offset: Int64 = 0
+                connection.startReadingOnLoop(splicing: { Int64(Self.total) - offset }) { event in
+                    switch event {
+                    case .piped(let piped):
+                        try? piped.move(piped.count, into: file, at: offset)
+                        offset += Int64(piped.count)
+                    case .bytes(let chunk):
+                        _ = pwrite(descriptor, chunk.baseAddress, chunk.count, Int(offset))
+                        offset += Int64(chunk.count)
+                    case .endOfStream:
+                        continuation.resume(returning: nil)
+                        return .stop
+                    case .failed(let error):
+                        continuation.resume(returning: error)
+                        return .stop
+                    }
+                    received.store(Int(offset), ordering: .releasing)
+                    return .continueReading
+                }
+            }
+        }
+        #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+        #expect(waitedFor.load(ordering: .acquiring) == pieces.count, "every piece arrived before the next was sent")
+        #expect(contents(scratch.file("f")) == bytes)
+    }
 }

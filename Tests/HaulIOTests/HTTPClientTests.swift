@@ -197,3 +197,29 @@ struct HTTPClientSilentServerTests {
         #expect(connectionError.description == "no complete response head from 127.0.0.1:\(server.port) within 300ms")
     }
 }
+
+/// A connection back in the pool for less than ``ConnectionPool/unpeekedReuseWindow`` is reused without the
+/// `recv(MSG_PEEK)` that asks whether the server closed it: should the server have closed it all the same,
+/// the request goes out once more on a new connection, as for any stale keep-alive connection.
+@Suite("Connection pool reuse without a peek")
+struct ConnectionPoolUnpeekedReuseTests {
+    @Test func aConnectionTheServerClosedRightAfterItsResponseCostsOnlyANewConnection() async throws {
+        // Each connection answers one request, allowing keep-alive, and is then closed by the server.
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            guard LoopbackServer.readRequestHead(fd) else { return }
+            _ = LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, connectionOptions: ConnectionOptions())
+        for round in 0..<3 {
+            let handler = CollectingHandler()
+            let summary = try await client.exchange(try HTTPClientHeadTimeoutTests.request(port: server.port), handler: handler)
+            #expect(summary.head.status == 200, "round \(round)")
+            #expect(try await loop.submit { handler.body } == Array("hello".utf8), "round \(round)")
+        }
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 3)
+        await client.shutdown()
+    }
+}

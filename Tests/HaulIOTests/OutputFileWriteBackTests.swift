@@ -19,6 +19,23 @@ struct OutputFileWriteBackTests {
         #expect(queue.take() == nil)
     }
 
+    /// A group commit plans with what the finished download's size check found: the filesystem and size come
+    /// with every `fstat` of ``OutputFile/size()``, so no second `fstat` per file is needed.
+    @Test func theLatestSizeCheckIsRememberedWithItsFileSystem() throws {
+        let scratch = OutputFileScratch()
+        let (file, _) = try OutputFile.openForDownload(scratch.file("known.part"))
+        #expect(file.lastKnownFileSystemAndSize == nil, "nothing measured yet")
+        try [UInt8](repeating: 7, count: 4096).withUnsafeBytes { try file.write($0, at: 0) }
+        #expect(try file.size() == 4096)
+        let measured = try file.fileSystemAndSize()
+        #expect(file.lastKnownFileSystemAndSize?.device == measured.device)
+        #expect(file.lastKnownFileSystemAndSize?.size == 4096)
+        try [UInt8](repeating: 8, count: 10).withUnsafeBytes { try file.write($0, at: 4096) }
+        #expect(file.lastKnownFileSystemAndSize?.size == 4096, "as of the latest call, not a call of its own")
+        #expect(try file.size() == 4106)
+        #expect(file.lastKnownFileSystemAndSize?.size == 4106)
+    }
+
     @Test func backgroundWriteBackLeavesTheContentAndTheSyncIntact() throws {
         let scratch = OutputFileScratch()
         let path = scratch.file("data.part")

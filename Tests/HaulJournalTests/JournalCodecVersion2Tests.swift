@@ -161,9 +161,10 @@ extension JournalCodecTests {
                 }
                 #expect(error == .unknownFlags(flag, offset: 18))
             }
+            // Bit 5 (verified pieces) is known since piece hashes; bit 6 is the first unknown one.
             var payload = JournalCodec.encodePayload(JournalFixtures.state())
-            payload[2] |= 0x20
-            #expect(throws: JournalError.unknownFlags(0x20, offset: 18)) {
+            payload[2] |= 0x40
+            #expect(throws: JournalError.unknownFlags(0x40, offset: 18)) {
                 try JournalCodec.decodeRecord(JournalCodec.seal(payload: payload, sequence: 1))
             }
         }

@@ -18,6 +18,10 @@ import Testing
         spec.discardsPartialDownload = true
         spec.onlyIfChanged = true
         spec.setsRemoteTime = true
+        spec.pieceHashes = try! PieceHashes(length: 1 << 20, algorithm: .sha256, digests: [String(repeating: "ab", count: 32)])
+        spec.modifiedSince = HTTPDate(secondsSinceEpoch: 1_630_497_600)
+        spec.expectedSize = 12345
+        spec.followsMetalink = true
         spec.headers = [TaskHeader(name: "X-Token", value: "t\u{e9}st"), TaskHeader(name: "Authorization", value: "Basic YTpi")]
         var options = TaskOptions()
         options.connections = 4
@@ -102,6 +106,10 @@ import Testing
                                       credentials: DownloadRequest.Credentials(user: "alice", password: "secret"))
         request.onlyIfChanged = true
         request.setsRemoteTime = true
+        request.pieceHashes = try PieceHashes(length: 4, algorithm: .md5, digests: [String(repeating: "0f", count: 16)])
+        request.modifiedSince = HTTPDate(secondsSinceEpoch: 1_630_497_600)
+        request.expectedSize = 4096
+        request.followsMetalink = true
         let unchanged = Self.unchangedLeaves(request, DownloadRequest(url: "http://h/x", destination: .file("/x")), path: "request")
         #expect(unchanged.isEmpty, "set these in the sample: \(unchanged)")
         let spec = TaskSpec(request, options: TaskOptions())

@@ -27,6 +27,7 @@ final class DownloadTaskFixture: Sendable {
         configuration.dataDirectory = data
         configuration.extraServerDirectives = """
             location /named/ { alias \(data)/; add_header Content-Disposition 'attachment; filename="../../up/\\\\evil name.bin"'; }
+            location /meta4/ { alias \(data)/; types { application/metalink4+xml meta4; } }
             """
         nginx = try NginxServer(configuration: configuration)
         ca = try TestCertificateAuthority.shared()

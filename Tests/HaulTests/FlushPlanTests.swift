@@ -38,15 +38,24 @@ import Testing
 
     @Test func muchDirtyDataOfOthersSendsAFileSystemsFilesToTheirOwnSyncs() {
         let files = [small(1, 1), small(1, 2), small(1, 3), small(2, 4), small(2, 5)]
-        let allowance = FlushPlan.dirtyAllowancePerFile
-        // Three files on filesystem 1 may wait for 3 × 64 KiB of others' data, two on filesystem 2 for 2 × 64 KiB.
-        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: 2 * allowance)
+        let floor = FlushPlan.dirtyAllowanceFloor
+        // A few files may wait for up to the floor (8 MiB) of others' data, whatever their number.
+        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: floor)
             == FlushPlan(perFile: [], fileSystems: [[0, 1, 2], [3, 4]]))
-        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: 2 * allowance + 1)
-            == FlushPlan(perFile: [3, 4], fileSystems: [[0, 1, 2]]))
-        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: 3 * allowance + 1)
+        #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: floor + 1)
             == FlushPlan(perFile: [0, 1, 2, 3, 4], fileSystems: []))
         #expect(FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: nil).fileSystems.count == 2, "unknown: no limit")
+        // Many files may wait for more: 64 KiB each once that is above the floor.
+        let perFile = FlushPlan.dirtyAllowancePerFile
+        let many = Int(floor / perFile) + 10
+        let crowd = (0..<many).map { small(1, UInt64($0)) } + [small(2, 9_000), small(2, 9_001)]
+        let crowdAllowance = Int64(many) * perFile
+        #expect(FlushPlan.dirtyAllowance(files: many) == crowdAllowance)
+        #expect(FlushPlan.dirtyAllowance(files: 2) == floor)
+        #expect(FlushPlan.make(crowd, syncfsReportsErrors: true, dirtyElsewhere: crowdAllowance)
+            == FlushPlan(perFile: [many, many + 1], fileSystems: [Array(0..<many)]))
+        #expect(FlushPlan.make(crowd, syncfsReportsErrors: true, dirtyElsewhere: crowdAllowance + 1)
+            == FlushPlan(perFile: Array(0..<many + 2), fileSystems: []))
     }
 
     @Test func dirtyBytesAreDirtyPlusWritebackOfProcMeminfo() {

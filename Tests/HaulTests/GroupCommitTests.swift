@@ -312,6 +312,21 @@ import HaulIO
         }
     }
 
+    /// `/proc/meminfo` is read at most once per ``RecentDirtyBytes/maximumAge``: batches follow each other every
+    /// few milliseconds, and four calls each were about one per small file.
+    @Test func theMachinesDirtyBytesAreReadAtMostOncePerFiftyMilliseconds() {
+        let reads = Mutex(0)
+        let recent = RecentDirtyBytes(measure: { reads.withLock { $0 += 1; return Int64($0) << 20 } })
+        let start = MonotonicInstant.now()
+        #expect(recent.read(now: start) == 1 << 20)
+        #expect(recent.read(now: start.advanced(by: .milliseconds(49))) == 1 << 20)
+        #expect(reads.withLock { $0 } == 1)
+        #expect(recent.read(now: start.advanced(by: RecentDirtyBytes.maximumAge)) == 2 << 20)
+        #expect(reads.withLock { $0 } == 2)
+        // The real one reads something on Linux.
+        #expect(RecentDirtyBytes().read() != nil)
+    }
+
     /// Polls `condition` until it holds; fails after a generous deadline instead of hanging.
     func waitUntil(_ condition: @Sendable () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(30)

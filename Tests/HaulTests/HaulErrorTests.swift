@@ -37,7 +37,11 @@ import HaulTestSupport
         .outputClosed,
         .destinationBusy(path: "a.iso", holder: 42),
         .mirrorMismatch(url: url, detail: "length 10, expected 20"),
+        .sizeMismatch(url: url, expected: 20, served: 10),
         .checksumMismatch(path: "a.iso.part", expected: Checksum(algorithm: .sha256, hex: "00"), actual: "11"),
+        .digestMismatch(DigestMismatch(.piece(index: 2, range: 2048..<3072, mirrors: [url, "http://mirror.example/a.iso"], why: "it failed again"),
+                                       path: "a.iso.part", algorithm: "sha-256", expected: "00", actual: "11")),
+        .digestMismatch(DigestMismatch(.representationDigest(url: url), path: "a.iso.part", algorithm: "sha-256", expected: "00", actual: "11")),
         .insufficientSpace(path: "a.iso.part", needed: 10, available: 1),
         .responseTooLarge(url: url, limit: 1024, length: 4096),
         .responseTooLarge(url: url, limit: 1024, length: nil),
@@ -82,11 +86,13 @@ import HaulTestSupport
         case .unexpected: 27
         case .responseTooLarge: 28
         case .retryAfterTooLong: 29
+        case .digestMismatch: 30
+        case .sizeMismatch: 31
         }
     }
 
     @Test func everyReasonHasARepresentative() {
-        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...29))
+        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...31))
     }
 
     /// Advice that names a program's options: a long option, or the old "pass replace" wording.

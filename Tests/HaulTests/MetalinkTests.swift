@@ -90,10 +90,52 @@ import Testing
         #expect(request.createsDirectories)
         #expect(request.replacesExisting == false)
 
+        #expect(request.pieceHashes == nil)
+
         let noURL = MetalinkFile(name: "x", urls: [])
         #expect(throws: MetalinkError.self) { try DownloadRequest(metalink: noURL, directory: ".") }
         let hostile = MetalinkFile(name: "../x", urls: [MetalinkURL(url: "http://a/x")])
         #expect(throws: MetalinkError.self) { try DownloadRequest(metalink: hostile, directory: ".") }
+    }
+
+    @Test func aRequestCarriesThePieceHashes() throws {
+        let digest = "a97fcf6ba9358f8a6f62beee4421863d3e52b080"
+        let text = Self.document("<file name=\"a\"><size>10</size><url>http://a.example/a</url><pieces length=\"4\" type=\"sha-1\"><hash>\(digest)</hash><hash>\(digest.uppercased())</hash><hash>\(digest)</hash></pieces></file>")
+        let file = try #require(try Self.parse(text).files.first)
+        let request = try DownloadRequest(metalink: file, directory: "out")
+        let hashes = try #require(request.pieceHashes)
+        #expect(hashes.length == 4 && hashes.algorithm == .sha1 && hashes.digests == [digest, digest, digest])
+
+        // A hand-built file whose pieces do not cover its size is refused, naming it.
+        var short = file
+        short.size = 13
+        do {
+            _ = try DownloadRequest(metalink: short, directory: "out")
+            Issue.record("pieces that do not cover the size must be refused")
+        } catch {
+            #expect("\(error)".contains("3 piece digests of 4 bytes cover 9 to 12 bytes, not a file of 13 bytes"))
+        }
+        // Piece hashes of a type Haul does not have are left out; the request still downloads the file.
+        var unknown = file
+        unknown.pieces = MetalinkPieces(length: 4, type: "sha-384", hashes: [String(repeating: "0", count: 96)])
+        #expect(try DownloadRequest(metalink: unknown, directory: "out").pieceHashes == nil)
+    }
+
+    @Test func pieceHashesAreCheckedWhenMade() throws {
+        let digest = String(repeating: "0", count: 32)
+        #expect(throws: PieceHashesError.self) { try PieceHashes(length: 0, algorithm: .md5, digests: [digest]) }
+        #expect(throws: PieceHashesError.self) { try PieceHashes(length: 4, algorithm: .md5, digests: []) }
+        #expect(throws: PieceHashesError.self) { try PieceHashes(length: 4, algorithm: .md5, digests: [digest, String(digest.dropLast())]) }
+        #expect(throws: PieceHashesError.self) { try PieceHashes(length: 4, algorithm: .sha256, digests: [digest]) }
+        #expect(throws: PieceHashesError.self) { try PieceHashes(length: 4, algorithm: .md5, digests: [String(repeating: "g", count: 32)]) }
+        let hashes = try PieceHashes(length: 4, algorithm: .md5, digests: [digest, digest])
+        #expect(hashes.pieceCount(forSize: 5) == 2 && hashes.pieceCount(forSize: 8) == 2 && hashes.pieceCount(forSize: 9) == 3)
+        try hashes.check(size: 5)
+        try hashes.check(size: 8)
+        #expect(throws: PieceHashesError.self) { try hashes.check(size: 4) }
+        #expect(throws: PieceHashesError.self) { try hashes.check(size: 0) }
+        let huge = try PieceHashes(length: Int64.max / 2, algorithm: .md5, digests: [digest, digest, digest, digest])
+        #expect(throws: PieceHashesError.self) { try huge.check(size: 1) }
     }
 
     @Test(arguments: ["../x", "/etc/passwd", "a/../../x", "a//b", ".hidden", "a/.", "x.part", "a\\b", "a/", "",

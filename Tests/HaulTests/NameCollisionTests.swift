@@ -7,7 +7,7 @@ import Testing
 
 /// No server can name a working file of any download, and every download holds its final name for its
 /// whole life: in one process (two tasks, two clients) and against a download of another process (seen only
-/// through its `.part` lock, which a test takes itself here).
+/// through the lock on a `.part`, which a test takes itself here).
 @Suite(.serialized) struct NameCollisionTests {
     /// The victim's bytes and the intruder's, different so that a mix shows.
     let victimBytes = MisbehavingServer.Resource.pattern(size: 4 << 20, seed: 41)
@@ -187,17 +187,82 @@ import Testing
         #expect(path == directory.file("x"))
         _ = lock
 
-        // `y.part` downloads elsewhere (its `.part` is `y.part.part`): `y` may not start, since that
-        // download's final rename would replace `y`'s partial file.
+        // `y.part` downloads elsewhere: its `.part` is `y.part.part`, and it holds `y.part` locked (created
+        // empty, as its claim does). `y` may not start, since that download's final rename would replace
+        // `y`'s partial file; what refuses it is the lock on `y.part`, without a look at `y.part.part`.
+        let placeholder = try OutputFile.openForDownload(directory.file("y.part")).file
         let producer = try OutputFile.openForDownload(directory.file("y.part.part")).file
         let onFinal = await outcome(client.start(DownloadRequest(url: server.url("/f"), destination: .file(directory.file("y")))))
-        guard case .failure(let second) = onFinal, case .destinationBusy(let busy, _) = second.reason else {
+        guard case .failure(let second) = onFinal, case .destinationBusy(let busy, let holder) = second.reason else {
             Issue.record("expected destinationBusy for y, got \(onFinal)")
             return
         }
-        #expect(busy == directory.file("y.part"))
-        _ = producer
-        #expect(entries(directory.path) == ["x.part", "y.part.part"])
+        #expect(busy == directory.file("y"))
+        #expect(holder == getpid(), "the lock's holder is named")
+        _ = (placeholder, producer)
+        #expect(entries(directory.path) == ["x.part", "y.part", "y.part.part"])
+    }
+
+    /// The other side of the lock above: a download whose final name is a working name of `v` holds `v.part`
+    /// locked for its whole claim — creating it when absent — so that a download of `v` in another process
+    /// is refused; the placeholder goes when the claim does, unless the download's own final rename replaced it.
+    @Test func aClaimOfAWorkingNameHoldsTheOtherNamesPartialFileLocked() throws {
+        let directory = try TemporaryDirectory()
+        let owner = DestinationClaims.newOwner()
+        try DestinationClaims.claim(directory.file("v.part.haul"), owner: owner)
+        #expect(OutputFile.isLockedForDownload(directory.file("v.part")))
+        #expect(entries(directory.path) == ["v.part"])
+        #expect(DestinationClaims.isCreatedPlaceholder(directory.file("v.part")))
+        // What another process's download of `v` would do first: open and lock `v.part`.
+        #expect(throws: SystemError.self) { try OutputFile.openForDownload(directory.file("v.part")) }
+        DestinationClaims.release(owner: owner)
+        #expect(entries(directory.path) == [])
+        #expect(!DestinationClaims.isCreatedPlaceholder(directory.file("v.part")))
+
+        // A `v.part` that was there is locked and left as it was.
+        try Data("finished".utf8).write(to: URL(fileURLWithPath: directory.file("v.part")))
+        try DestinationClaims.claim(directory.file("v.part"), owner: owner)
+        #expect(OutputFile.isLockedForDownload(directory.file("v.part")))
+        #expect(!DestinationClaims.isCreatedPlaceholder(directory.file("v.part")))
+        DestinationClaims.release(owner: owner)
+        #expect(String(decoding: FileManager.default.contents(atPath: directory.file("v.part")) ?? Data(), as: UTF8.self) == "finished")
+
+        // Held by someone else: refused, nothing created.
+        let other = try OutputFile.openForDownload(directory.file("u.part")).file
+        #expect(throws: HaulError.self) { try DestinationClaims.claim(directory.file("u.part.haul.tmp"), owner: owner) }
+        _ = other
+        #expect(entries(directory.path) == ["u.part", "v.part"])
+    }
+
+    /// A destination named `w.part` is its own placeholder: it downloads into `w.part.part` and its final
+    /// rename replaces the placeholder, which is then not removed; one that fails before its first byte leaves
+    /// nothing, placeholder included; and one refused because `w.part` is a finished file keeps that file.
+    @Test func aDestinationThatIsAWorkingNameEndsAsItsFileOrNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let client = try client()
+        let server = try MisbehavingServer(resource: victimBytes)
+        defer { server.stop() }
+        let saved = try await outcome(client.start(DownloadRequest(url: server.url("/f"), destination: .file(directory.file("w.part"))))).get()
+        expectFile(saved.path, holds: victimBytes, "a download named w.part")
+        #expect(entries(directory.path) == ["w.part"])
+
+        // Refused either way: as an existing file, or as busy while the finished download's descriptor (its
+        // `.part` until the rename, `w.part` now) still holds its lock for a moment.
+        let refused = await outcome(client.start(DownloadRequest(url: server.url("/f"), destination: .file(directory.file("w.part")))))
+        switch refused {
+        case .failure(let error) where error.reason.isDestinationExistsOrBusy: break
+        default: Issue.record("expected destinationExists or destinationBusy, got \(refused)")
+        }
+        expectFile(directory.file("w.part"), holds: victimBytes, "the finished w.part, refused to replace")
+
+        let missing = try MisbehavingServer(resource: victimBytes, script: .always(.status(404)))
+        defer { missing.stop() }
+        let failed = await outcome(client.start(DownloadRequest(url: missing.url("/f"), destination: .file(directory.file("z.part")))))
+        guard case .failure(let notFound) = failed, case .httpStatus = notFound.reason else {
+            Issue.record("expected a 404, got \(failed)")
+            return
+        }
+        #expect(entries(directory.path) == ["w.part"])
     }
 
     /// A name is free again once its download has ended, whichever way it ended.
@@ -218,5 +283,14 @@ import Testing
         let again = try await outcome(client.start(DownloadRequest(
             url: server.url("/f"), destination: .file(directory.file("f")), replacesExisting: true))).get()
         expectFile(again.path, holds: victimBytes, "replacing a finished download")
+    }
+}
+
+private extension HaulError.Reason {
+    var isDestinationExistsOrBusy: Bool {
+        switch self {
+        case .destinationExists, .destinationBusy: true
+        default: false
+        }
     }
 }

@@ -16,6 +16,10 @@ import Testing
                                       credentials: DownloadRequest.Credentials(user: "alice", password: "p:w \u{E9}"))
         request.onlyIfChanged = true
         request.setsRemoteTime = true
+        request.pieceHashes = try! PieceHashes(length: 1 << 20, algorithm: .sha1, digests: [String(repeating: "ab", count: 20), String(repeating: "CD", count: 20)])
+        request.modifiedSince = HTTPDate(secondsSinceEpoch: 1_630_497_600)
+        request.expectedSize = 1 << 32
+        request.followsMetalink = true
         return request
     }
 
@@ -27,6 +31,7 @@ import Testing
                        body: [0, 1, 2, 0xFB, 0xFF, 0x3E], status: 206,
                        headers: [(name: "Content-Type", value: "application/json; charset=utf-8"), (name: "X-A", value: "1"), (name: "x-a", value: "2")])
         result.upToDate = true
+        result.isMetalink = true
         return result
     }
 
@@ -84,6 +89,10 @@ import Testing
         #"{"url": "u", "destination": {"file": "f", "directory": "d"}}"#,
         #"{"url": "u", "destination": {}}"#,
         #"{"destination": {"file": "f"}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 0, "algorithm": "md5", "digests": ["\#(String(repeating: "0", count: 32))"]}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 4, "algorithm": "md5", "digests": []}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 4, "algorithm": "md5", "digests": ["abc"]}}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "pieceHashes": {"length": 4, "algorithm": "sha-384", "digests": ["\#(String(repeating: "0", count: 96))"]}}"#,
     ])
     func aMalformedRequestIsADecodingError(json: String) {
         #expect(throws: DecodingError.self) { _ = try JSONDecoder().decode(DownloadRequest.self, from: Data(json.utf8)) }
@@ -100,7 +109,8 @@ import Testing
             { $0.url += "x" }, { $0.mirrors = [] }, { $0.destination = .directory("out") }, { $0.createsDirectories = false },
             { $0.replacesExisting = false }, { $0.checksum = nil }, { $0.ifChangedOnServer = .fail }, { $0.discardsPartialDownload = false },
             { $0.headers[1].value = "other" }, { $0.credentials?.password = "other" },
-            { $0.onlyIfChanged = false }, { $0.setsRemoteTime = false },
+            { $0.onlyIfChanged = false }, { $0.setsRemoteTime = false }, { $0.pieceHashes = nil },
+            { $0.modifiedSince = nil }, { $0.expectedSize = 7 }, { $0.followsMetalink = false },
         ]
         // One change per stored property: a new property needs its own line here, and in `==`.
         #expect(changes.count == storedProperties(of: Self.fullRequest).count)
@@ -180,7 +190,7 @@ import Testing
             { $0.finalURL = try! HTTPURL("https://cdn.example:8443/big.iso?sig=1") }, { $0.entityTag = EntityTag("\"v\u{E9}1\"") },
             { $0.lastModified = HTTPDate(secondsSinceEpoch: 0) }, { $0.redirects += 1 }, { $0.connections += 1 },
             { $0.bytesRequested += 1 }, { $0.retries += 1 }, { $0.body?.append(0) }, { $0.status = 200 },
-            { $0.headers[2].name = "X-A" }, { $0.upToDate = false },
+            { $0.headers[2].name = "X-A" }, { $0.upToDate = false }, { $0.isMetalink = false },
         ]
         #expect(changes.count == storedProperties(of: Self.fullResult).count)
         for (index, change) in changes.enumerated() {
@@ -188,5 +198,61 @@ import Testing
             change(&changed)
             #expect(changed != Self.fullResult, "change \(index)")
         }
+    }
+}
+
+/// The fields added for Metalink sizes and curl's `-z DATE`: older encodings (without them) still read, and
+/// what is written reads back.
+@Suite struct RequestSizeAndDateCodingTests {
+    @Test func anOlderEncodingReadsWithTheDefaults() throws {
+        let json = #"{"url": "http://a.test/f", "destination": {"file": "f"}, "onlyIfChanged": true}"#
+        let request = try JSONDecoder().decode(DownloadRequest.self, from: Data(json.utf8))
+        #expect(request.expectedSize == nil && request.modifiedSince == nil && !request.followsMetalink && request.onlyIfChanged)
+    }
+
+    @Test func aRequestWithoutTheNewFieldsEncodesAsBefore() throws {
+        let data = try JSONEncoder().encode(DownloadRequest(url: "http://a.test/f", destination: .file("f")))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["expectedSize"] == nil && object["modifiedSince"] == nil && object["followsMetalink"] == nil)
+    }
+
+    @Test func theDateIsAnIMFFixdateAndReadsBack() throws {
+        var request = DownloadRequest(url: "http://a.test/f", destination: .file("f"))
+        request.modifiedSince = HTTPDate("Wed, 01 Sep 2021 12:00:00 GMT")
+        request.expectedSize = 0
+        let data = try JSONEncoder().encode(request)
+        #expect(String(decoding: data, as: UTF8.self).contains(#""modifiedSince":"Wed, 01 Sep 2021 12:00:00 GMT""#))
+        #expect(try JSONDecoder().decode(DownloadRequest.self, from: data) == request)
+    }
+
+    @Test(arguments: [
+        #"{"url": "u", "destination": {"file": "f"}, "expectedSize": -1}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "expectedSize": "10"}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "modifiedSince": "yesterday"}"#,
+        #"{"url": "u", "destination": {"file": "f"}, "modifiedSince": 1630497600}"#,
+    ])
+    func aBadSizeOrDateIsADecodingError(json: String) {
+        #expect(throws: DecodingError.self) { _ = try JSONDecoder().decode(DownloadRequest.self, from: Data(json.utf8)) }
+    }
+
+    @Test func aMetalinkFileGivesItsSize() throws {
+        let metalink = try Metalink(parsing: Array("""
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="a.bin"><size>12345</size>\
+            <url>http://a.test/a.bin</url></file></metalink>
+            """.utf8))
+        let request = try DownloadRequest(metalink: metalink.files[0], directory: "out")
+        #expect(request.expectedSize == 12345 && request.checksum == nil && request.destination == .file("out/a.bin"))
+    }
+
+    /// `-N` into a directory: the name comes from the URL before the request, so the file can be asked about.
+    @Test func aConditionalDownloadIntoADirectoryIsNamedFromItsURL() {
+        var request = DownloadRequest(url: "http://a.test/dir/pkg.tar.gz?x=1", destination: .directory("out/"))
+        #expect(DownloadPreparation.namedBeforeAsking(request).destination == .directory("out/"), "without -N: the server names it")
+        request.onlyIfChanged = true
+        #expect(DownloadPreparation.namedBeforeAsking(request).destination == .file("out/pkg.tar.gz"))
+        request.destination = .directory("out")
+        #expect(DownloadPreparation.namedBeforeAsking(request).destination == .file("out/pkg.tar.gz"))
+        request.destination = .file("x")
+        #expect(DownloadPreparation.namedBeforeAsking(request).destination == .file("x"))
     }
 }

@@ -14,6 +14,70 @@ import HaulTestSupport
         #expect(ranges == (0..<8).map { Int64($0) * 8 * mib ..< Int64($0) * 8 * mib + planner.requestChunk })
     }
 
+    @Test func requestsGrowWhileMuchIsLeftAndEndInBaseSizedRequests() throws {
+        // 1 GiB over 8 connections: each 128 MiB segment in growing requests (4, 8, 16, then at most a quarter
+        // of what is unrequested), never past 32 MiB, and its last 16 MiB in 4 MiB requests others can share.
+        var planner = SegmentPlanner(total: 1024 * mib, minimumSegment: mib)
+        planner.splitForStart(connections: 8)
+        let firstWork = planner.nextRequest(for: 0)
+        var work = try #require(firstWork)
+        var sizes: [Int64] = []
+        var covered: Int64 = 0
+        while true {
+            let size = work.range.upperBound - work.range.lowerBound
+            #expect(work.range.lowerBound == covered, "requests follow each other without gaps")
+            sizes.append(size)
+            covered += size
+            planner.advance(work.segment, by: size)
+            guard covered < 128 * mib, let next = planner.nextRequest(for: 0, continuing: work.segment) else { break }
+            work = next
+        }
+        #expect(covered == 128 * mib)
+        #expect(Array(sizes.prefix(3)) == [4 * mib, 8 * mib, 16 * mib])
+        #expect(sizes.allSatisfy { $0 <= 32 * mib })
+        #expect(sizes.dropLast().allSatisfy { $0 >= 4 * mib }, "only the segment's last request is below 4 MiB")
+        #expect(zip(sizes, sizes.dropFirst()).allSatisfy { $1 <= 2 * $0 }, "at most twice the previous request")
+        var unrequested = 128 * mib
+        for size in sizes {
+            if unrequested <= 16 * mib { #expect(size == min(4 * mib, unrequested), "the tail goes in base-sized requests") }
+            unrequested -= size
+        }
+        #expect(sizes.count < 32, "fewer requests than 4 MiB at a time: \(sizes.map { $0 / mib })")
+    }
+
+    @Test func requestSizes() {
+        #expect(SegmentPlanner.chunk(base: 4 * mib, maximum: 32 * mib, previous: 0, unrequested: 128 * mib) == 4 * mib)
+        #expect(SegmentPlanner.chunk(base: 4 * mib, maximum: 32 * mib, previous: 4 * mib, unrequested: 124 * mib) == 8 * mib)
+        #expect(SegmentPlanner.chunk(base: 4 * mib, maximum: 32 * mib, previous: 32 * mib, unrequested: 900 * mib) == 32 * mib)
+        #expect(SegmentPlanner.chunk(base: 4 * mib, maximum: 32 * mib, previous: 16 * mib, unrequested: 40 * mib) == 10 * mib)
+        #expect(SegmentPlanner.chunk(base: 4 * mib, maximum: 32 * mib, previous: 16 * mib, unrequested: 6 * mib) == 4 * mib)
+        #expect(SegmentPlanner.chunk(base: 4 * mib, maximum: 4 * mib, previous: 4 * mib, unrequested: 900 * mib) == 4 * mib)
+    }
+
+    @Test func aChosenRequestSizeAndAReleasedSegmentDoNotGrow() throws {
+        // A stream's planner asks for its chosen size every time.
+        var stream = SegmentPlanner(total: 256 * mib, minimumSegment: mib, requestChunk: 2 * mib)
+        let streamFirst = stream.nextRequest(for: 0)
+        var work = try #require(streamFirst)
+        for _ in 0..<5 {
+            #expect(work.range.count == Int(2 * mib))
+            stream.advance(work.segment, by: 2 * mib)
+            let next = stream.nextRequest(for: 0, continuing: work.segment)
+            work = try #require(next)
+        }
+        // A segment given up by its connection starts again at the base size under its next owner.
+        var planner = SegmentPlanner(total: 256 * mib, minimumSegment: mib)
+        let plannerFirst = planner.nextRequest(for: 0)
+        let first = try #require(plannerFirst)
+        planner.advance(first.segment, by: 4 * mib)
+        let secondWork = planner.nextRequest(for: 0, continuing: first.segment)
+        let second = try #require(secondWork)
+        #expect(second.range == (4 * mib)..<(12 * mib))
+        planner.release(first.segment)
+        let retried = planner.nextRequest(for: 1)
+        #expect(retried?.range == (4 * mib)..<(8 * mib))
+    }
+
     @Test func smallFilesUseFewerConnections() {
         var planner = SegmentPlanner(total: 3 * mib, minimumSegment: mib)
         #expect(planner.usefulConnections(limit: 16) == 3)

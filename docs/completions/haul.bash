@@ -163,7 +163,7 @@ _haul() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(--restart --allow-overwrite -N --timestamping -R --remote-time --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel -V --version -I --head -h --help)
+    local -a non_repeating_flags=(--restart --allow-overwrite -N --timestamping -R --remote-time --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel --follow-metalink --no-follow-metalink -V --version -I --head -h --help)
     local -a repeating_options=(-H --header --resolve --connect-to)
     local -a non_repeating_options=(-o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --url-command --url-command-timeout -x --proxy --noproxy --progress -i --input-file -j --jobs -M --metalink -w --write-out --max-filesize -r --range)
     # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that

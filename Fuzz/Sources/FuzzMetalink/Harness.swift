@@ -30,6 +30,7 @@ func fuzzMetalink(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         if let request = try? DownloadRequest(metalink: file, directory: "out") {
             precondition(request.destination == .file("out/" + file.name))
             precondition(request.checksum == file.strongestChecksum)
+            precondition(request.expectedSize == file.size, "the request does not carry the file's size")
         } else {
             precondition(file.urls.isEmpty, "a file with URLs made no request")
         }

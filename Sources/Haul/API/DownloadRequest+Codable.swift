@@ -13,6 +13,9 @@ extension DownloadRequest: Equatable {
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
             && lhs.credentials == rhs.credentials
             && lhs.onlyIfChanged == rhs.onlyIfChanged && lhs.setsRemoteTime == rhs.setsRemoteTime
+            && lhs.pieceHashes == rhs.pieceHashes
+            && lhs.modifiedSince == rhs.modifiedSince && lhs.expectedSize == rhs.expectedSize
+            && lhs.followsMetalink == rhs.followsMetalink
     }
 }
 
@@ -27,7 +30,8 @@ extension DownloadRequest: Equatable {
 extension DownloadRequest: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case url, mirrors, destination, createsDirectories, replacesExisting, checksum, ifChangedOnServer, discardsPartialDownload, headers, credentials
-        case onlyIfChanged, setsRemoteTime
+        case onlyIfChanged, setsRemoteTime, pieceHashes
+        case modifiedSince, expectedSize, followsMetalink
     }
 
     /// A request header as `{"name": ..., "value": ...}`.
@@ -52,6 +56,18 @@ extension DownloadRequest: Codable {
         credentials = try container.decodeIfPresent(Credentials.self, forKey: .credentials)
         onlyIfChanged = try container.decodeIfPresent(Bool.self, forKey: .onlyIfChanged) ?? false
         setsRemoteTime = try container.decodeIfPresent(Bool.self, forKey: .setsRemoteTime) ?? false
+        pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
+        if let text = try container.decodeIfPresent(String.self, forKey: .modifiedSince) {
+            guard let date = HTTPDate(text) else {
+                throw DecodingError.dataCorruptedError(forKey: .modifiedSince, in: container, debugDescription: "not an HTTP date: \(text)")
+            }
+            modifiedSince = date
+        }
+        expectedSize = try container.decodeIfPresent(Int64.self, forKey: .expectedSize)
+        if let expectedSize, expectedSize < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .expectedSize, in: container, debugDescription: "a size is never negative, not \(expectedSize)")
+        }
+        followsMetalink = try container.decodeIfPresent(Bool.self, forKey: .followsMetalink) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -69,6 +85,10 @@ extension DownloadRequest: Codable {
         // Only when set: a request that does not use them encodes as before (session records, older daemons).
         if onlyIfChanged { try container.encode(onlyIfChanged, forKey: .onlyIfChanged) }
         if setsRemoteTime { try container.encode(setsRemoteTime, forKey: .setsRemoteTime) }
+        try container.encodeIfPresent(pieceHashes, forKey: .pieceHashes)
+        try container.encodeIfPresent(modifiedSince?.imfFixdate, forKey: .modifiedSince)
+        try container.encodeIfPresent(expectedSize, forKey: .expectedSize)
+        if followsMetalink { try container.encode(followsMetalink, forKey: .followsMetalink) }
     }
 }
 

@@ -52,7 +52,9 @@ public struct DownloadRequest: Sendable {
 
     /// The URL to fetch.
     public var url: String
-    /// Other URLs of the same resource; connections are spread over all of them, and a failing one is dropped.
+    /// Other URLs of the same resource. Connections start spread over all of them and then move to the ones
+    /// measured fastest per connection; one far slower than the fastest (under a quarter of its speed) gets
+    /// none of the tail. A failing one is dropped.
     public var mirrors: [String]
     /// Where the file goes: a path, a directory and the server's suggested name, a stream, or memory.
     public var destination: Destination
@@ -66,6 +68,14 @@ public struct DownloadRequest: Sendable {
     public var replacesExisting: Bool
     /// A digest the finished file must have; on a mismatch the file stays `NAME.part`.
     public var checksum: Checksum?
+    /// The digest of each fixed-size piece of the file (a Metalink's `<pieces>`): each piece is checked as
+    /// soon as its bytes are written, and only a checked piece counts as done in the resume journal. A piece
+    /// that fails is fetched again, from another mirror when one is left (the mirrors that served it are
+    /// dropped for this download and named in ``DownloadProgress/notices``); one that keeps failing ends the
+    /// download with ``HaulError/Reason/digestMismatch(_:)``. Digests that do not cover the server's length
+    /// exactly fail the download before a byte is written. A stream cannot be checked this way (it keeps no
+    /// file to read a piece back from): ``HaulError/Reason/invalidDestination(_:)``.
+    public var pieceHashes: PieceHashes? = nil
     /// What to do when the resource changes on the server while (or between when) it is downloaded.
     public var ifChangedOnServer: ChangePolicy
     /// Discard a previous interrupted download of the same destination instead of resuming it.
@@ -74,12 +84,37 @@ public struct DownloadRequest: Sendable {
     /// an existing destination the first request carries `If-None-Match` (the `ETag` Haul stored with the
     /// file) and `If-Modified-Since` (the stored `Last-Modified` text, else the file's modification time). A
     /// `304 Not Modified` leaves the file as it is (``DownloadResult/upToDate``); any other answer downloads
-    /// as usual and replaces the file, as if ``replacesExisting`` were set. Only a `.file` destination
-    /// is asked about: without a file there, with an interrupted download of it waiting (resumed instead), or for
-    /// any other destination, the download is a plain one.
+    /// as usual and replaces the file, as if ``replacesExisting`` were set. A `.directory` destination
+    /// is named from the URL's last path segment before anything is sent (as ``SuggestedFileName/forURL(_:)``
+    /// names it), never from a `Content-Disposition`, which comes only with the answer, too late to ask about
+    /// the file it names. Without a file there, with an interrupted download of it waiting (resumed instead),
+    /// or for a stream or memory, the download is a plain one.
     public var onlyIfChanged: Bool = false
     /// Give the finished file the server's `Last-Modified` time as its modification time (curl and wget `-R`).
     public var setsRemoteTime: Bool = false
+    /// Fetch only when the server's file was modified after this date (curl's `-z DATE`): the first request
+    /// carries `If-Modified-Since` with it, whatever is at the destination. A `304 Not Modified` ends the
+    /// download with nothing written (``DownloadResult/upToDate``; ``DownloadResult/path`` is the destination,
+    /// which may not exist); any other answer downloads as usual and replaces an existing file, as if
+    /// ``replacesExisting`` were set. With ``onlyIfChanged`` and a file at the destination, this date wins over
+    /// the file's own. Not sent when an interrupted download is resumed (its `If-Range` decides).
+    public var modifiedSince: HTTPDate?
+    /// The file's length in bytes, when it is known before asking (a Metalink's `<size>`): a server that
+    /// serves another length — in its first answer, or in the bytes a body without a length ends after — is
+    /// refused with ``HaulError/Reason/sizeMismatch(url:expected:served:)`` before its body is written (a
+    /// mirror that does is dropped and its work goes to the others), and a journal of another length is not
+    /// resumed. Nothing is left under the final name. nil: any length.
+    public var expectedSize: Int64?
+    /// Follow a Metalink document instead of saving it (aria2's `--follow-metalink`): when the first answer
+    /// is one (a `200`, or a `206` from byte 0, whose `Content-Type` is
+    /// `application/metalink4+xml`), nothing is written to the destination; the document is fetched again
+    /// into memory (at most ``MetalinkLimits/maximumBytes``, with this request's headers and credentials),
+    /// parsed as hostile input (``Metalink/init(parsing:limits:)``), and the download ends with it in
+    /// ``DownloadResult/metalink``: download its files with ``init(metalink:directory:replacesExisting:ifChangedOnServer:discardsPartialDownload:)``.
+    /// A document that does not parse fails the download (``HaulError/Reason/faultyResponse(url:detail:)``);
+    /// one that announces more bytes than a document may have is not followed but downloaded as a file, with a
+    /// notice. Off by default: the API saves what the server sends.
+    public var followsMetalink: Bool = false
     /// Request headers for this download only, sent after the client's
     /// (``DownloadOptions/headers``): a token that differs from file to file, say. `Authorization`,
     /// `Proxy-Authorization` and `Cookie` among them go only to the origin of ``url``.

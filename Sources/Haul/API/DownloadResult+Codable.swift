@@ -12,7 +12,7 @@ extension DownloadResult: Equatable {
             && lhs.connections == rhs.connections && lhs.bytesRequested == rhs.bytesRequested && lhs.retries == rhs.retries
             && lhs.body == rhs.body && lhs.status == rhs.status
             && lhs.headers.elementsEqual(rhs.headers) { $0.name == $1.name && $0.value == $1.value }
-            && lhs.upToDate == rhs.upToDate
+            && lhs.upToDate == rhs.upToDate && lhs.isMetalink == rhs.isMetalink
     }
 }
 
@@ -23,7 +23,7 @@ extension DownloadResult: Equatable {
 /// standard Base64 with padding (RFC 4648 §4), as Foundation encodes `Data`.
 extension DownloadResult: Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries, body, status, headers, upToDate
+        case path, bytes, duration, finalURL, entityTag, lastModified, redirects, connections, bytesRequested, retries, body, status, headers, upToDate, isMetalink
     }
 
     public init(from decoder: any Decoder) throws {
@@ -51,6 +51,7 @@ extension DownloadResult: Codable {
         status = try container.decodeIfPresent(Int.self, forKey: .status)
         headers = (try container.decodeIfPresent([Header].self, forKey: .headers) ?? []).map { ($0.name, $0.value) }
         upToDate = try container.decodeIfPresent(Bool.self, forKey: .upToDate) ?? false
+        isMetalink = try container.decodeIfPresent(Bool.self, forKey: .isMetalink) ?? false
     }
 
     /// A response header as `{"name": ..., "value": ...}`, as a request's are.
@@ -75,5 +76,6 @@ extension DownloadResult: Codable {
         try container.encodeIfPresent(status, forKey: .status)
         try container.encode(headers.map { Header(name: $0.name, value: $0.value) }, forKey: .headers)
         try container.encode(upToDate, forKey: .upToDate)
+        try container.encode(isMetalink, forKey: .isMetalink)
     }
 }

@@ -47,6 +47,17 @@ public struct DownloadResult: Sendable {
     /// True when nothing was fetched because the file at ``path`` is the server's (``DownloadRequest/onlyIfChanged``
     /// and a `304 Not Modified`): ``bytes`` is the file's length, ``bytesRequested`` 0, the file untouched.
     public var upToDate: Bool = false
+    /// True when the answer was a Metalink document, followed rather than saved
+    /// (``DownloadRequest/followsMetalink``): nothing was written (``path`` is empty), ``body`` holds the
+    /// document and ``metalink`` the files it lists, for the caller to download.
+    public var isMetalink: Bool = false
+
+    /// The Metalink document the download followed (``isMetalink``), parsed; nil for any other result. It
+    /// parsed when the download read it, so the same bytes parse again here.
+    public var metalink: Metalink? {
+        guard isMetalink, let body else { return nil }
+        return try? Metalink(parsing: body)
+    }
 
     /// The value of the first `Content-Type` field of ``headers`` (named in any case), as sent: for example
     /// `application/json; charset=utf-8`. nil when the response carried none.

@@ -73,6 +73,26 @@ enum ProbeResponseDecision {
     /// An error status, or a response that cannot be a download.
     case failed(HaulError)
 
+    /// `form`: how the probe asked. `expectedSize`: the length the download was given
+    /// (``DownloadRequest/expectedSize``, a Metalink's `<size>`); an answer that shows another length of the
+    /// file is ``HaulError/Reason/sizeMismatch(url:expected:served:)``, whatever else it is. A whole file sent
+    /// without a length can only be held to it when its body ends.
+    static func decide(_ response: ResponseFacts, url: String, form: ProbeForm = .openEnded, expectedSize: Int64?) -> ProbeResponseDecision {
+        let decision = decide(response, url: url, form: form)
+        guard let expectedSize, let served = decision.fileLength, served != expectedSize else { return decision }
+        return .failed(.sizeMismatch(url: url, expected: expectedSize, served: served))
+    }
+
+    /// The length of the whole file this decision learned; nil when it learned none (yet).
+    var fileLength: Int64? {
+        switch self {
+        case .ranged(let total, _, _, _), .withoutValidators(let total, _): total
+        case .whole(let length, _): length
+        case .empty: 0
+        case .redirect, .retryProbe, .faulty, .failed: nil
+        }
+    }
+
     /// `form`: how the probe asked.
     static func decide(_ response: ResponseFacts, url: String, form: ProbeForm = .openEnded) -> ProbeResponseDecision {
         if response.isRedirect { return .redirect }

@@ -74,8 +74,15 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case destinationBusy(path: String, holder: Int32?)
         /// Mirrors disagree about the resource (length).
         case mirrorMismatch(url: String, detail: String)
+        /// The server at `url` serves a file of `served` bytes where ``DownloadRequest/expectedSize`` (a
+        /// Metalink's `<size>`) says `expected`: refused before its body was written. Not retried there; a
+        /// mirror that does it is dropped, and the download fails when no mirror is left.
+        case sizeMismatch(url: String, expected: Int64, served: Int64)
         /// The finished file's digest differs from the expected one; the file stays `.part`.
         case checksumMismatch(path: String, expected: Checksum, actual: String)
+        /// A piece of a download with ``DownloadRequest/pieceHashes`` failed its hash and cannot be fetched
+        /// again, or the finished file does not match a server's `Repr-Digest`; the file stays `.part`.
+        case digestMismatch(DigestMismatch)
         /// The destination's filesystem has too little space for the file.
         case insufficientSpace(path: String, needed: Int64, available: Int64)
         /// A download into memory (``DownloadRequest/Destination/memory(limit:)``) is larger than its limit, or
@@ -122,6 +129,8 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .wrongContentRange(let url, let requested, let received):
                 "\(url) answered a request for bytes \(requested) with Content-Range \"\(received)\""
             case .mirrorMismatch(let url, let detail): "mirror \(url) disagrees: \(detail)"
+            case .sizeMismatch(let url, let expected, let served):
+                "\(url) serves \(served) bytes where \(expected) are expected (the size the download was given); not saved"
             case .faultyResponse(let url, let detail): "faulty response from \(url): \(detail)"
             case .belowSpeedLimit(let url, let limit):
                 "transfer from \(url) stayed below \(limit.bytesPerSecond) bytes/s for \(limit.seconds) s"
@@ -136,6 +145,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                 "\(path) is being written by another download\(holder.map { " (process \($0))" } ?? ""); not touching it"
             case .checksumMismatch(let path, let expected, let actual):
                 "\(path): \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)"
+            case .digestMismatch(let mismatch): mismatch.description
             case .insufficientSpace(let path, let needed, let available):
                 "not enough space for \(path): need \(needed) bytes, \(available) available"
             case .responseTooLarge(let url, let limit, let length?):
@@ -175,11 +185,11 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             switch self {
             case .invalidURL, .network, .tls, .malformedResponse, .truncatedTLS, .httpStatus, .redirect, .timedOut,
                  .incomplete, .changedOnServer, .wrongContentRange, .faultyResponse, .belowSpeedLimit, .retryAfterTooLong,
-                 .mirrorMismatch,
+                 .mirrorMismatch, .sizeMismatch,
                  .responseTooLarge, .unexpected:
                 true
             case .invalidRequest, .tlsSetup, .disk, .invalidDestination, .destinationExists, .outputClosed,
-                 .destinationBusy, .checksumMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
+                 .destinationBusy, .checksumMismatch, .digestMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
                  .cancelled, .checkpointFailed:
                 false
             }
@@ -341,9 +351,17 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     public static func mirrorMismatch(url: String, detail: String) -> HaulError {
         HaulError(Reason.mirrorMismatch(url: url, detail: detail))
     }
+    /// ``Reason/sizeMismatch(url:expected:served:)`` without context: the engine adds the URL and the tries where the download ends.
+    public static func sizeMismatch(url: String, expected: Int64, served: Int64) -> HaulError {
+        HaulError(Reason.sizeMismatch(url: url, expected: expected, served: served))
+    }
     /// ``Reason/checksumMismatch(path:expected:actual:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func checksumMismatch(path: String, expected: Checksum, actual: String) -> HaulError {
         HaulError(Reason.checksumMismatch(path: path, expected: expected, actual: actual))
+    }
+    /// ``Reason/digestMismatch(_:)`` without context: the engine adds the URL and the tries where the download ends.
+    public static func digestMismatch(_ mismatch: DigestMismatch) -> HaulError {
+        HaulError(Reason.digestMismatch(mismatch))
     }
     /// ``Reason/insufficientSpace(path:needed:available:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func insufficientSpace(path: String, needed: Int64, available: Int64) -> HaulError {

@@ -10,7 +10,8 @@
 /// - **one `syncfs` per filesystem** for the files of the batch on it that are at most ``largeFile`` bytes,
 ///   when there are at least two of them: there the flush per file is the cost, and it is paid once — unless
 ///   the machine holds more dirty data that is not the batch's than ``dirtyAllowancePerFile`` per such file
-///   (``make(_:syncfsReportsErrors:dirtyElsewhere:)``): then the `syncfs` would mostly wait for others' data;
+///   and more than ``dirtyAllowanceFloor`` (``dirtyAllowance(files:)``): then the `syncfs` would mostly wait
+///   for others' data;
 /// - **an `fdatasync` each** for a file larger than ``largeFile`` (its own data dominates its flush, and
 ///   waiting for other writers' data would only add to it), for a file alone on its filesystem in the batch
 ///   (nothing to share), for a file whose filesystem is unknown (`fstat` failed), for a file whose earlier
@@ -45,10 +46,23 @@ struct FlushPlan: Equatable, Sendable {
     /// 0.5–0.95 s, eight at a time), about what writing 64 KiB takes at 600 MB/s–1.2 GB/s.
     static let dirtyAllowancePerFile: Int64 = 64 << 10
 
+    /// How much of other writers' dirty data any batch may wait for, however few its files (8 MiB). Measured
+    /// on this project's ext4 disk (docs/benchmarks.md, "The dirty-data guard, measured"): with up to 8 MiB
+    /// dirty elsewhere one `syncfs` of 16 files took about as long as their 16 `fdatasync`s (4 KiB files: 20–25
+    /// against 13–28 ms; 256 KiB files: 9–10 against 5–11 ms), since most of either is the disk's cache flush;
+    /// from a few tens of MiB on it took 2–20 times as long. Without this floor a batch of three files would give up its
+    /// `syncfs` at 192 KiB of dirty data, which a desktop's other programs hold almost always.
+    static let dirtyAllowanceFloor: Int64 = 8 << 20
+
+    /// The most of other writers' dirty data a `syncfs` of `files` small files may wait for.
+    static func dirtyAllowance(files: Int) -> Int64 {
+        max(Int64(files) * dirtyAllowancePerFile, dirtyAllowanceFloor)
+    }
+
     /// The plan for `files` (in batch order). `syncfsReportsErrors` false: every file on its own.
     /// `dirtyElsewhere`: the bytes dirty or under write-back on the machine (`/proc/meminfo`) less the
     /// batch's own; a filesystem's small files share a `syncfs` only while it is at most
-    /// ``dirtyAllowancePerFile`` for each of them (nil: unknown, no limit). It counts every filesystem, so it
+    /// ``dirtyAllowance(files:)`` for them (nil: unknown, no limit). It counts every filesystem, so it
     /// errs towards `fdatasync`, never towards waiting for more.
     static func make(_ files: [File], syncfsReportsErrors: Bool, dirtyElsewhere: Int64? = nil) -> FlushPlan {
         guard syncfsReportsErrors else { return FlushPlan(perFile: Array(files.indices), fileSystems: []) }
@@ -66,7 +80,7 @@ struct FlushPlan: Equatable, Sendable {
         var groups: [[Int]] = []
         for fileSystem in order {
             let indices = shared[fileSystem] ?? []
-            if indices.count < 2 || (dirtyElsewhere ?? 0) > Int64(indices.count) * dirtyAllowancePerFile {
+            if indices.count < 2 || (dirtyElsewhere ?? 0) > dirtyAllowance(files: indices.count) {
                 alone += indices
             } else {
                 let first = indices.min { files[$0].openOrder < files[$1].openOrder }!

@@ -1,6 +1,7 @@
 import Glibc
 import HaulIO
 import HaulJournal
+import Synchronization
 
 /// Makes finished downloads durable in batches: one synchronous `fdatasync` plus a directory `fsync` per
 /// file made many small downloads wait for the disk once or twice each, one after the other.
@@ -29,7 +30,8 @@ import HaulJournal
 /// The trade of `syncfs`: it flushes everything dirty on the filesystem, other programs' writes too, so a
 /// batch may wait for data that is not Haul's. Files larger than ``FlushPlan/largeFile`` are therefore
 /// synced on their own, a batch of one file is too, and so is every file of a batch while the machine holds
-/// much dirty data besides the batch's (``FlushPlan/dirtyAllowancePerFile`` per file).
+/// much dirty data besides the batch's (``FlushPlan/dirtyAllowance(files:)``: 8 MiB, or 64 KiB per file for
+/// a batch of more than 128).
 ///
 /// The work runs on ``BlockingWork`` threads, never on the event loop. Thread-safe.
 final class GroupCommit: @unchecked Sendable {
@@ -76,10 +78,12 @@ final class GroupCommit: @unchecked Sendable {
             syncDirectory: { directory throws(SystemError) in try OutputFile.synchronizeDirectory(directory) },
             removeJournal: { path in try? ResumeJournal.remove(path: path) },
             flushesFileSystems: FlushPlan.syncfsReportsErrors(kernelRelease: kernelRelease()),
-            describe: { file in (try? file.fileSystemAndSize()).map { ($0.device, $0.size) } },
+            // A finished download's size was checked with an `fstat` after its last write (its filesystem
+            // came with it): no second call per file.
+            describe: { file in (file.lastKnownFileSystemAndSize ?? (try? file.fileSystemAndSize())).map { ($0.device, $0.size) } },
             failedBefore: { file in file.recordedSyncFailure != nil },
             syncFileSystem: { file throws(SystemError) in try file.synchronizeFileSystem() },
-            dirtyBytes: { FlushPlan.dirtyBytes(memoryInformation: OutputFile.memoryInformation()) })
+            dirtyBytes: { RecentDirtyBytes.shared.read() })
     }
 
     /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
@@ -178,8 +182,8 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
-    /// The plan for `batch`: the facts of each file gathered (an `fstat` each and one read of
-    /// `/proc/meminfo`, when `syncfs` may be used).
+    /// The plan for `batch`: the facts of each file gathered (what the finished download's size check found,
+    /// else an `fstat`; and one read of `/proc/meminfo`), when `syncfs` may be used.
     func plan(_ batch: [Entry]) -> FlushPlan {
         guard operations.flushesFileSystems, batch.count > 1 else { return FlushPlan(perFile: Array(batch.indices), fileSystems: []) }
         let files = batch.map { entry in
@@ -240,6 +244,30 @@ final class GroupCommit: @unchecked Sendable {
         for _ in 0..<max(0, helpers) { start(work) }
         work()
         return results.waitForAll()
+    }
+}
+
+/// The machine's dirty bytes (``FlushPlan/dirtyBytes(memoryInformation:)``), read from `/proc/meminfo` at most
+/// once per ``maximumAge``: reading it is four calls (open, two reads, close), and batches of small files
+/// follow each other every few milliseconds, four calls a batch being about one per file. What other writers
+/// hold dirty changes over seconds (the kernel writes it back after 5–30 s); an answer 50 ms old says as much.
+final class RecentDirtyBytes: Sendable {
+    static let shared = RecentDirtyBytes()
+    /// How old an answer may be (50 ms).
+    static let maximumAge: Duration = .milliseconds(50)
+    private let recent = Mutex<(bytes: Int64?, at: MonotonicInstant)?>(nil)
+    private let measure: @Sendable () -> Int64?
+
+    init(measure: @escaping @Sendable () -> Int64? = { FlushPlan.dirtyBytes(memoryInformation: OutputFile.memoryInformation()) }) {
+        self.measure = measure
+    }
+
+    /// The latest answer if it is younger than ``maximumAge`` at `now`, else a new one.
+    func read(now: MonotonicInstant = .now()) -> Int64? {
+        if let answer = recent.withLock({ $0 }), now < answer.at.advanced(by: Self.maximumAge) { return answer.bytes }
+        let bytes = measure()
+        recent.withLock { $0 = (bytes, now) }
+        return bytes
     }
 }
 

@@ -2,17 +2,43 @@ import HaulHTTP
 import HaulIO
 import SystemPackage
 
-/// The server's validators for a finished file, kept with the file in extended attributes so that a later
+/// The server's validators for a finished file, kept with the file in one extended attribute so that a later
 /// run can ask "has it changed?" (`If-None-Match`, `If-Modified-Since`) with the server's own text: nginx,
-/// for one, answers 304 only to its exact `Last-Modified` text. The names follow curl `--xattr` and wget2
-/// (`user.xdg.origin.url` is theirs; these are Haul's own, under `user.haul.`).
+/// for one, answers 304 only to its exact `Last-Modified` text.
+///
+/// One attribute, ``attribute`` (`user.haul.validators`), holds all three values: one `fsetxattr` per
+/// finished file. Its value is text (``encoded()``), so `getfattr -d` shows the URL a file came from without
+/// a separate attribute; `getfattr --only-values -n user.haul.validators FILE` prints it plainly. (curl
+/// `--xattr` and wget2 write `user.xdg.origin.url`; Haul does not, which would cost one more call per file.)
+/// Files written by earlier versions carry three attributes instead (``entityTagAttribute``,
+/// ``lastModifiedAttribute``, ``urlAttribute``); they are still read, so `-N` keeps working on them.
+///
+/// Anyone who can write a file can write its attributes, so whatever is read back is checked: a value that is
+/// not plain ASCII text (a line break would end up in a request head) is not used.
 ///
 /// Best effort throughout: a filesystem without extended attributes (or a full one) costs the next run its
 /// conditional request, never this download.
 struct StoredValidators: Sendable, Equatable {
+    /// The one attribute Haul writes.
+    static let attribute = "user.haul.validators"
+    /// The attributes earlier versions wrote, one value each (three `fsetxattr` per file); read when
+    /// ``attribute`` is absent, never written.
     static let entityTagAttribute = "user.haul.etag"
     static let lastModifiedAttribute = "user.haul.last-modified"
     static let urlAttribute = "user.haul.url"
+
+    /// The largest encoded value written or read (4 KiB, what one ext4 block holds for all attributes of a
+    /// file): a larger one is not written without its URL, and not read at all.
+    static let maximumBytes = 4096
+
+    /// The ``encoded()`` form's first line; a later format changes its number, and this version reads
+    /// nothing from it.
+    private static let header = "haul-validators/1"
+    /// The ``encoded()`` form's last line: a value cut short anywhere lacks it.
+    private static let trailer = "end"
+    private static let entityTagKey = "etag:"
+    private static let lastModifiedKey = "last-modified:"
+    private static let urlKey = "url:"
 
     /// The `ETag` field value exactly as the server sent it.
     var entityTag: String?
@@ -25,8 +51,8 @@ struct StoredValidators: Sendable, Equatable {
     /// the parsed values written out again (a resumed download may have no full response in hand).
     init(of finished: SegmentedDownload.Finished) {
         let fields = finished.response?.fields
-        entityTag = fields?.first("etag").map { latin1(Array($0)) } ?? finished.entityTag?.description
-        lastModified = fields?.first("last-modified").map { latin1(Array($0)) } ?? finished.lastModified?.description
+        entityTag = fields?.first("etag").map { Self.latin1(Array($0)) } ?? finished.entityTag?.description
+        lastModified = fields?.first("last-modified").map { Self.latin1(Array($0)) } ?? finished.lastModified?.description
         url = finished.finalURL.description
     }
 
@@ -36,26 +62,94 @@ struct StoredValidators: Sendable, Equatable {
         self.url = url
     }
 
-    /// Reads the attributes of the file at `path`; fields the file lacks are nil.
+    /// Reads the validators of the file at `path`: ``attribute`` when it is there (nothing when it does not
+    /// decode), else the three attributes of earlier versions. Fields the file lacks are nil.
     static func read(path: String) -> StoredValidators {
-        func text(_ name: String) -> String? {
-            FileDescriptor.extendedAttribute(name, ofPath: path).map(latin1)
+        if let value = FileDescriptor.extendedAttribute(attribute, ofPath: path, limit: maximumBytes) {
+            return decoded(value) ?? StoredValidators(entityTag: nil, lastModified: nil, url: nil)
         }
-        return StoredValidators(entityTag: text(entityTagAttribute), lastModified: text(lastModifiedAttribute),
-                                url: text(urlAttribute))
+        func legacy(_ name: String) -> String? {
+            FileDescriptor.extendedAttribute(name, ofPath: path).flatMap { legacyValue($0) }
+        }
+        return StoredValidators(entityTag: legacy(entityTagAttribute), lastModified: legacy(lastModifiedAttribute),
+                                url: legacy(urlAttribute))
     }
 
-    /// Writes the attributes on `descriptor`; stops quietly at the first failure (no xattr support).
+    /// Writes ``attribute`` on `descriptor` (one `fsetxattr`); a failure (no attribute support) is ignored.
     func write(on descriptor: FileDescriptor) {
-        for (name, value) in [(Self.entityTagAttribute, entityTag), (Self.lastModifiedAttribute, lastModified),
-                              (Self.urlAttribute, url)] {
-            guard let value else { continue }
-            do { try descriptor.setExtendedAttribute(name, to: Array(value.utf8)) } catch { return }
-        }
+        guard let value = encoded() else { return }
+        try? descriptor.setExtendedAttribute(Self.attribute, to: value)
     }
 
+    /// The value of ``attribute``: lines of text, each ending in a line feed —
+    ///
+    ///     haul-validators/1
+    ///     etag:"5f5e1000-493e0"
+    ///     last-modified:Sun, 13 Sep 2020 12:26:40 GMT
+    ///     url:http://a.test/f.bin
+    ///     end
+    ///
+    /// A field that is nil, or whose text is not ``isStorable(_:)``, has no line; the fields that are there come in
+    /// this order. Unambiguous because no value holds a line feed. When the whole would exceed ``maximumBytes``
+    /// the URL is left out (the validators are what a later run needs); nil when even that is too large.
+    func encoded() -> [UInt8]? {
+        func encode(withURL: Bool) -> [UInt8] {
+            var text = Self.header + "\n"
+            for (key, value) in [(Self.entityTagKey, entityTag), (Self.lastModifiedKey, lastModified),
+                                 (Self.urlKey, withURL ? url : nil)] {
+                if let value, Self.isStorable(Array(value.utf8)) { text += key + value + "\n" }
+            }
+            text += Self.trailer + "\n"
+            return Array(text.utf8)
+        }
+        let whole = encode(withURL: true)
+        if whole.count <= Self.maximumBytes { return whole }
+        let withoutURL = encode(withURL: false)
+        return withoutURL.count <= Self.maximumBytes ? withoutURL : nil
+    }
+
+    /// The validators in `bytes`, a value of ``attribute``; nil unless it is exactly what ``encoded()``
+    /// writes: the header and trailer lines, known keys in order and at most once, storable values, nothing
+    /// after the trailer, at most ``maximumBytes``.
+    static func decoded(_ bytes: [UInt8]) -> StoredValidators? {
+        guard bytes.count <= maximumBytes, bytes.last == UInt8(ascii: "\n") else { return nil }
+        let lines = bytes.dropLast().split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard lines.count >= 2, lines.first!.elementsEqual(header.utf8), lines.last!.elementsEqual(trailer.utf8) else {
+            return nil
+        }
+        var stored = StoredValidators(entityTag: nil, lastModified: nil, url: nil)
+        var nextKey = 0
+        let keys = [entityTagKey, lastModifiedKey, urlKey]
+        for line in lines.dropFirst().dropLast() {
+            guard let found = keys.indices.dropFirst(nextKey).first(where: { line.starts(with: keys[$0].utf8) }) else { return nil }
+            let value = Array(line.dropFirst(keys[found].utf8.count))
+            guard isStorable(value) else { return nil }
+            let text = String(decoding: value, as: UTF8.self)
+            switch found {
+            case 0: stored.entityTag = text
+            case 1: stored.lastModified = text
+            default: stored.url = text
+            }
+            nextKey = found + 1
+        }
+        return stored
+    }
+
+    /// Whether `value` may be stored and sent back in a request field: printable ASCII, spaces and tabs, not
+    /// empty. No control character (a line feed would end a request field early), nothing beyond ASCII.
+    static func isStorable(_ value: [UInt8]) -> Bool {
+        !value.isEmpty && value.allSatisfy { (0x20...0x7E).contains($0) || $0 == UInt8(ascii: "\t") }
+    }
+
+    /// A value of one of the attributes of earlier versions (``entityTagAttribute``...): as they read it (bytes
+    /// beyond ASCII as `?`), nil when it holds a control character.
+    static func legacyValue(_ bytes: [UInt8]) -> String? {
+        let text = latin1(bytes)
+        return isStorable(Array(text.utf8)) ? text : nil
+    }
+
+    /// `bytes` as ASCII text, every byte beyond ASCII replaced by `?`.
     private static func latin1(_ bytes: [UInt8]) -> String {
         String(decoding: bytes.map { $0 < 0x80 ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
-    private func latin1(_ bytes: [UInt8]) -> String { Self.latin1(bytes) }
 }

@@ -41,6 +41,9 @@ final class Checkpointer: @unchecked Sendable {
     let synchronizeData: @Sendable (OutputFile) throws(SystemError) -> Void
     /// The boot id stamped into records when `syncsData` is false.
     private let bootID: [UInt8]?
+    /// The verified pieces of a download with piece hashes, as the driver last learnt them; each record
+    /// carries those of them inside its durable ranges (``JournalPieces/restricted(to:totalLength:)``).
+    var pieces: JournalPieces?
 
     init(loop: EventLoop, journalPath: String, file: OutputFile, syncsData: Bool, state: JournalState, journal: ResumeJournal? = nil,
          synchronizeData: @escaping @Sendable (OutputFile) throws(SystemError) -> Void = { file throws(SystemError) in try file.synchronize() }) {
@@ -92,6 +95,8 @@ final class Checkpointer: @unchecked Sendable {
         running = true
         var next = state
         next.durable = written
+        // Never a verified byte the record does not list as durable (a run without piece hashes keeps an earlier record's).
+        next.pieces = (pieces ?? state.pieces)?.restricted(to: written, totalLength: state.totalLength)
         // Synced data is durable whatever happens to this boot; unsynced data only as long as it lasts.
         next.bootID = syncsData ? nil : bootID
         runningState = next

@@ -6,15 +6,21 @@ import Logging
 /// Exchanges' ends, failures and retries, redirects, mirrors dropped, restarts and resumes.
 extension DownloadStateMachine {
     /// `count` body bytes written for connection `id`: proven ones are accounted (its segment advances);
-    /// a checkpoint may be due.
-    mutating func bodyWritten(_ count: Int64, on id: Int) -> Action? {
+    /// a checkpoint may be due, and the pieces the bytes complete are hashed.
+    mutating func bodyWritten(_ count: Int64, on id: Int) -> [Action] {
+        var written: Range<Int64>?
         if let segment = connections[id].segment, planner != nil {
+            let start = planner?.next(of: segment)
             planner?.advance(segment, by: count)
+            written = start.map { $0..<($0 + count) }
             // Its last byte written, the segment is gone from the plan: the connection has none any more.
             if planner?.segments[segment] == nil { connections[id].segment = nil }
         }
         bytesDone += count
-        return bytesDone - bytesAtLastCheckpoint >= options.checkpointBytes ? checkpointNow() : nil
+        countMirrorBytes(count, on: id)
+        var actions = written.map { piecesWritten($0, by: connections[id].exchange?.mirror) } ?? []
+        if bytesDone - bytesAtLastCheckpoint >= options.checkpointBytes, let checkpoint = checkpointNow() { actions.append(checkpoint) }
+        return actions
     }
 
     /// Where connection `id`'s segment ends now (it shrinks when another connection takes its tail); nil
@@ -34,6 +40,7 @@ extension DownloadStateMachine {
         let connection = connections[id]
         guard let exchange = connection.exchange else { return [] }
         if case .retired = connection.verdict { return [] }
+        if case .withdrawn = connection.verdict { return withdrawnExchangeEnded(id) }
         if let interruption = connection.interruption { return failed(interruption, on: id, window: end.window, retryAfter: end.retryAfter) }
         let summary: ExchangeSummary
         switch end.outcome {
@@ -45,11 +52,15 @@ extension DownloadStateMachine {
         if exchange.role == .mirrorCheck { return mirrorCheckEnded(id) }
         if case .retryProbe(let refusal) = connection.verdict { return retryRefusedProbe(id, because: refusal) }
         if case .upToDate = connection.verdict { return endUpToDate() }
+        if case .metalinkDocument(let url) = connection.verdict { return endForMetalink(url) }
         let url = exchange.url.description
         guard let window = end.window else { return exchangeSucceeded(id) }
         guard let windowEnd = window.end else {
             // Unknown length, single stream: the end of the body is the end of the file.
             guard summary.complete else { return failed(.incomplete(url: url, expected: -1, received: window.position), on: id, window: end.window, retryAfter: end.retryAfter) }
+            if let expectedSize, window.position != expectedSize {
+                return failed(.sizeMismatch(url: url, expected: expectedSize, served: window.position), on: id, window: end.window, retryAfter: end.retryAfter)
+            }
             total = window.position
             // Asked for open-ended, so not counted when sent: what came is what was requested.
             bytesRequested += window.position - window.start
@@ -62,7 +73,7 @@ extension DownloadStateMachine {
             guard summary.complete, window.endedExactly else {
                 return failed(.faultyResponse(url: url, detail: "the body of range \(window.start)-\(windowEnd - 1) ended after \(window.received) of \(windowEnd - window.start) bytes"), on: id, window: end.window, retryAfter: end.retryAfter)
             }
-            var actions = bodyWritten(window.received, on: id).map { [$0] } ?? []
+            var actions = bodyWritten(window.received, on: id)
             guard sink == .stream else { return actions + exchangeSucceeded(id) }
             actions.append(.commitStream(window.start..<windowEnd, connection: id, serial: end.serial, window: window))
             return actions
@@ -249,6 +260,7 @@ extension DownloadStateMachine {
         rangesSupported = false
         bytesDone = 0
         bytesAtLastCheckpoint = 0
+        integrity.reset()
         phase = .probing
     }
 
@@ -301,6 +313,7 @@ extension DownloadStateMachine {
         planner.splitForStart(connections: wanted)
         self.planner = planner
         phase = .running
+        actions += resumePieces(durable: durable, recorded: state.pieces)
         return actions + assignWork(first) + openConnections(wanted - 1) + finishIfDone()
     }
 

@@ -43,7 +43,20 @@ extension DownloadStateMachine {
             connections[exchange.connection].verdict = .upToDate
             return .answer(.drain)
         }
-        let decision = ProbeResponseDecision.decide(facts, url: exchange.url.description, form: exchange.probeForm)
+        if followsMetalink {
+            switch MetalinkResponseDecision.decide(facts, limit: MetalinkLimits().maximumBytes) {
+            case .notMetalink:
+                break
+            case .follow:
+                // Nothing of this body goes to the destination; the document is read on its own, bounded.
+                connections[exchange.connection].verdict = .metalinkDocument(exchange.url)
+                return .answer(.abandon)
+            case .tooLargeToFollow(let length, let limit):
+                notices.append("\(exchange.url) is served as a Metalink document (application/metalink4+xml) of \(length) bytes, more than the \(limit) a document may have: saved as a file, not followed")
+            }
+        }
+        let decision = ProbeResponseDecision.decide(facts, url: exchange.url.description, form: exchange.probeForm,
+                                                    expectedSize: expectedSize)
         switch decision {
         case .redirect: return .refuse(.unexpected("redirects are followed before the probe's decision"))
         case .faulty(let error), .failed(let error): return .refuse(error)
@@ -216,6 +229,14 @@ extension DownloadStateMachine {
         case .accept(let validators, _):
             mirrors.record(validators, for: exchange.mirror)
         case .mirrorDisagrees(let error):
+            // The length was given (a Metalink's size) and the probe matched it: this mirror is the one that
+            // lies, so it is left out rather than failing the download as URLs of different files would.
+            if let expectedSize, let served = facts.contentRange.flatMap(ContentRange.init)?.completeLength, served != expectedSize {
+                _ = mirrors.drop(exchange.mirror)
+                let refusal = HaulError.Reason.sizeMismatch(url: exchange.url.description, expected: expectedSize, served: served)
+                notices.append("\(refusal.description): mirror left out")
+                return .answer(.abandon)
+            }
             return .refuse(error)
         case .mirrorWithoutValidators(let error):
             // Like a mirror that ignores ranges: it says nothing against the file, but cannot share the work.

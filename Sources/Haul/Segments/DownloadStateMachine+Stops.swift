@@ -40,6 +40,15 @@ extension DownloadStateMachine {
         return actions
     }
 
+    /// Ends a download whose first answer is a Metalink document to follow: nothing was written, so what
+    /// this run created (the `.part`) goes again.
+    mutating func endForMetalink(_ url: HTTPURL) -> [Action] {
+        guard !isStopped else { return [] }
+        var actions = stopEverything(.finished, log: .log(.debug, "the answer is a Metalink document to follow", { [LogKey.url: "\(url)"] }))
+        actions.append(.end(.metalinkDocument(url), after: .removing(earlyStopCleanup)))
+        return actions
+    }
+
     /// Stops every connection after a final checkpoint, so that the journal lists everything written —
     /// whatever the file's size: a pause promises a resume.
     mutating func pause() -> [Action] {
@@ -117,7 +126,7 @@ extension DownloadStateMachine {
             etag: primary.validators.entityTag.map(\.fieldValue), lastModified: primary.validators.lastModified?.secondsSinceEpoch,
             totalLength: total, minimumSegmentSize: options.minimumSegment,
             checksum: checksum.map { JournalChecksum(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
-            createdAt: createdAt, resolvedURL: primary.isRedirected ? primary.resolved.description : nil)
+            createdAt: createdAt, resolvedURL: primary.isRedirected ? primary.resolved.description : nil, pieces: journalPieces)
     }
 
     /// A checkpoint of everything written, unless nothing was written since the last one.
@@ -160,7 +169,7 @@ extension DownloadStateMachine {
         let splittable = Set(connections.filter { $0.isBusy && $0.segment != nil }.map(\.id))
         let paused = readsHeldForDurability(durableBytes: durableBytes) ? Set(received.keys) : readsPaused
         let verdict = speedWatch.tick(received: received, splittable: splittable, paused: paused)
-        var actions: [Action] = []
+        var actions = measureMirrors(heldBack: !paused.isEmpty)
         for id in verdict.belowLimit {
             guard connections.indices.contains(id), let limit = speedWatch.lowSpeed, let url = connections[id].exchange?.url else { continue }
             connections[id].interruption = .belowSpeedLimit(url: url.description, limit: limit)

@@ -11,7 +11,8 @@ import Logging
 /// The pure decisions it asks: ``ProbeResponseDecision`` (what the first answer means),
 /// ``RangedResponseDecision`` (whether a ranged answer may be written), ``FailurePolicy`` and
 /// ``RetryPolicy`` (what a failure leads to), ``ConnectionSpeedWatch`` (which connections are too slow),
-/// ``SegmentPlanner`` (which bytes each connection asks for), ``MirrorSet``, ``EarlyStopCleanup``. What it
+/// ``SegmentPlanner`` (which bytes each connection asks for), ``MirrorSet``, ``EarlyStopCleanup``,
+/// ``PieceVerification`` (which pieces to hash, what a bad one leads to). What it
 /// decides itself: when the probe's bytes are in flight, when provisional bytes are proven, when the
 /// journal starts, when reads wait for the checkpoints, when the file is preallocated, whether a pause
 /// can be resumed, and when the file is complete.
@@ -46,10 +47,14 @@ struct DownloadStateMachine {
             case retryProbe(because: HaulError)
             /// The probe was answered 304 Not Modified: the destination stays as it is.
             case upToDate
+            /// Stopped on purpose: a far slower mirror's request, withdrawn (``MirrorSelector``).
+            case withdrawn
+            /// The probe's answer is a Metalink document to follow, at this URL (after redirects).
+            case metalinkDocument(HTTPURL)
         }
 
         let id: Int
-        /// The mirror the next request goes to (it moves when a mirror is dropped).
+        /// The mirror the next request goes to (it moves when a mirror is dropped, or to a faster one).
         var mirror: Int
         var activity = Activity.idle
         var exchange: SegmentAssignment?
@@ -99,6 +104,9 @@ struct DownloadStateMachine {
         case cancelled
         /// A conditional probe was answered 304: nothing fetched, the destination kept.
         case upToDate
+        /// The probe's answer is a Metalink document to follow (``DownloadRequest/followsMetalink``); nothing
+        /// was written.
+        case metalinkDocument(HTTPURL)
     }
 
     enum Action {
@@ -134,6 +142,8 @@ struct DownloadStateMachine {
         case discardUnproven(Range<Int64>)
         /// Measure the output and feed ``outputChecked(size:)``.
         case checkOutput
+        /// Hash these pieces from the file (off the loop) and feed each result to ``pieceHashed(_:)``.
+        case hashPieces([PieceCheck])
         case log(Logger.Level, Logger.Message, () -> Logger.Metadata)
         case end(Report, after: EndWait)
         /// Ask the download's URL refresher for a new URL in place of `url` (the mirror's given URL, expired
@@ -147,6 +157,11 @@ struct DownloadStateMachine {
     let ifChangedOnServer: ChangePolicy
     /// The validators the probe sends when only a changed file is wanted (``DownloadRequest/onlyIfChanged``).
     var conditional: ConditionalProbe?
+    /// The file's length as the request gave it (``DownloadRequest/expectedSize``): any other is refused.
+    var expectedSize: Int64?
+    /// Whether a first answer that is a Metalink document ends the download for it to be followed
+    /// (``DownloadRequest/followsMetalink``, ``MetalinkResponseDecision``).
+    var followsMetalink = false
     let sink: BodyReceivePath.Sink
     /// The most bytes the download may hold: a memory destination's limit or `DownloadOptions/maximumFileSize`,
     /// the smaller of both; nil for none.
@@ -195,15 +210,19 @@ struct DownloadStateMachine {
     var workWanted = 0
     var horizonCheckQueued = false
     var speedWatch: ConnectionSpeedWatch
+    var mirrorSelector: MirrorSelector
     var serial = 0
+    /// Piece hashes and `Repr-Digest` claims (``IntegrityChecks``).
+    var integrity: IntegrityChecks
     /// The refreshes of expired URLs asked for and pending (``URLRefreshDecision``).
     var urlRefresh: URLRefreshState
 
     init(options: DownloadOptions, mirrors: MirrorSet, destination: String?, awaitingName: Bool, sink: BodyReceivePath.Sink,
          sizeLimit: Int64?, ifChangedOnServer: ChangePolicy = .fail, resume: JournalState? = nil, notices: [String] = [],
          fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
-         conditional: ConditionalProbe? = nil, refreshesURLs: Bool = false) {
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false) {
         self.options = options
+        self.integrity = IntegrityChecks(pieceHashes: pieceHashes)
         self.urlRefresh = URLRefreshState(enabled: refreshesURLs)
         self.conditional = conditional
         self.mirrors = mirrors
@@ -228,6 +247,8 @@ struct DownloadStateMachine {
         speedWatch = ConnectionSpeedWatch(
             window: Int(options.slowWindow.components.seconds), slowRatio: options.slowConnectionRatio,
             lowSpeed: options.lowSpeedLimit?.allowing(rateLimit: options.rateLimit, connections: options.connections))
+        mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count,
+                                        requestBytes: max(options.minimumSegment, SegmentPlanner.defaultRequestChunk))
     }
 
     /// What messages call the file being written: the `.part` path, or, in memory, the URL so marked.
@@ -365,7 +386,9 @@ struct DownloadStateMachine {
 
     /// Gives connection `id` its next range, or lets it rest when there is nothing left to share.
     mutating func assignWork(_ id: Int) -> [Action] {
-        guard isActive, mirrorChecksPending == 0, var planner else { return [] }
+        guard isActive, mirrorChecksPending == 0, planner != nil else { return [] }
+        placeOnMirror(id)
+        guard var planner else { return [] }
         let segmentsBefore = planner.segments.count
         guard let work = planner.nextRequest(for: id, continuing: connections[id].segment) else {
             self.planner = planner
@@ -395,6 +418,8 @@ struct DownloadStateMachine {
     /// Every byte written and no exchange running: the output's size is checked next.
     mutating func finishIfDone() -> [Action] {
         guard isActive, let planner, planner.isComplete, !connections.contains(where: \.isBusy) else { return [] }
+        // Every piece is verified first (``piecesSettled``): a complete file of unverified pieces is not done.
+        guard piecesSettled else { return hashUnsettledPieces() }
         phase = .finishing
         return [.checkOutput]
     }

@@ -26,6 +26,8 @@ extension SegmentedDownload {
         var retries: Int
         /// The response the run took the file from (``DownloadStateMachine/response``).
         var response: ResponseHead?
+        /// What the `Repr-Digest` fields of the responses claim the whole file's digests are; checked with the checksum.
+        var representationDigests: [RepresentationDigestClaim] = []
     }
 
     /// How a download ended, for its ``DownloadTask``.
@@ -40,6 +42,8 @@ extension SegmentedDownload {
         case cancelled
         /// The conditional probe was answered 304: the destination is kept as it is, nothing was fetched.
         case upToDate
+        /// The first answer is a Metalink document to follow, at this URL; nothing was written.
+        case metalinkDocument(HTTPURL)
     }
 
     /// Where a download into a directory goes, decided once the probe's head names the file.

@@ -37,6 +37,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     private var checkpointer: Checkpointer?
     private var resumeJournal: ResumeJournal?
     private var completion: ((Outcome) -> Void)?
+    /// Made for the first pieces to hash (a download with piece hashes).
+    private var pieceHasher: PieceHasher?
     private let refresher: URLRefresher?
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
@@ -45,7 +47,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
          checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
          stream: OrderedStream? = nil, memoryLimit: Int? = nil, created: EarlyStopCleanup.Created = .init(),
-         conditional: ConditionalProbe? = nil, refresher: URLRefresher? = nil, logger: Logger = .haulDisabled) {
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, expectedSize: Int64? = nil,
+         followsMetalink: Bool = false, refresher: URLRefresher? = nil, logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
                      "a download needs a destination or a way to name it")
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
@@ -65,7 +68,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
             notices: notices, fileOpen: file != nil, created: created,
             bootID: resume != nil ? JournalState.currentBootID() : nil, conditional: resume == nil ? conditional : nil,
-            refreshesURLs: refresher != nil)
+            pieceHashes: pieceHashes, refreshesURLs: refresher != nil)
+        machine.expectedSize = expectedSize
+        machine.followsMetalink = followsMetalink
         sink.label = machine.fileLabel
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
                          rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
@@ -135,6 +140,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             for worker in workers.values { worker.stop() }
             for timer in retryTimers.values { loop.cancelTimer(timer) }
             retryTimers.removeAll()
+            pieceHasher?.stop()
         case .stopTimers:
             if let monitor { loop.cancelTimer(monitor) }
             if let checkpointTimer { loop.cancelTimer(checkpointTimer) }
@@ -147,7 +153,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .prepareFile(let preparation):
             do { try prepare(preparation) } catch { return failed(error) }
         case .openPartialFile(let length):
-            do { try sink.openPartial(partPath, length: length) } catch { return failed(error) }
+            do {
+                try machine.checkPieceGeometry(length)
+                try sink.openPartial(partPath, length: length)
+            } catch { return failed(error) }
         case .startJournal(let firstCheckpoint):
             guard let file = sink.file, let state = machine.journalState(createdAt: Int64(time(nil)), checksum: checksum) else { return true }
             checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
@@ -181,6 +190,11 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             run(machine.provisionalCommitted(on: connection, serial: serial, window: window, failure: failure))
         case .discardUnproven(let range):
             sink.discardUnproven(in: range)
+        case .hashPieces(let checks):
+            guard let file = sink.file else { return failed(.unexpected("pieces to hash before the file is open")) }
+            let hasher = pieceHasher ?? PieceHasher(loop: loop) { [weak self] result in self.map { $0.run($0.machine.pieceHashed(result)) } }
+            pieceHasher = hasher
+            hasher.hash(checks, in: file)
         case .checkOutput:
             do { run(machine.outputChecked(size: try sink.size())) } catch { return failed(error) }
         case .log(let level, let message, let metadata):
@@ -208,12 +222,14 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     }
 
     private func prepare(_ preparation: DownloadStateMachine.FilePreparation) throws(HaulError) {
+        try machine.checkPieceGeometry(preparation.length)
         try sink.prepare(length: preparation.length, preallocate: preparation.preallocate, partPath: partPath,
                          resolvedURL: machine.mirrors.primary.resolved)
     }
 
     private func checkpoint(_ written: ByteRangeSet) {
         guard let checkpointer else { return }
+        checkpointer.pieces = machine.journalPieces
         checkpointer.checkpoint(written) { [self] in run(machine.checkpointLanded(dataSyncFailure: checkpointer.dataSyncFailure)) }
     }
 
@@ -268,9 +284,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             case .paused(let resumable): outcome = .paused(checkpointFailure: checkpointed ? checkpointer?.lastError : nil, resumable: resumable)
             case .cancelled: outcome = .cancelled
             case .upToDate: outcome = .upToDate
+            case .metalinkDocument(let url): outcome = .metalinkDocument(url)
             }
             switch report {
-            case .failed, .paused, .upToDate: sink.file?.unlock()
+            case .failed, .paused, .upToDate, .metalinkDocument: sink.file?.unlock()
             case .finished, .cancelled: break
             }
             completion?(outcome)
@@ -285,6 +302,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             if let checkpointer { checkpointer.discardWhenIdle(completion: remove) } else { remove() }
         case .checkpoint(let written, let pausing):
             guard let checkpointer else { return deliver() }
+            checkpointer.pieces = machine.journalPieces
             checkpointer.checkpoint(written, pausing: pausing, completion: deliver)
         case .checkpointerIdle:
             if let checkpointer { checkpointer.whenIdle(deliver) } else { deliver() }
@@ -298,7 +316,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
                         bytes: machine.total ?? machine.bytesDone, finalURL: primary.resolved, entityTag: primary.validators.entityTag,
                         lastModified: primary.validators.lastModified, redirects: machine.redirects,
                         connections: machine.peakConnections, bytesRequested: machine.bytesRequested, retries: machine.retries,
-                        response: machine.response)
+                        response: machine.response, representationDigests: machine.integrity.representationDigests)
     }
 
     // MARK: SegmentWorkerHost
@@ -313,6 +331,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         switch step {
         case .answer(let answer, let preparation, let then):
             if let preparation { try prepare(preparation) }
+            if answer.window != nil, let url = machine.connections[connection].exchange?.url { machine.noteRepresentationDigest(head, url: url) }
             run(then)
             return answer
         case .refuse(let error):
@@ -351,7 +370,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     func segmentEnd(of connection: Int) -> Int64? { machine.segmentEnd(of: connection) }
 
     func bodyWritten(_ count: Int64, at offset: Int64, proven: Bool, on connection: Int) {
-        if proven, let checkpoint = machine.bodyWritten(count, on: connection) { run([checkpoint]) }
+        if proven { run(machine.bodyWritten(count, on: connection)) }
         if sink.kind == .stream { queueHorizonCheck() }
     }
 

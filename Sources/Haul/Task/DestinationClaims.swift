@@ -1,6 +1,7 @@
 import Glibc
 import HaulIO
 import Synchronization
+import SystemPackage
 
 /// The final names the downloads of this process hold, and what makes two names collide.
 ///
@@ -50,16 +51,35 @@ struct NameClaims: Sendable {
     }
 }
 
-/// The process-wide registry of final names (``NameClaims``), and the checks for downloads of other
-/// processes, which only their `.part` locks reveal.
+/// The process-wide registry of final names (``NameClaims``), and the locks that show names to downloads of
+/// other processes, which only see each other's `.part` locks.
 ///
 /// A download claims its final name before it creates or opens anything (a file destination as it is
 /// prepared, a directory download once the server's head names it) and holds it until its end — after the
 /// final rename — or until it pauses, when it gives up its `.part` lock too. Every client of the process
 /// shares it: two ``HaulClient``s downloading into one directory collide as two tasks of one client do.
+///
+/// Across processes every lock is on one file: the `.part` of the name whose working files meet. A download of
+/// `x` locks `x.part`, its own partial file, as every download does. A download whose final name is a working
+/// name of `x` (`x.part`, `x.part.haul`, `x.part.haul.tmp`: only ever named so explicitly, since no server or
+/// URL can choose such a name) holds `x.part` locked too, for its whole claim, creating it (empty) when it is
+/// absent (a *placeholder*, removed when the claim ends unless the download's own final rename replaced it).
+/// Whichever of the two comes second finds the lock held and is refused. So a download of an ordinary name
+/// makes no call for other processes at all beyond opening and locking its `.part`: the rare download that
+/// could break another pays for the check, the common one does not. (Before, every download probed the three
+/// `.part` files of the downloads that could replace its working files: three failed `open`s per file.)
 enum DestinationClaims {
     private static let claims = Mutex(NameClaims())
     private static let owners = Atomic<Int>(0)
+    /// The `.part` files that downloads whose final names are working names hold locked, by owner.
+    private static let placeholders = Mutex<[Int: Placeholder]>([:])
+
+    /// A `.part` of another name held locked by a download whose final name is a working name of that name.
+    struct Placeholder: Sendable {
+        var file: OutputFile
+        /// This download created it (and removes it at the end, if it is still the file created).
+        var created: Bool
+    }
 
     /// A number for a new claimant, unique in the process.
     static func newOwner() -> Int { owners.add(1, ordering: .relaxed).newValue }
@@ -67,49 +87,78 @@ enum DestinationClaims {
     /// Claims `path` for `owner`, or throws:
     /// - ``HaulError/Reason/destinationBusy(path:holder:)`` (this process's pid) when another download of
     ///   this process holds the same name, or a name one of them would replace as a working file;
-    /// - ``HaulError/Reason/destinationBusy(path:holder:)`` (the other pid, when known) when a download of
-    ///   another process writes a working file of `path`, or `path` is a working file of its destination;
+    /// - ``HaulError/Reason/destinationBusy(path:holder:)`` (the other pid, when known) when `path` is a working
+    ///   file of `x` and a download of another process holds `x.part` locked: a download of `x`, or another
+    ///   download whose final name is a working name of `x`;
     /// - ``HaulError/Reason/invalidDestination(_:)`` when `path` is a working file of an interrupted download
     ///   that it would replace: a replace is for finished files only.
+    /// (A download of `x` is refused when another process holds `x.part`: that is its own `.part`, whose
+    /// lock ``DownloadPreparation`` takes.)
     static func claim(_ path: String, owner: Int) throws(HaulError) {
         let key = key(of: path)
         if let holder = claims.withLock({ $0.claim(key, path: path, owner: owner) }) {
             throw .destinationBusy(path: holder.path, holder: getpid())
         }
         do {
-            try checkOtherProcesses(path)
+            try holdWorkingNamesOwner(path, owner: owner)
         } catch {
             release(owner: owner)
             throw error
         }
     }
 
-    /// Gives up the name `owner` holds, if any.
+    /// Gives up the name `owner` holds, if any, and the placeholder it holds, if any.
     static func release(owner: Int) {
         claims.withLock { $0.release(owner: owner) }
+        if let placeholder = placeholders.withLock({ $0.removeValue(forKey: owner) }) { drop(placeholder) }
     }
 
-    /// What only the file system knows: downloads of other processes, and interrupted downloads.
-    private static func checkOtherProcesses(_ path: String) throws(HaulError) {
-        // `path` is a working file of `x`: refused while a download of `x` runs, and not replaced while one
-        // of `x` waits to be resumed (its journal is there).
-        if let base = WorkingFileNames.owner(ofWorkingName: path) {
-            let partial = WorkingFileNames.partial(of: base.destination)
-            if OutputFile.isLockedForDownload(partial) {
-                throw .destinationBusy(path: base.destination, holder: OutputFile.lockHolder(of: partial))
-            }
-            if OutputFile.exists(path), OutputFile.exists(WorkingFileNames.journal(of: base.destination)) {
-                throw .invalidDestination("\(path) is a working file of the interrupted download of \(base.destination); replacing it would corrupt that download")
-            }
+    /// Whether the file at `path` is a placeholder a download of this process created (and so not a file that
+    /// was there before: a destination `x.part` is its own placeholder until its final rename).
+    static func isCreatedPlaceholder(_ path: String) -> Bool {
+        placeholders.withLock { $0.values.contains { $0.created && $0.file.path == path } }
+    }
+
+    /// What only the file system knows: downloads of other processes, and interrupted downloads. Nothing to do
+    /// (no call) unless `path` is a working name of another name `x`: then `x.part` is locked (created if
+    /// absent) and held until ``release(owner:)``, and `path` may not replace a working file of an interrupted
+    /// download of `x`.
+    private static func holdWorkingNamesOwner(_ path: String, owner: Int) throws(HaulError) {
+        if let previous = placeholders.withLock({ $0.removeValue(forKey: owner) }) { drop(previous) }
+        guard let base = WorkingFileNames.owner(ofWorkingName: path) else { return }
+        let partial = WorkingFileNames.partial(of: base.destination)
+        let held: Placeholder?
+        do {
+            let opened = try OutputFile.openForDownload(partial)
+            held = Placeholder(file: opened.file, created: opened.created)
+        } catch where error.call == "flock" && error.errno == EWOULDBLOCK {
+            // A download of `x`, or of another working name of `x`, in this process or another.
+            throw .destinationBusy(path: base.destination, holder: OutputFile.lockHolder(of: partial))
+        } catch {
+            // Not even openable (no such directory yet, a symbolic link there): nothing can be downloading
+            // there now, and there is nothing to hold.
+            held = nil
         }
-        // A download of another process whose final name is a working file of `path` (`path.part`, say):
-        // its `.part` (`path.part.part`) is locked, and its final rename would replace this download's file.
-        for suffix in WorkingFileNames.suffixes {
-            let producer = WorkingFileNames.partial(of: path + suffix)
-            if OutputFile.isLockedForDownload(producer) {
-                throw .destinationBusy(path: path + suffix, holder: OutputFile.lockHolder(of: producer))
-            }
+        if let held { placeholders.withLock { $0[owner] = held } }
+        // `path` replacing a working file of `x` while `x` waits to be resumed (its journal is there) would
+        // corrupt that download. Asked while `x.part` is held, so no download of `x` starts meanwhile; a
+        // placeholder this claim just created at `path` itself was not there before.
+        let createdHere = held?.created == true && path == partial
+        if !createdHere, OutputFile.exists(path), OutputFile.exists(WorkingFileNames.journal(of: base.destination)) {
+            throw .invalidDestination("\(path) is a working file of the interrupted download of \(base.destination); replacing it would corrupt that download")
         }
+    }
+
+    /// Closes a placeholder (dropping its lock), removing it first if this claim created it and it is still
+    /// that empty file: a download whose final name is the placeholder's has replaced it by then.
+    private static func drop(_ placeholder: Placeholder) {
+        guard placeholder.created else { return }
+        let path = placeholder.file.path
+        guard let held = try? placeholder.file.fileDescriptor.status(), held.size == 0,
+              let there = try? FilePath(path).stat(followTargetSymlink: false),
+              there.inode.rawValue == held.inode.rawValue, there.deviceID.rawValue == held.deviceID.rawValue
+        else { return }
+        try? OutputFile.remove(path)
     }
 
     /// The name `path` is claimed under: its directory resolved (`realpath`: `./a`, `a` and `dir/../a` are

@@ -19,7 +19,7 @@ enum DownloadFinishing {
             }
             // Copying a few KiB is quicker here than a hop to another thread; hashing, or copying megabytes,
             // would hold up every connection on the loop.
-            if checksum != nil || finished.bytes > 256 << 10 {
+            if checksum != nil || !finished.representationDigests.isEmpty || finished.bytes > 256 << 10 {
                 transferEnded()
                 BlockingWork.start(readBack)
             } else {
@@ -42,7 +42,7 @@ enum DownloadFinishing {
             let entry = GroupCommit.Entry(
                 file: file, partPath: finished.partPath, destination: destination,
                 journalPath: finished.journaled ? finished.journalPath : nil, completion: { report($0.map { nil }) })
-            if let checksum {
+            if checksum != nil || !finished.representationDigests.isEmpty {
                 BlockingWork.start {
                     do throws(HaulError) {
                         try verify(finished, checksum: checksum)
@@ -63,7 +63,7 @@ enum DownloadFinishing {
             })
         }
         // Hashing takes long; without it the finish is one rename, quicker done here.
-        if checksum != nil {
+        if checksum != nil || !finished.representationDigests.isEmpty {
             transferEnded()
             BlockingWork.start(finish)
         } else {
@@ -79,24 +79,38 @@ enum DownloadFinishing {
         guard Int64(bytes.count) == finished.bytes else {
             throw .unexpected("\(finished.partPath) holds \(bytes.count) bytes, expected \(finished.bytes)")
         }
-        if let checksum {
-            let actual: String
-            do { actual = try FileDigest.hex(of: bytes, algorithm: checksum.algorithm) } catch { throw .disk(path: finished.partPath, error) }
-            guard actual == checksum.hex else {
-                throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
-            }
+        try check(finished, checksum: checksum) { algorithms throws(SystemError) in
+            var digests: [DigestAlgorithm: String] = [:]
+            for algorithm in algorithms { digests[algorithm] = try FileDigest.hex(of: bytes, algorithm: algorithm) }
+            return digests
         }
         return bytes
     }
 
-    /// Checks the `.part` file against the expected checksum.
-    static func verify(_ finished: SegmentedDownload.Finished, checksum: Checksum) throws(HaulError) {
-        let actual: String
-        do { actual = try FileDigest.hex(of: finished.partPath, algorithm: checksum.algorithm) } catch {
-            throw .disk(path: finished.partPath, error)
+    /// Checks the `.part` file against the expected checksum and the servers' `Repr-Digest` claims, in one
+    /// read of it; nothing to do without either.
+    static func verify(_ finished: SegmentedDownload.Finished, checksum: Checksum?) throws(HaulError) {
+        try check(finished, checksum: checksum) { algorithms throws(SystemError) in
+            try FileDigest.hexes(of: finished.partPath, algorithms: algorithms)
         }
-        guard actual == checksum.hex else {
-            throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual)
+    }
+
+    /// The checksum first (its mismatch is the one a caller asked about), then each `Repr-Digest` claim.
+    private static func check(_ finished: SegmentedDownload.Finished, checksum: Checksum?,
+                              digests: (Set<DigestAlgorithm>) throws(SystemError) -> [DigestAlgorithm: String]) throws(HaulError) {
+        let algorithms = Set((checksum.map { [$0.algorithm] } ?? []) + finished.representationDigests.map(\.algorithm))
+        guard !algorithms.isEmpty else { return }
+        let actual: [DigestAlgorithm: String]
+        do { actual = try digests(algorithms) } catch { throw .disk(path: finished.partPath, error) }
+        // A digest missing from `actual` (never) reads as "" and fails: no check is skipped quietly.
+        if let checksum, actual[checksum.algorithm] != checksum.hex {
+            throw .checksumMismatch(path: finished.partPath, expected: checksum, actual: actual[checksum.algorithm] ?? "")
+        }
+        for claim in finished.representationDigests {
+            let digest = actual[claim.algorithm] ?? ""
+            guard digest != claim.hex else { continue }
+            throw .digestMismatch(DigestMismatch(.representationDigest(url: claim.url), path: finished.partPath,
+                                                 algorithm: claim.algorithmName, expected: claim.hex, actual: digest))
         }
     }
 
@@ -105,7 +119,7 @@ enum DownloadFinishing {
     static func finish(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, synchronizes: Bool) throws(HaulError) {
         // A streamed download has delivered everything already: there is no file to check or rename.
         guard let file = finished.file else { return }
-        if let checksum { try verify(finished, checksum: checksum) }
+        try verify(finished, checksum: checksum)
         do {
             if synchronizes { try file.synchronize() }
             try OutputFile.rename(finished.partPath, to: destination)

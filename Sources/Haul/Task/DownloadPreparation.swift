@@ -56,13 +56,22 @@ enum DownloadPreparation {
             let directories = directoriesCreated(holding: parent)
             do throws(HaulError) {
                 let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: urls[0], restart: request.discardsPartialDownload)
+                if let resume { try checkSize(of: resume.state, partPath: WorkingFileNames.partial(of: path), request: request) }
                 if resume == nil, !created { removeUnfinishedJournal(of: path) }
                 // Only a changed file is fetched: the one there is what the probe asks about, replaced if it changed.
-                let conditional = resume == nil && request.onlyIfChanged
+                var conditional = resume == nil && request.onlyIfChanged && !DestinationClaims.isCreatedPlaceholder(path)
                     ? ConditionalProbe.forFile(at: path, stored: StoredValidators.read(path: path),
                                                modificationTime: FileDescriptor.modificationTime(ofPath: path))
                     : nil
-                if resume == nil, !request.replacesExisting, !request.onlyIfChanged, OutputFile.exists(path) { throw .destinationExists(path: path) }
+                if resume == nil, let date = request.modifiedSince {
+                    conditional = ConditionalProbe(entityTag: conditional?.entityTag, modifiedSince: date.imfFixdate)
+                }
+                let asksFirst = request.onlyIfChanged || request.modifiedSince != nil
+                // (A destination `x.part` may be the placeholder its own claim created: see ``DestinationClaims``.)
+                if resume == nil, !request.replacesExisting, !asksFirst, OutputFile.exists(path),
+                   !DestinationClaims.isCreatedPlaceholder(path) {
+                    throw .destinationExists(path: path)
+                }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
                                 resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
                                 created: EarlyStopCleanup.Created(part: created, directories: directories), conditional: conditional)
@@ -76,19 +85,52 @@ enum DownloadPreparation {
             guard request.checksum == nil else {
                 throw .invalidDestination("a checksum needs the whole file, which a stream does not keep")
             }
-            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor)
+            guard request.pieceHashes == nil else {
+                throw .invalidDestination("piece hashes need each piece read back from the file, which a stream does not keep")
+            }
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, stream: descriptor,
+                            conditional: dateCondition(request))
         case .directory(let directory):
             try prepareDirectory(directory, create: request.createsDirectories)
             return Prepared(mirrors: mirrors, destination: nil, directory: directory, resume: nil,
-                            created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory)))
+                            created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory)),
+                            conditional: dateCondition(request))
         case .memory(let limit):
             guard limit >= 0 else { throw .invalidDestination("a memory limit is a number of bytes, not \(limit)") }
             // An anonymous file in memory rather than a buffer of our own: the connections write into it with
             // the same `pwrite` at any offset as into a `.part`, and its pages are taken only as bytes arrive.
             let file: OutputFile
             do { file = try OutputFile.inMemory(label: "haul-memory") } catch { throw .disk(path: "\(urls[0]) (in memory)", error) }
-            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, file: file, memoryLimit: limit)
+            return Prepared(mirrors: mirrors, destination: nil, directory: nil, resume: nil, file: file, memoryLimit: limit,
+                            conditional: dateCondition(request))
         }
+    }
+
+    /// The request to prepare: one that wants only a changed file (``DownloadRequest/onlyIfChanged``) into a
+    /// directory is named from its URL (``SuggestedFileName/forURL(_:)``) before anything is sent, so that the
+    /// file of that name can be asked about. A `Content-Disposition` name is not used then: it comes only
+    /// with the answer, too late to ask about the file it names, and asking about one file to save another
+    /// would be wrong. A URL that does not parse is left for ``prepare(_:options:)`` to refuse.
+    static func namedBeforeAsking(_ request: DownloadRequest) -> DownloadRequest {
+        guard request.onlyIfChanged, case .directory(let directory) = request.destination,
+              let url = try? HTTPURL(request.url) else { return request }
+        let name = SuggestedFileName.forURL(url)
+        var named = request
+        named.destination = .file(directory.isEmpty ? name : directory.hasSuffix("/") ? directory + name : directory + "/" + name)
+        return named
+    }
+
+    /// `If-Modified-Since` with ``DownloadRequest/modifiedSince`` for a destination that has no file to ask
+    /// about (a directory not yet named, a stream, memory).
+    private static func dateCondition(_ request: DownloadRequest) -> ConditionalProbe? {
+        request.modifiedSince.map { ConditionalProbe(entityTag: nil, modifiedSince: $0.imfFixdate) }
+    }
+
+    /// A journal of a file of another length than the request expects (``DownloadRequest/expectedSize``) is
+    /// not continued: its bytes are of another file than the one asked for.
+    static func checkSize(of state: JournalState, partPath: String, request: DownloadRequest) throws(HaulError) {
+        guard let expected = request.expectedSize, state.totalLength != expected else { return }
+        throw .partialDownloadMismatch(path: partPath, detail: "the interrupted download is of a \(state.totalLength)-byte file, but \(expected) bytes are expected")
     }
 
     /// Opens (creating if needed) and locks the `.part` file, so that no other download — in this process
@@ -173,10 +215,11 @@ enum DownloadPreparation {
         let directories = directoriesCreated(holding: directory)
         do throws(HaulError) {
             if let resume = try interruptedDownload(at: WorkingFileNames.partial(of: path), file: file, url: primary, restart: request.discardsPartialDownload) {
+                try checkSize(of: resume.state, partPath: WorkingFileNames.partial(of: path), request: request)
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
             }
             if !created { removeUnfinishedJournal(of: path) }
-            if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            if !request.replacesExisting, request.modifiedSince == nil, OutputFile.exists(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories))
         } catch {
             if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }

@@ -36,7 +36,7 @@ public final class DownloadTask: @unchecked Sendable {
     private let nameOwner = DestinationClaims.newOwner()
 
     /// Set once every byte is in (the finish remains) or the download ended, with who waits for that.
-    private let transfer = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let transfer = Mutex<(ended: Bool, waiters: [@Sendable () -> Void])>((false, []))
 
     // MARK: Loop-confined
 
@@ -87,13 +87,32 @@ public final class DownloadTask: @unchecked Sendable {
     /// one waits for the disk (durable commits are grouped, so many finishing files share one wait).
     public func transferEnded() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ended = transfer.withLock { transfer in
-                if transfer.ended { return true }
-                transfer.waiters.append(continuation)
-                return false
-            }
-            if ended { continuation.resume() }
+            whenTransferEnds { continuation.resume() }
         }
+    }
+
+    /// Calls `body` once the download needs no connection any more (see ``transferEnded()``): at once, on this
+    /// thread, when that is so already, else on the thread that gets there (the event loop, or the thread of a
+    /// durable commit). For a caller that runs many downloads without a Swift task (and a thread hop) each:
+    /// `body` must be quick and must not block. When the download has ended by then, ``endResult`` is set.
+    package func whenTransferEnds(_ body: @escaping @Sendable () -> Void) {
+        let ended = transfer.withLock { transfer in
+            if transfer.ended { return true }
+            transfer.waiters.append(body)
+            return false
+        }
+        if ended { body() }
+    }
+
+    /// Calls `body` with the outcome once the download has ended: at once, on this thread, when it has,
+    /// else on the thread that ends it. The same rules as ``whenTransferEnds(_:)``.
+    package func whenEnded(_ body: @escaping @Sendable (Result<DownloadResult, HaulError>) -> Void) {
+        progressBroadcast.whenEnded(body)
+    }
+
+    /// The outcome, once the download has ended (nil before).
+    package var endResult: Result<DownloadResult, HaulError>? {
+        progressBroadcast.outcome
     }
 
     /// The latest snapshot.
@@ -184,7 +203,7 @@ public final class DownloadTask: @unchecked Sendable {
     private func prepareOnLoop() {
         publish(phase: .connecting)
         let options = client.options
-        let request = self.request, owner = nameOwner
+        let request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
         launch(Result { () throws(HaulError) in
             // The name first: nothing is created or opened under a name another download holds.
             if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
@@ -276,7 +295,8 @@ public final class DownloadTask: @unchecked Sendable {
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
-                refresher: refresher, logger: logger)
+                pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
+                followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -363,6 +383,19 @@ public final class DownloadTask: @unchecked Sendable {
                                         bytesRequested: 0, retries: 0, status: 304)
             result.upToDate = true
             end(.success(earlierRuns.including(result)))
+        case .metalinkDocument(let url):
+            lifecycle.finishing()
+            publish(snapshot, phase: .finishing)
+            let request = self.request, client = self.client
+            Task {
+                let read = await MetalinkFollowing.read(request, documentURL: url, client: client)
+                client.loop.execute { [self] in
+                    switch read {
+                    case .success(let result): end(.success(earlierRuns.including(result)))
+                    case .failure(let error): end(.failure(error))
+                    }
+                }
+            }
         }
     }
 
@@ -398,7 +431,7 @@ public final class DownloadTask: @unchecked Sendable {
             defer { transfer.waiters = [] }
             return transfer.waiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter() }
     }
 
     private func end(_ result: Result<DownloadResult, HaulError>) {

@@ -20,7 +20,8 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     private struct State {
         var latest: Progress
         var outcome: Outcome?
-        var waiters: [CheckedContinuation<Outcome, Never>] = []
+        /// Who waits for the outcome: awaiting tasks' continuations and ``whenEnded(_:)``'s callbacks alike.
+        var waiters: [@Sendable (Outcome) -> Void] = []
         var subscribers: [Int: AsyncStream<Progress>.Continuation] = [:]
         var nextSubscriber = 0
     }
@@ -63,7 +64,8 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     package func publish(_ progress: Progress) {
         let subscribers = state.withLock { state in
             state.latest = progress
-            return Array(state.subscribers.values)
+            // Most downloads have no subscriber: no array made for none.
+            return state.subscribers.isEmpty ? [] : Array(state.subscribers.values)
         }
         for subscriber in subscribers { subscriber.yield(progress) }
     }
@@ -79,7 +81,7 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     /// `outcome`. Returns false (and changes nothing) when it had ended already.
     @discardableResult
     package func end(_ outcome: Outcome, final: Progress) -> Bool {
-        let ended: (waiters: [CheckedContinuation<Outcome, Never>], subscribers: [AsyncStream<Progress>.Continuation])? =
+        let ended: (waiters: [@Sendable (Outcome) -> Void], subscribers: [AsyncStream<Progress>.Continuation])? =
             state.withLock { state in
                 guard state.outcome == nil else { return nil }
                 state.latest = final
@@ -92,19 +94,26 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
             subscriber.yield(final)
             subscriber.finish()
         }
-        for waiter in ended.waiters { waiter.resume(returning: outcome) }
+        for waiter in ended.waiters { waiter(outcome) }
         return true
+    }
+
+    /// Calls `body` with the outcome once ended: at once, on this thread, when it has ended already, else on
+    /// the thread that calls ``end(_:final:)``. For a caller that follows many of them without a Swift task
+    /// (and a thread hop) each; `body` must be quick and must not block.
+    package func whenEnded(_ body: @escaping @Sendable (Outcome) -> Void) {
+        let done: Outcome? = state.withLock { state in
+            if let outcome = state.outcome { return outcome }
+            state.waiters.append(body)
+            return nil
+        }
+        if let done { body(done) }
     }
 
     /// Waits for the end (returns at once after it).
     package func outcome() async -> Outcome {
         await withCheckedContinuation { continuation in
-            let done: Outcome? = state.withLock { state in
-                if let outcome = state.outcome { return outcome }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let done { continuation.resume(returning: done) }
+            whenEnded { continuation.resume(returning: $0) }
         }
     }
 }

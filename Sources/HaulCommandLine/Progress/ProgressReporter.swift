@@ -156,6 +156,12 @@ public final class ProgressReporter: Sendable {
         }
     }
 
+    /// The notices of a download that has ended and that no beat showed yet (a download quicker than the
+    /// beat: a piece fetched again, a mirror dropped), before its end is reported.
+    public func showRemainingNotices(index: Int, task: DownloadTask) {
+        showNotices([index: ReportedDownload(task)])
+    }
+
     /// A checkpoint that failed (say, no space for the journal) does not stop the download, but a crash
     /// would then re-fetch more than usual: say so once per download, even with `--quiet`.
     private func warnAboutFailedCheckpoints(_ downloads: [Int: ReportedDownload]) {
@@ -205,16 +211,16 @@ public final class ProgressReporter: Sendable {
     /// A download that finished: `haul: saved PATH (...)`, or a `done` JSON line.
     public func finished(index: Int, result: DownloadResult, url: String) {
         state.withLock { $0.completed += 1 }
-        let seconds = UnitFormatting.seconds(result.duration)
-        let name = TerminalText.sanitized(result.path)
         switch style {
         case .none:
+            // Nothing shown: nothing formatted either (a `-q` list of thousands of files).
             return
         case .json:
             output(JSONProgress.doneLine(file: Self.fileName(result.path), path: result.path, bytes: result.bytes, duration: result.duration,
                                          id: index + 1, url: HTTPURL.displayText(of: url)) + "\n")
         case .bar, .plain:
-            let place = result.path == "-" ? "to standard output" : name
+            let seconds = UnitFormatting.seconds(result.duration)
+            let place = result.path == "-" ? "to standard output" : TerminalText.sanitized(result.path)
             writeLine("haul: saved \(place) (\(Self.transferSummary(result, seconds: seconds)))")
         }
     }

@@ -210,8 +210,16 @@ public final class Connection: @unchecked Sendable {
     /// this before reusing one. Costs one non-blocking `recv(MSG_PEEK)` (plus an `SSL_peek` if bytes arrived).
     /// Loop thread only.
     public func isReusableOnLoop() -> Bool {
+        isReusableOnLoop(peeking: true)
+    }
+
+    /// ``isReusableOnLoop()``; with `peeking` false, without the `recv(MSG_PEEK)`: only what is known without
+    /// a call (the connection's own state, bytes OpenSSL holds). For a connection that went idle a moment ago,
+    /// whose peer has had no time to close it (``ConnectionPool/unpeekedReuseWindow``).
+    public func isReusableOnLoop(peeking: Bool) -> Bool {
         precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
         guard terminalError == nil, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
+        guard peeking else { return tls.map { !$0.hasBufferedData || $0.isUsableWhileIdle() } ?? true }
         let peeked: IOResult<Int>
         do {
             peeked = try socket.peekByte()

@@ -45,6 +45,52 @@ public enum FileDigest {
         return finalHex(context)
     }
 
+    /// The lowercase hex digests of the file at `path` in each of `algorithms`, from one read of it (a
+    /// whole-file checksum and a server's `Repr-Digest` of another algorithm cost one pass).
+    public static func hexes(of path: String, algorithms: Set<DigestAlgorithm>) throws(SystemError) -> [DigestAlgorithm: String] {
+        let file = try FileDescriptor.opening(FilePath(path), .readOnly)
+        file.descriptor.adviseSequentialReading()
+        return try digests(algorithms) { block throws(SystemError) in try systemCall("read") { try file.descriptor.read(into: block) } }
+    }
+
+    /// The lowercase hex digest of bytes `range` of the open file `descriptor`, read with `pread` (a piece of
+    /// a download, read back after it was written). A file that ends inside `range` is `EIO`: those are not
+    /// the bytes asked about.
+    public static func hex(of descriptor: FileDescriptor, range: Range<Int64>, algorithm: DigestAlgorithm) throws(SystemError) -> String {
+        var offset = range.lowerBound
+        let result = try digests([algorithm]) { block throws(SystemError) in
+            let wanted = Int(min(Int64(block.count), range.upperBound - offset))
+            guard wanted > 0 else { return 0 }
+            let count = try descriptor.readAll(into: UnsafeMutableRawBufferPointer(rebasing: block[..<wanted]), at: offset)
+            guard count == wanted else { throw SystemError(call: "pread", errno: EIO) }
+            offset += Int64(count)
+            return count
+        }
+        return result[algorithm] ?? ""
+    }
+
+    /// Runs `read` (which fills the front of a 1 MiB block, 0 at the end) into a digest per algorithm.
+    private static func digests(_ algorithms: Set<DigestAlgorithm>,
+                                read: (UnsafeMutableRawBufferPointer) throws(SystemError) -> Int) throws(SystemError) -> [DigestAlgorithm: String] {
+        var contexts: [(DigestAlgorithm, OpaquePointer)] = []
+        defer { for (_, context) in contexts { EVP_MD_CTX_free(context) } }
+        for algorithm in algorithms {
+            guard let context = EVP_MD_CTX_new() else { throw SystemError(call: "EVP_MD_CTX_new", errno: ENOMEM) }
+            contexts.append((algorithm, context))
+            EVP_DigestInit_ex(context, algorithm.evp, nil)
+        }
+        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { block.deallocate() }
+        while true {
+            let count = try read(block)
+            if count == 0 { break }
+            for (_, context) in contexts { EVP_DigestUpdate(context, block.baseAddress, count) }
+        }
+        var result: [DigestAlgorithm: String] = [:]
+        for (algorithm, context) in contexts { result[algorithm] = finalHex(context) }
+        return result
+    }
+
     /// The lowercase hex digest of `bytes` (a download kept in memory).
     public static func hex(of bytes: [UInt8], algorithm: DigestAlgorithm) throws(SystemError) -> String {
         guard let context = EVP_MD_CTX_new() else { throw SystemError(call: "EVP_MD_CTX_new", errno: ENOMEM) }

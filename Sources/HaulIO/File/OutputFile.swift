@@ -26,6 +26,9 @@ public final class OutputFile: Sendable {
     /// a group commit calls it on the first-opened file of a group (see ``synchronizeFileSystem()``).
     public let openOrder: UInt64
     private static let opened = Atomic<UInt64>(0)
+    /// What the latest `fstat` of this file found (``size()``, ``fileSystemAndSize()``): a group commit
+    /// plans with it instead of an `fstat` of its own per file (``lastKnownFileSystemAndSize``).
+    private let lastStatus = Mutex<(device: UInt64, size: Int64)?>(nil)
 
     private init(path: String, owner: consuming OwnedFileDescriptor) {
         self.path = path
@@ -33,14 +36,15 @@ public final class OutputFile: Sendable {
         openOrder = Self.opened.add(1, ordering: .relaxed).newValue
     }
 
-    /// Opens (creating if needed) `path` for writing. With `truncate`, existing content is discarded.
+    /// Opens (creating if needed) `path` for writing, and reading (a piece of a download with piece hashes is
+    /// read back to be hashed). With `truncate`, existing content is discarded.
     ///
     /// Never follows a symbolic link at `path` itself (`O_NOFOLLOW`): one planted there fails with `ELOOP`
     /// (see ``SystemError/reason``) and its target is left untouched. Takes no lock; a download opens its
     /// file with ``openForDownload(_:)``.
     public static func open(_ path: String, truncate: Bool) throws(SystemError) -> OutputFile {
         let options: FileDescriptor.OpenOptions = truncate ? [.create, .noFollow, .truncate] : [.create, .noFollow]
-        let owner = try FileDescriptor.opening(FilePath(path), .writeOnly, options: options, permissions: filePermissions)
+        let owner = try FileDescriptor.opening(FilePath(path), .readWrite, options: options, permissions: filePermissions)
         return OutputFile(path: path, owner: owner)
     }
 
@@ -173,7 +177,7 @@ public final class OutputFile: Sendable {
 
     /// The file's current size.
     public func size() throws(SystemError) -> Int64 {
-        try fileDescriptor.status().size
+        try fileSystemAndSize().size
     }
 
     /// Starts write-back of `length` bytes at `offset` without waiting for it, so that the next sync has
@@ -239,8 +243,15 @@ public final class OutputFile: Sendable {
     /// costs a group commit one `syncfs` more.
     public func fileSystemAndSize() throws(SystemError) -> (device: UInt64, size: Int64) {
         let info = try fileDescriptor.status()
-        return (UInt64(info.deviceID.rawValue), info.size)
+        let found = (device: UInt64(info.deviceID.rawValue), size: info.size)
+        lastStatus.withLock { $0 = found }
+        return found
     }
+
+    /// The filesystem and size the latest ``size()`` or ``fileSystemAndSize()`` found, without a call; nil
+    /// before the first. The filesystem of an open file never changes; the size is as of that call (a
+    /// finished download's size is checked after its last write, so for it that is the final size).
+    public var lastKnownFileSystemAndSize: (device: UInt64, size: Int64)? { lastStatus.withLock { $0 } }
 
     private func recordSyncFailure(_ error: SystemError) {
         syncFailure.withLock { if $0 == nil { $0 = error } }

@@ -24,7 +24,20 @@ public final class ConnectionPool: @unchecked Sendable {
         let identity: ConnectionIdentity
     }
 
-    private var idle: [Key: [HTTPConnection]] = [:]
+    /// Idle connections by key, each with the moment it came back, the most recent last.
+    private var idle: [Key: [(connection: HTTPConnection, returned: MonotonicInstant)]] = [:]
+
+    /// How recently a connection must have come back for it to be reused without the `recv(MSG_PEEK)` that
+    /// asks whether the server closed it meanwhile (100 ms): servers close idle keep-alive connections after
+    /// seconds (nginx 75 s, Apache 5 s), and a list of small files takes a connection back within
+    /// milliseconds, where the peek was one syscall per file that found nothing. Should a server close one in
+    /// that moment all the same, the request fails before any response and ``HTTPClient`` sends it once more
+    /// on a new connection, as for any stale connection (the peek cannot see a close still in flight either).
+    /// The peek also saw bytes a server sent after its response unasked; within the window such bytes are
+    /// read as the start of the next response on the same connection, from the same server: garbage fails
+    /// before a head and is sent again on a new connection, anything else is checked as every response is.
+    /// (Bytes that arrive just after the next request was sent were never seen by the peek either.)
+    public static let unpeekedReuseWindow: Duration = .milliseconds(100)
 
     public init(loop: EventLoop, maxIdlePerOrigin: Int = 16) {
         self.loop = loop
@@ -37,9 +50,12 @@ public final class ConnectionPool: @unchecked Sendable {
     func takeIdleOnLoop(_ origin: HTTPOrigin, proxy: ProxyURL? = nil, identity: ConnectionIdentity = ConnectionIdentity()) -> HTTPConnection? {
         precondition(loop.inEventLoop)
         let key = Key(origin: origin, proxy: proxy, identity: identity)
-        while var connections = idle[key], let connection = connections.popLast() {
+        let now = MonotonicInstant.now()
+        while var connections = idle[key], let entry = connections.popLast() {
             idle[key] = connections.isEmpty ? nil : connections
-            if connection.transport.isReusableOnLoop() { return connection }
+            let connection = entry.connection
+            let recent = now < entry.returned.advanced(by: Self.unpeekedReuseWindow)
+            if connection.transport.isReusableOnLoop(peeking: !recent) { return connection }
             connection.transport.closeOnLoop()
         }
         return nil
@@ -54,7 +70,7 @@ public final class ConnectionPool: @unchecked Sendable {
             connection.transport.closeOnLoop()
             return
         }
-        connections.append(connection)
+        connections.append((connection, MonotonicInstant.now()))
         idle[key] = connections
     }
 
@@ -65,7 +81,7 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Closes every idle connection.
     public func closeAllOnLoop() {
         precondition(loop.inEventLoop)
-        for connection in idle.values.joined() { connection.transport.closeOnLoop() }
+        for (connection, _) in idle.values.joined() { connection.transport.closeOnLoop() }
         idle.removeAll()
     }
 }

@@ -116,7 +116,7 @@ extension FileDescriptor {
         _ = try blockingSyscall("fallocate") { haul_fallocate(rawValue, 0, offset, length) }
     }
 
-    /// `fsetxattr`: sets the extended attribute `name` (e.g. `user.haul.etag`) to `value` on this file.
+    /// `fsetxattr`: sets the extended attribute `name` (e.g. `user.haul.validators`) to `value` on this file.
     package func setExtendedAttribute(_ name: String, to value: [UInt8]) throws(SystemError) {
         _ = try blockingSyscall("fsetxattr") {
             value.withUnsafeBytes { haul_fsetxattr(rawValue, name, $0.baseAddress, $0.count) }

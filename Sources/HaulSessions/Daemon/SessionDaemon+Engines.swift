@@ -81,7 +81,7 @@ extension SessionDaemon {
         let partPath = WorkingFileNames.partial(of: path)
         var created = false
         if !OutputFile.exists(partPath) {
-            if !spec.replacesExisting && !spec.onlyIfChanged && OutputFile.exists(path) { return (nil, false) }
+            if !spec.replacesExisting && !spec.onlyIfChanged && spec.modifiedSince == nil && OutputFile.exists(path) { return (nil, false) }
             let parent = OutputFile.directory(containing: path)
             if spec.createsDirectories && !OutputFile.isDirectory(parent) { _ = try? OutputFile.createDirectories(parent) }
             do {

@@ -33,7 +33,9 @@ enum FailureCodec {
         case .outputClosed: "outputClosed"
         case .destinationBusy: "destinationBusy"
         case .mirrorMismatch: "mirrorMismatch"
+        case .sizeMismatch: "sizeMismatch"
         case .checksumMismatch: "checksumMismatch"
+        case .digestMismatch: "digestMismatch"
         case .insufficientSpace: "insufficientSpace"
         case .responseTooLarge: "responseTooLarge"
         case .journal: "journal"
@@ -88,11 +90,20 @@ enum FailureCodec {
         case .changedOnServer(let url, let detail), .faultyResponse(let url, let detail), .mirrorMismatch(let url, let detail):
             put("at", url); put("detail", detail)
         case .wrongContentRange(let url, let requested, let received): put("at", url); put("requested", requested); put("received", received)
+        case .sizeMismatch(let url, let expected, let served): put("at", url); put("expected", expected); put("served", served)
         case .belowSpeedLimit(let url, let limit): put("at", url); put("rate", limit.bytesPerSecond); put("seconds", Int64(limit.seconds))
         case .retryAfterTooLong(let url, let status, let asked, let limit):
             put("at", url); put("status", Int64(status)); put("askedMs", milliseconds(asked)); put("limitMs", milliseconds(limit))
         case .destinationBusy(let path, let holder): put("path", path); if let holder { put("holder", Int64(holder)) }
         case .checksumMismatch(let path, let expected, let actual): put("path", path); put("expected", expected.description); put("actual", actual)
+        case .digestMismatch(let mismatch):
+            put("path", mismatch.path); put("algorithm", mismatch.algorithm); put("expected", mismatch.expected); put("actual", mismatch.actual)
+            switch mismatch.subject {
+            case .piece(let index, let range, let mirrors, let why):
+                put("piece", Int64(index)); put("start", range.lowerBound); put("end", range.upperBound)
+                put("mirrors", mirrors.joined(separator: " ")); put("detail", why)
+            case .representationDigest(let url): put("at", url)
+            }
         case .insufficientSpace(let path, let needed, let available): put("path", path); put("needed", needed); put("available", available)
         case .responseTooLarge(let url, let limit, let length): put("at", url); put("limit", Int64(limit)); if let length { put("length", length) }
         case .partialDownloadMismatch(let path, let detail): put("path", path); put("detail", detail)
@@ -168,6 +179,7 @@ enum FailureCodec {
         case "changedOnServer": return .changedOnServer(url: try text("at"), detail: try text("detail"))
         case "faultyResponse": return .faultyResponse(url: try text("at"), detail: try text("detail"))
         case "mirrorMismatch": return .mirrorMismatch(url: try text("at"), detail: try text("detail"))
+        case "sizeMismatch": return .sizeMismatch(url: try text("at"), expected: try number("expected"), served: try number("served"))
         case "wrongContentRange":
             return .wrongContentRange(url: try text("at"), requested: try text("requested"), received: try text("received"))
         case "belowSpeedLimit":
@@ -182,6 +194,18 @@ enum FailureCodec {
         case "checksumMismatch":
             let path = try text("path"), expected = try text("expected"), actual = try text("actual")
             if let checksum = try? Checksum(expected) { return .checksumMismatch(path: path, expected: checksum, actual: actual) }
+        case "digestMismatch":
+            let path = try text("path"), algorithm = try text("algorithm"), expected = try text("expected"), actual = try text("actual")
+            let subject: DigestMismatch.Subject
+            if let index = try reader.optionalInteger("piece", in: 0...Int64(Int32.max)) {
+                let start = try number("start"), end = try number("end")
+                guard start <= end else { break }
+                let mirrors = try text("mirrors")
+                subject = .piece(index: Int(index), range: start..<end, mirrors: mirrors.split(separator: " ").map(String.init), why: try text("detail"))
+            } else {
+                subject = .representationDigest(url: try text("at"))
+            }
+            return .digestMismatch(DigestMismatch(subject, path: path, algorithm: algorithm, expected: expected, actual: actual))
         case "insufficientSpace":
             return .insufficientSpace(path: try text("path"), needed: try number("needed"), available: try number("available"))
         case "responseTooLarge":

@@ -137,9 +137,9 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
             case .connectionClosedBeforeResponse, .incompleteMessage: self = .network
             default: self = .protocol
             }
-        case .wrongContentRange, .mirrorMismatch, .faultyResponse: self = .protocol
+        case .wrongContentRange, .mirrorMismatch, .sizeMismatch, .faultyResponse: self = .protocol
         case .changedOnServer, .partialDownloadMismatch: self = .changed
-        case .checksumMismatch: self = .checksum
+        case .checksumMismatch, .digestMismatch: self = .checksum
         case .responseTooLarge: self = .tooLarge
         case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed,
              .outputClosed:

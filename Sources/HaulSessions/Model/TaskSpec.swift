@@ -155,6 +155,15 @@ public struct TaskSpec: Sendable, Hashable {
     public var onlyIfChanged: Bool = false
     /// `DownloadRequest.setsRemoteTime`: the server's time on the file (`-R`).
     public var setsRemoteTime: Bool = false
+    /// `DownloadRequest.pieceHashes`: each piece checked as it is written (a Metalink's `<pieces>`).
+    public var pieceHashes: PieceHashes?
+    /// `DownloadRequest.modifiedSince`: fetch only a file modified after this date (`-z DATE`).
+    public var modifiedSince: HTTPDate?
+    /// `DownloadRequest.expectedSize`: the only length the file may have (a Metalink's `<size>`).
+    public var expectedSize: Int64?
+    /// `DownloadRequest.followsMetalink`. Carried so that a spec says what its request said, but refused by
+    /// ``problem()``: the files a followed document lists would be tasks of their own, which a task cannot add.
+    public var followsMetalink: Bool = false
     /// Request headers (`-H`, and `Authorization` from `-u` or a netrc file). Stored in the session
     /// directory, which only its owner can read.
     public var headers: [TaskHeader] = []
@@ -182,6 +191,10 @@ public struct TaskSpec: Sendable, Hashable {
         discardsPartialDownload = request.discardsPartialDownload
         onlyIfChanged = request.onlyIfChanged
         setsRemoteTime = request.setsRemoteTime
+        pieceHashes = request.pieceHashes
+        modifiedSince = request.modifiedSince
+        expectedSize = request.expectedSize
+        followsMetalink = request.followsMetalink
         // Credentials are kept as the `Authorization` header they are sent as (as `-u` is): one scoped field.
         headers = request.headersWithCredentials.map { TaskHeader(name: $0.name, value: $0.value) }
         self.options = options
@@ -198,6 +211,10 @@ public struct TaskSpec: Sendable, Hashable {
         request.headers = headers.map { ($0.name, $0.value) }
         request.onlyIfChanged = onlyIfChanged
         request.setsRemoteTime = setsRemoteTime
+        request.pieceHashes = pieceHashes
+        request.modifiedSince = modifiedSince
+        request.expectedSize = expectedSize
+        request.followsMetalink = followsMetalink
         return request
     }
 
@@ -238,6 +255,9 @@ public struct TaskSpec: Sendable, Hashable {
             return "a background task cannot stream to a descriptor: the daemon outlives the client that has it"
         case .memory:
             return "a background task cannot download into memory: the bytes would be the daemon's, not the client's"
+        }
+        if followsMetalink {
+            return "a background task cannot follow a Metalink document: the files it lists would be tasks of their own (add them with -M)"
         }
         let certificateFiles = [options.tls.clientCertificate?.certificateFile, options.tls.clientCertificate?.keyFile]
         for path in ([options.tls.caFile, options.tls.caDirectory] + certificateFiles).compactMap({ $0 }) where !path.hasPrefix("/") {

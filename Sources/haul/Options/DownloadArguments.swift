@@ -78,13 +78,20 @@ struct DownloadArguments: ParsableArguments {
             do { checksum = try Checksum(text) } catch { throw UsageError("--\(error)") }
         }
         let headers = try network.header.map(Self.parseHeader)
-        if let condition = output.timeCondition {
-            guard let file = output.output, condition == file || condition == RequestMaker.join(output.dir, file) else {
-                throw UsageError("-z/--time-cond takes only the output file (curl's -z FILE -o FILE): use -N for a server-named file; a date is not supported")
+        var condition: TimeCondition?
+        if let text = output.timeCondition {
+            let outputPaths = output.output.map { [$0, RequestMaker.join(output.dir, $0)] } ?? []
+            do {
+                condition = try TimeCondition.parse(text, outputPaths: outputPaths) { FileDescriptor.modificationTime(ofPath: $0) }
+            } catch {
+                throw UsageError(error.description)
             }
         }
+        var modifiedSince: HTTPDate?
+        if case .modifiedSince(let date) = condition { modifiedSince = date }
         return RequestMaker(
-            onlyIfChanged: output.timestamping || output.timeCondition != nil, setsRemoteTime: output.remoteTime,
+            onlyIfChanged: output.timestamping || condition == .outputFile, modifiedSince: modifiedSince,
+            setsRemoteTime: output.remoteTime,
             checksum: checksum, replacesExisting: output.allowOverwrite, ifChangedOnServer: output.onChange.policy,
             discardsPartialDownload: output.restart,
             authorizes: headers.contains { $0.name.lowercased() == "authorization" },
@@ -151,8 +158,13 @@ struct DownloadArguments: ParsableArguments {
 struct RequestMaker {
     /// `-N` (or `-z OUTPUT`): ``DownloadRequest/onlyIfChanged``; a server-named file is named from the URL.
     var onlyIfChanged = false
+    /// `-z DATE` (or `-z FILE` of another file: its time): ``DownloadRequest/modifiedSince``.
+    var modifiedSince: HTTPDate?
     /// `-R`.
     var setsRemoteTime = false
+    /// `--follow-metalink` (the default; `haul` only): ``DownloadRequest/followsMetalink`` for every download
+    /// but one to standard output.
+    var followsMetalink = false
     var checksum: Checksum?
     var replacesExisting: Bool
     var ifChangedOnServer: ChangePolicy
@@ -183,7 +195,9 @@ struct RequestMaker {
                                       replacesExisting: replacesExisting, checksum: checksum,
                                       ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
         request.onlyIfChanged = onlyIfChanged
+        request.modifiedSince = modifiedSince
         request.setsRemoteTime = setsRemoteTime
+        if case .stream = destination {} else { request.followsMetalink = followsMetalink }
         if !authorizes, let authorization = Self.authorization(for: url, user: user, netrc: netrc) {
             request.headers.append(("Authorization", authorization))
         }

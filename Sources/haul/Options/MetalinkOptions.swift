@@ -10,6 +10,30 @@ import Glibc
 struct MetalinkOptions: ParsableArguments {
     @Option(name: [.customShort("M", allowingJoined: true), .customLong("metalink")], help: ArgumentHelp("Download every file of a Metalink v4 document (.meta4, RFC 5854) into --dir under its Metalink name, from its mirrors in priority order, verifying its strongest hash; FILE may be an http(s) URL.", valueName: "FILE"))
     var metalink: String?
+
+    /// aria2's `--follow-metalink=true`, its default and haul's: a URL whose answer is a Metalink v4 document
+    /// downloads the files it lists instead of saving it.
+    @Flag(name: .customLong("follow-metalink"), inversion: .prefixedNo, help: "A URL answered with a Metalink v4 document (Content-Type application/metalink4+xml) downloads the files it lists, into --dir, as -M would (default); --no-follow-metalink saves the document itself.")
+    var followMetalink = true
+}
+
+extension HaulCommand {
+    /// The request maker of a run of URLs or a list (``DownloadArguments/requests()``), following Metalink
+    /// answers unless `--no-follow-metalink`.
+    func followingRequestMaker() throws(UsageError) -> RequestMaker {
+        var maker = try download.requests()
+        maker.followsMetalink = metalinkList.followMetalink
+        return maker
+    }
+}
+
+/// What a run needs to download the files of a Metalink document a URL answered with
+/// (``DownloadRequest/followsMetalink``, ``DownloadResult/metalink``).
+struct FollowedMetalinks {
+    /// The run's choices and credentials, for each listed file's request.
+    var maker: RequestMaker
+    /// `--dir`, where the files go (the current directory when nil), as with `-M`.
+    var dir: String?
 }
 
 extension HaulCommand {

@@ -25,7 +25,8 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: [.customShort("N"), .long], help: "Fetch only if the server's file changed: an existing file is asked about with its stored ETag and Last-Modified (If-None-Match, If-Modified-Since) and kept on a 304, replaced otherwise; the file is named from the URL (like wget -N).")
     var timestamping = false
 
-    @Option(name: [.customShort("z"), .customLong("time-cond")], help: "curl's -z, in its FILE form only, FILE being the output (-o): as -N. A date is not accepted.")
+    // Unconditional: curl's `-z -DATE` must reach the check that refuses it, not be read as an option.
+    @Option(name: [.customShort("z"), .customLong("time-cond")], parsing: .unconditional, help: ArgumentHelp("curl's -z: fetch only if modified after DATE (an HTTP date: 'Wed, 01 Sep 2021 12:00:00 GMT', RFC 850 or asctime) or after FILE's time; the output file itself (-o) works as -N. A 304 is 'up to date' (exit 0). A leading - (if unmodified since) is refused.", valueName: "date|file"))
     var timeCondition: String?
 
     @Flag(name: [.customShort("R"), .customLong("remote-time")], help: "Give the file the server's Last-Modified time.")
