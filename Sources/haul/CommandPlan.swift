@@ -1,6 +1,7 @@
 import Haul
 import HaulCommandLine
 import HaulIO
+import HaulSessions
 import SystemPackage
 
 #if canImport(Glibc)
@@ -37,6 +38,8 @@ struct CommandPlan {
     var habits = OutputHabitPlan()
     /// How to download the files of a Metalink document a URL answers with; nil with `--no-follow-metalink`.
     var followedMetalinks: FollowedMetalinks?
+    /// `--url-command`: asked for a fresh URL when one expires mid-download.
+    var urlCommand: URLCommand?
 
     /// Whether a download that used one connection can only have done so because the server refused
     /// ranges: more than one connection was asked for, no other download of this run competes for them,
@@ -140,6 +143,7 @@ extension HaulCommand {
                                messages: report.progress == .json ? .json : .text, verbose: verbose,
                                skipsExisting: localOutput.skipExisting)
         if metalinkList.followMetalink, let followMaker { plan.followedMetalinks = FollowedMetalinks(maker: followMaker, dir: dir) }
+        plan.urlCommand = try download.urlCommand()
         try planOutputHabits(&plan)
         return plan
     }

@@ -1,5 +1,6 @@
 import Haul
 import HaulCommandLine
+import HaulSessions
 import Synchronization
 
 #if canImport(Glibc)
@@ -76,7 +77,7 @@ final class CommandRun: Sendable {
                     reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
                     continue
                 }
-                let task = client.start(download.request)
+                let task = start(download.request, on: client)
                 running.withLock { $0[index] = task }
                 active[index] = (task, download)
                 task.whenTransferEnds { [unowned task] in
@@ -127,6 +128,16 @@ final class CommandRun: Sendable {
         reporter.close()
         await client.shutdown()
         return worst
+    }
+
+    /// Starts `request`, with `--url-command` as its refresher when given: why it gave up is a warning
+    /// (shown with `-q` too), a URL it gave a note.
+    private func start(_ request: DownloadRequest, on client: HaulClient) -> DownloadTask {
+        guard let command = plan.urlCommand else { return client.start(request) }
+        let name = URLText.fileName(forURL: request.url) ?? request.url
+        return client.start(request, refreshingURL: command.refresher { [reporter] line, gaveUp in
+            if gaveUp { reporter.warning(line) } else { reporter.note(name: name, line) }
+        })
     }
 
     /// What the run loop hears from a download (by its index in the run): its bytes are all in (the next
@@ -214,7 +225,7 @@ final class CommandRun: Sendable {
                     defer { next += 1 }
                     return next
                 }
-                let task = client.start(file.request)
+                let task = start(file.request, on: client)
                 running.withLock { $0[fileIndex] = task }
                 group.addTask { [self] in await outcome(index: fileIndex, task: task, download: file) }
                 return true

@@ -60,7 +60,8 @@ struct QueueAdd: AsyncParsableCommand {
                                                        dir: download.output.dir, source: .commandLine).request
         request.headers = options.headers + request.headers
         // Relative paths are taken from here, not from the daemon's directory.
-        let spec = TaskSpec(request, options: TaskOptions(options), hook: onComplete).resolvingRelativePaths()
+        var spec = TaskSpec(request, options: TaskOptions(options), hook: onComplete).resolvingRelativePaths()
+        spec.urlCommand = try download.urlCommand()
         if let problem = spec.problem() { throw UsageError(problem) }
         return spec
     }

@@ -48,6 +48,7 @@ import Testing
         options.checkpointInterval = .seconds(2)
         spec.options = options
         spec.hook = "echo done"
+        spec.urlCommand = URLCommand("sign-url \"$HAUL_URL\"", timeout: .milliseconds(2500))
         return spec
     }()
 
@@ -62,6 +63,24 @@ import Testing
         return zip(mirror.children, referenceChildren).flatMap { child, referenceChild in
             unchangedLeaves(child.value, referenceChild.value, path: path + "." + (child.label ?? "?"))
         }
+    }
+
+    /// `--url-command`: a record written before it existed has none; the default timeout is not written; a
+    /// timeout without a command is refused.
+    @Test func aURLCommandIsKeptWithItsTimeoutAndOldRecordsHaveNone() throws {
+        var spec = TaskSpec(url: "https://example.org/a.iso", destination: .file("/data/a.iso"))
+        let old = try TaskSpec(json: try JSONParser.parse(Array(spec.json.serialized.utf8)))
+        #expect(old.urlCommand == nil)
+        spec.urlCommand = URLCommand("echo https://example.org/b.iso")
+        let text = spec.json.serialized
+        #expect(text.contains("urlCommand") && !text.contains("urlCommandTimeoutMs"), "\(text)")
+        #expect(try TaskSpec(json: try JSONParser.parse(Array(text.utf8))).urlCommand == URLCommand("echo https://example.org/b.iso"))
+        spec.urlCommand = nil
+        let orphan = String(spec.json.serialized.dropLast()) + #","urlCommandTimeoutMs":5000}"#
+        #expect(throws: (any Error).self) { try TaskSpec(json: try JSONParser.parse(Array(orphan.utf8))) }
+        spec.urlCommand = URLCommand("echo https://example.org/b.iso", timeout: .seconds(5))
+        #expect(try TaskSpec(json: try JSONParser.parse(Array(orphan.replacingOccurrences(of: #""urlCommandTimeoutMs""#, with: #""urlCommand":"echo https://example.org/b.iso","urlCommandTimeoutMs""#).utf8))) == spec,
+                "the same record with its command reads back")
     }
 
     /// A field left out of both the encoder and the decoder comes back as its default: the sample sets every

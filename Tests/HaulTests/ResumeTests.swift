@@ -66,8 +66,26 @@ import HaulTestSupport
         }
     }
 
-    @Test func journalForAnotherURLWithoutAStrongETagIsRefusedUnlessRestarted() async throws {
-        let untagged = MisbehavingServer.Resource(bytes: resource.bytes, etag: nil)
+    /// The rule of a URL refreshed mid-download (``URLRefreshDecision/provesSameFile(_:)``): a date proves as
+    /// much across URLs as it does for one, compared exactly with the length on every answer.
+    @Test func journalForAnotherURLWithADateResumesHeldToIt() async throws {
+        let dated = MisbehavingServer.Resource(bytes: resource.bytes, etag: nil)
+        let server = try MisbehavingServer(resource: dated)
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        await interruptedDownload(server, to: path)
+        let (_, state) = try ResumeJournal.open(path: path + ".part.haul")
+        let requestsBefore = server.requests.count
+        let result = try await HaulClient(options: options()).download(server.url("/other"), to: path)
+        #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))
+        #expect(result.bytesRequested == Int64(ResumeTests.size) - state.durable.count, "only the missing bytes")
+        #expect(server.requests.dropFirst(requestsBefore).allSatisfy { $0.target == "/other" && $0.header("If-Range") == dated.lastModified })
+    }
+
+    @Test func journalForAnotherURLWithoutAStrongETagOrADateIsRefusedUnlessRestarted() async throws {
+        let untagged = MisbehavingServer.Resource(bytes: resource.bytes, etag: "W/\"weak\"", lastModified: nil)
         let server = try MisbehavingServer(resource: untagged)
         defer { server.stop() }
         let directory = try scratchDirectory()
@@ -80,7 +98,7 @@ import HaulTestSupport
             guard case .partialDownloadMismatch? = (error as? HaulError)?.reason else { return false }
             let text = String(describing: error)
             // The engine names no option of the CLI's (`haul` adds "pass --restart").
-            return text.contains("not \(server.url("/other"))") && text.contains("no strong ETag") && !text.contains("--restart")
+            return text.contains("not \(server.url("/other"))") && text.contains("no strong ETag or Last-Modified") && !text.contains("--restart")
         }
         _ = try await HaulClient(options: options()).download(server.url("/other"), to: path, restart: true)
         #expect(sameBytes(try Data(contentsOf: URL(fileURLWithPath: path)), resource.bytes))

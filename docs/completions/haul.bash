@@ -165,7 +165,7 @@ _haul() {
     local -a repeating_flags=()
     local -a non_repeating_flags=(--restart --allow-overwrite -N --timestamping -R --remote-time --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --skip-existing -q --quiet -v --verbose -Z --parallel --follow-metalink --no-follow-metalink -V --version -I --head -h --help)
     local -a repeating_options=(-H --header --resolve --connect-to)
-    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time -x --proxy --noproxy --progress -i --input-file -j --jobs -M --metalink -w --write-out --max-filesize -r --range)
+    local -a non_repeating_options=(-o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --url-command --url-command-timeout -x --proxy --noproxy --progress -i --input-file -j --jobs -M --metalink -w --write-out --max-filesize -r --range)
     # Added by haul (BashCompletionScript): a first word that names a subcommand completes as that
     # subcommand, before haul's URLs (any number of positionals) would consume it.
     if [[ "${#unparsed_words[@]}" -gt 1 && " daemon queue help " = *" ${unparsed_words[0]} "* ]]; then
@@ -259,6 +259,12 @@ _haul() {
         return
         ;;
     '--max-time')
+        return
+        ;;
+    '--url-command')
+        return
+        ;;
+    '--url-command-timeout')
         return
         ;;
     '-x'|'--proxy')
@@ -364,7 +370,7 @@ _haul_queue_add() {
     repeating_flags=()
     non_repeating_flags=(--restart --allow-overwrite -N --timestamping -R --remote-time --no-sync --netrc -4 --ipv4 -6 --ipv6 -k --insecure --json -h --help)
     repeating_options=(-H --header --resolve --connect-to)
-    non_repeating_options=(--session -o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --on-complete)
+    non_repeating_options=(--session -o --output -d --dir --checksum --on-change -z --time-cond --checkpoint-bytes --checkpoint-interval -c --connections --min-segment --limit-rate -u --user --netrc-file --user-agent --interface --cacert --capath --cert --key --retries --connect-timeout --stall-timeout -Y --speed-limit -y --speed-time --max-time --url-command --url-command-timeout --on-complete)
     __haul_offer_flags_options -1
 
     # Offer option value completions
@@ -452,6 +458,12 @@ _haul_queue_add() {
         return
         ;;
     '--max-time')
+        return
+        ;;
+    '--url-command')
+        return
+        ;;
+    '--url-command-timeout')
         return
         ;;
     '--on-complete')

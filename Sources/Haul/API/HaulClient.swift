@@ -21,7 +21,8 @@ import SystemPackage
 /// Give it a `Logger` (apple/swift-log) to see what its downloads do, as AsyncHTTPClient logs its requests:
 /// at `debug`, each download's start, requests (`Range`), response heads, redirects, retries (with their
 /// reason and delay), resume decisions and end; at `trace`, ranges moving between connections; at `notice`,
-/// only a dropped mirror or a file that changed on the server and starts over. Records carry
+/// only a dropped mirror, a file that changed on the server and starts over, or an expired URL refreshed
+/// (``URLRefresher``). Records carry
 /// `haul.download.id`, `haul.url`, `haul.range`, `haul.connection`, `haul.attempt`. Without one nothing is
 /// logged, at the cost of a level check per request.
 public final class HaulClient: Sendable {
@@ -95,12 +96,22 @@ public final class HaulClient: Sendable {
     /// `logger` receives this download's log records instead of the client's ``logger``: one carrying the
     /// metadata of the work it is done for (a request id, say), as with AsyncHTTPClient's `execute(logger:)`.
     public func start(_ request: DownloadRequest, logger: Logger? = nil) -> DownloadTask {
+        begin(request, logger: logger, refresher: nil)
+    }
+
+    /// Starts a download as ``start(_:logger:)`` does, with `refreshingURL` to ask when its URL expires
+    /// mid-download (a signed link; see ``URLRefresher``).
+    public func start(_ request: DownloadRequest, logger: Logger? = nil, refreshingURL: @escaping URLRefresher) -> DownloadTask {
+        begin(request, logger: logger, refresher: refreshingURL)
+    }
+
+    private func begin(_ request: DownloadRequest, logger: Logger?, refresher: URLRefresher?) -> DownloadTask {
         var logger = logger ?? self.logger
         let number = downloadCount.add(1, ordering: .relaxed).newValue
         // Haul logs at `notice` at most: above that, no record is ever made and the id is not worth the copy
         // of the logger's storage (an allocation per download) that setting metadata makes.
         if logger.logLevel <= .notice { logger[metadataKey: LogKey.download] = "\(number)" }
-        let task = DownloadTask(request: request, client: self, logger: logger)
+        let task = DownloadTask(request: request, client: self, logger: logger, refresher: refresher)
         task.begin()
         return task
     }
@@ -111,8 +122,18 @@ public final class HaulClient: Sendable {
     /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``. To drop them as well,
     /// use ``start(_:logger:)`` and ``DownloadTask/cancel()``, which removes them even after such a stop.
     public func download(_ request: DownloadRequest, logger: Logger? = nil) async throws(HaulError) -> DownloadResult {
-        let task = start(request, logger: logger)
-        return try await withTaskCancellationHandler {
+        try await wait(for: start(request, logger: logger))
+    }
+
+    /// Downloads as ``download(_:logger:)`` does, with `refreshingURL` to ask when the URL expires
+    /// mid-download (a signed link; see ``URLRefresher``).
+    public func download(_ request: DownloadRequest, logger: Logger? = nil,
+                         refreshingURL: @escaping URLRefresher) async throws(HaulError) -> DownloadResult {
+        try await wait(for: start(request, logger: logger, refreshingURL: refreshingURL))
+    }
+
+    private func wait(for task: DownloadTask) async throws(HaulError) -> DownloadResult {
+        try await withTaskCancellationHandler {
             await task.outcome()
         } onCancel: {
             task.stop()

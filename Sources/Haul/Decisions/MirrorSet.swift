@@ -8,8 +8,8 @@ import HaulHTTP
 /// rule of ``CredentialScope`` holds for every request of every connection, whatever URL it goes to.
 struct MirrorSet: Sendable {
     struct Mirror: Sendable, Equatable {
-        /// As the user gave it.
-        let given: HTTPURL
+        /// As the user gave it, or as a URL refresher replaced it (``MirrorSet/refresh(_:to:)``).
+        fileprivate(set) var given: HTTPURL
         /// Where requests go now.
         var resolved: HTTPURL
         var validators = Validators()
@@ -70,6 +70,15 @@ struct MirrorSet: Sendable {
 
     func canReResolve(_ mirror: Int) -> Bool {
         mirrors[mirror].isRedirected && mirrors[mirror].reResolutions < Self.maximumReResolutions
+    }
+
+    /// A refresher replaced the mirror's expired URL: requests go to `url`, and a later failure at a URL it
+    /// redirects to goes back to `url`. What the mirror showed of the file (validators, length) stays: the
+    /// new URL's responses are held to it.
+    mutating func refresh(_ mirror: Int, to url: HTTPURL) {
+        mirrors[mirror].given = url
+        mirrors[mirror].resolved = url
+        mirrors[mirror].reResolutions = 0
     }
 
     mutating func record(_ validators: Validators, for mirror: Int) {

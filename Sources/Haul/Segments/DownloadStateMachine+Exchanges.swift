@@ -160,6 +160,8 @@ extension DownloadStateMachine {
         // A request to a mirror dropped while it ran says nothing about the mirror the connection has moved
         // to (nor, twice, about the dropped one): it goes back to work there.
         if requestMirror != connection.mirror, mirrors[requestMirror].dropped { return actions + resume(id) }
+        // An expired URL goes to the refresher first, when there is one (DownloadStateMachine+Refresh.swift).
+        if let refresh = refreshIfExpired(error, failed: failed, on: id) { return actions + refresh }
         let mirror = connection.mirror
         let context = FailurePolicy.Context(
             error: error, failuresInRow: connection.failuresInRow + 1, retriesSoFar: retries, restartsSoFar: restarts,
@@ -202,7 +204,7 @@ extension DownloadStateMachine {
 
     /// Sends connection `id` back to work after a failure: its unwritten range when ranges work, otherwise
     /// a new probe (without ranges nothing can be resumed, so the file starts over).
-    private mutating func resume(_ id: Int) -> [Action] {
+    mutating func resume(_ id: Int) -> [Action] {
         guard isActive else { return [] }
         if rangesSupported { return assignWork(id) + wakeIdleConnections() }
         resetToProbe()
@@ -210,7 +212,7 @@ extension DownloadStateMachine {
     }
 
     /// "Retry A, A, then B": after its tries, a mirror is dropped and its connections move to the others.
-    private mutating func dropMirror(_ index: Int, on id: Int, error: HaulError) -> [Action] {
+    mutating func dropMirror(_ index: Int, on id: Int, error: HaulError) -> [Action] {
         guard let next = mirrors.drop(index) else { return fail(error) }
         var actions: [Action] = []
         for other in connections.indices where connections[other].mirror == index && other != id {
@@ -225,12 +227,14 @@ extension DownloadStateMachine {
 
     /// Throws away everything and starts over from the probe (the resource changed and the caller allowed
     /// it) — once any checkpoint in flight has landed, so that it cannot re-create the discarded journal.
-    private mutating func restart() -> [Action] {
+    mutating func restart() -> [Action] {
         restarts += 1
         let discarded = bytesDone
         let given = mirrors.primary.given
         resetToProbe()
         mirrors.forgetValidators()
+        // The connections a refresh would wake are gone; its answer finds nothing pending.
+        urlRefresh.pending.removeAll()
         // One connection slot stays for the new probe, so that another download cannot take it meanwhile.
         connections = [Connection(id: 0, mirror: 0)]
         journaling = false

@@ -146,6 +146,9 @@ struct DownloadStateMachine {
         case hashPieces([PieceCheck])
         case log(Logger.Level, Logger.Message, () -> Logger.Metadata)
         case end(Report, after: EndWait)
+        /// Ask the download's URL refresher for a new URL in place of `url` (the mirror's given URL, expired
+        /// `because`) and feed ``urlRefreshed(mirror:to:refresherError:)`` (DownloadStateMachine+Refresh.swift).
+        case refreshURL(mirror: Int, url: HTTPURL, because: HaulError)
     }
 
     // MARK: State (internal so that the machine's extensions in other files can set it; only they do)
@@ -211,13 +214,16 @@ struct DownloadStateMachine {
     var serial = 0
     /// Piece hashes and `Repr-Digest` claims (``IntegrityChecks``).
     var integrity: IntegrityChecks
+    /// The refreshes of expired URLs asked for and pending (``URLRefreshDecision``).
+    var urlRefresh: URLRefreshState
 
     init(options: DownloadOptions, mirrors: MirrorSet, destination: String?, awaitingName: Bool, sink: BodyReceivePath.Sink,
          sizeLimit: Int64?, ifChangedOnServer: ChangePolicy = .fail, resume: JournalState? = nil, notices: [String] = [],
          fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
-         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil) {
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false) {
         self.options = options
         self.integrity = IntegrityChecks(pieceHashes: pieceHashes)
+        self.urlRefresh = URLRefreshState(enabled: refreshesURLs)
         self.conditional = conditional
         self.mirrors = mirrors
         self.sink = sink

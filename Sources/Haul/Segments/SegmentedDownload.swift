@@ -39,6 +39,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     private var completion: ((Outcome) -> Void)?
     /// Made for the first pieces to hash (a download with piece hashes).
     private var pieceHasher: PieceHasher?
+    private let refresher: URLRefresher?
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -47,7 +48,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
          stream: OrderedStream? = nil, memoryLimit: Int? = nil, created: EarlyStopCleanup.Created = .init(),
          conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, expectedSize: Int64? = nil,
-         followsMetalink: Bool = false, logger: Logger = .haulDisabled) {
+         followsMetalink: Bool = false, refresher: URLRefresher? = nil, logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
                      "a download needs a destination or a way to name it")
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
@@ -59,6 +60,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.logger = logger
         self.resolveName = destination == nil ? resolveName : nil
         self.resumeJournal = resume?.journal
+        self.refresher = refresher
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
                         partKnownEmpty: created.part && resume == nil, label: "")
         machine = DownloadStateMachine(
@@ -66,7 +68,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
             notices: notices, fileOpen: file != nil, created: created,
             bootID: resume != nil ? JournalState.currentBootID() : nil, conditional: resume == nil ? conditional : nil,
-            pieceHashes: pieceHashes)
+            pieceHashes: pieceHashes, refreshesURLs: refresher != nil)
         machine.expectedSize = expectedSize
         machine.followsMetalink = followsMetalink
         sink.label = machine.fileLabel
@@ -199,6 +201,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             logger.log(level: level, message, metadata: metadata())
         case .end(let report, let wait):
             end(report, after: wait)
+        case .refreshURL(let mirror, let url, let error):
+            refreshURL(mirror: mirror, url: url, because: error)
         }
         return true
     }
@@ -249,6 +253,16 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
                 if worker.readsPaused { paused.insert(connection.id) }
             }
             run(machine.speedTick(received: received, readsPaused: paused, durableBytes: checkpointer?.durableBytes))
+        }
+    }
+
+    /// Asks the refresher on a task of its own (it may wait for a process or the network), never on the loop.
+    private func refreshURL(mirror: Int, url: HTTPURL, because error: HaulError) {
+        guard let refresher else { return run(machine.urlRefreshed(mirror: mirror, to: nil, refresherError: nil)) }
+        Task { [self] in
+            let answer: (url: HTTPURL?, error: HaulError?)
+            do { answer = (try await refresher(url, error), nil) } catch { answer = (nil, error as? HaulError) }
+            loop.execute { [self] in run(machine.urlRefreshed(mirror: mirror, to: answer.url, refresherError: answer.error)) }
         }
     }
 

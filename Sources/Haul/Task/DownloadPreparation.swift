@@ -256,7 +256,8 @@ enum DownloadPreparation {
         }
         let state = opened.1
         var note: String?
-        switch DownloadIdentity.decide(journalURL: state.url, journalResolvedURL: state.resolvedURL, journalETag: state.etag, requested: url) {
+        switch DownloadIdentity.decide(journalURL: state.url, journalResolvedURL: state.resolvedURL, journalETag: state.etag,
+                                       journalLastModified: state.lastModified, requested: url) {
         case .same: break
         case .sameValidator(let text): note = text
         case .different(let detail): throw .partialDownloadMismatch(path: partPath, detail: detail)

@@ -25,6 +25,8 @@ public final class DownloadTask: @unchecked Sendable {
     private let client: HaulClient
     /// Where this download logs (the client's logger unless it was started with its own).
     let logger: Logger
+    /// Asked for a fresh URL when the URL expires mid-download (``URLRefresher``).
+    private let refresher: URLRefresher?
     private let progressBroadcast = ProgressBroadcaster<DownloadProgress, Result<DownloadResult, HaulError>>(
         DownloadProgress(phase: .connecting, bytesDone: 0, total: nil, bytesPerSecond: 0, estimatedTimeRemaining: nil,
                          activeConnections: 0, completedRanges: [], segments: [], elapsed: .zero, partialPath: ""))
@@ -47,8 +49,9 @@ public final class DownloadTask: @unchecked Sendable {
     /// The runs before the current one (a download paused and resumed in this process has several).
     private var earlierRuns = DownloadTotals()
 
-    init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled) {
+    init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled, refresher: URLRefresher? = nil) {
         self.request = request
+        self.refresher = refresher
         self.client = client
         self.logger = logger
     }
@@ -293,7 +296,7 @@ public final class DownloadTask: @unchecked Sendable {
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
                 pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
-                followsMetalink: request.followsMetalink && prepared.stream == nil, logger: logger)
+                followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)

@@ -10,8 +10,11 @@ package enum ChildProcesses {
     /// Starts `arguments[0]` (an absolute path) with `arguments`, stdin from `/dev/null`, stdout and stderr
     /// appended to `outputPath` (or this process's, when nil), and `environment` added to this process's;
     /// in a new session when `newSession`. Returns its pid; the caller reaps it.
+    /// `standardOutput`, when given, is the child's stdout instead (stderr stays this process's); with
+    /// `newProcessGroup` the child leads a process group of its own, so that it and its children can be
+    /// signalled together (``run(_:environment:timeout:outputLimit:)``).
     package static func spawn(_ arguments: [String], environment extra: [String: String] = [:], outputPath: String?,
-                      newSession: Bool) throws(SystemError) -> pid_t {
+                      newSession: Bool, standardOutput: CInt? = nil, newProcessGroup: Bool = false) throws(SystemError) -> pid_t {
         // The posix_spawn family returns an error number rather than setting errno: each one is checked.
         var actions = posix_spawn_file_actions_t()
         try checkErrorNumber("posix_spawn_file_actions_init", posix_spawn_file_actions_init(&actions))
@@ -21,6 +24,9 @@ package enum ChildProcesses {
             try checkErrorNumber("posix_spawn_file_actions_addopen",
                                  posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600))
             try checkErrorNumber("posix_spawn_file_actions_adddup2", posix_spawn_file_actions_adddup2(&actions, 1, 2))
+        }
+        if let standardOutput {
+            try checkErrorNumber("posix_spawn_file_actions_adddup2", posix_spawn_file_actions_adddup2(&actions, standardOutput, 1))
         }
         var attributes = posix_spawnattr_t()
         try checkErrorNumber("posix_spawnattr_init", posix_spawnattr_init(&attributes))
@@ -37,6 +43,10 @@ package enum ChildProcesses {
         try checkErrorNumber("posix_spawnattr_setsigmask", posix_spawnattr_setsigmask(&attributes, &mask))
         var flags = Int16(POSIX_SPAWN_SETSIGDEF) | Int16(POSIX_SPAWN_SETSIGMASK)
         if newSession { flags |= spawnSetSessionID }
+        if newProcessGroup {
+            flags |= Int16(POSIX_SPAWN_SETPGROUP)
+            try checkErrorNumber("posix_spawnattr_setpgroup", posix_spawnattr_setpgroup(&attributes, 0))
+        }
         try checkErrorNumber("posix_spawnattr_setflags", posix_spawnattr_setflags(&attributes, flags))
 
         var environment: [String] = []

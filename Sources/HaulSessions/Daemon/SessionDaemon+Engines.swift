@@ -56,7 +56,11 @@ extension SessionDaemon {
         // starts over), marked with the task they belong to.
         var logger = DaemonLogHandler.logger(level: .notice, log: configuration.log)
         logger[metadataKey: "haul.task"] = "\(task.id)"
-        let download = client.start(spec.request(firstStart: firstStart), logger: logger)
+        let request = spec.request(firstStart: firstStart)
+        // The command's reasons for giving up (and the URLs it gave) go to daemon.log, with the task's id.
+        let download = spec.urlCommand.map { command in
+            client.start(request, logger: logger, refreshingURL: command.refresher { [logger] line, _ in logger.notice("\(line)") })
+        } ?? client.start(request, logger: logger)
         let engine = Engine(task: download)
         engines[task.id] = engine
         scheduler.started(start, createdPart: createdPart)

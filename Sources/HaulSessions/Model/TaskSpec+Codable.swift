@@ -15,13 +15,14 @@ extension Duration {
     }
 }
 
-/// `{"request": {...}, "options": {...}, "hook": "..."}`: the request as `DownloadRequest` encodes it (its
-/// credentials already folded into an `Authorization` header, see ``init(_:options:hook:)``), the options
-/// that differ from the defaults, the hook. Specs written before this shape (`url`, `path` or `dir`, ... at
+/// `{"request": {...}, "options": {...}, "hook": "...", "urlCommand": "...", "urlCommandTimeoutMs": N}`: the
+/// request as `DownloadRequest` encodes it (its credentials already folded into an `Authorization` header, see
+/// ``init(_:options:hook:)``), the options that differ from the defaults, the hook, the `--url-command` (its
+/// timeout only when not the default). Specs written before `urlCommand` existed read as having none. Specs written before this shape (`url`, `path` or `dir`, ... at
 /// the top) are still read by ``init(json:path:)``.
 extension TaskSpec: Codable {
     enum CodingKeys: String, CodingKey {
-        case request, options, hook
+        case request, options, hook, urlCommand, urlCommandTimeoutMs
     }
 
     public init(from decoder: any Decoder) throws {
@@ -35,6 +36,20 @@ extension TaskSpec: Codable {
         }
         self.init(request, options: try container.decodeIfPresent(TaskOptions.self, forKey: .options) ?? TaskOptions(),
                   hook: try container.decodeIfPresent(String.self, forKey: .hook))
+        if let command = try container.decodeIfPresent(String.self, forKey: .urlCommand) {
+            guard command.utf8.count <= 8192 else {
+                throw DecodingError.dataCorruptedError(forKey: .urlCommand, in: container, debugDescription: "longer than 8192 bytes")
+            }
+            urlCommand = URLCommand(command)
+            if let milliseconds = try container.decodeIfPresent(Int64.self, forKey: .urlCommandTimeoutMs) {
+                guard (1...86_400_000).contains(milliseconds) else {
+                    throw DecodingError.dataCorruptedError(forKey: .urlCommandTimeoutMs, in: container, debugDescription: "\(milliseconds) is outside 1...86400000")
+                }
+                urlCommand?.timeout = .milliseconds(milliseconds)
+            }
+        } else if container.contains(.urlCommandTimeoutMs) {
+            throw DecodingError.dataCorruptedError(forKey: .urlCommandTimeoutMs, in: container, debugDescription: "a timeout needs urlCommand")
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -43,6 +58,12 @@ extension TaskSpec: Codable {
         // Only options that differ from the defaults (see TaskOptions' encoding): none, no object.
         if options != TaskOptions() { try container.encode(options, forKey: .options) }
         try container.encodeIfPresent(hook, forKey: .hook)
+        if let urlCommand {
+            try container.encode(urlCommand.command, forKey: .urlCommand)
+            if urlCommand.timeout != URLCommand.defaultTimeout {
+                try container.encode(urlCommand.timeout.milliseconds, forKey: .urlCommandTimeoutMs)
+            }
+        }
     }
 
     /// The spec as the session log and the protocol carry it (`docs/sessions.md`, "Task spec").

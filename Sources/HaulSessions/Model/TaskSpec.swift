@@ -170,6 +170,8 @@ public struct TaskSpec: Sendable, Hashable {
     public var options: TaskOptions = TaskOptions()
     /// A command run by `/bin/sh -c` once when this task completes (see `docs/sessions.md` for its environment).
     public var hook: String?
+    /// Asked for a fresh URL when the task's URL expires mid-download (`--url-command`; ``URLCommand``).
+    public var urlCommand: URLCommand?
 
     public init(url: String, mirrors: [String] = [], destination: DownloadRequest.Destination) {
         self.url = url
@@ -260,6 +262,12 @@ public struct TaskSpec: Sendable, Hashable {
         let certificateFiles = [options.tls.clientCertificate?.certificateFile, options.tls.clientCertificate?.keyFile]
         for path in ([options.tls.caFile, options.tls.caDirectory] + certificateFiles).compactMap({ $0 }) where !path.hasPrefix("/") {
             return "\"\(path)\" is not an absolute path"
+        }
+        if let urlCommand {
+            guard !urlCommand.command.isEmpty, urlCommand.command.utf8.count <= 8192 else { return "the URL command must have 1 to 8192 bytes" }
+            guard urlCommand.timeout >= .milliseconds(1), urlCommand.timeout <= .seconds(86_400) else {
+                return "the URL command's timeout must be between 1 ms and a day"
+            }
         }
         guard (1...64).contains(options.connections) else { return "connections must be between 1 and 64" }
         guard options.minimumSegment >= 1, options.checkpointBytes >= 1 else { return "sizes must be positive" }

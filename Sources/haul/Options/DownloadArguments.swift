@@ -3,6 +3,7 @@ import Haul
 import HaulCommandLine
 import HaulHTTP
 import HaulIO
+import HaulSessions
 import SystemPackage
 
 #if canImport(Glibc)
@@ -52,6 +53,20 @@ struct DownloadArguments: ParsableArguments {
         if let checkpointInterval = output.checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
         options.retry = RetryPolicy.commandLine(retries: retry.retries, urls: urlsPerDownload)
         return options
+    }
+
+    /// `--url-command` with its timeout, checked; nil without one.
+    func urlCommand() throws(UsageError) -> URLCommand? {
+        guard let command = retry.urlCommand else {
+            if retry.urlCommandTimeout != nil { throw UsageError("--url-command-timeout needs --url-command") }
+            return nil
+        }
+        guard !command.allSatisfy({ $0 == " " || $0 == "\t" }) else { throw UsageError("--url-command must not be empty") }
+        let seconds = retry.urlCommandTimeout ?? Double(URLCommand.defaultTimeout.components.seconds)
+        guard seconds >= 0.001, seconds <= 86_400 else {
+            throw UsageError("--url-command-timeout must be between 0.001 and 86400 seconds, not \(seconds)")
+        }
+        return URLCommand(command, timeout: .milliseconds(Int64(seconds * 1000)))
     }
 
     /// What every download of the run shares beyond the engine options, checked: the checksum, what to do

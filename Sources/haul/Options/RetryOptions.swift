@@ -22,4 +22,12 @@ struct RetryOptions: ParsableArguments {
 
     @Option(name: .long, help: "Seconds one download may take in all (a queued one: each time the daemon runs it).")
     var maxTime: Double?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "When a URL answers 401, 403, 404 or 410 after the download has begun (a signed link that expired), run this shell command (/bin/sh -c, with HAUL_URL, HAUL_STATUS and HAUL_ERROR set) and continue at the URL on the first line of its output, only if the server shows the same file there (strong ETag or Last-Modified, and length; otherwise --on-change decides). At most 5 per download. A command that fails, prints nothing or times out gives up: the download fails with the original error.",
+        valueName: "command"))
+    var urlCommand: String?
+
+    @Option(name: .long, help: "Seconds --url-command may run before it is killed with what it started (default 30).")
+    var urlCommandTimeout: Double?
 }
