@@ -2,7 +2,7 @@ import FuzzDriver
 import HaulHTTP
 
 /// The header values the engine reads from servers: Content-Range, ETag, HTTP-date, Retry-After,
-/// Accept-Ranges, Content-Type and Content-Encoding. None may crash or trap on any bytes, and what parses
+/// Accept-Ranges, Content-Type, Content-Encoding and Repr-Digest. None may crash or trap on any bytes, and what parses
 /// must read back as itself.
 func fuzzFieldValues(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let value = Array(UnsafeBufferPointer(start: data, count: size))[...]
@@ -33,6 +33,11 @@ func fuzzFieldValues(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     }
     if let encoding = ContentEncoding(value) {
         precondition(encoding.codings.allSatisfy { !$0.isEmpty && $0 == $0.lowercased() }, "codings are reported lowercased")
+    }
+    // What parses has RFC 8941 keys: never empty, no uppercase, space or control byte.
+    for (algorithm, _) in RepresentationDigest.members(of: [value]) {
+        precondition(!algorithm.isEmpty && algorithm.utf8.allSatisfy { !(65...90).contains($0) && $0 > 32 && $0 < 127 },
+                     "Repr-Digest key \(algorithm) is not an RFC 8941 key")
     }
     return 0
 }
