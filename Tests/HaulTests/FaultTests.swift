@@ -258,6 +258,10 @@ import HaulTestSupport
     func outOfSpaceFailsAtOnce(_ mountPoint: String) async throws {
         let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
+        // Without a hold, loopback's socket buffers can take the whole 4 MiB before Haul reads the head, and
+        // "sent less than the file" would depend on timing; held at 64 KiB, a download that needed the body
+        // before failing would wait and fail otherwise.
+        server.hold(afterBodyBytes: 64 << 10)
         await #expect {
             _ = try await HaulClient(options: options()).download(server.url("/f"), to: mountPoint + "/f")
         } throws: { error in
