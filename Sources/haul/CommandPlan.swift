@@ -101,13 +101,15 @@ extension HaulCommand {
             // Asked once, before any download: `-u alice` prompts on a terminal, fails without one.
             let maker = try followingRequestMaker()
             followMaker = maker
-            // Read twice, entry by entry, never whole: once now to check every line and count the entries
-            // (a bad line stops the run before any download starts), then again as downloads start.
-            let count: Int, mostURLs: Int
-            do { (count, mostURLs) = try InputList.check(inputFile) } catch { throw error as? UsageError ?? UsageError("\(error)") }
-            urlsPerDownload = mostURLs
-            guard count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
-            downloadList = DownloadList(inputFile: inputFile, count: count) { entry in
+            // Read entry by entry, never whole, once now to check every line and count the entries (a bad
+            // line stops the run before any download starts). The entries of a list up to
+            // `InputList.heldSizeLimit` are kept from that reading; a longer list is read again as downloads
+            // start, so memory does not grow with the list's length.
+            let checked: InputList.Checked
+            do { checked = try InputList.check(inputFile) } catch { throw error as? UsageError ?? UsageError("\(error)") }
+            urlsPerDownload = checked.mostURLs
+            guard checked.count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
+            downloadList = DownloadList(inputFile: inputFile, checked: checked) { entry in
                 maker.download(entry.url, mirrors: entry.mirrors, output: entry.outputName, dir: dir, source: .inputFile)
             }
         } else {
@@ -183,7 +185,8 @@ enum TextFile {
 }
 
 /// The downloads of a run, handed out one at a time: from the command line (a few, held), or from an input
-/// file read entry by entry, so that memory does not grow with the list's length.
+/// file: its entries as checked when the list is short, read again entry by entry when it is long, so that
+/// memory does not grow with the list's length.
 ///
 /// Used by one task at a time (the run loop), hence @unchecked Sendable.
 final class DownloadList: @unchecked Sendable {
@@ -193,6 +196,8 @@ final class DownloadList: @unchecked Sendable {
     /// read any more): no further download starts.
     private(set) var error: UsageError?
     private var held: [CommandPlan.Download]
+    /// A short input file's entries, kept when it was checked (then there is no `reader`).
+    private var heldEntries: [InputEntry]
     private var reader: InputList?
     private let make: (InputEntry) -> CommandPlan.Download
     private var position = 0
@@ -200,13 +205,15 @@ final class DownloadList: @unchecked Sendable {
     init(_ downloads: [CommandPlan.Download]) {
         count = downloads.count
         held = downloads
+        heldEntries = []
         make = { _ in fatalError("a list given on the command line reads no input file") }
     }
 
-    init(inputFile: String, count: Int, make: @escaping (InputEntry) -> CommandPlan.Download) {
-        self.count = count
+    init(inputFile: String, checked: InputList.Checked, make: @escaping (InputEntry) -> CommandPlan.Download) {
+        count = checked.count
         held = []
-        reader = InputList(path: inputFile)
+        heldEntries = checked.entries ?? []
+        reader = checked.entries == nil ? InputList(path: inputFile) : nil
         self.make = make
     }
 
@@ -216,7 +223,7 @@ final class DownloadList: @unchecked Sendable {
         guard index < count, error == nil else { return nil }
         if reader == nil {
             position += 1
-            return (index, held[index])
+            return (index, held.isEmpty ? make(heldEntries[index]) : held[index])
         }
         do {
             guard let entry = try reader!.next() else {
@@ -265,18 +272,45 @@ final class InputList {
         }
     }()
 
-    /// Reads `path` once through, checking every entry; returns how many there are, and the most URLs one
-    /// of them lists (mirrors included).
-    static func check(_ path: String) throws -> (count: Int, mostURLs: Int) {
+    /// What ``check(_:)`` found.
+    struct Checked {
+        /// How many entries the list has.
+        var count: Int
+        /// The most URLs one entry lists (mirrors included).
+        var mostURLs: Int
+        /// The entries, when they fit in ``InputList/heldSizeLimit``; nil for a longer list.
+        var entries: [InputEntry]?
+    }
+
+    /// The most memory a checked list's entries may take to be kept rather than read again: 8 MiB, some
+    /// 100,000 entries of 40-byte URLs (reading a list again costs more CPU per entry than downloading a
+    /// small file's body; keeping a list of millions would cost its size in memory for the whole run).
+    static let heldSizeLimit = 8 << 20
+
+    /// About what `entry` takes in memory: the struct, and each string's text and heap header.
+    static func heldSize(of entry: InputEntry) -> Int {
+        MemoryLayout<InputEntry>.stride + 32 + entry.url.utf8.count
+            + entry.mirrors.reduce(0) { $0 + MemoryLayout<String>.stride + 32 + $1.utf8.count }
+            + (entry.outputName.map { 32 + $0.utf8.count } ?? 0)
+    }
+
+    /// Reads `path` once through, checking every entry; returns how many there are, the most URLs one of
+    /// them lists (mirrors included), and the entries themselves when they fit in `holdingAtMost` bytes.
+    static func check(_ path: String, holdingAtMost heldSizeLimit: Int = heldSizeLimit) throws -> Checked {
         let list = InputList(path: path)
-        var count = 0, mostURLs = 1
+        var checked = Checked(count: 0, mostURLs: 1, entries: [])
+        var size = 0
         // Every entry's URLs were checked by the list's parser (spaces, then parsed as an HTTPURL) on their
         // way here: checking them again parsed each URL of a long list once more.
         while let entry = try list.next() {
-            count += 1
-            mostURLs = max(mostURLs, 1 + entry.mirrors.count)
+            checked.count += 1
+            checked.mostURLs = max(checked.mostURLs, 1 + entry.mirrors.count)
+            if checked.entries != nil {
+                size += heldSize(of: entry)
+                if size <= heldSizeLimit { checked.entries?.append(entry) } else { checked.entries = nil }
+            }
         }
-        return (count, mostURLs)
+        return checked
     }
 
     /// The next entry, or nil at the end; the errors are ``UsageError``s naming the file (and the line).
@@ -284,8 +318,8 @@ final class InputList {
         if !opened {
             opened = true
             if path == "-" {
-                // `-i -`: the list is checked, then read again as downloads start, and standard input can be
-                // read only once: it is held, whole (the price of a list that is piped in).
+                // `-i -`: the list is checked, then a long one is read again as downloads start, and standard
+                // input can be read only once: it is held, whole (the price of a list that is piped in).
                 let bytes: [UInt8]
                 switch Self.standardInput {
                 case .success(let read): bytes = read

@@ -42,7 +42,11 @@ import Testing
         Set(try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any]).keys)
     }
 
-    func storedProperties(of value: Any) -> Set<String> { Set(Mirror(reflecting: value).children.compactMap(\.label)) }
+    /// The stored properties' names; a result's `headers` are stored as `headerStorage` (the response's fields
+    /// are turned into strings only when read), which is named here by the property it stores.
+    func storedProperties(of value: Any) -> Set<String> {
+        Set(Mirror(reflecting: value).children.compactMap(\.label).map { $0 == "headerStorage" ? "headers" : $0 })
+    }
 
     // MARK: Requests
 
@@ -182,6 +186,26 @@ import Testing
             let data = try JSONSerialization.data(withJSONObject: object)
             #expect(throws: DecodingError.self, "\(bad)") { _ = try JSONDecoder().decode(DownloadResult.self, from: data) }
         }
+    }
+
+    /// A finished download's result keeps its response and makes `headers` from it when they are read.
+    @Test func aResultFromAResponseHasItsFieldsAsHeadersUntilTheyAreSet() throws {
+        var parser = ResponseParser(requestWasHead: true)
+        let text = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-A: caf\u{E9}\r\nx-a: 2\r\n\r\n".unicodeScalars.map { UInt8($0.value) })
+        let event = try text.withUnsafeBytes { try parser.parse($0).event }
+        guard case .head(let head) = event else { Issue.record("no head: \(event)"); return }
+        var result = DownloadResult(path: "/f", bytes: 0, duration: .zero, finalURL: try HTTPURL("http://h/f"), entityTag: nil,
+                                    lastModified: nil, redirects: 0, connections: 1, bytesRequested: 0, retries: 0,
+                                    body: nil, response: head)
+        #expect(result.status == 200)
+        #expect(result.headers.map { "\($0.name)=\($0.value)" } == ["Content-Type=application/json", "X-A=caf\u{E9}", "x-a=2"])
+        #expect(result.hasMediaType("application/json"))
+        result.headers = [(name: "A", value: "b")]
+        #expect(result.headers.map { "\($0.name)=\($0.value)" } == ["A=b"] && result.contentType == nil)
+        let none = DownloadResult(path: "/f", bytes: 0, duration: .zero, finalURL: try HTTPURL("http://h/f"), entityTag: nil,
+                                  lastModified: nil, redirects: 0, connections: 1, bytesRequested: 0, retries: 0,
+                                  body: nil, response: nil)
+        #expect(none.status == nil && none.headers.isEmpty)
     }
 
     @Test func resultsDifferingInAnyPropertyAreUnequal() throws {

@@ -43,7 +43,22 @@ public struct DownloadResult: Sendable {
     public var status: Int? = nil
     /// That response's header fields, in order and as sent (names in the server's case, repeated fields
     /// kept); empty when ``status`` is nil.
-    public var headers: [(name: String, value: String)] = []
+    public var headers: [(name: String, value: String)] {
+        get {
+            switch headerStorage {
+            case .given(let headers): headers
+            case .response(let head): head.map(Self.headers(of:)) ?? []
+            }
+        }
+        set { headerStorage = .given(newValue) }
+    }
+    /// ``headers``: as set, or the fields of the response, turned into strings only when read (most results
+    /// are never asked for them, and for a small file that took about as many instructions as its body).
+    private var headerStorage: HeaderStorage
+    private enum HeaderStorage: Sendable {
+        case given([(name: String, value: String)])
+        case response(ResponseHead?)
+    }
     /// True when nothing was fetched because the file at ``path`` is the server's (``DownloadRequest/onlyIfChanged``
     /// and a `304 Not Modified`): ``bytes`` is the file's length, ``bytesRequested`` 0, the file untouched.
     public var upToDate: Bool = false
@@ -51,6 +66,37 @@ public struct DownloadResult: Sendable {
     /// (``DownloadRequest/followsMetalink``): nothing was written (``path`` is empty), ``body`` holds the
     /// document and ``metalink`` the files it lists, for the caller to download.
     public var isMetalink: Bool = false
+
+    init(path: String, bytes: Int64, duration: Duration, finalURL: HTTPURL, entityTag: EntityTag?,
+         lastModified: HTTPDate?, redirects: Int, connections: Int, bytesRequested: Int64, retries: Int,
+         body: [UInt8]? = nil, status: Int? = nil, headers: [(name: String, value: String)] = [],
+         upToDate: Bool = false, isMetalink: Bool = false) {
+        self.path = path
+        self.bytes = bytes
+        self.duration = duration
+        self.finalURL = finalURL
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+        self.redirects = redirects
+        self.connections = connections
+        self.bytesRequested = bytesRequested
+        self.retries = retries
+        self.body = body
+        self.status = status
+        headerStorage = .given(headers)
+        self.upToDate = upToDate
+        self.isMetalink = isMetalink
+    }
+
+    /// A result whose ``status`` and ``headers`` are `response`'s (none when nil).
+    init(path: String, bytes: Int64, duration: Duration, finalURL: HTTPURL, entityTag: EntityTag?,
+         lastModified: HTTPDate?, redirects: Int, connections: Int, bytesRequested: Int64, retries: Int,
+         body: [UInt8]?, response: ResponseHead?) {
+        self.init(path: path, bytes: bytes, duration: duration, finalURL: finalURL, entityTag: entityTag,
+                  lastModified: lastModified, redirects: redirects, connections: connections,
+                  bytesRequested: bytesRequested, retries: retries, body: body, status: response?.status)
+        headerStorage = .response(response)
+    }
 
     /// The Metalink document the download followed (``isMetalink``), parsed; nil for any other result. It
     /// parsed when the download read it, so the same bytes parse again here.

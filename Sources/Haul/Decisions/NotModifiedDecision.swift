@@ -42,18 +42,18 @@ enum NotModifiedDecision {
     ///   - framing: a 304 has no body (RFC 9110 §15.4.5); the parser frames every 304 so, so anything else
     ///     here is a server (or a test) claiming otherwise.
     static func decide(status: Int, framing: BodyFraming, askedConditionally: Bool, sentIfRange: Bool,
-                       url: String) -> NotModifiedDecision {
+                       url: @autoclosure () -> String) -> NotModifiedDecision {
         guard status == 304 else { return .notApplicable }
         guard askedConditionally else {
-            return .faulty(.faultyResponse(url: url, detail: "304 Not Modified to a request that asked no condition"))
+            return .faulty(.faultyResponse(url: url(), detail: "304 Not Modified to a request that asked no condition"))
         }
         guard !sentIfRange else {
-            return .faulty(.faultyResponse(url: url, detail: "304 Not Modified to a ranged request resuming a download (If-Range)"))
+            return .faulty(.faultyResponse(url: url(), detail: "304 Not Modified to a ranged request resuming a download (If-Range)"))
         }
         switch framing {
         case .none, .contentLength(0): return .upToDate
         case .contentLength, .chunked, .untilClose:
-            return .faulty(.faultyResponse(url: url, detail: "304 Not Modified with a body (\(framing.name))"))
+            return .faulty(.faultyResponse(url: url(), detail: "304 Not Modified with a body (\(framing.name))"))
         }
     }
 }

@@ -26,12 +26,12 @@ enum PartialContentBody {
     case coded(HaulError)
 
     /// `asked`: the range requested, as `first-last` (or `first-`) for messages.
-    static func judge(_ response: ResponseFacts, asked: String, url: String) -> PartialContentBody {
+    static func judge(_ response: ResponseFacts, asked: @autoclosure () -> String, url: @autoclosure () -> String) -> PartialContentBody {
         if response.mediaType?.isMultipartByteranges == true {
-            return .multipart(.faultyResponse(url: url, detail: "Content-Type \"\(response.contentType ?? "")\" on the \(response.status) for bytes \(asked): a multipart body wraps its parts in MIME boundaries, and a server must not send one for a single range (RFC 9110 §14.6)"))
+            return .multipart(.faultyResponse(url: url(), detail: "Content-Type \"\(response.contentType ?? "")\" on the \(response.status) for bytes \(asked()): a multipart body wraps its parts in MIME boundaries, and a server must not send one for a single range (RFC 9110 §14.6)"))
         }
         if !response.contentCodings.isEmpty {
-            return .coded(.faultyResponse(url: url, detail: "Content-Encoding \"\(response.contentCodings.joined(separator: ", "))\" on the \(response.status) for bytes \(asked): a range of a coded response is not the file's bytes (Haul asks for no coding)"))
+            return .coded(.faultyResponse(url: url(), detail: "Content-Encoding \"\(response.contentCodings.joined(separator: ", "))\" on the \(response.status) for bytes \(asked()): a range of a coded response is not the file's bytes (Haul asks for no coding)"))
         }
         return .bytes
     }

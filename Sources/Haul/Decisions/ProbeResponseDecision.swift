@@ -77,10 +77,10 @@ enum ProbeResponseDecision {
     /// (``DownloadRequest/expectedSize``, a Metalink's `<size>`); an answer that shows another length of the
     /// file is ``HaulError/Reason/sizeMismatch(url:expected:served:)``, whatever else it is. A whole file sent
     /// without a length can only be held to it when its body ends.
-    static func decide(_ response: ResponseFacts, url: String, form: ProbeForm = .openEnded, expectedSize: Int64?) -> ProbeResponseDecision {
-        let decision = decide(response, url: url, form: form)
+    static func decide(_ response: ResponseFacts, url: @autoclosure () -> String, form: ProbeForm = .openEnded, expectedSize: Int64?) -> ProbeResponseDecision {
+        let decision = decide(response, url: url(), form: form)
         guard let expectedSize, let served = decision.fileLength, served != expectedSize else { return decision }
-        return .failed(.sizeMismatch(url: url, expected: expectedSize, served: served))
+        return .failed(.sizeMismatch(url: url(), expected: expectedSize, served: served))
     }
 
     /// The length of the whole file this decision learned; nil when it learned none (yet).
@@ -94,16 +94,18 @@ enum ProbeResponseDecision {
     }
 
     /// `form`: how the probe asked.
-    static func decide(_ response: ResponseFacts, url: String, form: ProbeForm = .openEnded) -> ProbeResponseDecision {
+    ///
+    /// `url` is for the errors only, and made only for one (every download's probe is decided here).
+    static func decide(_ response: ResponseFacts, url: @autoclosure () -> String, form: ProbeForm = .openEnded) -> ProbeResponseDecision {
         if response.isRedirect { return .redirect }
         switch response.status {
         case 206:
-            return decidePartial(response, url: url, form: form)
+            return decidePartial(response, url: url(), form: form)
         case 200:
             // Only a 206 may be multipart/byteranges (RFC 9110 §14.6): a 200 saying so carries MIME framing
             // around whatever it carries, not a representation anybody serves as a file.
             if response.mediaType?.isMultipartByteranges == true {
-                return .faulty(.faultyResponse(url: url, detail: "a 200 with Content-Type \"\(response.contentType ?? "")\": multipart/byteranges frames parts of a 206, never a whole file"))
+                return .faulty(.faultyResponse(url: url(), detail: "a 200 with Content-Type \"\(response.contentType ?? "")\": multipart/byteranges frames parts of a 206, never a whole file"))
             }
             switch response.framing {
             case .contentLength(let length): return .whole(length: length, validators: response.validators)
@@ -117,32 +119,32 @@ enum ProbeResponseDecision {
             if form.sendsRange, case .unsatisfied(let length)? = response.contentRange.flatMap(ContentRange.init), length == 0 {
                 return .empty(validators: response.validators)
             }
-            return refused(response, url: url, form: form)
+            return refused(response, url: url(), form: form)
         case 400, 501:
             // webfs: 400 to a bounded range past the end of the file; others 501 to any Range they do not do.
-            return refused(response, url: url, form: form)
+            return refused(response, url: url(), form: form)
         default:
-            return .failed(.httpStatus(status: response.status, reason: response.reason, url: url))
+            return .failed(.httpStatus(status: response.status, reason: response.reason, url: url()))
         }
     }
 
     /// A status that refuses the probe's form (400, 416 other than `*/0`, 501): the next form, or the error
     /// once no form is left.
-    private static func refused(_ response: ResponseFacts, url: String, form: ProbeForm) -> ProbeResponseDecision {
-        let error = HaulError.httpStatus(status: response.status, reason: response.reason, url: url)
+    private static func refused(_ response: ResponseFacts, url: @autoclosure () -> String, form: ProbeForm) -> ProbeResponseDecision {
+        let error = HaulError.httpStatus(status: response.status, reason: response.reason, url: url())
         guard let next = form.fallback else { return .failed(error) }
         return .retryProbe(next, because: error)
     }
 
-    private static func decidePartial(_ response: ResponseFacts, url: String, form: ProbeForm) -> ProbeResponseDecision {
+    private static func decidePartial(_ response: ResponseFacts, url: @autoclosure () -> String, form: ProbeForm) -> ProbeResponseDecision {
         let text = response.contentRange ?? ""
         if isEmptyRangeForm(text) {
             // `bytes 0--1/0`: what webfs answers for an empty file (curl accepts it too).
             return response.declaredLength ?? 0 == 0
                 ? .empty(validators: response.validators)
-                : .faulty(.faultyResponse(url: url, detail: "Content-Range \"\(text)\" says the file is empty but Content-Length is \(response.declaredLength!)"))
+                : .faulty(.faultyResponse(url: url(), detail: "Content-Range \"\(text)\" says the file is empty but Content-Length is \(response.declaredLength!)"))
         }
-        switch PartialContentBody.judge(response, asked: form.rangeText, url: url) {
+        switch PartialContentBody.judge(response, asked: form.rangeText, url: url()) {
         case .bytes:
             break
         case .multipart(let error):
@@ -153,7 +155,7 @@ enum ProbeResponseDecision {
         }
         guard let range = ContentRange(text), let bytes = range.range, bytes.lowerBound == 0,
               let total = range.completeLength else {
-            return .faulty(.wrongContentRange(url: url, requested: form.rangeText, received: text.isEmpty ? "(none)" : text))
+            return .faulty(.wrongContentRange(url: url(), requested: form.rangeText, received: text.isEmpty ? "(none)" : text))
         }
         let served = 0..<(bytes.upperBound + 1)
         if response.validators.isEmpty {
@@ -171,9 +173,9 @@ enum ProbeResponseDecision {
         case .contentLength(let length) where length == served.count:
             return .ranged(total: total, served: served, validators: response.validators, streamBody: true)
         case .contentLength(let length):
-            return .faulty(.faultyResponse(url: url, detail: "Content-Length \(length) does not match Content-Range \"\(text)\" (\(served.count) bytes)"))
+            return .faulty(.faultyResponse(url: url(), detail: "Content-Length \(length) does not match Content-Range \"\(text)\" (\(served.count) bytes)"))
         case .none:
-            return .faulty(.faultyResponse(url: url, detail: "206 with Content-Range \"\(text)\" but no body"))
+            return .faulty(.faultyResponse(url: url(), detail: "206 with Content-Range \"\(text)\" but no body"))
         case .chunked, .untilClose:
             return .ranged(total: total, served: served, validators: response.validators, streamBody: false)
         }

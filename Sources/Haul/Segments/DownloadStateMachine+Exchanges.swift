@@ -53,7 +53,8 @@ extension DownloadStateMachine {
         if case .retryProbe(let refusal) = connection.verdict { return retryRefusedProbe(id, because: refusal) }
         if case .upToDate = connection.verdict { return endUpToDate() }
         if case .metalinkDocument(let url) = connection.verdict { return endForMetalink(url) }
-        let url = exchange.url.description
+        // The URL's text is for the errors below only: made when one is.
+        var url: String { exchange.url.description }
         guard let window = end.window else { return exchangeSucceeded(id) }
         guard let windowEnd = window.end else {
             // Unknown length, single stream: the end of the body is the end of the file.

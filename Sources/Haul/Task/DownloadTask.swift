@@ -339,7 +339,7 @@ public final class DownloadTask: @unchecked Sendable {
                         finalURL: finished.finalURL, entityTag: finished.entityTag, lastModified: finished.lastModified,
                         redirects: finished.redirects, connections: finished.connections,
                         bytesRequested: finished.bytesRequested, retries: finished.retries, body: body,
-                        status: finished.response?.status, headers: finished.response.map(DownloadResult.headers(of:)) ?? []))
+                        response: finished.response))
                 }
                 if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }

@@ -34,33 +34,39 @@ public struct HTTPHost: Sendable, Hashable, CustomStringConvertible {
     /// allows (percent-escapes, sub-delims) cannot be a DNS name. A name whose last label is numeric
     /// must be a strict dotted quad; otherwise resolvers would read forms like `127.1` or `0x7f.1`
     /// as addresses, and the URL would not mean what it appears to.
-    static func parse(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> HTTPHost {
-        guard let first = bytes.first else { throw URLParseError(.missingHost, input: input) }
-        let text = String(decoding: bytes, as: UTF8.self)
+    static func parse(_ bytes: ArraySlice<UInt8>) throws(URLParseError) -> HTTPHost {
+        guard let first = bytes.first else { throw URLParseError(.missingHost) }
+        // The host as text, for an error only.
+        var text: String { String(decoding: bytes, as: UTF8.self) }
         if first == UInt8(ascii: "[") {
             guard bytes.count > 2, bytes.last == UInt8(ascii: "]") else {
-                throw URLParseError(.invalidIPv6Address(text), input: input)
+                throw URLParseError(.invalidIPv6Address(text))
             }
             let literal = bytes.dropFirst().dropLast()
-            if literal.contains(UInt8(ascii: "%")) { throw URLParseError(.ipv6ZoneID(text), input: input) }
+            if literal.contains(UInt8(ascii: "%")) { throw URLParseError(.ipv6ZoneID(text)) }
             guard let pieces = parseIPv6(literal) else {
-                throw URLParseError(.invalidIPv6Address(text), input: input)
+                throw URLParseError(.invalidIPv6Address(text))
             }
             return HTTPHost(kind: .ipv6, name: formatIPv6(pieces))
         }
         if bytes.contains(where: { $0 >= 0x80 }) {
-            throw URLParseError(.internationalizedHost(text), input: input)
+            throw URLParseError(.internationalizedHost(text))
         }
         let isNameChar = { (byte: UInt8) in
             FieldSyntax.isAlpha(byte) || FieldSyntax.isDigit(byte)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
         }
-        guard bytes.allSatisfy(isNameChar) else { throw URLParseError(.invalidHost(text), input: input) }
-        let labels = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: true)
-        guard let lastLabel = labels.last else { throw URLParseError(.invalidHost(text), input: input) }
+        guard bytes.allSatisfy(isNameChar) else { throw URLParseError(.invalidHost(text)) }
+        // The last non-empty label, found without splitting the name into an array of labels.
+        guard let lastNonDot = bytes.lastIndex(where: { $0 != UInt8(ascii: ".") }) else {
+            throw URLParseError(.invalidHost(text))
+        }
+        let beforeTrailingDots = bytes[...lastNonDot]
+        let lastLabel = beforeTrailingDots[(beforeTrailingDots.lastIndex(of: UInt8(ascii: ".")).map { $0 + 1 }
+            ?? beforeTrailingDots.startIndex)...]
         if lastLabel.allSatisfy(FieldSyntax.isDigit) || isHexNumber(lastLabel) {
             guard let address = parseIPv4(bytes) else {
-                throw URLParseError(.invalidIPv4Address(text), input: input)
+                throw URLParseError(.invalidIPv4Address(text))
             }
             return HTTPHost(kind: .ipv4, name: address)
         }

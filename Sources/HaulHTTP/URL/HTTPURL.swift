@@ -55,26 +55,30 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     public init(_ string: String) throws(URLParseError) {
         let bytes = Self.trimmed(string)
         let reference = URIReference(bytes)
-        let input = reference.displayText(bytes)
-        guard !bytes.isEmpty else { throw URLParseError(.empty, input: input) }
-        guard let schemeText = reference.scheme, !reference.isMissingSchemeBeforeUserInfo else {
-            throw URLParseError(.missingScheme, input: input)
+        // The printable form of the input is built only for an error: every URL of a long list is parsed.
+        do throws(URLParseError) {
+            guard !bytes.isEmpty else { throw URLParseError(.empty) }
+            guard let schemeText = reference.scheme, !reference.isMissingSchemeBeforeUserInfo else {
+                throw URLParseError(.missingScheme)
+            }
+            let scheme = try Self.parseScheme(schemeText)
+            guard let authority = reference.authority else { throw URLParseError(.missingHost) }
+            try self.init(scheme: scheme, authority: authority,
+                          path: URIReference.normalizedComponent(reference.path), query: reference.query)
+        } catch {
+            throw error.quoting(reference.displayText(bytes))
         }
-        let scheme = try Self.parseScheme(schemeText, input: input)
-        guard let authority = reference.authority else { throw URLParseError(.missingHost, input: input) }
-        try self.init(scheme: scheme, authority: authority,
-                      path: URIReference.normalizedComponent(reference.path, input: input),
-                      query: reference.query, input: input)
     }
 
     /// `[userinfo@]host[:port]`: the user info, the host (a bracketed IPv6 literal or a name or IPv4
     /// address) and the port (`defaultPort` when none is given). Proxy URLs share it.
-    static func parseAuthority(_ authority: ArraySlice<UInt8>, defaultPort: UInt16,
-                               input: String) throws(URLParseError) -> (UserInfo?, HTTPHost, UInt16) {
+    /// Its errors quote nothing yet (see ``URLParseError/quoting(_:)``).
+    static func parseAuthority(_ authority: ArraySlice<UInt8>,
+                               defaultPort: UInt16) throws(URLParseError) -> (UserInfo?, HTTPHost, UInt16) {
         var hostAndPort = authority
         var userInfo: UserInfo?
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-            userInfo = try parseUserInfo(authority[..<at], input: input)
+            userInfo = try parseUserInfo(authority[..<at])
             hostAndPort = authority[(at + 1)...]
         }
         let hostEnd: Int
@@ -83,25 +87,25 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
         } else {
             hostEnd = hostAndPort.firstIndex(of: UInt8(ascii: ":")) ?? hostAndPort.endIndex
         }
-        let host = try HTTPHost.parse(hostAndPort[..<hostEnd], input: input)
+        let host = try HTTPHost.parse(hostAndPort[..<hostEnd])
         var port = defaultPort
         let afterHost = hostAndPort[hostEnd...]
         if let colon = afterHost.first {
             guard colon == UInt8(ascii: ":") else {
-                throw URLParseError(.invalidHost(String(decoding: hostAndPort, as: UTF8.self)), input: input)
+                throw URLParseError(.invalidHost(String(decoding: hostAndPort, as: UTF8.self)))
             }
-            port = try parsePort(afterHost.dropFirst(), default: port, input: input)
+            port = try parsePort(afterHost.dropFirst(), default: port)
         }
         return (userInfo, host, port)
     }
 
     /// Builds a URL from raw components: `path` already normalized, `query` raw.
-    private init(scheme: Scheme, authority: ArraySlice<UInt8>, path: [UInt8], query: ArraySlice<UInt8>?,
-                 input: String) throws(URLParseError) {
-        let (userInfo, host, port) = try Self.parseAuthority(authority, defaultPort: scheme.defaultPort, input: input)
+    private init(scheme: Scheme, authority: ArraySlice<UInt8>, path: [UInt8],
+                 query: ArraySlice<UInt8>?) throws(URLParseError) {
+        let (userInfo, host, port) = try Self.parseAuthority(authority, defaultPort: scheme.defaultPort)
         self.init(scheme: scheme, userInfo: userInfo, host: host, port: port,
                   path: URIReference.removeDotSegments(path),
-                  query: try query.map { q throws(URLParseError) in try URIReference.normalizedComponent(q, input: input) })
+                  query: try query.map { q throws(URLParseError) in try URIReference.normalizedComponent(q) })
     }
 
     private init(scheme: Scheme, userInfo: UserInfo?, host: HTTPHost, port: UInt16, path: [UInt8], query: [UInt8]?) {
@@ -153,23 +157,31 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
     public func resolve(_ reference: String) throws(URLParseError) -> HTTPURL {
         let bytes = Self.trimmed(reference)
         let parts = URIReference(bytes)
-        let input = parts.displayText(bytes)
-        if parts.isMissingSchemeBeforeUserInfo { throw URLParseError(.missingScheme, input: input) }
-        var referenceScheme = try parts.scheme.map { s throws(URLParseError) in try Self.parseScheme(s, input: input) }
+        do throws(URLParseError) {
+            return try resolve(parts)
+        } catch {
+            throw error.quoting(parts.displayText(bytes))
+        }
+    }
+
+    /// ``resolve(_:)`` of a split reference; its errors quote nothing yet.
+    private func resolve(_ parts: URIReference) throws(URLParseError) -> HTTPURL {
+        if parts.isMissingSchemeBeforeUserInfo { throw URLParseError(.missingScheme) }
+        var referenceScheme = try parts.scheme.map { s throws(URLParseError) in try Self.parseScheme(s) }
         if referenceScheme == scheme, parts.authority == nil { referenceScheme = nil }
 
         if let referenceScheme {
-            guard let authority = parts.authority else { throw URLParseError(.missingHost, input: input) }
+            guard let authority = parts.authority else { throw URLParseError(.missingHost) }
             return try HTTPURL(scheme: referenceScheme, authority: authority,
-                               path: URIReference.normalizedComponent(parts.path, input: input),
-                               query: parts.query, input: input)
+                               path: URIReference.normalizedComponent(parts.path),
+                               query: parts.query)
         }
-        let referencePath = try URIReference.normalizedComponent(parts.path, input: input)
+        let referencePath = try URIReference.normalizedComponent(parts.path)
         if let authority = parts.authority {
-            return try HTTPURL(scheme: scheme, authority: authority, path: referencePath, query: parts.query, input: input)
+            return try HTTPURL(scheme: scheme, authority: authority, path: referencePath, query: parts.query)
         }
         let referenceQuery = try parts.query.map { q throws(URLParseError) in
-            try URIReference.normalizedComponent(q, input: input)
+            try URIReference.normalizedComponent(q)
         }
         let basePath = Array(path.utf8)
         if referencePath.isEmpty {
@@ -193,24 +205,28 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
         return bytes
     }
 
-    private static func parseScheme(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> Scheme {
+    private static func parseScheme(_ bytes: ArraySlice<UInt8>) throws(URLParseError) -> Scheme {
+        // Nearly every URL is `http` or `https`, in any case: known without building the lowercased text.
+        if bytes.count == 4 || bytes.count == 5, bytes.lazy.map(asciiLowercase).starts(with: "http".utf8) {
+            if bytes.count == 4 { return .http }
+            if bytes.last.map(asciiLowercase) == UInt8(ascii: "s") { return .https }
+        }
         let lowercased = String(decoding: bytes.map(asciiLowercase), as: UTF8.self)
         guard let first = bytes.first, FieldSyntax.isAlpha(first),
               bytes.allSatisfy({ FieldSyntax.isAlpha($0) || FieldSyntax.isDigit($0) || $0 == UInt8(ascii: "+")
                   || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
         else {
             let shown = bytes.map { FieldSyntax.isControl($0) ? UInt8(ascii: "?") : $0 }
-            throw URLParseError(.invalidScheme(String(decoding: shown, as: UTF8.self)), input: input)
+            throw URLParseError(.invalidScheme(String(decoding: shown, as: UTF8.self)))
         }
         guard let scheme = Scheme(rawValue: lowercased) else {
-            throw URLParseError(.unsupportedScheme(lowercased), input: input)
+            throw URLParseError(.unsupportedScheme(lowercased))
         }
         return scheme
     }
 
     /// `*DIGIT` in 1–65535; empty means the default (RFC 3986 §3.2.3).
-    private static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16,
-                                  input: String) throws(URLParseError) -> UInt16 {
+    private static func parsePort(_ bytes: ArraySlice<UInt8>, default defaultPort: UInt16) throws(URLParseError) -> UInt16 {
         if bytes.isEmpty { return defaultPort }
         var value = 0
         for byte in bytes {
@@ -219,13 +235,13 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
         }
         guard (1...65_535).contains(value) else {
             let shown = bytes.map { FieldSyntax.isControl($0) ? UInt8(ascii: "?") : $0 }
-            throw URLParseError(.invalidPort(String(decoding: shown, as: UTF8.self)), input: input)
+            throw URLParseError(.invalidPort(String(decoding: shown, as: UTF8.self)))
         }
         return UInt16(value)
     }
 
     /// `user[:password]`, percent-decoded; both parts must decode to UTF-8 without control characters.
-    private static func parseUserInfo(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> UserInfo {
+    private static func parseUserInfo(_ bytes: ArraySlice<UInt8>) throws(URLParseError) -> UserInfo {
         let colon = bytes.firstIndex(of: UInt8(ascii: ":"))
         let userBytes = bytes[..<(colon ?? bytes.endIndex)]
         let passwordBytes = colon.map { bytes[($0 + 1)...] }
@@ -234,7 +250,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
                   let decoded = FieldSyntax.percentDecoded(part),
                   !decoded.contains(where: FieldSyntax.isControl),
                   let text = String(validating: decoded, as: UTF8.self)
-            else { throw URLParseError(.invalidUserInfo, input: input) }
+            else { throw URLParseError(.invalidUserInfo) }
             return text
         }
         return UserInfo(user: try decode(userBytes), password: try passwordBytes.map { p throws(URLParseError) in try decode(p) })

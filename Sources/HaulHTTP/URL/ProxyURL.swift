@@ -63,13 +63,13 @@ public struct ProxyURL: Sendable, Hashable, CustomStringConvertible, CustomDebug
             throw ProxyConfigurationError(.unexpectedPath(Self.printable(String(decoding: rest, as: UTF8.self))), input: input)
         }
         do throws(URLParseError) {
-            let (userInfo, host, port) = try HTTPURL.parseAuthority(authority, defaultPort: scheme.defaultPort, input: input)
+            let (userInfo, host, port) = try HTTPURL.parseAuthority(authority, defaultPort: scheme.defaultPort)
             self.scheme = scheme
             self.userInfo = userInfo
             self.host = host
             self.port = port
         } catch {
-            throw ProxyConfigurationError(.invalidURL(error), input: input)
+            throw ProxyConfigurationError(.invalidURL(error.quoting(input)), input: input)
         }
     }
 

@@ -78,20 +78,20 @@ struct URIReference {
     /// Checks `%HH` escapes, rejects control characters and percent-encodes the bytes that may not
     /// appear raw in a request-target: space, `"<>\^`{|}` and non-ASCII (as UTF-8 bytes), like curl.
     /// Everything else, including existing escapes, is kept as given.
-    static func normalizedComponent(_ bytes: ArraySlice<UInt8>, input: String) throws(URLParseError) -> [UInt8] {
+    static func normalizedComponent(_ bytes: ArraySlice<UInt8>) throws(URLParseError) -> [UInt8] {
         var result: [UInt8] = []
         result.reserveCapacity(bytes.count)
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]
-            if FieldSyntax.isControl(byte) { throw URLParseError(.controlCharacter(byte), input: input) }
+            if FieldSyntax.isControl(byte) { throw URLParseError(.controlCharacter(byte)) }
             if byte == UInt8(ascii: "%") {
                 let escapeEnd = min(index + 3, bytes.endIndex)
                 guard escapeEnd - index == 3,
                       FieldSyntax.hexValue(bytes[index + 1]) != nil, FieldSyntax.hexValue(bytes[index + 2]) != nil
                 else {
                     let shown = bytes[index..<escapeEnd].map { FieldSyntax.isControl($0) ? UInt8(ascii: "?") : $0 }
-                    throw URLParseError(.invalidPercentEncoding(String(decoding: shown, as: UTF8.self)), input: input)
+                    throw URLParseError(.invalidPercentEncoding(String(decoding: shown, as: UTF8.self)))
                 }
             }
             if needsEncoding(byte) { appendPercentEncoded(byte, to: &result) } else { result.append(byte) }

@@ -46,6 +46,16 @@ public struct URLParseError: Error, Sendable, Hashable, CustomStringConvertible 
         self.input = input
     }
 
+    /// An error for `reason` that quotes nothing yet: the parsers below an entry point find what is wrong,
+    /// and the entry point then adds the printable form of its input with ``quoting(_:)``, so that form is
+    /// built only when there is an error to quote it in.
+    init(_ reason: Reason) {
+        self.init(reason, input: "")
+    }
+
+    /// The same error quoting `input` (already redacted).
+    func quoting(_ input: String) -> URLParseError { URLParseError(reason, input: input) }
+
     /// A one-line explanation such as `invalid port "99999" in "http://h:99999/"`.
     public var description: String {
         let location = "in \"\(input)\""
