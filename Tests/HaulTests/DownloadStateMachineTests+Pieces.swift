@@ -162,9 +162,19 @@ import HaulJournal
     }
 
     @Test func aLengthThePieceHashesDoNotCoverIsRefused() throws {
-        let fresh = try machine()
-        #expect(throws: HaulError.self) { try fresh.checkPieceGeometry(9 * Self.mib) }
-        try fresh.checkPieceGeometry(8 * Self.mib)
-        try fresh.checkPieceGeometry(7 * Self.mib + 1)
+        var fresh = try machine()
+        #expect(fresh.pieceGeometryFailure(9 * Self.mib) != nil)
+        #expect(fresh.pieceGeometryFailure(8 * Self.mib) == nil)
+        #expect(fresh.pieceGeometryFailure(7 * Self.mib + 1) == nil)
+        // A response whose answer would prepare a file of that length is refused before a byte is written.
+        let head = try script.head(["HTTP/1.1 200 OK", "Content-Length: 0"])
+        guard case .refuse = fresh.settle(.answer(.drain, prepare: fresh.preparation(9 * Self.mib)), head: head, on: 0) else {
+            Issue.record("a preparation the piece hashes do not fit was not refused")
+            return
+        }
+        guard case .answer = fresh.settle(.answer(.drain, prepare: fresh.preparation(8 * Self.mib)), head: head, on: 0) else {
+            Issue.record("a preparation the piece hashes fit was refused")
+            return
+        }
     }
 }

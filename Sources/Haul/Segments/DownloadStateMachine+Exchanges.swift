@@ -288,6 +288,7 @@ extension DownloadStateMachine {
         rangesSupported = true
         fileOpen = true
         mirrors.record(identity, for: 0)
+        if let error = pieceGeometryFailure(state.totalLength) { return fail(error) }
         // Straight to where the URL led last time; back to the given URL if that has expired.
         if state.url == mirrors.primary.given.description, let text = state.resolvedURL, let resolved = try? HTTPURL(text) {
             mirrors.noteRedirect(0, to: resolved)

@@ -131,10 +131,21 @@ extension DownloadStateMachine {
         .mirrorMismatch(url: mirrors.primary.given.description, detail: "its length does not fit the request's \(error)")
     }
 
-    /// Refuses a length the piece hashes do not cover (the driver asks before it prepares the file).
-    func checkPieceGeometry(_ length: Int64?) throws(HaulError) {
-        guard let hashes = integrity.pieceHashes, let length else { return }
-        do { try hashes.check(size: length) } catch { throw pieceGeometryError(error) }
+    /// Why a file of `length` bytes cannot be prepared: the piece hashes do not cover it; nil when they do
+    /// (or there are none, or the length is unknown). Asked before any action that prepares or opens the file.
+    func pieceGeometryFailure(_ length: Int64?) -> HaulError? {
+        guard let hashes = integrity.pieceHashes, let length else { return nil }
+        do { try hashes.check(size: length) } catch { return pieceGeometryError(error) }
+        return nil
+    }
+
+    /// What the driver does with a response head, settled: a file preparation the piece hashes do not fit
+    /// refuses the response, and a response accepted as (part of) the file has its `Repr-Digest` noted.
+    mutating func settle(_ step: HeadStep, head: ResponseHead, on id: Int) -> HeadStep {
+        guard case .answer(let answer, let preparation, _) = step else { return step }
+        if let preparation, let error = pieceGeometryFailure(preparation.length) { return .refuse(error) }
+        if answer.window != nil, let url = connections[id].exchange?.url { noteRepresentationDigest(head, url: url) }
+        return step
     }
 
     /// The verified pieces, for the journal's next record; nil without piece hashes.

@@ -263,6 +263,7 @@ extension DownloadStateMachine {
         guard isActive, let total else { return [] }
         phase = .running
         fileOpen = true
+        if let error = pieceGeometryFailure(total) { return fail(error) }
         var actions: [Action] = [.prepareFile(preparation(total))]
         actions += startJournalIfLarge()
         actions += wakeIdleConnections()

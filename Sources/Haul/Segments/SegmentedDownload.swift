@@ -153,10 +153,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .prepareFile(let preparation):
             do { try prepare(preparation) } catch { return failed(error) }
         case .openPartialFile(let length):
-            do {
-                try machine.checkPieceGeometry(length)
-                try sink.openPartial(partPath, length: length)
-            } catch { return failed(error) }
+            do { try sink.openPartial(partPath, length: length) } catch { return failed(error) }
         case .startJournal(let firstCheckpoint):
             guard let file = sink.file, let state = machine.journalState(createdAt: Int64(time(nil)), checksum: checksum) else { return true }
             checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
@@ -222,7 +219,6 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     }
 
     private func prepare(_ preparation: DownloadStateMachine.FilePreparation) throws(HaulError) {
-        try machine.checkPieceGeometry(preparation.length)
         try sink.prepare(length: preparation.length, preallocate: preparation.preallocate, partPath: partPath,
                          resolvedURL: machine.mirrors.primary.resolved)
     }
@@ -328,10 +324,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             guard let name = try nameFile(head, decision: decision, on: connection) else { return .abandon }
             step = name
         }
-        switch step {
+        switch machine.settle(step, head: head, on: connection) {
         case .answer(let answer, let preparation, let then):
             if let preparation { try prepare(preparation) }
-            if answer.window != nil, let url = machine.connections[connection].exchange?.url { machine.noteRepresentationDigest(head, url: url) }
             run(then)
             return answer
         case .refuse(let error):
