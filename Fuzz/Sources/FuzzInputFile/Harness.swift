@@ -1,10 +1,12 @@
 import FuzzDriver
+import Haul
 import HaulCommandLine
 
 /// An `-i` list is whatever the user (or a script) wrote, read as a stream by ``InputFileReader``. It must
 /// never crash; whatever the read sizes, the reader must give exactly the entries and the error that
 /// ``InputFile/parse(_:)`` gives on the whole text; an error names a line of the file; entries come in line
-/// order, each on a line of the file, with every name used at most once.
+/// order, each on a line of the file, with every name used at most once. The same bytes also go to `-z`'s
+/// ``TimeCondition/parse(_:outputPaths:modificationTime:)``.
 func fuzzInputFile(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     // The first byte picks the reader's buffer size and how much each read returns, so that lines are cut
@@ -32,6 +34,15 @@ func fuzzInputFile(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             precondition(head.starts(with: "http://".utf8) || head.starts(with: "https://".utf8), "not an http(s) URL: \(entry.url)")
             if let name = entry.outputName { precondition(names.insert(name).inserted, "out=\(name) used twice") }
         }
+    }
+
+    // `-z`'s argument is the user's too: never a crash, and a date read from it reads back as itself.
+    do {
+        if case .modifiedSince(let date) = try TimeCondition.parse(text, outputPaths: ["out"], modificationTime: { _ in nil }) {
+            precondition(HTTPDate(date.imfFixdate) == date, "-z \(date.imfFixdate) does not read back")
+        }
+    } catch {
+        precondition(!error.description.isEmpty, "a -z refusal without a message")
     }
     return 0
 }
