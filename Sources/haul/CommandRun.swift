@@ -211,7 +211,12 @@ final class CommandRun: Sendable {
         }
         var files: [CommandPlan.Download] = []
         do {
-            for file in metalink.files { files.append(try following.maker.download(metalinkFile: file, dir: following.dir)) }
+            // Credentials were given for the URL that answered, not for the origins its document names.
+            let document = try HTTPURL(download.request.url)
+            for file in metalink.files {
+                files.append(try following.maker.download(metalinkFile: file, dir: following.dir, followedFrom: document,
+                                                          credentialHeaders: plan.options.headersCarryCredentials))
+            }
         } catch {
             reporter.failed(index: index, name: name, error: error, source: download.source)
             return ExitStatus(classifying: error)

@@ -148,6 +148,45 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory + "/out/followed-wrong.bin"))
     }
 
+    /// A followed document is the server's word: the run's `-u` goes with the document's request, never to
+    /// another origin the document names (its netrc host would still apply), and a credential header, which
+    /// is run-wide, refuses such a file before anything is sent to it.
+    @Test func aFollowedDocumentSendsNoCredentialsToAnotherOrigin() throws {
+        let elsewhere = MisbehavingServer.Resource.pattern(size: 300_000, seed: 29)
+        let server = try MisbehavingServer(resource: elsewhere)
+        defer { server.stop() }
+        let directory = try scratch()
+        let name = "elsewhere-\(UUID().uuidString).meta4"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: fixture.data + "/" + name)
+        }
+        try """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+              <file name="elsewhere.bin">
+                <size>\(elsewhere.bytes.count)</size>
+                <hash type="sha-256">\(try TestFiles.sha256(of: elsewhere.bytes))</hash>
+                <url>\(server.url("/elsewhere.bin"))</url>
+              </file>
+            </metalink>
+            """.write(toFile: fixture.data + "/" + name, atomically: true, encoding: .utf8)
+
+        let withUser = try haul(["-u", "alice:secret", "-d", directory + "/out", fixture.nginx.url("/meta4/" + name)], in: directory)
+        #expect(withUser.exitStatus == 0, "\(withUser.errorText)")
+        #expect(try TestFiles.sha256(ofFile: directory + "/out/elsewhere.bin") == TestFiles.sha256(of: elsewhere.bytes))
+        #expect(!server.requests.isEmpty && server.requests.allSatisfy { $0.header("Authorization") == nil },
+                "-u went to an origin the document chose: \(server.requests.map(\.headerFields))")
+
+        let asked = server.requests.count
+        let withHeader = try haul(["-H", "Authorization: Bearer token", "-d", directory + "/again", fixture.nginx.url("/meta4/" + name)],
+                                  in: directory)
+        #expect(withHeader.exitStatus == 2, "\(withHeader.errorText)")
+        #expect(withHeader.errorText.contains("not sent to an origin a server chose"), "\(withHeader.errorText)")
+        #expect(server.requests.count == asked, "nothing was sent to the other origin")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/again/elsewhere.bin"))
+    }
+
     @Test func noFollowMetalinkSavesTheDocument() throws {
         let directory = try scratch()
         let name = "saved-\(UUID().uuidString).meta4"

@@ -5,6 +5,12 @@ public struct DownloadOptions: Sendable {
     public var userAgent: String
     /// Extra request headers, sent in order (validated: no CR/LF, no framing headers).
     public var headers: [(name: String, value: String)]
+
+    /// Whether ``headers`` hold a credential (`Authorization`, `Proxy-Authorization`, `Cookie`): sent only to
+    /// the origin of a download's first URL.
+    public var headersCarryCredentials: Bool {
+        headers.contains { CredentialScope.isCredential(ArraySlice($0.name.utf8)) }
+    }
     /// Connect, TLS handshake, stall (no bytes received) and response-head limits. A server that sends
     /// *something* now and then is not stalled: ``lowSpeedLimit`` is what ends it.
     public var timeouts: ConnectionTimeouts

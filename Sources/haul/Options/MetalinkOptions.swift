@@ -106,14 +106,26 @@ enum MetalinkDocument {
 extension RequestMaker {
     /// The download of one file of a Metalink into `dir` (`.` when nil): its mirrors in priority order and
     /// its strongest hash (``DownloadRequest/init(metalink:directory:replacesExisting:ifChangedOnServer:discardsPartialDownload:)``),
-    /// with this run's choices and credentials.
-    func download(metalinkFile file: MetalinkFile, dir: String?) throws(UsageError) -> CommandPlan.Download {
+    /// with this run's choices and credentials. For a document a server answered `followedFrom` with, the
+    /// run's credentials go only where ``FollowedMetalinkCredentials`` says (`credentialHeaders`: the run's
+    /// `-H` holds one).
+    func download(metalinkFile file: MetalinkFile, dir: String?, followedFrom document: HTTPURL? = nil,
+                  credentialHeaders: Bool = false) throws(UsageError) -> CommandPlan.Download {
         var request: DownloadRequest
         do {
             request = try DownloadRequest(metalink: file, directory: dir ?? ".", replacesExisting: replacesExisting,
                                           ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload)
         } catch {
             throw UsageError("--metalink: \(error)")
+        }
+        var user = user
+        if let document {
+            guard let first = try? HTTPURL(request.url) else { throw UsageError("\(request.url) is not an http(s) URL") }
+            switch FollowedMetalinkCredentials.decide(document: document, file: first, credentialHeaders: credentialHeaders) {
+            case .withUser: break
+            case .withoutUser: user = nil
+            case .refused(let reason): throw UsageError("\(first): \(reason)")
+            }
         }
         if !authorizes, let authorization = Self.authorization(for: request.url, user: user, netrc: netrc) {
             request.headers.append(("Authorization", authorization))
