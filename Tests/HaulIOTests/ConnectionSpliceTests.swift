@@ -215,4 +215,94 @@ import Testing
         #expect(waitedFor.load(ordering: .acquiring) == pieces.count, "every piece arrived before the next was sent")
         #expect(contents(scratch.file("f")) == bytes)
     }
+
+    /// The socket's `SO_RCVLOWAT` now (loop thread).
+    static func receiveWatermark(of connection: Connection) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(connection.socket.fileDescriptor.rawValue, SOL_SOCKET, SO_RCVLOWAT, &value, &length) == 0 else { return -1 }
+        return value
+    }
+
+    /// A fast start raises the watermark (``SpliceWatermark``); when the stream then trickles, each small piece
+    /// is still taken promptly (the watermark is dropped after its fallback delay, not held until the idle
+    /// timeout), every byte lands where it belongs, and the bytes after the spliced part, read into the
+    /// buffer, are not held back by it either.
+    @Test func aFastStreamThatTurnsToATrickleIsReadPromptly() async throws {
+        let fast = 2 << 20
+        let trickle = Array(repeating: 700, count: 20)
+        let readTail = 300
+        let total = fast + trickle.reduce(0, +) + readTail
+        let bytes = Self.pattern(total, seed: Self.seed)
+        let received = Atomic<Int>(0)
+        let slowestWait = Atomic<Int>(0)
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            func sendAll(_ range: Range<Int>) -> Bool {
+                var sent = range.lowerBound
+                while sent < range.upperBound {
+                    let n = bytes[sent..<range.upperBound].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if n <= 0 { return false }
+                    sent += n
+                }
+                return true
+            }
+            var offset = 0
+            for piece in [fast] + trickle + [readTail] {
+                guard sendAll(offset..<(offset + piece)) else { return }
+                offset += piece
+                let start = MonotonicInstant.now()
+                let deadline = start.advanced(by: .seconds(10))
+                while received.load(ordering: .acquiring) < offset, MonotonicInstant.now() < deadline { usleep(200) }
+                let waited = Int((MonotonicInstant.now().nanoseconds - start.nanoseconds) / 1_000_000)
+                if slowestWait.load(ordering: .acquiring) < waited { slowestWait.store(waited, ordering: .releasing) }
+            }
+        })
+        defer { server.stop() }
+        let scratch = OutputFileScratch()
+        let descriptor = open(scratch.file("f"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let file = FileDescriptor(rawValue: descriptor)
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = .seconds(30)
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
+        defer { connection.close() }
+        let spliceable = Int64(total - readTail)
+        let (failure, highestWatermark, readBytes) = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(ConnectionError?, Int32, Int), Never>) in
+            loop.execute {
+                var offset: Int64 = 0
+                var highest: Int32 = 0
+                var read = 0
+                connection.startReadingOnLoop(splicing: { spliceable - offset }) { event in
+                    highest = max(highest, Self.receiveWatermark(of: connection))
+                    switch event {
+                    case .piped(let piped):
+                        try? piped.move(piped.count, into: file, at: offset)
+                        offset += Int64(piped.count)
+                    case .bytes(let chunk):
+                        _ = pwrite(descriptor, chunk.baseAddress, chunk.count, Int(offset))
+                        offset += Int64(chunk.count)
+                        read += chunk.count
+                    case .endOfStream:
+                        continuation.resume(returning: (nil, highest, read))
+                        return .stop
+                    case .failed(let error):
+                        continuation.resume(returning: (error, highest, read))
+                        return .stop
+                    }
+                    received.store(Int(offset), ordering: .releasing)
+                    return .continueReading
+                }
+            }
+        }
+        #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+        #expect(highestWatermark > 1, "the fast start raised the watermark")
+        #expect(readBytes == readTail, "the bytes past the spliceable part were read")
+        // The fallback takes 20 ms; a watermark held until the idle timeout would take 30 s per piece.
+        #expect(slowestWait.load(ordering: .acquiring) < 5000, "slowest piece took \(slowestWait.load(ordering: .acquiring)) ms")
+        #expect(contents(scratch.file("f")) == bytes)
+    }
 }
