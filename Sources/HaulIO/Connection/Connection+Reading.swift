@@ -160,24 +160,14 @@ extension Connection {
         }
         reader = newReader
         readerGeneration &+= 1
-        // A raised watermark belongs to the body being spliced: the next reader (a response head, a body
-        // read into the buffer) must be woken by its first byte.
-        if receiveWatermark != SpliceWatermark.none { setReceiveWatermark(SpliceWatermark.none) }
     }
 
     /// Serves the current reader until the socket is drained, the reader stops, or the per-wake-up budget is spent.
     func performReads() {
         guard !isPerformingReads else { return }
         isPerformingReads = true
+        defer { isPerformingReads = false }
         let generation = readerGeneration
-        // Bytes spliced in this call, and how many the next read may splice when it ends waiting for epoll (0:
-        // it does not, or it is not a splice): what the watermark for that wait is set from.
-        var splicedNow = 0
-        var nextSpliceLimit: Int64 = 0
-        defer {
-            isPerformingReads = false
-            settleReceiveWatermark(afterMoving: splicedNow, nextSpliceLimit: nextSpliceLimit, generation: generation)
-        }
         for _ in 0..<Connection.readsPerWakeUp {
             guard terminalError == nil, readerGeneration == generation else { return }
             do {
@@ -205,11 +195,9 @@ extension Connection {
                             let asked = Int(min(limit, Int64(pipe.pipe.capacity)))
                             switch try spliceOnce(into: pipe, count: asked) {
                             case .wouldBlock:
-                                nextSpliceLimit = limit
                                 return
                             case .bytes(let count):
                                 noteProgress()
-                                splicedNow += count
                                 let decision = handler(.piped(PipedBytes(pipe: pipe, count: count)))
                                 // Bytes left behind belong to no offset any more: they go with the pipe.
                                 if pipe.pending > 0, bodyPipe === pipe { bodyPipe = nil }
@@ -221,10 +209,7 @@ extension Connection {
                                 // pipe at a time instead of after this one's 16 (docs/benchmarks.md, "Fewer
                                 // splices per wake-up, fewer requests"). Epoll is level-triggered: bytes
                                 // that arrived meanwhile are reported at once.
-                                if count < asked {
-                                    if readerGeneration == generation, terminalError == nil { nextSpliceLimit = splice() }
-                                    return
-                                }
+                                if count < asked { return }
                                 continue
                             case .endOfStream(let end):
                                 peerFinished = true
@@ -269,54 +254,6 @@ extension Connection {
         if readerGeneration == generation, tls?.hasBufferedData == true {
             performReadsOnNextTurn()
         }
-    }
-
-    // MARK: The receive watermark
-
-    /// Sets the watermark for the wait that follows a round of reads (``SpliceWatermark``): raised only while
-    /// the same reader splices a fast body, 1 otherwise. A raised one gets its fallback timer.
-    private func settleReceiveWatermark(afterMoving moved: Int, nextSpliceLimit: Int64, generation: UInt64) {
-        guard terminalError == nil, !watermarkUnavailable else { return }
-        var wanted = SpliceWatermark.none
-        if readerGeneration == generation, nextSpliceLimit > 0, !spliceUnavailable, let bodyPipe {
-            wanted = SpliceWatermark(pipeCapacity: bodyPipe.pipe.capacity)
-                .level(afterMoving: moved, nextSpliceLimit: nextSpliceLimit)
-        }
-        if wanted != receiveWatermark { setReceiveWatermark(wanted) }
-        if receiveWatermark != SpliceWatermark.none, watermarkTimer == nil {
-            watermarkTimer = loop.scheduleTimer(at: lastProgress.advanced(by: SpliceWatermark.fallbackDelay)) { [self] in
-                watermarkTimerFired()
-            }
-        }
-    }
-
-    /// `setsockopt(SO_RCVLOWAT)`; the kernel wakes epoll at once if the socket already holds the new level.
-    /// A refusal leaves the connection at 1 for good.
-    func setReceiveWatermark(_ level: Int) {
-        do {
-            try socket.fileDescriptor.setSocketOption(level: SOL_SOCKET, name: SO_RCVLOWAT, value: Int32(clamping: level),
-                                                      call: "setsockopt(SO_RCVLOWAT)")
-            receiveWatermark = level
-        } catch {
-            watermarkUnavailable = true
-            receiveWatermark = SpliceWatermark.none
-        }
-    }
-
-    /// A raised watermark saw no progress for ``SpliceWatermark/fallbackDelay``: the stream is slower than it
-    /// assumed (or the server stopped short). Take what the socket holds now; the round's end sets the level
-    /// again, to 1 unless that look found plenty.
-    private func watermarkTimerFired() {
-        watermarkTimer = nil
-        guard terminalError == nil, receiveWatermark != SpliceWatermark.none else { return }
-        let deadline = lastProgress.advanced(by: SpliceWatermark.fallbackDelay)
-        guard MonotonicInstant.now() >= deadline else {
-            watermarkTimer = loop.scheduleTimer(at: deadline) { [self] in watermarkTimerFired() }
-            return
-        }
-        setReceiveWatermark(SpliceWatermark.none)
-        performReads()
-        updateInterest()
     }
 
     /// The connection's pipe, made on first use; nil (and reading from then on) when none can be made.

@@ -79,12 +79,6 @@ public final class Connection: @unchecked Sendable {
     /// Set when a pipe could not be made (descriptors or pipe memory exhausted): the connection reads instead.
     var spliceUnavailable = false
     var idleTimer: TimerID?
-    /// The socket's `SO_RCVLOWAT` as last set (``SpliceWatermark``): above 1 only while a fast body is spliced.
-    var receiveWatermark = SpliceWatermark.none
-    /// Set when the kernel refused `SO_RCVLOWAT`: the connection wakes for every byte, as before.
-    var watermarkUnavailable = false
-    /// Drops a raised watermark after ``SpliceWatermark/fallbackDelay`` without progress.
-    var watermarkTimer: TimerID?
 
     init(loop: EventLoop, host: String, port: UInt16, options: ConnectionOptions, socket: TCPSocket,
          proxyRoute: ProxyRoute? = nil) {
@@ -274,8 +268,6 @@ public final class Connection: @unchecked Sendable {
         if let timer = handshake?.timer { loop.cancelTimer(timer) }
         if let timer = idleTimer { loop.cancelTimer(timer) }
         idleTimer = nil
-        if let timer = watermarkTimer { loop.cancelTimer(timer) }
-        watermarkTimer = nil
         if let registration { loop.deregister(registration) }
         registration = nil
         registeredInterest = []
