@@ -40,6 +40,8 @@ struct CommandPlan {
     var followedMetalinks: FollowedMetalinks?
     /// `--url-command`: asked for a fresh URL when one expires mid-download.
     var urlCommand: URLCommand?
+    /// The directory downloads are saved into when no path names their file (`-d DIR`, else `.`).
+    var destinationDirectory = "."
 
     /// Whether a download that used one connection can only have done so because the server refused
     /// ranges: more than one connection was asked for, no other download of this run competes for them,
@@ -110,7 +112,8 @@ extension HaulCommand {
             urlsPerDownload = checked.mostURLs
             guard checked.count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
             downloadList = DownloadList(inputFile: inputFile, checked: checked) { entry in
-                maker.download(entry.url, mirrors: entry.mirrors, output: entry.outputName, dir: dir, source: .inputFile)
+                maker.download(entry.url, parsed: entry.parsedURL, mirrors: entry.mirrors, output: entry.outputName, dir: dir,
+                               source: .inputFile)
             }
         } else {
             let given = try DownloadArguments.checkedURLs(urls, parallel: parallel, command: "haul")
@@ -145,6 +148,7 @@ extension HaulCommand {
                                messages: report.progress == .json ? .json : .text, verbose: verbose,
                                skipsExisting: localOutput.skipExisting)
         if metalinkList.followMetalink, let followMaker { plan.followedMetalinks = FollowedMetalinks(maker: followMaker, dir: dir) }
+        plan.destinationDirectory = dir ?? "."
         plan.urlCommand = try download.urlCommand()
         try planOutputHabits(&plan)
         return plan
@@ -287,9 +291,10 @@ final class InputList {
     /// small file's body; keeping a list of millions would cost its size in memory for the whole run).
     static let heldSizeLimit = 8 << 20
 
-    /// About what `entry` takes in memory: the struct, and each string's text and heap header.
+    /// About what `entry` takes in memory: the struct, and each string's text and heap header (its parsed
+    /// URL's parts about as long as the URL again).
     static func heldSize(of entry: InputEntry) -> Int {
-        MemoryLayout<InputEntry>.stride + 32 + entry.url.utf8.count
+        MemoryLayout<InputEntry>.stride + 32 + entry.url.utf8.count + (entry.parsedURL == nil ? 0 : 64 + entry.url.utf8.count)
             + entry.mirrors.reduce(0) { $0 + MemoryLayout<String>.stride + 32 + $1.utf8.count }
             + (entry.outputName.map { 32 + $0.utf8.count } ?? 0)
     }

@@ -23,11 +23,21 @@ final class CommandRun: Sendable {
     private let reporter: ProgressReporter
     /// The next index for a download of a followed Metalink's file: after the plan's own.
     private let nextFollowedIndex: Mutex<Int>
+    /// The destination directory's names before the first download started, for a run of several
+    /// downloads that looks for earlier runs' files (nil: each is looked for on its own).
+    private let snapshot: DirectorySnapshot?
 
     init(plan: CommandPlan) {
         self.plan = plan
         reporter = ProgressReporter(style: plan.progress, messages: plan.messages, count: plan.downloads.count)
         nextFollowedIndex = Mutex(plan.downloads.count)
+        // Read once here, before any download creates a file in it: a list into a fresh directory then
+        // makes no `stat` per file (``DirectorySnapshot``). Bounded, so that a list of a few files into a
+        // directory of millions does not read them all.
+        let looksForEarlierRuns = plan.skipsExisting || plan.downloads.source == .inputFile
+        snapshot = plan.downloads.count > 1 && looksForEarlierRuns && !plan.habits.isSingleExchange
+            ? DirectoryListing.snapshot(of: plan.destinationDirectory, limit: max(4096, 2 * plan.downloads.count))
+            : nil
     }
 
     func run() async -> ExitStatus {
@@ -73,7 +83,7 @@ final class CommandRun: Sendable {
         func startNext() -> Bool {
             while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
                 started.withLock { $0 = index + 1 }
-                if alreadyComplete(download, path: download.expectedPath) {
+                if alreadyComplete(download, path: download.expectedPath, listed: snapshot) {
                     reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
                     continue
                 }
@@ -248,7 +258,8 @@ final class CommandRun: Sendable {
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
     /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
-    private func alreadyComplete(_ download: CommandPlan.Download, path: String) -> Bool {
+    /// `listed`: the destination directory as the run found it; a name it did not hold is not looked for.
+    private func alreadyComplete(_ download: CommandPlan.Download, path: String, listed: DirectorySnapshot? = nil) -> Bool {
         if case .stream = download.request.destination { return false }
         // With -N an existing file is not complete by its name: the conditional request asks the server.
         if download.request.onlyIfChanged && !plan.skipsExisting { return false }
@@ -256,7 +267,8 @@ final class CommandRun: Sendable {
         let allowOverwrite = download.request.replacesExisting
         // Only the checks the verdict can depend on: with a list of thousands of small files, two `stat`
         // calls per file that cannot change the answer are a measurable share of the work.
-        let destinationExists = !allowOverwrite && (skipExisting || fromInputFile) && OutputFile.exists(path)
+        let destinationExists = !allowOverwrite && (skipExisting || fromInputFile)
+            && listed?.mayHold(path) != false && OutputFile.exists(path)
         let partialExists = destinationExists && !skipExisting && OutputFile.exists(WorkingFileNames.partial(of: path))
         let verdict = ExistingDestination.verdict(
             destinationExists: destinationExists, partialExists: partialExists,
