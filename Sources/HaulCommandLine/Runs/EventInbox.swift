@@ -15,14 +15,22 @@ public final class EventInbox<Event: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The most events ``post(_:wake:)`` leaves for a waiting consumer without waking it.
+    public let quietLimit: Int
 
-    public init() {}
+    /// `quietLimit`: how many events posted with `wake: false` may wait before one wakes the consumer anyway.
+    public init(quietLimit: Int = 64) {
+        self.quietLimit = max(1, quietLimit)
+    }
 
-    /// Adds `event`; wakes the consumer when it waits. Quick and non-blocking: safe on an event loop.
-    public func post(_ event: Event) {
+    /// Adds `event`; wakes the consumer when it waits, unless `wake` is false and fewer than ``quietLimit``
+    /// events wait: an event that needs no prompt answer (a download that ended with nothing to show) is
+    /// then taken with the next one that does, and a run of many small files costs a thread hop per batch,
+    /// not per file. Quick and non-blocking: safe on an event loop.
+    public func post(_ event: Event, wake: Bool = true) {
         let woken: (CheckedContinuation<[Event], Never>, [Event])? = state.withLock { state in
             state.pending.append(event)
-            guard let waiter = state.waiter else { return nil }
+            guard let waiter = state.waiter, wake || state.pending.count >= quietLimit else { return nil }
             state.waiter = nil
             defer { state.pending = [] }
             return (waiter, state.pending)
@@ -47,6 +55,23 @@ public final class EventInbox<Event: Sendable>: Sendable {
             }
             if let batch { continuation.resume(returning: batch) }
         }
+    }
+
+    /// Wakes the consumer when it waits and events are pending (posted with `wake: false`): for a poster
+    /// that learns only after posting that the consumer must answer now (the run's last download ended).
+    public func flush() {
+        let woken: (CheckedContinuation<[Event], Never>, [Event])? = state.withLock { state in
+            guard !state.pending.isEmpty, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            defer { state.pending = [] }
+            return (waiter, state.pending)
+        }
+        if let (waiter, batch) = woken { waiter.resume(returning: batch) }
+    }
+
+    /// Whether the consumer is suspended in ``take()``, waiting for a wake-up (for tests).
+    public var consumerWaits: Bool {
+        state.withLock { $0.waiter != nil }
     }
 
     private func takePending() -> [Event]? {
