@@ -21,6 +21,8 @@ final class CommandRun: Sendable {
     /// The client, once made, so that a stop can shut its loop down before exiting.
     private let clientBox = Mutex<HaulClient?>(nil)
     private let reporter: ProgressReporter
+    /// How the downloads tell the run loop their ends (``run()``).
+    private let inbox = EventInbox<Event>()
     /// The next index for a download of a followed Metalink's file: after the plan's own.
     private let nextFollowedIndex: Mutex<Int>
     /// The destination directory's names before the first download started, for a run of several
@@ -71,7 +73,6 @@ final class CommandRun: Sendable {
         // download, and ends that come while this loop is busy are taken together, with one wake-up. An end
         // with nothing to show (`-q`, a success) does not wake this loop at all: it is taken with the next
         // one that does, or with a full batch (``EventInbox/quietLimit``).
-        let inbox = EventInbox<Event>()
         // The next download starts on the thread that freed its slot (the event loop, mostly), not after a
         // hop to this task and back (``RunSlots``).
         // `-j` bounds the downloads transferring at once. A download whose bytes are all in waits for its
@@ -107,7 +108,12 @@ final class CommandRun: Sendable {
             slots.release(transferring: transferring)
             fill()
             let quiet: Bool
-            if quietEnds, case .success(let result) = result, !result.isMetalink { quiet = true } else { quiet = false }
+            // After a stop signal every end is told at once: the stop waits for finishing downloads' reports.
+            if quietEnds, case .success(let result) = result, !result.isMetalink, !stopping.withLock({ $0 }) {
+                quiet = true
+            } else {
+                quiet = false
+            }
             inbox.post(.ended(index, task, download, result), wake: !quiet)
             // Asked after posting: of two downloads that end at once on two threads, the one that asks last
             // has posted, and it finds the run idle (it stays so: nothing starts once the list is exhausted).
@@ -315,8 +321,12 @@ final class CommandRun: Sendable {
         // run cannot recognise (a `.part` with no journal saying it is whole starts over).
         for (index, task) in tasks where task.currentProgress.phase == .finishing {
             _ = try? await task.value
-            // The run loop (`report(_:index:task:download:)`) reports it, then forgets it.
-            while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
+            // The run loop (`report(_:index:task:download:)`) reports it, then forgets it; woken for an end
+            // posted quietly before the stop.
+            while running.withLock({ $0[index] != nil }) {
+                inbox.flush()
+                try? await Task.sleep(for: .milliseconds(2))
+            }
         }
         let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }
         let notStarted = plan.downloads.count - started.withLock { $0 }

@@ -17,7 +17,7 @@ struct RunSlotsTests {
     }
 
     @Test func transfersAreBoundedByJobsAndFinishingOnesByTheirLimit() {
-        let slots = RunSlots(jobs: 2, finishingLimit: 1)
+        let slots = RunSlots(jobs: 2, finishingLimit: 2)
         let list = List(10)
         #expect(slots.reserve(list.take) == 0)
         #expect(slots.reserve(list.take) == 1)
@@ -26,7 +26,7 @@ struct RunSlotsTests {
         slots.transferEnded()
         #expect(slots.reserve(list.take) == 2, "a download whose bytes are in frees its transfer slot")
         slots.transferEnded()
-        #expect(slots.reserve(list.take) == nil, "the one finishing slot is taken")
+        #expect(slots.reserve(list.take) == nil, "both finishing slots are taken: nothing starts")
         slots.release(transferring: false)
         #expect(slots.reserve(list.take) == 3)
         #expect(!slots.isIdle && !slots.isDone)
