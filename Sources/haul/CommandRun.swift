@@ -169,7 +169,10 @@ final class CommandRun: Sendable {
 
     /// What the run loop hears from a download (by its index in the run): it ended (with the task and the
     /// download, to report it), or it was not started since its file is already complete.
-    private enum Event: Sendable {
+    ///
+    /// Indirect: a payload of a request, a task and a result is one reference to move around, not a dozen
+    /// fields to retain at each copy (posting, batching and taking cost that per file).
+    private indirect enum Event: Sendable {
         case ended(Int, DownloadTask, CommandPlan.Download, Result<DownloadResult, HaulError>)
         case skipped(Int, CommandPlan.Download)
         /// The files of a followed Metalink document all ended, with this status for the lot.
