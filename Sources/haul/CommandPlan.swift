@@ -2,6 +2,7 @@ import Haul
 import HaulCommandLine
 import HaulIO
 import HaulSessions
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -192,8 +193,13 @@ enum TextFile {
 /// file: its entries as checked when the list is short, read again entry by entry when it is long, so that
 /// memory does not grow with the list's length.
 ///
-/// Used by one task at a time (the run loop), hence @unchecked Sendable.
+/// Thread-safe (its state is behind `lock`): the run loop makes downloads ahead (``prepare(upTo:)``) and
+/// whichever thread frees a slot takes the next one.
 final class DownloadList: @unchecked Sendable {
+    private let lock = Mutex(())
+    /// Downloads made ahead, in order: `ready[readyStart...]` come next.
+    private var ready: [(Int, CommandPlan.Download)] = []
+    private var readyStart = 0
     /// How many downloads the list holds (an input file was counted when it was checked).
     let count: Int
     /// A problem met while reading the input file again (it changed since it was checked, or cannot be
@@ -223,6 +229,30 @@ final class DownloadList: @unchecked Sendable {
 
     /// The next download and its index (0-based), or nil when there is none left.
     func next() -> (Int, CommandPlan.Download)? {
+        lock.withLock { _ in
+            guard readyStart < ready.count else { return made() }
+            defer {
+                readyStart += 1
+                if readyStart == ready.count { ready.removeAll(keepingCapacity: true); readyStart = 0 }
+            }
+            return ready[readyStart]
+        }
+    }
+
+    /// Makes the next downloads (their requests, their expected paths) ahead, on the caller's thread, until
+    /// `count` are ready: the run loop does this between batches, so that the thread that starts them (the
+    /// event loop, which runs every transfer) only takes them. One at a time under the lock, so that a
+    /// `next()` meanwhile waits for one at most.
+    func prepare(upTo count: Int) {
+        while lock.withLock({ _ -> Bool in
+            guard ready.count - readyStart < count, let download = made() else { return false }
+            ready.append(download)
+            return true
+        }) {}
+    }
+
+    /// The next download made from the list (under `lock`).
+    private func made() -> (Int, CommandPlan.Download)? {
         let index = position
         guard index < count, error == nil else { return nil }
         if reader == nil {

@@ -121,6 +121,10 @@ final class CommandRun: Sendable {
         }
         /// Metalink documents whose listed files are being downloaded (``follow(_:index:download:)``).
         var following = 0
+        // Downloads made ahead here, between batches: enough for the ends that may come before this loop
+        // is woken again (a batch of quiet ones, and a slot's worth more).
+        let ahead = EventInbox<Event>.defaultQuietLimit + 2 * plan.jobs
+        downloads.prepare(upTo: ahead)
         fill()
         // Every reserved download is `open` until its end (or skip) is taken here.
         while !slots.isDone || following > 0 {
@@ -146,6 +150,7 @@ final class CommandRun: Sendable {
                     if worst == .success { worst = status }
                 }
             }
+            downloads.prepare(upTo: ahead)
         }
         if let error = downloads.error {
             reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)

@@ -20,9 +20,11 @@ public final class EventInbox<Event: Sendable>: Sendable {
     @usableFromInline let state = Mutex(State())
     /// The most events ``post(_:wake:)`` leaves for a waiting consumer without waking it.
     public let quietLimit: Int
+    /// ``quietLimit`` unless the initializer is told otherwise.
+    public static var defaultQuietLimit: Int { 64 }
 
     /// `quietLimit`: how many events posted with `wake: false` may wait before one wakes the consumer anyway.
-    public init(quietLimit: Int = 64) {
+    public init(quietLimit: Int = defaultQuietLimit) {
         self.quietLimit = max(1, quietLimit)
     }
 
