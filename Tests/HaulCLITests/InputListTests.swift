@@ -107,4 +107,23 @@ import Testing
         #expect(!missing.mayHold(directory.file("not-yet") + "/a.bin"))
         #expect(DirectoryListing.snapshot(of: "\(out)/a.bin", limit: 10) == nil, "not a directory")
     }
+
+    /// Downloads made ahead (by the run loop) come out in the list's order, mixed with ones made on demand,
+    /// each once; a list read again behaves the same.
+    @Test func downloadsMadeAheadComeOutInOrderOnce() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let path = try Self.writeList(in: directory)
+        for checked in [try InputList.check(path), try InputList.check(path, holdingAtMost: 0)] {
+            let list = Self.makeList(path, checked)
+            list.prepare(upTo: 2)
+            let first = try #require(list.next())
+            list.prepare(upTo: 5)
+            let rest = [list.next(), list.next(), list.next()]
+            #expect(first.0 == 0 && first.1.request.url == "http://a.example/one")
+            #expect(rest.map { $0?.0 } == [1, 2, nil])
+            #expect(rest.map { $0?.1.request.url } == ["http://b.example/two", "http://d.example/three", nil])
+            list.prepare(upTo: 5)
+            #expect(list.next() == nil && list.error == nil)
+        }
+    }
 }
