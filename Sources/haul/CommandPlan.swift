@@ -2,6 +2,7 @@ import Haul
 import HaulCommandLine
 import HaulIO
 import HaulSessions
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -40,6 +41,8 @@ struct CommandPlan {
     var followedMetalinks: FollowedMetalinks?
     /// `--url-command`: asked for a fresh URL when one expires mid-download.
     var urlCommand: URLCommand?
+    /// The directory downloads are saved into when no path names their file (`-d DIR`, else `.`).
+    var destinationDirectory = "."
 
     /// Whether a download that used one connection can only have done so because the server refused
     /// ranges: more than one connection was asked for, no other download of this run competes for them,
@@ -110,7 +113,8 @@ extension HaulCommand {
             urlsPerDownload = checked.mostURLs
             guard checked.count > 0 else { throw UsageError("\(inputFile) lists no URLs") }
             downloadList = DownloadList(inputFile: inputFile, checked: checked) { entry in
-                maker.download(entry.url, mirrors: entry.mirrors, output: entry.outputName, dir: dir, source: .inputFile)
+                maker.download(entry.url, parsed: entry.parsedURL, mirrors: entry.mirrors, output: entry.outputName, dir: dir,
+                               source: .inputFile)
             }
         } else {
             let given = try DownloadArguments.checkedURLs(urls, parallel: parallel, command: "haul")
@@ -145,6 +149,7 @@ extension HaulCommand {
                                messages: report.progress == .json ? .json : .text, verbose: verbose,
                                skipsExisting: localOutput.skipExisting)
         if metalinkList.followMetalink, let followMaker { plan.followedMetalinks = FollowedMetalinks(maker: followMaker, dir: dir) }
+        plan.destinationDirectory = dir ?? "."
         plan.urlCommand = try download.urlCommand()
         try planOutputHabits(&plan)
         return plan
@@ -188,8 +193,13 @@ enum TextFile {
 /// file: its entries as checked when the list is short, read again entry by entry when it is long, so that
 /// memory does not grow with the list's length.
 ///
-/// Used by one task at a time (the run loop), hence @unchecked Sendable.
+/// Thread-safe (its state is behind `lock`): the run loop makes downloads ahead (``prepare(upTo:)``) and
+/// whichever thread frees a slot takes the next one.
 final class DownloadList: @unchecked Sendable {
+    private let lock = Mutex(())
+    /// Downloads made ahead, in order: `ready[readyStart...]` come next.
+    private var ready: [(Int, CommandPlan.Download)] = []
+    private var readyStart = 0
     /// How many downloads the list holds (an input file was counted when it was checked).
     let count: Int
     /// A problem met while reading the input file again (it changed since it was checked, or cannot be
@@ -219,6 +229,30 @@ final class DownloadList: @unchecked Sendable {
 
     /// The next download and its index (0-based), or nil when there is none left.
     func next() -> (Int, CommandPlan.Download)? {
+        lock.withLock { _ in
+            guard readyStart < ready.count else { return made() }
+            defer {
+                readyStart += 1
+                if readyStart == ready.count { ready.removeAll(keepingCapacity: true); readyStart = 0 }
+            }
+            return ready[readyStart]
+        }
+    }
+
+    /// Makes the next downloads (their requests, their expected paths) ahead, on the caller's thread, until
+    /// `count` are ready: the run loop does this between batches, so that the thread that starts them (the
+    /// event loop, which runs every transfer) only takes them. One at a time under the lock, so that a
+    /// `next()` meanwhile waits for one at most.
+    func prepare(upTo count: Int) {
+        while lock.withLock({ _ -> Bool in
+            guard ready.count - readyStart < count, let download = made() else { return false }
+            ready.append(download)
+            return true
+        }) {}
+    }
+
+    /// The next download made from the list (under `lock`).
+    private func made() -> (Int, CommandPlan.Download)? {
         let index = position
         guard index < count, error == nil else { return nil }
         if reader == nil {
@@ -287,9 +321,10 @@ final class InputList {
     /// small file's body; keeping a list of millions would cost its size in memory for the whole run).
     static let heldSizeLimit = 8 << 20
 
-    /// About what `entry` takes in memory: the struct, and each string's text and heap header.
+    /// About what `entry` takes in memory: the struct, and each string's text and heap header (its parsed
+    /// URL's parts about as long as the URL again).
     static func heldSize(of entry: InputEntry) -> Int {
-        MemoryLayout<InputEntry>.stride + 32 + entry.url.utf8.count
+        MemoryLayout<InputEntry>.stride + 32 + entry.url.utf8.count + (entry.parsedURL == nil ? 0 : 64 + entry.url.utf8.count)
             + entry.mirrors.reduce(0) { $0 + MemoryLayout<String>.stride + 32 + $1.utf8.count }
             + (entry.outputName.map { 32 + $0.utf8.count } ?? 0)
     }

@@ -21,13 +21,25 @@ final class CommandRun: Sendable {
     /// The client, once made, so that a stop can shut its loop down before exiting.
     private let clientBox = Mutex<HaulClient?>(nil)
     private let reporter: ProgressReporter
+    /// How the downloads tell the run loop their ends (``run()``).
+    private let inbox = EventInbox<Event>()
     /// The next index for a download of a followed Metalink's file: after the plan's own.
     private let nextFollowedIndex: Mutex<Int>
+    /// The destination directory's names before the first download started, for a run of several
+    /// downloads that looks for earlier runs' files (nil: each is looked for on its own).
+    private let snapshot: DirectorySnapshot?
 
     init(plan: CommandPlan) {
         self.plan = plan
         reporter = ProgressReporter(style: plan.progress, messages: plan.messages, count: plan.downloads.count)
         nextFollowedIndex = Mutex(plan.downloads.count)
+        // Read once here, before any download creates a file in it: a list into a fresh directory then
+        // makes no `stat` per file (``DirectorySnapshot``). Bounded, so that a list of a few files into a
+        // directory of millions does not read them all.
+        let looksForEarlierRuns = plan.skipsExisting || plan.downloads.source == .inputFile
+        snapshot = plan.downloads.count > 1 && looksForEarlierRuns && !plan.habits.isSingleExchange
+            ? DirectoryListing.snapshot(of: plan.destinationDirectory, limit: max(4096, 2 * plan.downloads.count))
+            : nil
     }
 
     func run() async -> ExitStatus {
@@ -56,53 +68,73 @@ final class CommandRun: Sendable {
             }
         }
         var worst = ExitStatus.success
+        let downloads = plan.downloads
+        // The downloads tell their ends through one inbox, from the thread that ends them: no Swift task per
+        // download, and ends that come while this loop is busy are taken together, with one wake-up. An end
+        // with nothing to show (`-q`, a success) does not wake this loop at all: it is taken with the next
+        // one that does, or with a full batch (``EventInbox/quietLimit``).
+        // The next download starts on the thread that freed its slot (the event loop, mostly), not after a
+        // hop to this task and back (``RunSlots``).
         // `-j` bounds the downloads transferring at once. A download whose bytes are all in waits for its
         // durable commit without holding a slot (commits are grouped: many files share one wait for the
         // disk), up to `finishingLimit` of them, which bounds open files and memory.
-        let finishingLimit = min(256, max(16, plan.jobs * 8))
-        let downloads = plan.downloads
-        // The downloads tell their ends through one inbox, from the thread that ends them: no Swift task per
-        // download, and ends that come while this loop is busy are taken together, with one wake-up.
-        let inbox = EventInbox<Event>()
-        var active: [Int: (task: DownloadTask, download: CommandPlan.Download)] = [:]
-        var transferring = 0
-        var finishing = 0
-        /// Metalink documents whose listed files are being downloaded (``follow(_:index:download:)``).
-        var following = 0
-        /// Starts the next download that is not already complete; false when none is left.
-        func startNext() -> Bool {
-            while !stopping.withLock({ $0 }), let (index, download) = downloads.next() {
-                started.withLock { $0 = index + 1 }
-                if alreadyComplete(download, path: download.expectedPath) {
-                    reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
+        let slots = RunSlots(jobs: plan.jobs, finishingLimit: min(256, max(16, plan.jobs * 8)))
+        let quietEnds = plan.progress == .none && plan.messages == .text && plan.habits.writeOut == nil
+        /// Starts downloads while slots are free and the list has more; each already complete is handed to
+        /// this loop to report (it is not reported here: this may run on the event loop).
+        @Sendable func fill() {
+            while let (index, download) = slots.reserve(stopping: stopping.withLock({ $0 }), downloads.next) {
+                started.withLock { $0 = max($0, index + 1) }
+                if alreadyComplete(download, path: download.expectedPath, listed: snapshot) {
+                    slots.release(transferring: true)
+                    inbox.post(.skipped(index, download))
                     continue
                 }
                 let task = start(download.request, on: client)
                 running.withLock { $0[index] = task }
-                active[index] = (task, download)
                 task.whenTransferEnds { [unowned task] in
                     // Ended already (no durable commit to wait for, or it failed): one event for both.
-                    if let result = task.endResult { return inbox.post(.ended(index, result, transferring: true)) }
-                    inbox.post(.transferEnded(index))
-                    task.whenEnded { result in inbox.post(.ended(index, result, transferring: false)) }
+                    if let result = task.endResult { return ended(index, task, download, result, transferring: true) }
+                    slots.transferEnded()
+                    fill()
+                    task.whenEnded { [unowned task] result in ended(index, task, download, result, transferring: false) }
                 }
-                return true
             }
-            return false
         }
-        func fill() {
-            while transferring < plan.jobs, finishing < finishingLimit, startNext() { transferring += 1 }
+        /// A download ended (on the thread that ended it): its slot goes to the next one, and this loop hears
+        /// of it — at once when it has something to show or when it was the run's last.
+        @Sendable func ended(_ index: Int, _ task: DownloadTask, _ download: CommandPlan.Download,
+                             _ result: Result<DownloadResult, HaulError>, transferring: Bool) {
+            slots.release(transferring: transferring)
+            fill()
+            let quiet: Bool
+            // After a stop signal every end is told at once: the stop waits for finishing downloads' reports.
+            if quietEnds, case .success(let result) = result, !result.isMetalink, !stopping.withLock({ $0 }) {
+                quiet = true
+            } else {
+                quiet = false
+            }
+            inbox.post(.ended(index, task, download, result), wake: !quiet)
+            // Asked after posting: of two downloads that end at once on two threads, the one that asks last
+            // has posted, and it finds the run idle (it stays so: nothing starts once the list is exhausted).
+            if quiet && slots.isIdle { inbox.flush() }
         }
+        /// Metalink documents whose listed files are being downloaded (``follow(_:index:download:)``).
+        var following = 0
+        // Downloads made ahead here, between batches: enough for the ends that may come before this loop
+        // is woken again (a batch of quiet ones, and a slot's worth more).
+        let ahead = EventInbox<Event>.defaultQuietLimit + 2 * plan.jobs
+        downloads.prepare(upTo: ahead)
         fill()
-        while transferring + finishing + following > 0 {
+        // Every reserved download is `open` until its end (or skip) is taken here.
+        while !slots.isDone || following > 0 {
             for event in await inbox.take() {
                 switch event {
-                case .transferEnded:
-                    transferring -= 1
-                    finishing += 1
-                case .ended(let index, let result, let wasTransferring):
-                    if wasTransferring { transferring -= 1 } else { finishing -= 1 }
-                    guard let (task, download) = active.removeValue(forKey: index) else { continue }
+                case .skipped(let index, let download):
+                    slots.reported()
+                    reporter.alreadyComplete(index: index, path: download.expectedPath, url: download.request.url)
+                case .ended(let index, let task, let download, let result):
+                    slots.reported()
                     if case .success(let document) = result, document.isMetalink {
                         running.withLock { _ = $0.removeValue(forKey: index) }
                         reporter.forget(index: index)
@@ -118,7 +150,7 @@ final class CommandRun: Sendable {
                     if worst == .success { worst = status }
                 }
             }
-            fill()
+            downloads.prepare(upTo: ahead)
         }
         if let error = downloads.error {
             reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
@@ -140,11 +172,14 @@ final class CommandRun: Sendable {
         })
     }
 
-    /// What the run loop hears from a download (by its index in the run): its bytes are all in (the next
-    /// one may start), or it ended — `transferring` when both came at once.
-    private enum Event: Sendable {
-        case transferEnded(Int)
-        case ended(Int, Result<DownloadResult, HaulError>, transferring: Bool)
+    /// What the run loop hears from a download (by its index in the run): it ended (with the task and the
+    /// download, to report it), or it was not started since its file is already complete.
+    ///
+    /// Indirect: a payload of a request, a task and a result is one reference to move around, not a dozen
+    /// fields to retain at each copy (posting, batching and taking cost that per file).
+    private indirect enum Event: Sendable {
+        case ended(Int, DownloadTask, CommandPlan.Download, Result<DownloadResult, HaulError>)
+        case skipped(Int, CommandPlan.Download)
         /// The files of a followed Metalink document all ended, with this status for the lot.
         case followed(ExitStatus)
     }
@@ -248,7 +283,8 @@ final class CommandRun: Sendable {
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
     /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
-    private func alreadyComplete(_ download: CommandPlan.Download, path: String) -> Bool {
+    /// `listed`: the destination directory as the run found it; a name it did not hold is not looked for.
+    private func alreadyComplete(_ download: CommandPlan.Download, path: String, listed: DirectorySnapshot? = nil) -> Bool {
         if case .stream = download.request.destination { return false }
         // With -N an existing file is not complete by its name: the conditional request asks the server.
         if download.request.onlyIfChanged && !plan.skipsExisting { return false }
@@ -256,7 +292,8 @@ final class CommandRun: Sendable {
         let allowOverwrite = download.request.replacesExisting
         // Only the checks the verdict can depend on: with a list of thousands of small files, two `stat`
         // calls per file that cannot change the answer are a measurable share of the work.
-        let destinationExists = !allowOverwrite && (skipExisting || fromInputFile) && OutputFile.exists(path)
+        let destinationExists = !allowOverwrite && (skipExisting || fromInputFile)
+            && listed?.mayHold(path) != false && OutputFile.exists(path)
         let partialExists = destinationExists && !skipExisting && OutputFile.exists(WorkingFileNames.partial(of: path))
         let verdict = ExistingDestination.verdict(
             destinationExists: destinationExists, partialExists: partialExists,
@@ -292,8 +329,12 @@ final class CommandRun: Sendable {
         // run cannot recognise (a `.part` with no journal saying it is whole starts over).
         for (index, task) in tasks where task.currentProgress.phase == .finishing {
             _ = try? await task.value
-            // The run loop (`report(_:index:task:download:)`) reports it, then forgets it.
-            while running.withLock({ $0[index] != nil }) { try? await Task.sleep(for: .milliseconds(2)) }
+            // The run loop (`report(_:index:task:download:)`) reports it, then forgets it; woken for an end
+            // posted quietly before the stop.
+            while running.withLock({ $0[index] != nil }) {
+                inbox.flush()
+                try? await Task.sleep(for: .milliseconds(2))
+            }
         }
         let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }
         let notStarted = plan.downloads.count - started.withLock { $0 }

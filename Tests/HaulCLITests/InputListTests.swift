@@ -69,4 +69,61 @@ import Testing
         #expect(Self.urls(of: shortened) == ["http://a.example/one"])
         #expect(shortened.error?.description.contains("changed while it was being downloaded") == true)
     }
+
+    /// Each URL is parsed once, by the list's check: the entry keeps it, and the request the CLI makes of it
+    /// names its file from it and hands it to the engine (``DownloadRequest/parsedURL``).
+    @Test func anEntrysURLIsParsedOnceForItsNameAndItsRequest() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let entries = try #require(try InputList.check(try Self.writeList(in: directory)).entries)
+        let parsed = try #require(entries[0].parsedURL)
+        #expect(parsed == (try HTTPURL("http://a.example/one")))
+        let maker = RequestMaker(replacesExisting: false, ifChangedOnServer: .fail, discardsPartialDownload: false, authorizes: false)
+        let download = maker.download(entries[0].url, parsed: parsed, mirrors: [], output: nil, dir: "/d", source: .inputFile)
+        #expect(download.expectedPath == "/d/one")
+        #expect(download.request.parsedURL == parsed)
+        // Without a parsed URL: the same request and path (the engine parses the text itself).
+        let unparsed = maker.download(entries[0].url, mirrors: [], output: nil, dir: "/d", source: .inputFile)
+        #expect(unparsed.expectedPath == "/d/one" && unparsed.request == download.request && unparsed.request.parsedURL == nil)
+        // The cache follows the text: a request whose URL is changed has none.
+        var changed = download.request
+        changed.url = "http://a.example/other"
+        #expect(changed.parsedURL == nil)
+    }
+
+    /// The destination directory is read once before a list's downloads start (``DirectorySnapshot``): a
+    /// missing directory holds nothing; one with more entries than the limit, or one that cannot be read,
+    /// gives no snapshot (each file is then looked for on its own).
+    @Test func theDestinationDirectoryIsListedOnceWithinALimit() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-dir-listing")
+        let out = try directory.makeSubdirectory("out")
+        for name in ["a.bin", "b.bin.part", ".hidden"] {
+            try "x".write(toFile: "\(out)/\(name)", atomically: false, encoding: .utf8)
+        }
+        let snapshot = try #require(DirectoryListing.snapshot(of: out, limit: 3))
+        #expect(snapshot.mayHold("\(out)/a.bin") && snapshot.mayHold("\(out)/.hidden") && snapshot.mayHold("\(out)/b.bin.part"))
+        #expect(!snapshot.mayHold("\(out)/b.bin") && !snapshot.mayHold("\(out)/c.bin"))
+        #expect(DirectoryListing.snapshot(of: out, limit: 2) == nil, "more entries than the limit: no snapshot")
+        let missing = try #require(DirectoryListing.snapshot(of: directory.file("not-yet"), limit: 2))
+        #expect(!missing.mayHold(directory.file("not-yet") + "/a.bin"))
+        #expect(DirectoryListing.snapshot(of: "\(out)/a.bin", limit: 10) == nil, "not a directory")
+    }
+
+    /// Downloads made ahead (by the run loop) come out in the list's order, mixed with ones made on demand,
+    /// each once; a list read again behaves the same.
+    @Test func downloadsMadeAheadComeOutInOrderOnce() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let path = try Self.writeList(in: directory)
+        for checked in [try InputList.check(path), try InputList.check(path, holdingAtMost: 0)] {
+            let list = Self.makeList(path, checked)
+            list.prepare(upTo: 2)
+            let first = try #require(list.next())
+            list.prepare(upTo: 5)
+            let rest = [list.next(), list.next(), list.next()]
+            #expect(first.0 == 0 && first.1.request.url == "http://a.example/one")
+            #expect(rest.map { $0?.0 } == [1, 2, nil])
+            #expect(rest.map { $0?.1.request.url } == ["http://b.example/two", "http://d.example/three", nil])
+            list.prepare(upTo: 5)
+            #expect(list.next() == nil && list.error == nil)
+        }
+    }
 }

@@ -32,4 +32,44 @@ struct EventInboxTests {
             }
         }
     }
+
+    /// Events that need no prompt answer wait for the next one that does, or for a full batch: the consumer
+    /// is not woken for each.
+    @Test func quietEventsWaitForAWakingOneOrAFullBatch() async throws {
+        let inbox = EventInbox<Int>(quietLimit: 3)
+        inbox.post(0, wake: false)
+        // Events already pending: a take returns them at once, whether they woke anyone or not.
+        #expect(await inbox.take() == [0])
+        let consumer = Task { await inbox.take() }
+        try await Self.waitUntil { inbox.consumerWaits }
+        inbox.post(1, wake: false)
+        inbox.post(2, wake: false)
+        inbox.post(3, wake: true)
+        #expect(await consumer.value == [1, 2, 3], "the waking post brings the quiet ones with it")
+        let second = Task { await inbox.take() }
+        try await Self.waitUntil { inbox.consumerWaits }
+        for event in 4..<7 { inbox.post(event, wake: false) }
+        #expect(await second.value == [4, 5, 6], "the third quiet event fills the batch and wakes the consumer")
+    }
+
+    @Test func aFlushWakesAWaitingConsumerOnlyWhenEventsArePending() async throws {
+        let inbox = EventInbox<Int>(quietLimit: 100)
+        let consumer = Task { await inbox.take() }
+        try await Self.waitUntil { inbox.consumerWaits }
+        inbox.flush()
+        #expect(inbox.consumerWaits, "nothing pending: still waiting")
+        inbox.post(1, wake: false)
+        #expect(inbox.consumerWaits, "a quiet post does not wake it")
+        inbox.flush()
+        #expect(await consumer.value == [1])
+    }
+
+    /// Waits until `condition` holds, for at most 10 s.
+    static func waitUntil(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "condition not met within 10 s")
+            await Task.yield()
+        }
+    }
 }

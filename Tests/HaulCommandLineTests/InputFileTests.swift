@@ -1,7 +1,22 @@
 import Testing
+import Haul
 import HaulCommandLine
 
 @Suite struct InputFileTests {
+    /// The check parses each URL once and keeps it: the file's name and the request reuse it. The parsed URL
+    /// is the URL's (with `http://` added), is not part of the entry's value, and is dropped once `url` changes.
+    @Test func anEntryKeepsItsURLAsParsedUntilTheURLChanges() throws {
+        let entries = try InputFile.parse("h.example/dir/a.bin\thttp://m.example/a.bin\nhttps://u:p@h.example:8443/b?x=1\n")
+        #expect(entries.map(\.parsedURL) == [try HTTPURL("http://h.example/dir/a.bin"), try HTTPURL("https://u:p@h.example:8443/b?x=1")])
+        var entry = try #require(entries.first)
+        #expect(entry == InputEntry(url: "http://h.example/dir/a.bin", mirrors: ["http://m.example/a.bin"], line: 1),
+                "compared without the parsed URL")
+        #expect(entry.hashValue == InputEntry(url: "http://h.example/dir/a.bin", mirrors: ["http://m.example/a.bin"], line: 1).hashValue)
+        entry.url = "http://other.example/c.bin"
+        #expect(entry.parsedURL == nil, "a URL changed since it was parsed is parsed again by whoever needs it")
+        #expect(InputEntry(url: "http://h.example/a.bin", line: 1).parsedURL == nil)
+    }
+
     @Test func parsesURLsMirrorsAndOutputNames() throws {
         let text = """
             # a comment

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Haul  // DownloadResult's memberwise initializer
-import HaulCommandLine
+@testable import HaulCommandLine
 import HaulJournal
 
 /// Everything a reporter wrote, in order.
@@ -180,5 +180,31 @@ private let erase = "\r\u{1B}[K"
         quiet.note(name: "a.iso", "quiet")
         quiet.failed(index: 1, name: "a.iso", error: refused, source: .commandLine)
         #expect(quietOutput.take().count == 1, "with -q only the error is shown")
+    }
+
+    @Test func aPathsFileNameIsItsLastComponent() {
+        #expect(ProgressReporter.fileName("/downloads/a.iso") == "a.iso")
+        #expect(ProgressReporter.fileName("a.iso") == "a.iso")
+        #expect(ProgressReporter.fileName("dir/sub//") == "sub", "trailing slashes are not a component")
+        #expect(ProgressReporter.fileName("a//b") == "b")
+        #expect(ProgressReporter.fileName("/") == "/", "only slashes: the path itself")
+        #expect(ProgressReporter.fileName("") == "")
+        #expect(ProgressReporter.fileName("/tmp/caf\u{E9}/r\u{E9}sum\u{E9} \u{1F600}.txt") == "r\u{E9}sum\u{E9} \u{1F600}.txt")
+        #expect(ProgressReporter.fileName("http://h/x/y.bin") == "y.bin")
+    }
+
+    @Test func terminalTextReplacesControlCharactersAndKeepsPrintableText() {
+        #expect(TerminalText.sanitized("plain name.bin") == "plain name.bin")
+        #expect(TerminalText.sanitized("a\u{1B}[2Jb\nc\u{7F}") == "a?[2Jb?c?")
+        #expect(TerminalText.sanitized("caf\u{E9}\u{85}x") == "caf\u{E9}?x", "C1 controls too")
+    }
+
+    @Test func aQuietTickNamesNothingWithoutANoticeOrAFailedCheckpoint() {
+        // Through the public entry point for tasks: a `-q` tick over downloads with nothing to tell writes
+        // nothing (and, since the snapshot is checked first, makes no name).
+        #expect(!ProgressReporter.hasMessages(snapshot(done: 10)))
+        #expect(ProgressReporter.hasMessages(snapshot(done: 10, notices: ["n"])))
+        let failure = JournalError.io(call: "pwrite", errno: .noSpace, path: "/d/a.part.haul")
+        #expect(ProgressReporter.hasMessages(snapshot(done: 10, checkpointFailure: failure)))
     }
 }

@@ -43,9 +43,11 @@ import Testing
     }
 
     /// The stored properties' names; a result's `headers` are stored as `headerStorage` (the response's fields
-    /// are turned into strings only when read), which is named here by the property it stores.
+    /// are turned into strings only when read), which is named here by the property it stores. A request's
+    /// `parsedURLCache` is its `url` parsed (a cache, not part of the value) and is left out.
     func storedProperties(of value: Any) -> Set<String> {
-        Set(Mirror(reflecting: value).children.compactMap(\.label).map { $0 == "headerStorage" ? "headers" : $0 })
+        Set(Mirror(reflecting: value).children.compactMap(\.label).filter { $0 != "parsedURLCache" }
+            .map { $0 == "headerStorage" ? "headers" : $0 })
     }
 
     // MARK: Requests

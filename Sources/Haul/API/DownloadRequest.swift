@@ -52,6 +52,18 @@ public struct DownloadRequest: Sendable {
 
     /// The URL to fetch.
     public var url: String
+    /// ``url`` parsed already, by a caller that made the request from text it parsed anyway (the CLI parses
+    /// each URL of a list when it checks the list): the engine does not parse it again. Used only while
+    /// ``url`` is the text it was set with; a cache, not part of the request's value (not compared, not
+    /// encoded). Whoever sets it has parsed ``url`` into it.
+    package var parsedURL: HTTPURL? {
+        get {
+            guard let parsedURLCache, parsedURLCache.text == url else { return nil }
+            return parsedURLCache.url
+        }
+        set { parsedURLCache = newValue.map { (url, $0) } }
+    }
+    private var parsedURLCache: (text: String, url: HTTPURL)?
     /// Other URLs of the same resource. Connections start spread over all of them and then move to the ones
     /// measured fastest per connection; one far slower than the fastest (under a quarter of its speed) gets
     /// none of the tail. A failing one is dropped.

@@ -35,7 +35,9 @@ enum DownloadPreparation {
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
         var urls: [HTTPURL] = []
-        for text in [request.url] + request.mirrors {
+        // The URL as its caller parsed it already (the CLI's list): not parsed a second time.
+        if let parsed = request.parsedURL { urls.append(parsed) }
+        for text in (urls.isEmpty ? [request.url] : []) + request.mirrors {
             do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
         }
         let mirrors = MirrorSet(urls: urls, headers: HTTPFields(options.headers + request.headersWithCredentials), userAgent: options.userAgent)

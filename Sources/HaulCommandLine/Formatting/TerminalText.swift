@@ -38,6 +38,8 @@ public enum TerminalText {
     /// `text` with every control character (C0, DEL, C1: newline, escape, ...) replaced by `?`, so a file
     /// name cannot move the cursor, clear the screen or break the line it is printed on.
     public static func sanitized(_ text: String) -> String {
+        // Most names are printable ASCII: nothing to replace, no copy.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             let value = scalar.value

@@ -11,12 +11,38 @@ public struct InputEntry: Sendable, Hashable {
     public var outputName: String?
     /// The 1-based line the entry's URL is on, for messages about it.
     public var line: Int
+    /// ``url`` as the list's parser parsed it when it checked it, so that it is not parsed again for the
+    /// file's name and the request; nil for an entry made with ``init(url:mirrors:outputName:line:)``, or once
+    /// ``url`` was changed. Derived from ``url``: not part of the entry's value (`==` and the hash leave it out).
+    public var parsedURL: HTTPURL? {
+        guard let parsed, parsed.text == url else { return nil }
+        return parsed.url
+    }
+
+    private var parsed: (text: String, url: HTTPURL)?
 
     public init(url: String, mirrors: [String] = [], outputName: String? = nil, line: Int) {
         self.url = url
         self.mirrors = mirrors
         self.outputName = outputName
         self.line = line
+    }
+
+    /// An entry whose `url` is `parsed` (its text as given, with `http://` added when it names no scheme).
+    init(url: String, parsedAs parsed: HTTPURL, line: Int) {
+        self.init(url: url, line: line)
+        self.parsed = (url, parsed)
+    }
+
+    public static func == (lhs: InputEntry, rhs: InputEntry) -> Bool {
+        lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.outputName == rhs.outputName && lhs.line == rhs.line
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(mirrors)
+        hasher.combine(outputName)
+        hasher.combine(line)
     }
 }
 
@@ -102,7 +128,8 @@ public enum InputFile {
                 fieldStart = field.endIndex < line.endIndex ? line.index(after: field.endIndex) : line.endIndex
             }
             let fields = hasTab ? line.split(separator: "\t").map { InputFile.trimmed($0) }.filter { !$0.isEmpty } : [trimmed]
-            var entry = InputEntry(url: try InputFile.checkedURL(fields[0], line: lineNumber), line: lineNumber)
+            let (url, parsed) = try InputFile.parsedURL(fields[0], line: lineNumber)
+            var entry = InputEntry(url: url, parsedAs: parsed, line: lineNumber)
             for field in fields.dropFirst() {
                 if InputFile.isOption(field) {
                     let name = try InputFile.outputName(in: field, line: lineNumber, continuation: false)
@@ -130,13 +157,17 @@ public enum InputFile {
     }
 
     private static func checkedURL(_ text: Substring, line: Int) throws(InputFileError) -> String {
+        try parsedURL(text, line: line).text
+    }
+
+    /// `text` with `http://` added when it names no scheme, and that parsed.
+    private static func parsedURL(_ text: Substring, line: Int) throws(InputFileError) -> (text: String, url: HTTPURL) {
         let url = URLText.withDefaultScheme(String(text))
         do {
-            _ = try HTTPURL(url)
+            return (url, try HTTPURL(url))
         } catch {
             throw InputFileError(line: line, reason: .invalidURL(error))
         }
-        return url
     }
 
     /// `key=value` with a bare option name before the `=` (aria2's option lines), not a URL.

@@ -100,19 +100,38 @@ public final class ProgressReporter: Sendable {
             case .stream, .memory, .directory: path = task.request.url
             }
         }
-        let last = path.split(separator: "/").last.map(String.init) ?? path
-        return TerminalText.sanitized(last)
+        return TerminalText.sanitized(fileName(path))
     }
 
-    /// The last component of `path`.
+    /// The last component of `path` (`path` itself when it has none: empty, or only slashes).
     public static func fileName(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
+        // Found by bytes: splitting the path into Characters cost more than the rest of a tick.
+        let utf8 = path.utf8
+        guard let last = utf8.lastIndex(where: { $0 != UInt8(ascii: "/") }) else { return path }
+        let start = utf8[..<last].lastIndex(of: UInt8(ascii: "/")).map(utf8.index(after:)) ?? utf8.startIndex
+        // Both bounds are next to a `/` (or an end of the text): on scalar boundaries.
+        return String(Substring(path.unicodeScalars[start..<utf8.index(after: last)]))
     }
 
     /// A tick for the running tasks as they are now (one snapshot each).
     public func tick(_ tasks: [Int: DownloadTask]) {
         guard !tasks.isEmpty else { return }
-        tick(tasks.mapValues(ReportedDownload.init))
+        guard style == .none else { return tick(tasks.mapValues(ReportedDownload.init)) }
+        // Nothing is drawn: only a notice or a failed checkpoint is shown, and only the downloads with one
+        // need a name (a `-q` list of thousands of small files names none).
+        var shown: [Int: ReportedDownload] = [:]
+        for (index, task) in tasks {
+            let progress = task.currentProgress
+            guard Self.hasMessages(progress) else { continue }
+            shown[index] = ReportedDownload(name: Self.name(of: task, progress: progress), url: task.request.url,
+                                            progress: progress)
+        }
+        tick(shown)
+    }
+
+    /// Whether `progress` carries something shown whatever the style: a notice or a failed checkpoint.
+    static func hasMessages(_ progress: DownloadProgress) -> Bool {
+        !progress.notices.isEmpty || progress.checkpointFailure != nil
     }
 
     /// One beat of the display, for the running downloads by their index in the run: warnings and notices
@@ -159,7 +178,11 @@ public final class ProgressReporter: Sendable {
     /// The notices of a download that has ended and that no beat showed yet (a download quicker than the
     /// beat: a piece fetched again, a mirror dropped), before its end is reported.
     public func showRemainingNotices(index: Int, task: DownloadTask) {
-        showNotices([index: ReportedDownload(task)])
+        let progress = task.currentProgress
+        // Most downloads end with no notice: then no name is made for one.
+        guard !progress.notices.isEmpty else { return }
+        showNotices([index: ReportedDownload(name: Self.name(of: task, progress: progress), url: task.request.url,
+                                             progress: progress)])
     }
 
     /// A checkpoint that failed (say, no space for the journal) does not stop the download, but a crash

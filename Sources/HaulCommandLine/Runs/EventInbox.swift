@@ -8,21 +8,34 @@ import Synchronization
 /// busy, the next ``take()`` returns them all without suspending, and a burst costs one thread hop, not two
 /// per download.
 public final class EventInbox<Event: Sendable>: Sendable {
-    private struct State {
-        var pending: [Event] = []
+    // Inlinable, so that the runner's calls are specialized for its event type: unspecialized, the generic
+    // code's metadata look-ups and value witnesses cost more per post than the rest of it.
+    @usableFromInline struct State {
+        @usableFromInline var pending: [Event] = []
         /// The consumer, while it waits for the first event of a batch.
-        var waiter: CheckedContinuation<[Event], Never>?
+        @usableFromInline var waiter: CheckedContinuation<[Event], Never>?
+        @usableFromInline init() {}
     }
 
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
+    /// The most events ``post(_:wake:)`` leaves for a waiting consumer without waking it.
+    public let quietLimit: Int
+    /// ``quietLimit`` unless the initializer is told otherwise.
+    public static var defaultQuietLimit: Int { 64 }
 
-    public init() {}
+    /// `quietLimit`: how many events posted with `wake: false` may wait before one wakes the consumer anyway.
+    public init(quietLimit: Int = defaultQuietLimit) {
+        self.quietLimit = max(1, quietLimit)
+    }
 
-    /// Adds `event`; wakes the consumer when it waits. Quick and non-blocking: safe on an event loop.
-    public func post(_ event: Event) {
+    /// Adds `event`; wakes the consumer when it waits, unless `wake` is false and fewer than ``quietLimit``
+    /// events wait: an event that needs no prompt answer (a download that ended with nothing to show) is
+    /// then taken with the next one that does, and a run of many small files costs a thread hop per batch,
+    /// not per file. Quick and non-blocking: safe on an event loop.
+    @inlinable public func post(_ event: Event, wake: Bool = true) {
         let woken: (CheckedContinuation<[Event], Never>, [Event])? = state.withLock { state in
             state.pending.append(event)
-            guard let waiter = state.waiter else { return nil }
+            guard let waiter = state.waiter, wake || state.pending.count >= quietLimit else { return nil }
             state.waiter = nil
             defer { state.pending = [] }
             return (waiter, state.pending)
@@ -32,7 +45,7 @@ public final class EventInbox<Event: Sendable>: Sendable {
 
     /// Every event posted since the last take, oldest first; waits for one when there is none. One consumer
     /// at a time.
-    public func take() async -> [Event] {
+    @inlinable public func take() async -> [Event] {
         // Events waiting already: no suspension at all.
         if let batch = takePending() { return batch }
         return await withCheckedContinuation { (continuation: CheckedContinuation<[Event], Never>) in
@@ -49,7 +62,24 @@ public final class EventInbox<Event: Sendable>: Sendable {
         }
     }
 
-    private func takePending() -> [Event]? {
+    /// Wakes the consumer when it waits and events are pending (posted with `wake: false`): for a poster
+    /// that learns only after posting that the consumer must answer now (the run's last download ended).
+    @inlinable public func flush() {
+        let woken: (CheckedContinuation<[Event], Never>, [Event])? = state.withLock { state in
+            guard !state.pending.isEmpty, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            defer { state.pending = [] }
+            return (waiter, state.pending)
+        }
+        if let (waiter, batch) = woken { waiter.resume(returning: batch) }
+    }
+
+    /// Whether the consumer is suspended in ``take()``, waiting for a wake-up (for tests).
+    public var consumerWaits: Bool {
+        state.withLock { $0.waiter != nil }
+    }
+
+    @usableFromInline func takePending() -> [Event]? {
         state.withLock { state in
             guard !state.pending.isEmpty else { return nil }
             defer { state.pending = [] }

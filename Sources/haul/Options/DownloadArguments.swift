@@ -177,7 +177,17 @@ struct RequestMaker {
 
     /// The download of `url` (with `mirrors`) into `output` (`-o`, `out=NAME`; nil: named by the server) in
     /// `dir`: `-` is standard output, a directory (an existing one, or a path ending in `/`) is saved into.
-    func download(_ url: String, mirrors: [String], output: String?, dir: String?, source: ErrorText.Source) -> CommandPlan.Download {
+    /// `parsed` is `url` parsed already (an input file's entry), so that it is not parsed again here nor by
+    /// the engine.
+    func download(_ url: String, parsed: HTTPURL? = nil, mirrors: [String], output: String?, dir: String?,
+                  source: ErrorText.Source) -> CommandPlan.Download {
+        // Parsed at most once here, and only when something needs it.
+        var parsedOnce = parsed.map { Result<HTTPURL, URLParseError>.success($0) }
+        func parsedURL() -> HTTPURL? {
+            if parsedOnce == nil { parsedOnce = Result { () throws(URLParseError) in try HTTPURL(url) } }
+            return try? parsedOnce?.get()
+        }
+        func nameFromURL() -> String { parsedURL().map(SuggestedFileName.forURL) ?? "index.html" }
         let destination: DownloadRequest.Destination
         switch output {
         case "-": destination = .stream(.standardOutput)  // curl's and wget's `-o -`: in order to stdout
@@ -188,7 +198,7 @@ struct RequestMaker {
             destination = OutputDirectory.means(path) ? .directory(path) : .file(path)
         case nil where onlyIfChanged:
             // The file asked about must be known before the probe: named from the URL, as wget -N names it.
-            destination = .file(Self.join(dir, URLText.fileName(forURL: url) ?? "index.html"))
+            destination = .file(Self.join(dir, nameFromURL()))
         case nil: destination = .directory(dir ?? ".")
         }
         var request = DownloadRequest(url: url, mirrors: mirrors, destination: destination, createsDirectories: true,
@@ -198,7 +208,8 @@ struct RequestMaker {
         request.modifiedSince = modifiedSince
         request.setsRemoteTime = setsRemoteTime
         if case .stream = destination {} else { request.followsMetalink = followsMetalink }
-        if !authorizes, let authorization = Self.authorization(for: url, user: user, netrc: netrc) {
+        if let parsed { request.parsedURL = parsed }
+        if !authorizes, let authorization = Self.authorization(for: url, parsed: parsedURL, user: user, netrc: netrc) {
             request.headers.append(("Authorization", authorization))
         }
         let path: String
@@ -207,7 +218,7 @@ struct RequestMaker {
         case .stream: path = "-"
         case .memory: path = ""   // never made here: the CLI writes files or a stream
         case .directory(let directory):
-            let name = URLText.fileName(forURL: url) ?? "index.html"
+            let name = nameFromURL()
             path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         }
         return CommandPlan.Download(request: request, source: source, expectedPath: path)
@@ -215,12 +226,13 @@ struct RequestMaker {
 
     /// `-u` wins; else the netrc entry for the URL's host (for the URL's own user, when it names one); a
     /// URL with its own password needs neither. The engine sends the result to that URL's origin only.
-    static func authorization(for url: String, user: String?, netrc: Netrc?) -> String? {
+    /// `parsed` gives `url` parsed, asked only when a netrc file is read.
+    static func authorization(for url: String, parsed: () -> HTTPURL? = { nil }, user: String?, netrc: Netrc?) -> String? {
         if let user {
             let parts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             return BasicAuthorization.fieldValue(user: String(parts[0]), password: parts.count > 1 ? String(parts[1]) : "")
         }
-        guard let netrc, let parsed = try? HTTPURL(url), parsed.userInfo?.password == nil,
+        guard let netrc, let parsed = parsed() ?? (try? HTTPURL(url)), parsed.userInfo?.password == nil,
               let found = netrc.credentials(forHost: parsed.host.name, user: parsed.userInfo?.user) else { return nil }
         return BasicAuthorization.fieldValue(user: found.login, password: found.password)
     }
