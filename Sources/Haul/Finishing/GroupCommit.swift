@@ -301,51 +301,60 @@ final class RecentDirtyBytes: Sendable {
     }
 }
 
-/// The per-file outcomes of one batch's data syncs, claimed and filled in by several threads.
+/// The per-file outcomes of one batch's data syncs, claimed and filled in by several threads. Claiming a
+/// file and reporting its sync are atomic counters, not a lock: eight threads whose syncs end together (one
+/// journal commit, one cache flush) would otherwise queue on a mutex, a `futex` each; only the last report
+/// takes the lock, to wake the waiter.
 private final class SyncResults: @unchecked Sendable {
-    // @unchecked Sendable: every field is guarded by `mutex`.
+    // @unchecked Sendable: each slot of `errors` is written by the one thread that claimed its index and read
+    // only after `unfinished` has reached 0 (its last decrement releases those writes, `waitForAll` acquires
+    // them under `mutex`); `done` is guarded by `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var errors: [SystemError?]
-    private var next = 0
-    private var finished = 0
+    private let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let errors: UnsafeMutablePointer<SystemError?>
+    private let count: Int
+    private let next = Atomic<Int>(0)
+    private let unfinished: Atomic<Int>
+    private var done = false
 
     init(count: Int) {
-        errors = Array(repeating: nil, count: count)
+        self.count = count
+        errors = .allocate(capacity: count)
+        errors.initialize(repeating: nil, count: count)
+        unfinished = Atomic(count)
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(done, nil)
+        pthread_cond_init(finished, nil)
     }
 
     deinit {
-        pthread_cond_destroy(done)
+        pthread_cond_destroy(finished)
         pthread_mutex_destroy(mutex)
-        done.deallocate()
+        finished.deallocate()
         mutex.deallocate()
+        errors.deinitialize(count: count)
+        errors.deallocate()
     }
 
     func claim() -> Int? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard next < errors.count else { return nil }
-        next += 1
-        return next - 1
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < count ? index : nil
     }
 
     func finish(_ index: Int, _ error: SystemError?) {
-        pthread_mutex_lock(mutex)
         errors[index] = error
-        finished += 1
-        if finished == errors.count { pthread_cond_broadcast(done) }
+        guard unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        pthread_mutex_lock(mutex)
+        done = true
+        pthread_cond_broadcast(finished)
         pthread_mutex_unlock(mutex)
     }
 
     /// Waits until every file is synced (helpers that start late find nothing left to claim and return).
     func waitForAll() -> [SystemError?] {
         pthread_mutex_lock(mutex)
-        while finished < errors.count { pthread_cond_wait(done, mutex) }
-        let result = errors
+        while !done { pthread_cond_wait(finished, mutex) }
         pthread_mutex_unlock(mutex)
-        return result
+        return Array(UnsafeBufferPointer(start: errors, count: count))
     }
 }
 
