@@ -345,8 +345,9 @@ private final class SyncResults: @unchecked Sendable {
         guard unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
         pthread_mutex_lock(mutex)
         done = true
-        pthread_cond_broadcast(finished)
         pthread_mutex_unlock(mutex)
+        // After the unlock, so that the waiter does not wake only to wait for the mutex.
+        pthread_cond_broadcast(finished)
     }
 
     /// Waits until every file is synced (helpers that start late find nothing left to claim and return).
