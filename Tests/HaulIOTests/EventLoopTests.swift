@@ -23,6 +23,33 @@ struct EventLoopTests {
         #expect(order.withLock { $0 } == Array(0..<100))
     }
 
+    /// A task queued from the loop thread itself writes no wake-up to the loop's eventfd; it must still run,
+    /// after the current batch of events, and not wait for an unrelated event. A chain of tasks, each queued
+    /// by the one before, on an otherwise idle loop: each would hang in `epoll_wait` if the loop missed it.
+    /// A watchdog wakes the loop from outside after a generous deadline, and the test then fails.
+    @Test func tasksQueuedOnTheLoopThreadRunWithoutAWakeUp() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let waiter = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        let finish: @Sendable (Bool) -> Void = { finished in waiter.withLock { $0.take() }?.resume(returning: finished) }
+        let steps = Mutex(0)
+        @Sendable func step() {
+            let count = steps.withLock { $0 += 1; return $0 }
+            if count == 200 { finish(true) } else { loop.execute { step() } }
+        }
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            finish(false)
+            loop.execute {}
+        }
+        let finished = await withCheckedContinuation { continuation in
+            waiter.withLock { $0 = continuation }
+            loop.execute { step() }
+        }
+        watchdog.cancel()
+        #expect(finished, "the chain stopped after \(steps.withLock { $0 }) of 200 tasks")
+    }
+
     @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }

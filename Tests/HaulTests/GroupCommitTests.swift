@@ -195,6 +195,85 @@ import HaulIO
         }
     }
 
+    /// Work handed to `gather`, `start` or `deliver`, kept until the test runs it (a loop's turn, made by hand).
+    final class Deferred: Sendable {
+        let work = Mutex<[@Sendable () -> Void]>([])
+        let calls = Mutex(0)
+        func take(_ body: @escaping @Sendable () -> Void) { work.withLock { $0.append(body) }; calls.withLock { $0 += 1 } }
+        /// Runs what was handed in so far (not what that adds); returns how many.
+        @discardableResult func run() -> Int {
+            let bodies = work.withLock { work in defer { work = [] }; return work }
+            for body in bodies { body() }
+            return bodies.count
+        }
+    }
+
+    /// The files handed in during one turn of the submitting thread (the client's loop) form one batch: the
+    /// first asks for the batch's start once, the others join it, and one thread is started for all of them.
+    @Test func filesHandedInOnOneTurnShareOneBatchStartedOnce() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = Outcomes()
+        let gathered = Deferred(), started = Deferred()
+        let commit = GroupCommit(parallelSyncs: 2, operations: recorder.flushingOperations,
+                                 start: { started.take($0) }, gather: { gathered.take($0) })
+        let names = ["a/1", "a/2", "a/3", "a/4", "b/5"]
+        for name in names { commit.submit(try entry(scratch, name, outcomes: outcomes)) }
+        #expect(gathered.calls.withLock { $0 } == 1, "one start asked for the turn's files")
+        #expect(started.calls.withLock { $0 } == 0 && recorder.log.withLock { $0 }.isEmpty, "nothing starts within the turn")
+
+        #expect(gathered.run() == 1)   // the turn is over
+        #expect(started.calls.withLock { $0 } == 1, "one thread for the batch")
+        // A file handed in while the batch is under way (started, not yet run) joins it: no second start.
+        commit.submit(try entry(scratch, "a/6", outcomes: outcomes))
+        #expect(gathered.calls.withLock { $0 } == 1)
+        #expect(started.run() == 1)
+        #expect(commit.batchCount == 1)
+        let log = recorder.log.withLock { $0 }
+        #expect(log.filter { $0.hasPrefix("syncfs") }.count == 1, "the a/ files share one syncfs: \(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") }.count == 2, "one sync per directory: \(log)")
+        for name in names + ["a/6"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+        }
+
+        // Once the batch is done, the next file asks for a start again.
+        commit.submit(try entry(scratch, "a/7", outcomes: outcomes))
+        #expect(gathered.calls.withLock { $0 } == 2)
+        gathered.run()
+        started.run()
+        #expect(commit.batchCount == 2)
+        guard case .success = outcomes["a/7"] else { Issue.record("a/7: \(String(describing: outcomes["a/7"]))"); return }
+    }
+
+    /// A batch's outcomes go back in one call of `deliver`, after the renames, the directory syncs and the
+    /// journals' removal; a failed file (its `.part` kept) is reported in the same call.
+    @Test func aBatchsOutcomesAreDeliveredTogetherAfterItsDirectorySync() throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        recorder.failSync.withLock { $0 = [scratch.root + "/b/2.part"] }
+        let outcomes = Outcomes()
+        let delivered = Deferred()
+        let commit = GroupCommit(parallelSyncs: 2, operations: recorder.operations, start: { $0() },
+                                 deliver: { delivered.take($0) })
+        commit.commit(try ["a/1", "b/2", "a/3", "b/4"].map { try entry(scratch, $0, outcomes: outcomes) })
+        #expect(delivered.calls.withLock { $0 } == 1)
+        #expect(outcomes.results.withLock { $0 }.isEmpty, "nothing reported before the delivery runs")
+        let log = recorder.log.withLock { $0 }
+        #expect(log.filter { $0.hasPrefix("dirsync") }.count == 2, "\(log)")
+        #expect(!log.contains { $0.hasPrefix("rename \(scratch.root)/b/2.part") }, "never renamed: \(log)")
+
+        delivered.run()
+        #expect(outcomes.results.withLock { $0 }.count == 4)
+        for name in ["a/1", "a/3", "b/4"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+        }
+        guard case .failure(let failure) = outcomes["b/2"], case .disk(let path, _) = failure.reason else {
+            Issue.record("b/2: \(String(describing: outcomes["b/2"]))")
+            return
+        }
+        #expect(path == scratch.root + "/b/2.part")
+    }
+
     // MARK: syncfs
 
     @Test func smallFilesOnOneFileSystemShareOneSyncfsOnTheFirstOpenedThenRenamesThenTheDirectory() throws {

@@ -32,8 +32,9 @@ public final class HaulClient: Sendable {
     package let httpClient: HTTPClient
     let loop: EventLoop
     let budget: ConnectionBudget
-    /// Makes finished files durable in batches shared by all of this client's downloads.
-    let commits = GroupCommit()
+    /// Makes finished files durable in batches shared by all of this client's downloads: the files that finish
+    /// on one turn of the loop start one batch, and a batch's outcomes come back to the loop as one task.
+    let commits: GroupCommit
     /// Where downloads started without a logger of their own log (a logger that drops everything by default).
     public let logger: Logger
     /// Numbers the downloads for their log records (`haul.download.id`).
@@ -59,6 +60,11 @@ public final class HaulClient: Sendable {
         httpClient = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions,
                                 maxIdlePerOrigin: max(16, options.maximumConnections), proxy: options.proxy)
         budget = ConnectionBudget(limit: options.maximumConnections)
+        let loop = self.loop
+        // A file handed in on the loop waits for the end of the loop's turn (the other files finishing in it
+        // join its batch); one handed in elsewhere (after hashing, on a blocking thread) goes at once.
+        commits = GroupCommit(gather: { start in if loop.inEventLoop { loop.execute(start) } else { start() } },
+                              deliver: { loop.execute($0) })
     }
 
     deinit {

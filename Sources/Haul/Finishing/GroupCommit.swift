@@ -7,7 +7,11 @@ import Synchronization
 /// file made many small downloads wait for the disk once or twice each, one after the other.
 ///
 /// Files handed in while a batch is on the disk wait for the next batch, which takes all of them: under load
-/// the batches grow by themselves, and a lone file is committed at once (no timer, no added latency).
+/// the batches grow by themselves, and a lone file is committed at once (no timer, no added latency). A batch
+/// starts when the turn of the thread that handed in its first file is over (``init(parallelSyncs:operations:start:gather:deliver:)``'s
+/// `gather`: the client's event loop runs it after the current batch of events), so the files that finish
+/// on one wake-up of the loop go together, and one thread is woken per batch, not per file. The outcomes of a
+/// batch are handed back together too (`deliver`: one task on the loop for the whole batch).
 /// Each batch, in this order:
 /// 1. makes the data of every file durable, as its ``FlushPlan`` says: the small files sharing a filesystem
 ///    with one `syncfs` of it, the others (large files, a lone file, every file on a kernel older than 5.8)
@@ -39,8 +43,8 @@ final class GroupCommit: @unchecked Sendable {
 
     /// One file waiting for its commit.
     struct Entry: @unchecked Sendable {
-        // @unchecked Sendable: `file` is an `OutputFile` (Sendable); the completion is called once, on a
-        // blocking-work thread, and its owner hops to its own loop.
+        // @unchecked Sendable: `file` is an `OutputFile` (Sendable); the completion is called once, where the
+        // commit's `deliver` runs it (the client's loop, or the commit's thread).
         var file: OutputFile
         var partPath: String
         var destination: String
@@ -91,29 +95,54 @@ final class GroupCommit: @unchecked Sendable {
     let parallelSyncs: Int
     private let operations: Operations
     private let start: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let gather: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let lock = CommitLock()
     private var pending: [Entry] = []
     private var committing = false
+    /// A batch's start is asked for (`gather`) and has not run yet: later files join it without asking again.
+    private var gathering = false
     /// Batches committed so far.
     private var batches = 0
 
-    /// `start` runs work on another thread (``BlockingWork`` unless a test runs it otherwise).
+    /// `start` runs work on another thread (``BlockingWork`` unless a test runs it otherwise). `gather` runs
+    /// the start of a batch once the submitting thread's current turn is over (a client's
+    /// ``HaulIO/EventLoop/execute(_:)``: after the loop's current batch of events, whose finishing files then
+    /// share the batch); by default at once. `deliver` runs a batch's reports, all in one call (the loop's
+    /// `execute` again: one task for the batch instead of one per file); by default at once, on the commit's
+    /// thread.
     init(parallelSyncs: Int = 8, operations: Operations = .system,
-         start: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { BlockingWork.start($0) }) {
+         start: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { BlockingWork.start($0) },
+         gather: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { $0() },
+         deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { $0() }) {
         self.parallelSyncs = max(1, parallelSyncs)
         self.operations = operations
         self.start = start
+        self.gather = gather
+        self.deliver = deliver
     }
 
-    /// Queues `entry` for the next batch; starts that batch unless one is on the disk already.
+    /// Queues `entry` for the next batch; asks for that batch's start (through `gather`) unless one is on the
+    /// disk already (it takes `entry` when it is done) or its start is asked for already.
     func submit(_ entry: Entry) {
-        let startsBatch = lock.withLock { () -> Bool in
+        let asks = lock.withLock { () -> Bool in
             pending.append(entry)
-            guard !committing else { return false }
+            guard !committing, !gathering else { return false }
+            gathering = true
+            return true
+        }
+        if asks { gather { [self] in startBatch() } }
+    }
+
+    /// Starts a batch with every file queued by now, unless one is on the disk already.
+    private func startBatch() {
+        let starts = lock.withLock { () -> Bool in
+            gathering = false
+            guard !committing, !pending.isEmpty else { return false }
             committing = true
             return true
         }
-        if startsBatch { start { [self] in commitWhilePending() } }
+        if starts { start { [self] in commitWhilePending() } }
     }
 
     /// Number of batches committed so far.
@@ -177,9 +206,10 @@ final class GroupCommit: @unchecked Sendable {
         for index in batch.indices {
             if case .success = outcomes[index], let journal = batch[index].journalPath { operations.removeJournal(journal) }
         }
-        for index in batch.indices {
-            batch[index].completion(outcomes[index] ?? .failure(.unexpected("the commit did not decide this file")))
+        let reports = batch.indices.map { index in
+            (batch[index].completion, outcomes[index] ?? .failure(.unexpected("the commit did not decide this file")))
         }
+        deliver { for (completion, outcome) in reports { completion(outcome) } }
     }
 
     /// The plan for `batch`: the facts of each file gathered (what the finished download's size check found,
@@ -271,51 +301,61 @@ final class RecentDirtyBytes: Sendable {
     }
 }
 
-/// The per-file outcomes of one batch's data syncs, claimed and filled in by several threads.
+/// The per-file outcomes of one batch's data syncs, claimed and filled in by several threads. Claiming a
+/// file and reporting its sync are atomic counters, not a lock: eight threads whose syncs end together (one
+/// journal commit, one cache flush) would otherwise queue on a mutex, a `futex` each; only the last report
+/// takes the lock, to wake the waiter.
 private final class SyncResults: @unchecked Sendable {
-    // @unchecked Sendable: every field is guarded by `mutex`.
+    // @unchecked Sendable: each slot of `errors` is written by the one thread that claimed its index and read
+    // only after `unfinished` has reached 0 (its last decrement releases those writes, `waitForAll` acquires
+    // them under `mutex`); `done` is guarded by `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var errors: [SystemError?]
-    private var next = 0
-    private var finished = 0
+    private let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let errors: UnsafeMutablePointer<SystemError?>
+    private let count: Int
+    private let next = Atomic<Int>(0)
+    private let unfinished: Atomic<Int>
+    private var done = false
 
     init(count: Int) {
-        errors = Array(repeating: nil, count: count)
+        self.count = count
+        errors = .allocate(capacity: count)
+        errors.initialize(repeating: nil, count: count)
+        unfinished = Atomic(count)
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(done, nil)
+        pthread_cond_init(finished, nil)
     }
 
     deinit {
-        pthread_cond_destroy(done)
+        pthread_cond_destroy(finished)
         pthread_mutex_destroy(mutex)
-        done.deallocate()
+        finished.deallocate()
         mutex.deallocate()
+        errors.deinitialize(count: count)
+        errors.deallocate()
     }
 
     func claim() -> Int? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard next < errors.count else { return nil }
-        next += 1
-        return next - 1
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < count ? index : nil
     }
 
     func finish(_ index: Int, _ error: SystemError?) {
-        pthread_mutex_lock(mutex)
         errors[index] = error
-        finished += 1
-        if finished == errors.count { pthread_cond_broadcast(done) }
+        guard unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        pthread_mutex_lock(mutex)
+        done = true
         pthread_mutex_unlock(mutex)
+        // After the unlock, so that the waiter does not wake only to wait for the mutex.
+        pthread_cond_broadcast(finished)
     }
 
     /// Waits until every file is synced (helpers that start late find nothing left to claim and return).
     func waitForAll() -> [SystemError?] {
         pthread_mutex_lock(mutex)
-        while finished < errors.count { pthread_cond_wait(done, mutex) }
-        let result = errors
+        while !done { pthread_cond_wait(finished, mutex) }
         pthread_mutex_unlock(mutex)
-        return result
+        return Array(UnsafeBufferPointer(start: errors, count: count))
     }
 }
 

@@ -343,9 +343,12 @@ public final class DownloadTask: @unchecked Sendable {
                 }
                 if loop.inEventLoop { end(result) } else { loop.execute { [self] in end(result) } }
             }
+            // The transfer's end is told after the loop's current batch of events, with the ends of the other
+            // downloads finishing in it: a waiter that starts the next download (the CLI's list runner) is
+            // then woken once for all of them, not once per file.
             DownloadFinishing.start(finished, destination: destination, checksum: request.checksum, setsRemoteTime: request.setsRemoteTime,
                                     synchronizes: client.options.synchronizesToDisk, commits: client.commits,
-                                    transferEnded: endTransfer, report: report)
+                                    transferEnded: { [self] in loop.execute { [self] in endTransfer() } }, report: report)
         case .failed(let error):
             publish(snapshot, phase: .failed)
             // Over the size limit: what was written of a body without a length is no file anybody asked for,

@@ -85,7 +85,9 @@ public final class EventLoop: @unchecked Sendable {
             // One wake-up per batch: later submitters know the loop has not drained the queue yet.
             return work.tasks.count == 1
         }
-        if mustWake { wake() }
+        // The loop thread itself needs no wake-up: it takes the queue after the current batch of events and
+        // does not wait in `epoll_wait` while tasks are queued (``waitTimeoutMilliseconds()``).
+        if mustWake && !inEventLoop { wake() }
     }
 
     /// Runs `body` on the loop thread and returns its result to the awaiting task.

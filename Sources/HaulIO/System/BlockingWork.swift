@@ -51,8 +51,12 @@ final class BlockingThreadPool: @unchecked Sendable {
         jobs.append(job)
         let needsThread = idle == 0 && threads < Self.maximumThreads
         if needsThread { threads += 1 }
-        pthread_cond_signal(wakeUp)
+        let wakes = idle > 0
         pthread_mutex_unlock(mutex)
+        // Signalled after the unlock: a thread woken while the mutex is still held would only block on it
+        // again (a `futex` wait, and a wake at the unlock). A thread that is not waiting yet checks the queue
+        // under the mutex before it waits, so it cannot miss the job.
+        if wakes { pthread_cond_signal(wakeUp) }
         guard needsThread else { return }
         do {
             try PosixThread.spawnDetached(name: "haul-blocking") { [self] in work() }
