@@ -54,6 +54,30 @@ struct EventLoopTests {
         #expect(queue.nextDeadline() == nil)
     }
 
+    /// Slots are used again: an ID whose timer fired or was cancelled must not cancel the slot's next timer, and
+    /// a stale heap entry must not fire it.
+    @Test func staleTimerIDsLeaveTheSlotsNextTimerAlone() {
+        var queue = TimerQueue()
+        var fired: [String] = []
+        let first = queue.schedule(at: MonotonicInstant(nanoseconds: 100)) { fired.append("first") }
+        #expect(queue.cancel(first))
+        let second = queue.schedule(at: MonotonicInstant(nanoseconds: 200)) { fired.append("second") }
+        #expect(second.slot == first.slot, "the freed slot is used again")
+        #expect(!queue.cancel(first), "a cancelled timer's ID cancels nothing")
+        #expect(queue.count == 1)
+        // The first timer's entry (deadline 100) is still in the heap: it must not fire the second's callback.
+        for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 150)) { callback() }
+        #expect(fired.isEmpty)
+        for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 200)) { callback() }
+        #expect(fired == ["second"])
+        let third = queue.schedule(at: MonotonicInstant(nanoseconds: 300)) { fired.append("third") }
+        #expect(!queue.cancel(second), "a fired timer's ID cancels nothing")
+        #expect(queue.nextDeadline() == MonotonicInstant(nanoseconds: 300))
+        #expect(queue.cancel(third))
+        #expect(queue.count == 0)
+        #expect(queue.nextDeadline() == nil)
+    }
+
     @Test func cancelledTimersDoNotPileUpAndTheRestFireInOrder() {
         var queue = TimerQueue()
         var fired: [UInt64] = []
