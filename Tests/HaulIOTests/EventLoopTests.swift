@@ -60,10 +60,12 @@ struct EventLoopTests {
         var queue = TimerQueue()
         var fired: [String] = []
         let first = queue.schedule(at: MonotonicInstant(nanoseconds: 100)) { fired.append("first") }
-        #expect(queue.cancel(first))
+        let cancelledFirst = queue.cancel(first)
+        #expect(cancelledFirst)
         let second = queue.schedule(at: MonotonicInstant(nanoseconds: 200)) { fired.append("second") }
         #expect(second.slot == first.slot, "the freed slot is used again")
-        #expect(!queue.cancel(first), "a cancelled timer's ID cancels nothing")
+        let cancelledAgain = queue.cancel(first)
+        #expect(!cancelledAgain, "a cancelled timer's ID cancels nothing")
         #expect(queue.count == 1)
         // The first timer's entry (deadline 100) is still in the heap: it must not fire the second's callback.
         for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 150)) { callback() }
@@ -71,11 +73,15 @@ struct EventLoopTests {
         for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 200)) { callback() }
         #expect(fired == ["second"])
         let third = queue.schedule(at: MonotonicInstant(nanoseconds: 300)) { fired.append("third") }
-        #expect(!queue.cancel(second), "a fired timer's ID cancels nothing")
-        #expect(queue.nextDeadline() == MonotonicInstant(nanoseconds: 300))
-        #expect(queue.cancel(third))
+        let cancelledFired = queue.cancel(second)
+        #expect(!cancelledFired, "a fired timer's ID cancels nothing")
+        let next = queue.nextDeadline()
+        #expect(next == MonotonicInstant(nanoseconds: 300))
+        let cancelledThird = queue.cancel(third)
+        #expect(cancelledThird)
         #expect(queue.count == 0)
-        #expect(queue.nextDeadline() == nil)
+        let none = queue.nextDeadline()
+        #expect(none == nil)
     }
 
     @Test func cancelledTimersDoNotPileUpAndTheRestFireInOrder() {
