@@ -172,5 +172,14 @@ public func latin1String(_ bytes: some Sequence<UInt8>) -> String {
 public func asciiCaseInsensitiveEquals(_ bytes: some Collection<UInt8>, _ string: String) -> Bool {
     let other = string.utf8
     guard bytes.count == other.count else { return false }
+    // Both sides contiguous (a field's bytes, a native string): compared in place, which is most calls (the
+    // date parser asks for day and month names this way, every response) and far cheaper than the zip.
+    let compared = bytes.withContiguousStorageIfAvailable { left in
+        other.withContiguousStorageIfAvailable { right in
+            for index in 0..<left.count where asciiLowercase(left[index]) != asciiLowercase(right[index]) { return false }
+            return true
+        }
+    }
+    if let compared = compared ?? nil { return compared }
     return zip(bytes, other).allSatisfy { asciiLowercase($0) == asciiLowercase($1) }
 }

@@ -6,6 +6,43 @@ import HaulHTTP
         String(decoding: try head.serialized(), as: UTF8.self)
     }
 
+    /// The serializer copies bytes without making strings; what it sends must be what the string forms
+    /// (`requestTarget`, `hostHeader`, `RangeRequest.headerValue`) spell, for every host kind, port, query,
+    /// target form and range.
+    @Test func serializedBytesMatchTheStringForms() throws {
+        let urls = ["http://example.com/", "http://example.com:80/a?b=c", "https://h:443/x", "https://h:1/x?",
+                    "http://[2001:db8::1]/v6", "http://[::1]:65535/p?q=%20", "http://10.0.0.1:8080/f.iso",
+                    "https://xn--bcher-kva.example/%C3%A9?a=b&c=d"]
+        let ranges: [RangeRequest?] = [nil, .from(0), .from(9), .bytes(0...0), .bytes(100...199),
+                                       .bytes(1_234_567_890_123...9_223_372_036_854_775_806), .suffix(1),
+                                       .suffix(Int64.max), .from(Int64.max)]
+        var checked = 0
+        for text in urls {
+            let url = try HTTPURL(text)
+            for range in ranges {
+                for form in [RequestHead.TargetForm.origin, .absolute] {
+                    for userAgent in ["haul", " haul/1 ", ""] {
+                        var head = RequestHead(url: url, range: range, userAgent: userAgent)
+                        head.targetForm = form
+                        var expected = "GET \(form == .absolute ? "\(url.scheme.rawValue)://\(url.hostHeader)\(url.requestTarget)" : url.requestTarget) HTTP/1.1\r\n"
+                        expected += "Host: \(url.hostHeader)\r\n"
+                        expected += "User-Agent: \(userAgent.trimmingSpaces)\r\n"
+                        expected += "Accept: */*\r\nAccept-Encoding: identity\r\n"
+                        if let range { expected += "Range: \(range.headerValue)\r\n" }
+                        expected += "\r\n"
+                        #expect(try self.text(head) == expected, "\(text) \(String(describing: range)) \(form)")
+                        // Appending keeps what the buffer held.
+                        var buffer: [UInt8] = Array("kept".utf8)
+                        try head.serialize(into: &buffer)
+                        #expect(buffer == Array("kept".utf8) + Array(expected.utf8))
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == urls.count * ranges.count * 2 * 3)
+    }
+
     @Test func serializesMinimalGet() throws {
         let head = RequestHead(url: try HTTPURL("http://example.com/file.iso"))
         #expect(try text(head) == """
@@ -173,5 +210,12 @@ extension RequestHeadTests {
                 #expect(!content.contains(UInt8(ascii: "\r")) && !content.isEmpty)
             }
         }
+    }
+}
+
+private extension String {
+    /// Without leading and trailing spaces (what a field value loses when sent).
+    var trimmingSpaces: String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
 }

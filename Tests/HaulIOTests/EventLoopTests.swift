@@ -81,6 +81,36 @@ struct EventLoopTests {
         #expect(queue.nextDeadline() == nil)
     }
 
+    /// Slots are used again: an ID whose timer fired or was cancelled must not cancel the slot's next timer, and
+    /// a stale heap entry must not fire it.
+    @Test func staleTimerIDsLeaveTheSlotsNextTimerAlone() {
+        var queue = TimerQueue()
+        var fired: [String] = []
+        let first = queue.schedule(at: MonotonicInstant(nanoseconds: 100)) { fired.append("first") }
+        let cancelledFirst = queue.cancel(first)
+        #expect(cancelledFirst)
+        let second = queue.schedule(at: MonotonicInstant(nanoseconds: 200)) { fired.append("second") }
+        #expect(second.slot == first.slot, "the freed slot is used again")
+        let cancelledAgain = queue.cancel(first)
+        #expect(!cancelledAgain, "a cancelled timer's ID cancels nothing")
+        #expect(queue.count == 1)
+        // The first timer's entry (deadline 100) is still in the heap: it must not fire the second's callback.
+        for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 150)) { callback() }
+        #expect(fired.isEmpty)
+        for callback in queue.takeExpired(now: MonotonicInstant(nanoseconds: 200)) { callback() }
+        #expect(fired == ["second"])
+        let third = queue.schedule(at: MonotonicInstant(nanoseconds: 300)) { fired.append("third") }
+        let cancelledFired = queue.cancel(second)
+        #expect(!cancelledFired, "a fired timer's ID cancels nothing")
+        let next = queue.nextDeadline()
+        #expect(next == MonotonicInstant(nanoseconds: 300))
+        let cancelledThird = queue.cancel(third)
+        #expect(cancelledThird)
+        #expect(queue.count == 0)
+        let none = queue.nextDeadline()
+        #expect(none == nil)
+    }
+
     @Test func cancelledTimersDoNotPileUpAndTheRestFireInOrder() {
         var queue = TimerQueue()
         var fired: [UInt64] = []

@@ -342,11 +342,12 @@ struct DownloadStateMachine {
     /// current chain continued at `hop` (keeping its mirror and whether it sent `Range`).
     mutating func send(_ id: Int, first: Int64, end: Int64?, role: SegmentAssignment.Role, hop: HTTPURL? = nil,
                        withoutRange: Bool = false) -> Action {
-        var connection = connections[id]
-        let mirror = hop == nil ? connection.mirror : connection.exchange?.mirror ?? connection.mirror
-        let sendsRange = hop == nil ? !withoutRange : connection.exchange?.sendsRange ?? true
+        // The connection is changed in place: a copy of it (its request, its chain) taken out and stored back
+        // cost more than the rest of this, per request.
+        let mirror = hop == nil ? connections[id].mirror : connections[id].exchange?.mirror ?? connections[id].mirror
+        let sendsRange = hop == nil ? !withoutRange : connections[id].exchange?.sendsRange ?? true
         let target = hop ?? mirrors[mirror].resolved
-        if hop == nil { connection.chain = [target] }
+        if hop == nil { connections[id].chain = [target] }
         let ifRange = role == .ranged ? mirrors[mirror].validators.ifRange : nil
         let range: RangeRequest? = sendsRange ? end.map { .bytes(first...($0 - 1)) } ?? .from(first) : nil
         serial += 1
@@ -355,14 +356,13 @@ struct DownloadStateMachine {
         for field in conditionalFields { head.headers.append(name: Array(field.name.utf8), value: Array(field.value.utf8)) }
         var assignment = SegmentAssignment(
             connection: id, serial: serial, role: role, first: first, end: end, mirror: mirror, url: target,
-            sendsRange: sendsRange, sentIfRange: ifRange != nil, attempt: connection.failuresInRow + 1,
+            sendsRange: sendsRange, sentIfRange: ifRange != nil, attempt: connections[id].failuresInRow + 1,
             head: head)
         assignment.sentConditional = !conditionalFields.isEmpty
-        connection.exchange = assignment
-        connection.activity = .exchanging
-        connection.verdict = .none
-        connection.interruption = nil
-        connections[id] = connection
+        connections[id].exchange = assignment
+        connections[id].activity = .exchanging
+        connections[id].verdict = .none
+        connections[id].interruption = nil
         if let end, role != .mirrorCheck { bytesRequested += end - first }
         return .send(assignment)
     }

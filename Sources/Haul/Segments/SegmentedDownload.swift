@@ -71,9 +71,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             pieceHashes: pieceHashes, refreshesURLs: refresher != nil)
         machine.expectedSize = expectedSize
         machine.followsMetalink = followsMetalink
-        sink.label = machine.fileLabel
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
                          rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
+        sink.label = inspect { $0.fileLabel }
     }
 
     var destination: String { machine.destination }
@@ -83,7 +83,19 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     var runCounters: (bytesRequested: Int64, retries: Int, connections: Int) {
         (machine.bytesRequested, machine.retries, machine.peakConnections)
     }
-    func snapshot() -> Snapshot { machine.snapshot(checkpointFailure: checkpointer?.lastError) }
+    func snapshot() -> Snapshot {
+        let failure = checkpointer?.lastError
+        return inspect { $0.snapshot(checkpointFailure: failure) }
+    }
+
+    /// Reads the machine in place. A method or computed property called on the stored `machine` itself works
+    /// on a copy of all of it (every array, string and reference in it retained, then released), because the
+    /// class's property could change during the call; an `inout` access is exclusive, so nothing is copied.
+    /// `body` must not reach this download (an overlapping access would trap).
+    @inline(__always)
+    private func inspect<Result>(_ body: (inout DownloadStateMachine) -> Result) -> Result {
+        body(&machine)
+    }
 
     // MARK: Entry points
 
@@ -306,13 +318,16 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     }
 
     private func finished() -> Finished {
-        let primary = machine.mirrors.primary
-        return Finished(file: sink.kind == .stream ? nil : sink.file, inMemory: sink.kind == .memory, partPath: machine.fileLabel,
-                        journalPath: journalPath, journaled: machine.journaling || machine.resumedFromJournal,
-                        bytes: machine.total ?? machine.bytesDone, finalURL: primary.resolved, entityTag: primary.validators.entityTag,
-                        lastModified: primary.validators.lastModified, redirects: machine.redirects,
-                        connections: machine.peakConnections, bytesRequested: machine.bytesRequested, retries: machine.retries,
-                        response: machine.response, representationDigests: machine.integrity.representationDigests)
+        let file = sink.kind == .stream ? nil : sink.file, inMemory = sink.kind == .memory
+        return inspect { machine in
+            let primary = machine.mirrors.primary
+            return Finished(file: file, inMemory: inMemory, partPath: machine.fileLabel,
+                            journalPath: machine.journalPath, journaled: machine.journaling || machine.resumedFromJournal,
+                            bytes: machine.total ?? machine.bytesDone, finalURL: primary.resolved, entityTag: primary.validators.entityTag,
+                            lastModified: primary.validators.lastModified, redirects: machine.redirects,
+                            connections: machine.peakConnections, bytesRequested: machine.bytesRequested, retries: machine.retries,
+                            response: machine.response, representationDigests: machine.integrity.representationDigests)
+        }
     }
 
     // MARK: SegmentWorkerHost
@@ -346,14 +361,14 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         switch try resolveName(head, url) {
         case .fresh(let destination, let file, let created):
             machine.name(destination)
-            sink.label = machine.fileLabel
+            sink.label = inspect { $0.fileLabel }
             sink.adopt(file, knownEmpty: created.part)
             machine.noteCreated(created)
             return machine.acceptProbe(decision, head: head, on: connection)
         case .resume(let destination, let journal, let state, let file):
             // An earlier run left this very file half done: continue it instead of this response.
             machine.name(destination)
-            sink.label = machine.fileLabel
+            sink.label = inspect { $0.fileLabel }
             sink.adopt(file)
             machine.retire(connection)
             resumeJournal = journal

@@ -139,6 +139,23 @@ public struct RangeRequest: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Appends ``headerValue``'s bytes to `buffer`, without making the string.
+    func appendHeaderValue(to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: "bytes=".utf8)
+        switch form {
+        case let .from(first):
+            appendDecimal(first, to: &buffer)
+            buffer.append(UInt8(ascii: "-"))
+        case let .closed(first, last):
+            appendDecimal(first, to: &buffer)
+            buffer.append(UInt8(ascii: "-"))
+            appendDecimal(last, to: &buffer)
+        case let .suffix(length):
+            buffer.append(UInt8(ascii: "-"))
+            appendDecimal(length, to: &buffer)
+        }
+    }
+
     /// Same as `headerValue`.
     public var description: String { headerValue }
 }

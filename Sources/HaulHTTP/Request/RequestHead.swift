@@ -131,7 +131,13 @@ public struct RequestHead: Sendable {
             userSetsAccept = userSetsAccept || lowercased == "accept"
             userSetsProxyAuthorization = userSetsProxyAuthorization || lowercased == "proxy-authorization"
         }
-        if !userSetsUserAgent { try Self.validate(name: "User-Agent".utf8, value: userAgent.utf8) }
+        if !userSetsUserAgent {
+            // What `validate(name:value:)` checks of it (the name is a token): in place, not through the generic view.
+            var userAgent = userAgent
+            guard userAgent.withUTF8({ $0.allSatisfy { $0 == 0x09 || !FieldSyntax.isControl($0) } }) else {
+                throw RequestHeadError(.invalidHeaderValue(name: "User-Agent"))
+            }
+        }
         let proxyAuthorization = userSetsProxyAuthorization ? nil : self.proxyAuthorization
         if let proxyAuthorization { try Self.validate(name: "Proxy-Authorization".utf8, value: proxyAuthorization.utf8) }
         var ifRangeValue: [UInt8]?
@@ -146,23 +152,71 @@ public struct RequestHead: Sendable {
         }
         if ifRangeValue != nil, range == nil { throw RequestHeadError(.ifRangeWithoutRange) }
 
-        // Everything is validated: from here on nothing throws, so the buffer is never half-written.
-        buffer.append(contentsOf: method.rawValue.utf8)
+        // Everything is validated: from here on nothing throws, so the buffer is never half-written. The
+        // bytes are copied from contiguous storage (no per-byte appends, no temporary strings): a small file's
+        // request is built twice (checked when prepared, sent), and this is a good share of its cost.
+        buffer.reserveCapacity(buffer.count + 160 + url.path.utf8.count + (url.query?.utf8.count ?? 0)
+                               + userAgent.utf8.count + Int(headers.entriesOffset) + 4 * headers.count)
+        Self.append(method.rawValue, to: &buffer)
         buffer.append(UInt8(ascii: " "))
-        buffer.append(contentsOf: (targetForm == .absolute ? url.absoluteRequestTarget : url.requestTarget).utf8)
-        buffer.append(contentsOf: " HTTP/1.1\r\n".utf8)
-        Self.appendField("Host", url.hostHeader.utf8, to: &buffer)
-        if !userSetsUserAgent { Self.appendField("User-Agent", Self.trimmed(userAgent.utf8), to: &buffer) }
-        if !userSetsAccept { Self.appendField("Accept", "*/*".utf8, to: &buffer) }
-        Self.appendField("Accept-Encoding", "identity".utf8, to: &buffer)
-        if let range { Self.appendField("Range", range.headerValue.utf8, to: &buffer) }
+        if targetForm == .absolute {
+            Self.append(url.scheme.rawValue, to: &buffer)
+            Self.appendLiteral("://", to: &buffer)
+            Self.appendHost(of: url, to: &buffer)
+        }
+        Self.append(url.path, to: &buffer)
+        if let query = url.query {
+            buffer.append(UInt8(ascii: "?"))
+            Self.append(query, to: &buffer)
+        }
+        Self.appendLiteral(" HTTP/1.1\r\nHost: ", to: &buffer)
+        Self.appendHost(of: url, to: &buffer)
+        Self.appendLiteral("\r\n", to: &buffer)
+        if !userSetsUserAgent {
+            var userAgent = userAgent
+            userAgent.withUTF8 { Self.appendField("User-Agent", Self.trimmed($0), to: &buffer) }
+        }
+        if !userSetsAccept { Self.appendLiteral("Accept: */*\r\n", to: &buffer) }
+        Self.appendLiteral("Accept-Encoding: identity\r\n", to: &buffer)
+        if let range {
+            Self.appendLiteral("Range: ", to: &buffer)
+            range.appendHeaderValue(to: &buffer)
+            Self.appendLiteral("\r\n", to: &buffer)
+        }
         if let ifRangeValue { Self.appendField("If-Range", ifRangeValue, to: &buffer) }
-        if closeConnection { Self.appendField("Connection", "close".utf8, to: &buffer) }
+        if closeConnection { Self.appendLiteral("Connection: close\r\n", to: &buffer) }
         if let proxyAuthorization { Self.appendField("Proxy-Authorization", Self.trimmed(proxyAuthorization.utf8), to: &buffer) }
         for index in 0..<headers.count {
             Self.appendField(headers.name(at: index), Self.trimmed(headers.value(at: index)), to: &buffer)
         }
-        buffer.append(contentsOf: "\r\n".utf8)
+        Self.appendLiteral("\r\n", to: &buffer)
+    }
+
+    /// The `Host` header value (``HTTPURL/hostHeader``) without making it a string first.
+    private static func appendHost(of url: HTTPURL, to buffer: inout [UInt8]) {
+        if url.host.kind == .ipv6 {
+            buffer.append(UInt8(ascii: "["))
+            append(url.host.name, to: &buffer)
+            buffer.append(UInt8(ascii: "]"))
+        } else {
+            append(url.host.name, to: &buffer)
+        }
+        if !url.isDefaultPort {
+            buffer.append(UInt8(ascii: ":"))
+            appendDecimal(UInt64(url.port), to: &buffer)
+        }
+    }
+
+    /// Appends a string's UTF-8 bytes in one copy (a native string's storage is contiguous; a bridged or
+    /// lazily made one is made contiguous on this copy of it first).
+    static func append(_ text: String, to buffer: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { buffer.append(contentsOf: $0) }
+    }
+
+    /// Appends a literal's bytes (named apart from `append(_:to:)`: a literal would pick the `String` overload).
+    private static func appendLiteral(_ text: StaticString, to buffer: inout [UInt8]) {
+        text.withUTF8Buffer { buffer.append(contentsOf: $0) }
     }
 
     /// Names must be tokens; values may hold visible characters, SP, HTAB and obs-text but no other
@@ -192,7 +246,32 @@ public struct RequestHead: Sendable {
         buffer.append(contentsOf: "\r\n".utf8)
     }
 
-    private static func appendField(_ name: String, _ value: some Collection<UInt8>, to buffer: inout [UInt8]) {
-        appendField(name.utf8, value, to: &buffer)
+    private static func appendField(_ name: StaticString, _ value: some Collection<UInt8>, to buffer: inout [UInt8]) {
+        appendLiteral(name, to: &buffer)
+        appendLiteral(": ", to: &buffer)
+        buffer.append(contentsOf: value)
+        appendLiteral("\r\n", to: &buffer)
     }
+}
+
+/// Appends `value` in decimal ASCII digits, as `String(value)` would spell it.
+func appendDecimal(_ value: UInt64, to buffer: inout [UInt8]) {
+    guard value > 0 else { return buffer.append(UInt8(ascii: "0")) }
+    var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes hold UInt64.max's 20 digits
+    var count = 0
+    var rest = value
+    withUnsafeMutableBytes(of: &digits) { bytes in
+        while rest > 0 {
+            count += 1
+            bytes[32 - count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(32 - count)...]))
+    }
+}
+
+/// Appends `value` in decimal ASCII digits, a minus sign first when negative.
+func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
+    if value < 0 { buffer.append(UInt8(ascii: "-")) }
+    appendDecimal(value.magnitude, to: &buffer)
 }

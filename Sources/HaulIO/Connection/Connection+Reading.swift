@@ -43,7 +43,7 @@ extension Connection {
     func startReadingOnLoop(splicing splice: (() -> Int64)?, readsNow: Bool,
                             _ handler: @escaping (ConnectionReadEvent) -> ReadDecision) {
         precondition(loop.inEventLoop, "Connection.startReadingOnLoop must be called on the loop thread")
-        if let terminalError {
+        if isTerminated, let terminalError {
             _ = handler(.failed(terminalError))
             return
         }
@@ -66,7 +66,7 @@ extension Connection {
     ) {
         precondition(loop.inEventLoop, "Connection.readOnLoop must be called on the loop thread")
         precondition(buffer.count > 0, "Connection.readOnLoop needs a non-empty buffer")
-        if let terminalError {
+        if isTerminated, let terminalError {
             completion(.failure(terminalError))
             return
         }
@@ -169,7 +169,7 @@ extension Connection {
         defer { isPerformingReads = false }
         let generation = readerGeneration
         for _ in 0..<Connection.readsPerWakeUp {
-            guard terminalError == nil, readerGeneration == generation else { return }
+            guard !isTerminated, readerGeneration == generation else { return }
             do {
                 switch reader {
                 case .idle:

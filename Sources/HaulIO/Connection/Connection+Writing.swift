@@ -6,7 +6,7 @@ extension Connection {
     public func writeOnLoop(_ bytes: [UInt8], completion: @escaping (ConnectionError?) -> Void) {
         precondition(loop.inEventLoop, "Connection.writeOnLoop must be called on the loop thread")
         precondition(writer == nil, "Connection to \(host):\(port) already has a write in progress")
-        if let terminalError {
+        if isTerminated, let terminalError {
             completion(terminalError)
             return
         }
@@ -38,7 +38,7 @@ extension Connection {
     // MARK: Machinery
 
     func performWrites() {
-        while terminalError == nil, var pending = writer {
+        while !isTerminated, var pending = writer {
             let attempt = pending.bytes.withUnsafeBytes { all in
                 Result { () throws(ConnectionError) in
                     try writeOnce(from: UnsafeRawBufferPointer(rebasing: all[pending.offset...]))

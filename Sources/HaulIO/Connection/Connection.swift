@@ -69,7 +69,11 @@ public final class Connection: @unchecked Sendable {
     var isPerformingReads = false
     var writer: PendingWrite?
     var writeNeedsReadable = false
-    var terminalError: ConnectionError?
+    /// Set once, when the connection fails or is closed; later operations report it.
+    private(set) var terminalError: ConnectionError?
+    /// Whether ``terminalError`` is set. The hot paths ask this several times per request; testing the
+    /// optional error itself copied it (its strings retained and released) each time.
+    private(set) var isTerminated = false
     /// The peer finished sending (FIN or close_notify was delivered to a reader).
     var peerFinished = false
     var lastProgress = MonotonicInstant.now()
@@ -202,7 +206,7 @@ public final class Connection: @unchecked Sendable {
     /// Whether the connection has been closed or has failed.
     public var isClosedOnLoop: Bool {
         precondition(loop.inEventLoop, "Connection.isClosedOnLoop must be read on the loop thread")
-        return terminalError != nil
+        return isTerminated
     }
 
     /// Whether an idle connection (no read or write pending) still looks reusable: the peer has not closed or
@@ -211,7 +215,7 @@ public final class Connection: @unchecked Sendable {
     /// Loop thread only.
     public func isReusableOnLoop() -> Bool {
         precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
-        guard terminalError == nil, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
+        guard !isTerminated, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
         let peeked: IOResult<Int>
         do {
             peeked = try socket.peekByte()
@@ -238,14 +242,14 @@ public final class Connection: @unchecked Sendable {
     /// ``close()`` for callers already on the loop thread; takes effect immediately.
     public func closeOnLoop() {
         precondition(loop.inEventLoop, "Connection.closeOnLoop must be called on the loop thread")
-        guard terminalError == nil else { return }
+        guard !isTerminated else { return }
         if handshake == nil { tls?.shutdown() }
         fail(ConnectionError(kind: .closed, host: host, port: port))
     }
 
     /// Makes `error` terminal: releases the socket and reports `error` to every pending operation.
     func fail(_ error: ConnectionError) {
-        guard terminalError == nil else { return }
+        guard !isTerminated else { return }
         terminate(with: error)
         let pendingHandshake = handshake
         let pendingReader = reader
@@ -265,6 +269,7 @@ public final class Connection: @unchecked Sendable {
 
     private func terminate(with error: ConnectionError) {
         terminalError = error
+        isTerminated = true
         if let timer = handshake?.timer { loop.cancelTimer(timer) }
         if let timer = idleTimer { loop.cancelTimer(timer) }
         idleTimer = nil
@@ -289,7 +294,7 @@ public final class Connection: @unchecked Sendable {
     /// level-triggered epoll would report it over and over while nobody is listening. Any other interest
     /// (`.writable`, which is nearly always ready) is removed as soon as nothing waits for it.
     func updateInterest(releasingIdle: Bool = false) {
-        guard terminalError == nil else { return }
+        guard !isTerminated else { return }
         var wanted: IOEvents = []
         if let handshake {
             wanted = handshake.waitsFor
@@ -337,7 +342,7 @@ public final class Connection: @unchecked Sendable {
     /// Starts the idle watchdog when an operation begins waiting. The timer is re-armed lazily from
     /// `lastProgress` instead of being rescheduled on every read, which would cost a heap operation per read.
     func armIdleTimer(operationWasIdle: Bool) {
-        guard let limit = options.timeouts.idle, terminalError == nil else { return }
+        guard let limit = options.timeouts.idle, !isTerminated else { return }
         if operationWasIdle { noteProgress() }
         guard idleTimer == nil else { return }
         idleTimer = loop.scheduleTimer(at: lastProgress.advanced(by: limit)) { [self] in idleTimerFired(limit) }

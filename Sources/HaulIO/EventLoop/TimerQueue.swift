@@ -1,6 +1,9 @@
 /// Identifies a scheduled timer so it can be cancelled.
 public struct TimerID: Sendable, Hashable {
+    /// The timer's serial number, never reused.
     let rawValue: UInt64
+    /// Where the queue keeps its callback while it is scheduled.
+    let slot: Int32
 }
 
 /// A min-heap of deadlines with lazy cancellation. Confined to the event loop thread, which is why it is neither
@@ -8,10 +11,16 @@ public struct TimerID: Sendable, Hashable {
 ///
 /// Cancelling only drops the callback; the heap entry is discarded when it reaches the top. That keeps `cancel`
 /// O(1), which matters because idle and connect timers are cancelled far more often than they fire.
+///
+/// Callbacks live in slots, found from a timer's ID without hashing: a request schedules and cancels a few
+/// timers (its head deadline, the connection's idle watchdog, its completion on the next turn), and keeping
+/// them in a dictionary cost more than the heap. A slot is used again once its timer fired or was cancelled;
+/// it records which timer holds it, so a stale heap entry or ID never reaches the slot's next timer.
 struct TimerQueue {
     private struct Entry {
         let deadline: MonotonicInstant
         let id: UInt64
+        let slot: Int32
 
         /// Equal deadlines fire in scheduling order.
         func firesBefore(_ other: Entry) -> Bool {
@@ -19,12 +28,19 @@ struct TimerQueue {
         }
     }
 
+    private struct Slot {
+        /// The timer holding the slot; 0 when it is free.
+        var id: UInt64 = 0
+        var callback: (() -> Void)?
+    }
+
     private var heap: [Entry] = []
-    private var callbacks: [UInt64: () -> Void] = [:]
+    private var slots: [Slot] = []
+    private var freeSlots: [Int32] = []
     private var nextID: UInt64 = 1
 
     /// The number of timers that are scheduled and not cancelled.
-    var count: Int { callbacks.count }
+    private(set) var count = 0
     /// Entries held, cancelled ones included (for tests of the compaction).
     var heldEntries: Int { heap.count }
 
@@ -32,26 +48,49 @@ struct TimerQueue {
     mutating func schedule(at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> TimerID {
         let id = nextID
         nextID += 1
-        callbacks[id] = callback
-        heap.append(Entry(deadline: deadline, id: id))
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+            slots[Int(slot)] = Slot(id: id, callback: callback)
+        } else {
+            slot = Int32(slots.count)
+            slots.append(Slot(id: id, callback: callback))
+        }
+        count += 1
+        heap.append(Entry(deadline: deadline, id: id, slot: slot))
         siftUp(from: heap.count - 1)
-        return TimerID(rawValue: id)
+        return TimerID(rawValue: id, slot: slot)
     }
 
     /// Cancels a timer; returns `false` if it already fired or was cancelled.
     @discardableResult
     mutating func cancel(_ timer: TimerID) -> Bool {
-        guard callbacks.removeValue(forKey: timer.rawValue) != nil else { return false }
+        guard take(slot: timer.slot, id: timer.rawValue) != nil else { return false }
         // Cancelled entries far from the top (a 30 s idle timer per request) would otherwise pile up, one
         // per request, until their deadlines pass: thousands of small downloads grew the heap by as many.
         // Rebuilding once they outnumber live timers 4 to 1 keeps it bounded, at O(1) amortized per cancel.
-        if heap.count > 64, heap.count > 4 * callbacks.count { compact() }
+        if heap.count > 64, heap.count > 4 * count { compact() }
         return true
+    }
+
+    /// The callback of timer `id` if it still holds `slot`, which is freed.
+    private mutating func take(slot: Int32, id: UInt64) -> (() -> Void)? {
+        let index = Int(slot)
+        guard index >= 0, index < slots.count, slots[index].id == id, let callback = slots[index].callback else { return nil }
+        slots[index] = Slot()
+        freeSlots.append(slot)
+        count -= 1
+        return callback
+    }
+
+    private func isLive(_ entry: Entry) -> Bool {
+        slots[Int(entry.slot)].id == entry.id
     }
 
     /// Drops every cancelled entry and restores the heap order.
     private mutating func compact() {
-        heap.removeAll { callbacks[$0.id] == nil }
+        let slots = slots
+        heap.removeAll { slots[Int($0.slot)].id != $0.id }
         var index = heap.count / 2
         while index > 0 {
             index -= 1
@@ -62,7 +101,7 @@ struct TimerQueue {
     /// The earliest deadline that will still fire, dropping cancelled entries on the way.
     mutating func nextDeadline() -> MonotonicInstant? {
         while let top = heap.first {
-            if callbacks[top.id] != nil { return top.deadline }
+            if isLive(top) { return top.deadline }
             popTop()
         }
         return nil
@@ -74,7 +113,7 @@ struct TimerQueue {
         var due: [() -> Void] = []
         while let top = heap.first, top.deadline <= now {
             popTop()
-            if let callback = callbacks.removeValue(forKey: top.id) { due.append(callback) }
+            if let callback = take(slot: top.slot, id: top.id) { due.append(callback) }
         }
         return due
     }

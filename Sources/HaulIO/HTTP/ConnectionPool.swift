@@ -22,9 +22,17 @@ public final class ConnectionPool: @unchecked Sendable {
         let origin: HTTPOrigin
         let proxy: ProxyURL?
         let identity: ConnectionIdentity
+
+        /// Only the origin is hashed: a client's keys differ in it almost always, and hashing the network
+        /// settings (resolve and connect-to lists, interface) twice per request cost more than the rest of the
+        /// checkout. Equality still compares every part, so no connection is handed out across identities.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(origin)
+        }
     }
 
-    /// Idle connections by key, each with the moment it came back, the most recent last.
+    /// Idle connections by key, each with the moment it came back, the most recent last. A key whose
+    /// connections were all taken keeps its empty list (and its capacity): the next return needs no new one.
     private var idle: [Key: [(connection: HTTPConnection, returned: MonotonicInstant)]] = [:]
 
 
@@ -39,8 +47,8 @@ public final class ConnectionPool: @unchecked Sendable {
     func takeIdleOnLoop(_ origin: HTTPOrigin, proxy: ProxyURL? = nil, identity: ConnectionIdentity = ConnectionIdentity()) -> HTTPConnection? {
         precondition(loop.inEventLoop)
         let key = Key(origin: origin, proxy: proxy, identity: identity)
-        while var connections = idle[key], let entry = connections.popLast() {
-            idle[key] = connections.isEmpty ? nil : connections
+        // Popped in place: copying the list out and storing it back made a new array per checkout.
+        while let entry = idle[key]?.popLast() {
             let connection = entry.connection
             // Always peeked, however recently it came back (one `recv` per reuse, as curl's liveness check):
             // bytes a server sent after its response unasked — a response sent twice, a body longer than its
@@ -56,13 +64,11 @@ public final class ConnectionPool: @unchecked Sendable {
     func returnOnLoop(_ connection: HTTPConnection) {
         precondition(loop.inEventLoop)
         let key = Key(origin: connection.origin, proxy: connection.proxy, identity: connection.identity)
-        var connections = idle[key, default: []]
-        guard connections.count < maxIdlePerOrigin, !connection.isClosedOnLoop else {
+        guard (idle[key]?.count ?? 0) < maxIdlePerOrigin, !connection.isClosedOnLoop else {
             connection.transport.closeOnLoop()
             return
         }
-        connections.append((connection, MonotonicInstant.now()))
-        idle[key] = connections
+        idle[key, default: []].append((connection, MonotonicInstant.now()))
     }
 
     func noteOpenedOnLoop() {
