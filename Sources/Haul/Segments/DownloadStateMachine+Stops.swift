@@ -95,11 +95,14 @@ extension DownloadStateMachine {
         return [log, .stopConnections, .stopTimers, .releaseConnections(keeping: 0)]
     }
 
+    /// Body bytes written into the file in this run.
+    var bodyBytesWritten: Int64 { max(bytesDone, planner?.written.count ?? 0) }
+
     /// What a stop now removes (``EarlyStopCleanup``): empty unless no body byte was written yet.
     var earlyStopCleanup: EarlyStopCleanup {
         guard sink == .file else { return EarlyStopCleanup() }
         return EarlyStopCleanup.decide(.init(created: created, resumed: resumeState != nil,
-                                             bytesWritten: max(bytesDone, planner?.written.count ?? 0),
+                                             bytesWritten: bodyBytesWritten,
                                              partPath: partPath, journalPath: journalPath))
     }
 

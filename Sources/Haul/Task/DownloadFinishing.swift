@@ -41,7 +41,8 @@ enum DownloadFinishing {
             transferEnded()
             let entry = GroupCommit.Entry(
                 file: file, partPath: finished.partPath, destination: destination,
-                journalPath: finished.journaled ? finished.journalPath : nil, completion: { report($0.map { nil }) })
+                journalPath: finished.journaled ? finished.journalPath : nil, completion: { report($0.map { nil }) },
+                finalNameIsNew: finished.finalNameIsNew)
             if checksum != nil || !finished.representationDigests.isEmpty {
                 BlockingWork.start {
                     do throws(HaulError) {
@@ -87,11 +88,12 @@ enum DownloadFinishing {
         return bytes
     }
 
-    /// Checks the `.part` file against the expected checksum and the servers' `Repr-Digest` claims, in one
-    /// read of it; nothing to do without either.
+    /// Checks the file against the expected checksum and the servers' `Repr-Digest` claims, in one read of
+    /// it through its open descriptor (a file without a name has no path); nothing to do without either.
     static func verify(_ finished: SegmentedDownload.Finished, checksum: Checksum?) throws(HaulError) {
         try check(finished, checksum: checksum) { algorithms throws(SystemError) in
-            try FileDigest.hexes(of: finished.partPath, algorithms: algorithms)
+            guard let file = finished.file else { return try FileDigest.hexes(of: finished.partPath, algorithms: algorithms) }
+            return try FileDigest.hexes(of: file.fileDescriptor, algorithms: algorithms)
         }
     }
 
@@ -122,8 +124,12 @@ enum DownloadFinishing {
         try verify(finished, checksum: checksum)
         do {
             if synchronizes { try file.synchronize() }
-            try OutputFile.rename(finished.partPath, to: destination)
-            // The rename is durable only once the directory is: without this a power cut could bring back
+        } catch {
+            throw .disk(path: destination, error)
+        }
+        try FinalNaming.name(file, partPath: finished.partPath, destination: destination, mustBeNew: finished.finalNameIsNew)
+        do {
+            // The name is durable only once the directory is: without this a power cut could bring back
             // `.part` (or nothing) after haul said the file was there.
             if synchronizes { try OutputFile.synchronizeDirectory(containing: destination) }
         } catch {

@@ -296,7 +296,8 @@ public final class DownloadTask: @unchecked Sendable {
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
                 pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
-                followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher, logger: logger)
+                followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher,
+                finalNameIsNew: prepared.finalNameIsNew, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -412,6 +413,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// The journal and the partial file of this download, in that order; none for a stream or memory.
     /// `run` is the download that was running, if any (it knows the paths of a directory download).
     private func workingFiles(run: SegmentedDownload?) -> [String] {
+        // A file without a name leaves nothing on disk; a `.part` or journal there now is another download's.
+        if let run, run.writesUnnamed { return [] }
         switch request.destination {
         case .memory, .stream:
             return []   // nothing on disk: an in-memory file goes with its download, a stream is the caller's
