@@ -13,8 +13,8 @@ import Synchronization
 ///    with one `syncfs` of it, the others (large files, a lone file, every file on a kernel older than 5.8)
 ///    with an `fdatasync` each, in parallel (several threads, so the file system can merge the journal
 ///    commits those syncs need) and before the `syncfs`;
-/// 2. renames each file whose data is durable from its `.part` name to its final name — a final name only
-///    ever appears for complete, synced data;
+/// 2. renames each file whose data is durable from its `.part` name to its final name (a file without a name
+///    is linked to it instead; ``FinalNaming``) — a final name only ever appears for complete, synced data;
 /// 3. syncs each distinct directory of the batch once, so the renames survive a power cut;
 /// 4. removes the journals of the files now durable, and reports every file.
 ///

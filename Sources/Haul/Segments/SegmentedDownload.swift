@@ -66,7 +66,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.refresher = refresher
         self.finalNameIsNew = finalNameIsNew
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
-                        partKnownEmpty: created.part && resume == nil, label: "")
+                        partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
         machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
@@ -374,7 +374,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             self.finalNameIsNew = finalNameIsNew
             machine.name(destination)
             sink.label = machine.fileLabel
-            sink.adopt(file, knownEmpty: created.part)
+            sink.adopt(file, knownEmpty: created.part || created.unnamed)
             machine.noteCreated(created)
             return machine.acceptProbe(decision, head: head, on: connection)
         case .resume(let destination, let journal, let state, let file):
