@@ -117,6 +117,25 @@ import HaulTestSupport
         #expect(contents(path + ".part").map { sameBytes($0, resource.bytes) } == true, "the downloaded bytes are kept")
     }
 
+    /// A checksum that does not match fails the finish; the bytes stay as `NAME.part`, as they always have.
+    @Test(arguments: [false, true])
+    func aChecksumMismatchKeepsTheBytesAsPart(synchronizes: Bool) async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/u.bin"
+        let server = try MisbehavingServer(resource: resource)
+        defer { server.stop() }
+        let request = DownloadRequest(url: server.url("/u.bin"), destination: .file(path),
+                                      checksum: try Checksum("sha256=" + String(repeating: "0", count: 64)))
+        let (outcome, _) = try await runToEnd(request, options: options(synchronizes: synchronizes), within: .seconds(120))
+        guard case .failure(let error) = outcome, case .checksumMismatch = error.reason else {
+            Issue.record("expected a checksum mismatch, got \(outcome)")
+            return
+        }
+        #expect(entries(directory) == ["u.bin.part"])
+        #expect(contents(path + ".part").map { sameBytes($0, resource.bytes) } == true)
+    }
+
     /// With `--allow-overwrite` the named path is taken, as before: a file there is replaced.
     @Test func anAllowedOverwriteStillReplaces() async throws {
         let directory = try scratchDirectory()
