@@ -28,6 +28,8 @@ enum WorkingFileChoice: Equatable, Sendable {
         var replacesExisting = false
         /// The request asks the server whether the file changed (`-N`, `-z`): it may replace the file there.
         var asksFirst = false
+        /// The client allows it (``DownloadOptions/writesUnnamedFiles``).
+        var allowed = true
         /// The process may open files without a name in the destination's directory (``HaulIO/OutputFile/mayOpenUnnamed(in:)``).
         var mayOpenUnnamed = true
         /// Whether `NAME.part` exists; nil when not looked at yet.
@@ -35,7 +37,7 @@ enum WorkingFileChoice: Equatable, Sendable {
     }
 
     static func decide(_ facts: Facts) -> WorkingFileChoice {
-        guard facts.onDisk, !facts.destinationIsWorkingName, !facts.replacesExisting, !facts.asksFirst,
+        guard facts.allowed, facts.onDisk, !facts.destinationIsWorkingName, !facts.replacesExisting, !facts.asksFirst,
               facts.mayOpenUnnamed else { return .named }
         switch facts.partialExists {
         case nil: return .lookForPartial

@@ -47,7 +47,7 @@ enum DownloadPreparation {
         case .file(let path):
             let parent = OutputFile.directory(containing: path)
             let asksFirst = request.onlyIfChanged || request.modifiedSince != nil
-            if let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: asksFirst) {
+            if options.writesUnnamedFiles, let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: asksFirst) {
                 // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
                 if OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil, resume: nil, file: unnamed,
@@ -217,19 +217,24 @@ enum DownloadPreparation {
     /// `claimant` is the download's number in ``DestinationClaims``: the name is claimed before its `.part`
     /// is opened.
     /// `primary` is the request's URL, parsed when it was prepared (``Prepared/mirrors``).
-    static func nameResolver(directory: String, request: DownloadRequest, primary: HTTPURL, claimant: Int) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
-        { head, url in try resolveName(in: directory, head: head, url: url, request: request, primary: primary, claimant: claimant) }
+    /// `writesUnnamedFiles`: ``DownloadOptions/writesUnnamedFiles``.
+    static func nameResolver(directory: String, request: DownloadRequest, primary: HTTPURL, claimant: Int,
+                             writesUnnamedFiles: Bool = true) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
+        { head, url in
+            try resolveName(in: directory, head: head, url: url, request: request, primary: primary, claimant: claimant,
+                            writesUnnamedFiles: writesUnnamedFiles)
+        }
     }
 
     /// Names a directory download once the probe's head is in: the suggested name, checked against an
     /// existing file and an interrupted download of the same name. Runs on the loop; its file-system calls
     /// are a `stat` and, rarely, reading a journal of a few KiB.
     static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest,
-                            primary: HTTPURL, claimant: Int) throws(HaulError) -> SegmentedDownload.NameResolution {
+                            primary: HTTPURL, claimant: Int, writesUnnamedFiles: Bool = true) throws(HaulError) -> SegmentedDownload.NameResolution {
         let name = SuggestedFileName.forResponse(head, url: url)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         try DestinationClaims.claim(path, owner: claimant)
-        if let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: request.modifiedSince != nil) {
+        if writesUnnamedFiles, let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: request.modifiedSince != nil) {
             // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
             if OutputFile.exists(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: unnamed,

@@ -291,7 +291,10 @@ public final class DownloadTask: @unchecked Sendable {
             let download = SegmentedDownload(
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
-                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner) },
+                resolveName: prepared.directory.map {
+                    DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner,
+                                                     writesUnnamedFiles: client.options.writesUnnamedFiles)
+                },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,

@@ -18,6 +18,7 @@ import Testing
     }
 
     @Test(arguments: [
+        Facts(allowed: false),
         Facts(onDisk: false),
         Facts(destinationIsWorkingName: true),
         Facts(replacesExisting: true),
