@@ -162,8 +162,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .openPartialFile(let length):
             do { try sink.openPartial(partPath, length: length) } catch { return failed(error) }
         case .startJournal(let firstCheckpoint):
-            // A journal describes a `.part`: the file takes its name before the first record.
-            do { try nameWorkingFile() } catch { return failed(error) }
+            // A journal describes a `.part`: the file takes its name before the first record. (Failing while
+            // stopping — a pause whose `.part` name another download took meanwhile — must not drop the end
+            // that follows: there is just no journal then.)
+            do { try nameWorkingFile() } catch { return machine.isStopped ? true : failed(error) }
             guard let file = sink.file, let state = machine.journalState(createdAt: Int64(time(nil)), checksum: checksum) else { return true }
             checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
             if firstCheckpoint {
