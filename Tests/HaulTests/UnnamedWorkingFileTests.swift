@@ -91,6 +91,22 @@ import HaulTestSupport
         #expect(contents(path).map { sameBytes($0, resource.bytes) } == true)
     }
 
+    /// A pause whose `.part` name another program took meanwhile cannot keep a journal; it still ends, and
+    /// the other file is left alone.
+    @Test func aPauseWhosePartNameIsTakenStillEnds() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/u.bin"
+        let (task, server) = try await held(.file(path), options: options())
+        defer { server.stop() }
+        _ = try #require(await downloading(task, atLeast: 64 << 10))
+        FileManager.default.createFile(atPath: path + ".part", contents: Data("another's".utf8))
+        try await task.pause()
+        #expect(task.currentProgress.phase == .paused)
+        #expect(contents(path + ".part") == Array("another's".utf8))
+        #expect(!FileManager.default.fileExists(atPath: path + ".part.haul"))
+    }
+
     /// Another program creates the destination while the download runs: it is not replaced; the download
     /// fails as "destination exists" and keeps its complete bytes as `NAME.part`. For a file without a name
     /// (`linkat`), and for a named `.part` (`renameat2(RENAME_NOREPLACE)`; a `.part` from an earlier run
