@@ -9,7 +9,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +67,24 @@ int haul_sync_file_range(int fd, int64_t offset, int64_t nbytes, unsigned int fl
 int haul_syncfs(int fd) { return syncfs(fd); }
 
 int haul_memfd_create(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
+
+int haul_open_unnamed(const char *directory, unsigned int mode) {
+    return open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, (mode_t)mode);
+}
+
+int haul_link_descriptor(int fd, const char *path) {
+    char source[40];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+}
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+
+int haul_rename_noreplace(const char *from, const char *to) {
+    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
 
 int haul_set_thread_name(unsigned long thread, const char *name) { return pthread_setname_np((pthread_t)thread, name); }
 

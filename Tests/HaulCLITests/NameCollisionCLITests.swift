@@ -127,7 +127,9 @@ import HaulTestSupport
         defer { other.stop() }
         let first = Process()
         first.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
-        first.arguments = ["--no-sync", "-o", directory.file("x"), server.url("/x")]
+        // A file larger than one checkpoint window has its `.part` (and journal) from its first response: a file
+        // without a name (below) has no `.part` to protect.
+        first.arguments = ["--no-sync", "--checkpoint-bytes", "1M", "-o", directory.file("x"), server.url("/x")]
         first.standardError = FileHandle.nullDevice
         first.standardOutput = FileHandle.nullDevice
         try first.run()
@@ -143,6 +145,64 @@ import HaulTestSupport
         #expect(first.terminationStatus == 0)
         #expect(contents(directory.file("x")).map { sameBytes($0, victimBytes.bytes) } == true, "x is not the first run's")
         #expect(entries(directory.path) == ["x"])
+    }
+
+    /// While one `haul` writes `x` into a file without a name, nothing of it is on disk to protect: a second
+    /// `haul` may finish `x.part`, and the first still ends with its own complete `x`.
+    @Test func aSecondHaulMayNameXPartWhileTheFirstHasNoName() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-cli-names")
+        let server = try MisbehavingServer(resource: victimBytes)
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 256 << 10)
+        let other = try MisbehavingServer(resource: intruderBytes)
+        defer { other.stop() }
+        let first = Process()
+        first.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
+        first.arguments = ["--no-sync", "-o", directory.file("x"), server.url("/x")]
+        first.standardError = FileHandle.nullDevice
+        first.standardOutput = FileHandle.nullDevice
+        try first.run()
+        defer { if first.isRunning { first.terminate(); first.waitUntilExit() } }
+        try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the first run never started")
+        #expect(entries(directory.path).isEmpty, "the first run's file has no name")
+
+        let second = try haul(["-o", directory.file("x.part"), other.url("/y")]) { _ in }
+        server.release()
+        first.waitUntilExit()
+        #expect(second.status == 0, "\(second.errorText)")
+        #expect(first.terminationStatus == 0)
+        #expect(contents(directory.file("x")).map { sameBytes($0, victimBytes.bytes) } == true, "x is the first run's")
+        #expect(contents(directory.file("x.part")).map { sameBytes($0, intruderBytes.bytes) } == true, "x.part is the second run's")
+        #expect(entries(directory.path) == ["x", "x.part"])
+    }
+
+    /// Another program creates `x` while `haul` downloads it: exit 9, `x` untouched, the bytes kept as `x.part`
+    /// (with `--no-sync` and durable).
+    @Test(arguments: [["--no-sync"], []])
+    func aDestinationCreatedMeanwhileIsExit9AndTheBytesAreKept(mode: [String]) throws {
+        let directory = try TemporaryDirectory(prefix: "haul-cli-names")
+        let server = try MisbehavingServer(resource: victimBytes)
+        defer { server.stop() }
+        server.hold(afterBodyBytes: 256 << 10)
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
+        run.arguments = mode + ["-o", directory.file("x"), server.url("/x")]
+        let errors = Pipe()
+        run.standardError = errors
+        run.standardOutput = FileHandle.nullDevice
+        try run.run()
+        defer { if run.isRunning { run.terminate(); run.waitUntilExit() } }
+        try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the run never started")
+        #expect(entries(directory.path).isEmpty, "no .part while the body arrives")
+        FileManager.default.createFile(atPath: directory.file("x"), contents: Data("someone else's".utf8))
+        server.release()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 9, "\(errorText)")
+        #expect(errorText.contains("already exists"), "\(errorText)")
+        #expect(contents(directory.file("x")) == Array("someone else's".utf8))
+        #expect(contents(directory.file("x.part")).map { sameBytes($0, victimBytes.bytes) } == true, "the bytes are kept")
+        #expect(entries(directory.path) == ["x", "x.part"])
     }
 }
 

@@ -30,6 +30,16 @@ ssize_t haul_getxattr(const char *path, const char *name, void *value, size_t si
 int haul_syncfs(int fd);
 /// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file in memory (glibc declares it only under _GNU_SOURCE).
 int haul_memfd_create(const char *name);
+/// `open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, mode)`: a new regular file in `directory` with no name
+/// yet (glibc defines `O_TMPFILE` only under _GNU_SOURCE); -1 with errno otherwise.
+int haul_open_unnamed(const char *directory, unsigned int mode);
+/// `linkat(AT_FDCWD, "/proc/self/fd/FD", AT_FDCWD, path, AT_SYMLINK_FOLLOW)`: gives the open file `fd` the
+/// name `path`, never replacing one (`EEXIST`). Needs no privilege (`AT_EMPTY_PATH` would need
+/// CAP_DAC_READ_SEARCH), only `/proc`.
+int haul_link_descriptor(int fd, const char *path);
+/// `renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)` by its syscall number (older glibc lacks the
+/// wrapper): `EEXIST` when `to` exists; `EINVAL` on a filesystem without the flag, `ENOSYS` on an old kernel.
+int haul_rename_noreplace(const char *from, const char *to);
 /// `pthread_setname_np` is a GNU extension, invisible to Swift without _GNU_SOURCE.
 int haul_set_thread_name(unsigned long thread, const char *name);
 /// Routes SIGINT, SIGTERM and SIGHUP to one byte (the signal number) written to `fd`, so that a thread can

@@ -12,11 +12,15 @@ struct EarlyStopCleanup: Equatable, Sendable {
         var part = false
         /// Directories this run created for it, outermost first.
         var directories: [String] = []
+        /// The download writes into a file without a name (``WorkingFileChoice/unnamed``) that has not been
+        /// given its `.part` name: nothing of it is on disk to remove, and a `NAME.part` or journal there now
+        /// is another download's.
+        var unnamed = false
 
         /// Both, `other`'s after this one's (a directory download learns its name, and may create the
         /// directory again, after preparing).
         func merged(with other: Created) -> Created {
-            Created(part: part || other.part, directories: directories + other.directories)
+            Created(part: part || other.part, directories: directories + other.directories, unnamed: unnamed || other.unnamed)
         }
     }
 
@@ -45,12 +49,12 @@ struct EarlyStopCleanup: Equatable, Sendable {
         // files are an earlier run's progress, whatever this run managed.
         guard facts.bytesWritten == 0, !facts.resumed else { return EarlyStopCleanup() }
         var cleanup = EarlyStopCleanup()
-        if !facts.journalPath.isEmpty {
+        if !facts.created.unnamed, !facts.journalPath.isEmpty {
             // Not a resume: any journal there now was started by this run (one found stale was removed when
             // the run prepared), and it records no byte.
             cleanup.journal = facts.journalPath
         }
-        if facts.created.part, !facts.partPath.isEmpty { cleanup.part = facts.partPath }
+        if facts.created.part, !facts.created.unnamed, !facts.partPath.isEmpty { cleanup.part = facts.partPath }
         // A `.part` that was there before lives in a directory that was there before: the list is empty
         // then. Only empty directories are ever removed.
         cleanup.directories = facts.created.directories

@@ -65,6 +65,10 @@ public struct DownloadOptions: Sendable {
     /// chunked and close-delimited bodies, streams, memory destinations and rate-limited downloads are always
     /// read. Turn it off to work around a kernel or file system whose `splice` misbehaves.
     public var splicesBodies: Bool = true
+    /// Whether a fresh download may write into a file without a name until it needs one
+    /// (``WorkingFileChoice``). The session daemon turns it off: it recognises a finished file after a crash by
+    /// the inode of its `NAME.part`, which a file without a name does not have until its finish.
+    package var writesUnnamedFiles = true
     /// Where connections go and from where, beyond what the URL says — curl's `--resolve`, `--connect-to`,
     /// `-4`/`-6` and `--interface` (`NetworkSettings`); TLS and `Host` keep the URL's host. The client
     /// certificate (`--cert`/`--key`) is `TLSSettings.clientCertificate` in ``tls``. Pooled keep-alive

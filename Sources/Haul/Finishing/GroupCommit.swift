@@ -17,8 +17,8 @@ import Synchronization
 ///    with one `syncfs` of it, the others (large files, a lone file, every file on a kernel older than 5.8)
 ///    with an `fdatasync` each, in parallel (several threads, so the file system can merge the journal
 ///    commits those syncs need) and before the `syncfs`;
-/// 2. renames each file whose data is durable from its `.part` name to its final name — a final name only
-///    ever appears for complete, synced data;
+/// 2. renames each file whose data is durable from its `.part` name to its final name (a file without a name
+///    is linked to it instead; ``FinalNaming``) — a final name only ever appears for complete, synced data;
 /// 3. syncs each distinct directory of the batch once, so the renames survive a power cut;
 /// 4. removes the journals of the files now durable, and reports every file.
 ///
@@ -50,8 +50,11 @@ final class GroupCommit: @unchecked Sendable {
         var destination: String
         /// The journal to remove once the file is durable under its final name (nil: none was written).
         var journalPath: String?
-        /// Called once with the outcome; a failure is a ``HaulError/disk(path:_:)``.
+        /// Called once with the outcome; a failure is a ``HaulError/disk(path:_:)``, or
+        /// ``HaulError/Reason/destinationExists(path:)`` when the name was taken meanwhile (``FinalNaming``).
         var completion: @Sendable (Result<Void, HaulError>) -> Void
+        /// The final name may not replace a file that appeared there since the start (``FinalNaming``).
+        var finalNameIsNew = false
     }
 
     /// The system calls a batch makes, replaceable for tests.
@@ -63,6 +66,12 @@ final class GroupCommit: @unchecked Sendable {
         /// Syncs the directory itself (its path, not a file in it).
         var syncDirectory: @Sendable (String) throws(SystemError) -> Void
         var removeJournal: @Sendable (String) -> Void
+        /// Names a file without a name (``FinalNaming``): `EEXIST` when the name is taken.
+        var link: @Sendable (OutputFile, String) throws(SystemError) -> Void = { file, name throws(SystemError) in try file.link(to: name) }
+        /// Renames without replacing (``FinalNaming``): `EEXIST` when the name is taken.
+        var renameWithoutReplacing: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void = { from, to throws(SystemError) in
+            try OutputFile.renameWithoutReplacing(from, to: to)
+        }
         /// Whether a batch may flush a filesystem with `syncfs` (the kernel reports write-back errors through
         /// it, see ``FlushPlan/syncfsReportsErrors(kernelRelease:)``); false: every file gets its `fdatasync`.
         var flushesFileSystems = false
@@ -173,14 +182,24 @@ final class GroupCommit: @unchecked Sendable {
         // 2. Renames, only of files whose data is durable.
         var renamedByDirectory: [String: [Int]] = [:]
         var directories: [String] = []
+        // (A file without a name is linked instead, never replacing: see ``FinalNaming``.)
+        var linked = Set<Int>()
         for index in batch.indices where outcomes[index] == nil {
             let entry = batch[index]
+            let unnamed = entry.file.isUnnamed
             do throws(SystemError) {
-                try operations.rename(entry.partPath, entry.destination)
+                try FinalNaming.name(entry.file, partPath: entry.partPath, destination: entry.destination, mustBeNew: entry.finalNameIsNew,
+                                     link: operations.link, renameWithoutReplacing: operations.renameWithoutReplacing,
+                                     rename: operations.rename)
+            } catch where error.errno == EEXIST {
+                FinalNaming.keepBytes(of: entry.file)
+                outcomes[index] = .failure(.destinationExists(path: entry.destination))
+                continue
             } catch {
                 outcomes[index] = .failure(.disk(path: entry.destination, error))
                 continue
             }
+            if unnamed { linked.insert(index) }
             let directory = OutputFile.directory(containing: entry.destination)
             if renamedByDirectory[directory] == nil { directories.append(directory) }
             renamedByDirectory[directory, default: []].append(index)
@@ -195,8 +214,13 @@ final class GroupCommit: @unchecked Sendable {
             } catch {
                 for index in indices {
                     let entry = batch[index]
-                    // Back to the `.part` name, so that nothing claims to be complete and a rerun resumes.
-                    try? operations.rename(entry.destination, entry.partPath)
+                    // Back to the `.part` name, so that nothing claims to be complete and a rerun resumes. (A
+                    // linked file never had one: it takes it only if no other download's `.part` is there.)
+                    if linked.contains(index) {
+                        try? operations.renameWithoutReplacing(entry.destination, entry.partPath)
+                    } else {
+                        try? operations.rename(entry.destination, entry.partPath)
+                    }
                     outcomes[index] = .failure(.disk(path: entry.destination, error))
                 }
             }

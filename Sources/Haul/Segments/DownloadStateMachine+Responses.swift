@@ -285,4 +285,10 @@ extension DownloadStateMachine {
         created = created.merged(with: more)
         fileOpen = true
     }
+
+    /// The file without a name got its `.part` name (``SegmentedDownload``): this run created that `.part`.
+    mutating func noteWorkingFileNamed() {
+        created.part = true
+        created.unnamed = false
+    }
 }

@@ -16,7 +16,7 @@ extension DownloadStateMachine {
             [LogKey.reason: "\(error)", "haul.bytes": "\(done)"]
         }))
         let cleanup = earlyStopCleanup
-        if !cleanup.isEmpty {
+        if !cleanup.isEmpty || stopsUnnamedBeforeFirstByte {
             // Nothing was written: no checkpoint to make, and what this run created goes again.
             actions.append(.end(.failed(error), after: .removing(cleanup)))
         } else if journaling, let planner {
@@ -58,7 +58,7 @@ extension DownloadStateMachine {
         // Neither a stream nor memory keeps what it has: a resume of either starts over.
         let resumable = bytesDone == 0 || (rangesSupported && sink == .file)
         let cleanup = earlyStopCleanup
-        if !cleanup.isEmpty {
+        if !cleanup.isEmpty || stopsUnnamedBeforeFirstByte {
             // Paused before the first body byte: there is nothing to resume, so nothing stays behind.
             actions.append(.end(.paused(resumable: resumable), after: .removing(cleanup)))
             return actions
@@ -95,11 +95,18 @@ extension DownloadStateMachine {
         return [log, .stopConnections, .stopTimers, .releaseConnections(keeping: 0)]
     }
 
+    /// A file without a name (``WorkingFileChoice/unnamed``) with nothing written: it leaves nothing, and
+    /// needs no journal (its cleanup is empty, yet the stop is as early as one that removes a `.part`).
+    var stopsUnnamedBeforeFirstByte: Bool { created.unnamed && bodyBytesWritten == 0 }
+
+    /// Body bytes written into the file in this run.
+    var bodyBytesWritten: Int64 { max(bytesDone, planner?.written.count ?? 0) }
+
     /// What a stop now removes (``EarlyStopCleanup``): empty unless no body byte was written yet.
     var earlyStopCleanup: EarlyStopCleanup {
         guard sink == .file else { return EarlyStopCleanup() }
         return EarlyStopCleanup.decide(.init(created: created, resumed: resumeState != nil,
-                                             bytesWritten: max(bytesDone, planner?.written.count ?? 0),
+                                             bytesWritten: bodyBytesWritten,
                                              partPath: partPath, journalPath: journalPath))
     }
 

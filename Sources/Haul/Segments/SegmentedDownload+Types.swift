@@ -28,6 +28,9 @@ extension SegmentedDownload {
         var response: ResponseHead?
         /// What the `Repr-Digest` fields of the responses claim the whole file's digests are; checked with the checksum.
         var representationDigests: [RepresentationDigestClaim] = []
+        /// The destination was checked absent when the download started and may not be replaced: the final
+        /// name is given without replacing a file that appeared since (``FinalNaming``).
+        var finalNameIsNew = false
     }
 
     /// How a download ended, for its ``DownloadTask``.
@@ -48,9 +51,10 @@ extension SegmentedDownload {
 
     /// Where a download into a directory goes, decided once the probe's head names the file.
     enum NameResolution {
-        /// Start a new file at this destination path, in `file` (its `.part`, opened and locked); `created`
-        /// is what naming it created on disk.
-        case fresh(destination: String, file: OutputFile, created: EarlyStopCleanup.Created)
+        /// Start a new file at this destination path, in `file` (its `.part`, opened and locked, or a file
+        /// without a name); `created` is what naming it created on disk; `finalNameIsNew`: see
+        /// ``Finished/finalNameIsNew``.
+        case fresh(destination: String, file: OutputFile, created: EarlyStopCleanup.Created, finalNameIsNew: Bool)
         /// A journal for this destination exists: continue it (the probe's response is dropped).
         case resume(destination: String, journal: ResumeJournal, state: JournalState, file: OutputFile)
     }

@@ -40,6 +40,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     /// Made for the first pieces to hash (a download with piece hashes).
     private var pieceHasher: PieceHasher?
     private let refresher: URLRefresher?
+    /// See ``Finished/finalNameIsNew``.
+    private var finalNameIsNew: Bool
 
     /// `destination` nil means "into a directory": `resolveName` then names the file from the probe's head.
     init(loop: EventLoop, client: HTTPClient, options: DownloadOptions, budget: ConnectionBudget, mirrors: MirrorSet,
@@ -48,7 +50,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
          resume: (journal: ResumeJournal, state: JournalState)? = nil, notices: [String] = [], file: OutputFile? = nil,
          stream: OrderedStream? = nil, memoryLimit: Int? = nil, created: EarlyStopCleanup.Created = .init(),
          conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, expectedSize: Int64? = nil,
-         followsMetalink: Bool = false, refresher: URLRefresher? = nil, logger: Logger = .haulDisabled) {
+         followsMetalink: Bool = false, refresher: URLRefresher? = nil, finalNameIsNew: Bool = false,
+         logger: Logger = .haulDisabled) {
         precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
                      "a download needs a destination or a way to name it")
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
@@ -61,8 +64,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.resolveName = destination == nil ? resolveName : nil
         self.resumeJournal = resume?.journal
         self.refresher = refresher
+        self.finalNameIsNew = finalNameIsNew
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
-                        partKnownEmpty: created.part && resume == nil, label: "")
+                        partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
         machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
@@ -79,6 +83,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     var destination: String { machine.destination }
     var partPath: String { machine.partPath }
     var journalPath: String { machine.journalPath }
+    /// Whether the download writes into a file that has no name yet (``WorkingFileChoice/unnamed``): nothing
+    /// of it is on disk under `partPath`, and whatever is there is not its own.
+    var writesUnnamed: Bool { sink.file?.isUnnamed == true }
     /// What this run has cost so far, for a result that covers every run of a paused and resumed download.
     var runCounters: (bytesRequested: Int64, retries: Int, connections: Int) {
         (machine.bytesRequested, machine.retries, machine.peakConnections)
@@ -167,6 +174,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .openPartialFile(let length):
             do { try sink.openPartial(partPath, length: length) } catch { return failed(error) }
         case .startJournal(let firstCheckpoint):
+            // A journal describes a `.part`: the file takes its name before the first record. (Failing while
+            // stopping — a pause whose `.part` name another download took meanwhile — must not drop the end
+            // that follows: there is just no journal then.)
+            do { try nameWorkingFile() } catch { return machine.isStopped ? true : failed(error) }
             guard let file = sink.file, let state = machine.journalState(createdAt: Int64(time(nil)), checksum: checksum) else { return true }
             checkpointer = Checkpointer(loop: loop, journalPath: journalPath, file: file, syncsData: options.synchronizesToDisk, state: state)
             if firstCheckpoint {
@@ -222,6 +233,15 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         let worker = SegmentWorker(id: connection, host: self, sink: sink, settings: settings)
         workers[connection] = worker
         return worker
+    }
+
+    /// Gives a file without a name (``WorkingFileChoice/unnamed``) its `.part` name, locked, so that from
+    /// here on the download is what it would have been with a named `.part`: before anything needs the name
+    /// (a journal record), and when a pause or failure keeps written bytes for a later run.
+    private func nameWorkingFile() throws(HaulError) {
+        guard let file = sink.file, file.isUnnamed else { return }
+        do { try file.materialize() } catch { throw .disk(path: partPath, error) }
+        machine.noteWorkingFileNamed()
     }
 
     /// Feeds an action's I/O failure to the machine; false: the rest of the actions are dropped.
@@ -295,6 +315,13 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             case .metalinkDocument(let url): outcome = .metalinkDocument(url)
             }
             switch report {
+            case .failed, .paused:
+                // Written bytes are kept for the next run, as a named `.part` would keep them (best effort: a
+                // name taken meanwhile by another download leaves them nowhere).
+                if machine.bodyBytesWritten > 0 { try? nameWorkingFile() }
+            case .finished, .cancelled, .upToDate, .metalinkDocument: break
+            }
+            switch report {
             case .failed, .paused, .upToDate, .metalinkDocument: sink.file?.unlock()
             case .finished, .cancelled: break
             }
@@ -326,7 +353,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
                             bytes: machine.total ?? machine.bytesDone, finalURL: primary.resolved, entityTag: primary.validators.entityTag,
                             lastModified: primary.validators.lastModified, redirects: machine.redirects,
                             connections: machine.peakConnections, bytesRequested: machine.bytesRequested, retries: machine.retries,
-                            response: machine.response, representationDigests: machine.integrity.representationDigests)
+                            response: machine.response, representationDigests: machine.integrity.representationDigests,
+                            finalNameIsNew: finalNameIsNew)
         }
     }
 
@@ -359,10 +387,11 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         }
         self.resolveName = nil
         switch try resolveName(head, url) {
-        case .fresh(let destination, let file, let created):
+        case .fresh(let destination, let file, let created, let finalNameIsNew):
+            self.finalNameIsNew = finalNameIsNew
             machine.name(destination)
             sink.label = inspect { $0.fileLabel }
-            sink.adopt(file, knownEmpty: created.part)
+            sink.adopt(file, knownEmpty: created.part || created.unnamed)
             machine.noteCreated(created)
             return machine.acceptProbe(decision, head: head, on: connection)
         case .resume(let destination, let journal, let state, let file):

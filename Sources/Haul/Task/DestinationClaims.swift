@@ -68,6 +68,9 @@ struct NameClaims: Sendable {
 /// makes no call for other processes at all beyond opening and locking its `.part`: the rare download that
 /// could break another pays for the check, the common one does not. (Before, every download probed the three
 /// `.part` files of the downloads that could replace its working files: three failed `open`s per file.)
+/// A fresh download writing into a file without a name (``WorkingFileChoice``) holds no `.part` lock until
+/// it needs the name; other processes cannot see it meanwhile, and its final `linkat` never replaces what
+/// one of them put there first (``FinalNaming``).
 enum DestinationClaims {
     private static let claims = Mutex(NameClaims())
     private static let owners = Atomic<Int>(0)

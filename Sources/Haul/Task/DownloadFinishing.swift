@@ -12,7 +12,13 @@ enum DownloadFinishing {
     /// called, on the caller's thread, as soon as the rest is only a wait for the disk or the hash: a caller
     /// limiting concurrent transfers may start the next download then.
     static func start(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, setsRemoteTime: Bool = false, synchronizes: Bool,
-                      commits: GroupCommit, transferEnded: () -> Void, report: @escaping @Sendable (Result<[UInt8]?, HaulError>) -> Void) {
+                      commits: GroupCommit, transferEnded: () -> Void, report reportOutcome: @escaping @Sendable (Result<[UInt8]?, HaulError>) -> Void) {
+        // A finish that fails (a checksum or digest mismatch, a failed sync or name) keeps the bytes as
+        // `NAME.part`, as it always has: a file without a name takes that name first.
+        let report: @Sendable (Result<[UInt8]?, HaulError>) -> Void = { outcome in
+            if case .failure = outcome, !finished.inMemory, let file = finished.file, file.isUnnamed { FinalNaming.keepBytes(of: file) }
+            reportOutcome(outcome)
+        }
         if finished.inMemory, let file = finished.file {
             let readBack = { @Sendable in
                 report(Result { () throws(HaulError) -> [UInt8]? in try body(of: file, finished, checksum: checksum) })
@@ -41,7 +47,8 @@ enum DownloadFinishing {
             transferEnded()
             let entry = GroupCommit.Entry(
                 file: file, partPath: finished.partPath, destination: destination,
-                journalPath: finished.journaled ? finished.journalPath : nil, completion: { report($0.map { nil }) })
+                journalPath: finished.journaled ? finished.journalPath : nil, completion: { report($0.map { nil }) },
+                finalNameIsNew: finished.finalNameIsNew)
             if checksum != nil || !finished.representationDigests.isEmpty {
                 BlockingWork.start {
                     do throws(HaulError) {
@@ -87,11 +94,12 @@ enum DownloadFinishing {
         return bytes
     }
 
-    /// Checks the `.part` file against the expected checksum and the servers' `Repr-Digest` claims, in one
-    /// read of it; nothing to do without either.
+    /// Checks the file against the expected checksum and the servers' `Repr-Digest` claims, in one read of
+    /// it through its open descriptor (a file without a name has no path); nothing to do without either.
     static func verify(_ finished: SegmentedDownload.Finished, checksum: Checksum?) throws(HaulError) {
         try check(finished, checksum: checksum) { algorithms throws(SystemError) in
-            try FileDigest.hexes(of: finished.partPath, algorithms: algorithms)
+            guard let file = finished.file else { return try FileDigest.hexes(of: finished.partPath, algorithms: algorithms) }
+            return try FileDigest.hexes(of: file.fileDescriptor, algorithms: algorithms)
         }
     }
 
@@ -122,8 +130,12 @@ enum DownloadFinishing {
         try verify(finished, checksum: checksum)
         do {
             if synchronizes { try file.synchronize() }
-            try OutputFile.rename(finished.partPath, to: destination)
-            // The rename is durable only once the directory is: without this a power cut could bring back
+        } catch {
+            throw .disk(path: destination, error)
+        }
+        try FinalNaming.name(file, partPath: finished.partPath, destination: destination, mustBeNew: finished.finalNameIsNew)
+        do {
+            // The name is durable only once the directory is: without this a power cut could bring back
             // `.part` (or nothing) after haul said the file was there.
             if synchronizes { try OutputFile.synchronizeDirectory(containing: destination) }
         } catch {

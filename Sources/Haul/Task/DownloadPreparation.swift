@@ -31,6 +31,9 @@ enum DownloadPreparation {
         var created = EarlyStopCleanup.Created()
         /// The validators of the file at the destination, for a request that wants only a changed file.
         var conditional: ConditionalProbe?
+        /// The destination was checked absent (and may not be replaced): its final name is given without
+        /// replacing whatever appeared there since (``FinalNaming``).
+        var finalNameIsNew = false
     }
 
     static func prepare(_ request: DownloadRequest, options: DownloadOptions) throws(HaulError) -> Prepared {
@@ -45,6 +48,14 @@ enum DownloadPreparation {
         switch request.destination {
         case .file(let path):
             let parent = OutputFile.directory(containing: path)
+            let asksFirst = request.onlyIfChanged || request.modifiedSince != nil
+            if options.writesUnnamedFiles, let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: asksFirst) {
+                // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
+                if OutputFile.exists(path) { throw .destinationExists(path: path) }
+                return Prepared(mirrors: mirrors, destination: path, directory: nil, resume: nil, file: unnamed,
+                                created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: parent), unnamed: true),
+                                finalNameIsNew: true)
+            }
             // The parent is looked at only when the `.part` cannot be created in it: the common case (it is
             // there) costs no `stat` per file, and a missing or wrong parent gets the same error as before.
             let opened: (OutputFile, created: Bool)
@@ -68,15 +79,15 @@ enum DownloadPreparation {
                 if resume == nil, let date = request.modifiedSince {
                     conditional = ConditionalProbe(entityTag: conditional?.entityTag, modifiedSince: date.imfFixdate)
                 }
-                let asksFirst = request.onlyIfChanged || request.modifiedSince != nil
                 // (A destination `x.part` may be the placeholder its own claim created: see ``DestinationClaims``.)
-                if resume == nil, !request.replacesExisting, !asksFirst, OutputFile.exists(path),
-                   !DestinationClaims.isCreatedPlaceholder(path) {
+                let mustBeNew = resume == nil && !request.replacesExisting && !asksFirst && !DestinationClaims.isCreatedPlaceholder(path)
+                if mustBeNew, OutputFile.exists(path) {
                     throw .destinationExists(path: path)
                 }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
                                 resume: resume.map { ($0.journal, $0.state) }, notices: resume?.note.map { [$0] } ?? [], file: file,
-                                created: EarlyStopCleanup.Created(part: created, directories: directories), conditional: conditional)
+                                created: EarlyStopCleanup.Created(part: created, directories: directories), conditional: conditional,
+                                finalNameIsNew: mustBeNew)
             } catch {
                 // Nothing of this download may stay behind: not even the empty `.part` it just made.
                 if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
@@ -133,6 +144,21 @@ enum DownloadPreparation {
     static func checkSize(of state: JournalState, partPath: String, request: DownloadRequest) throws(HaulError) {
         guard let expected = request.expectedSize, state.totalLength != expected else { return }
         throw .partialDownloadMismatch(path: partPath, detail: "the interrupted download is of a \(state.totalLength)-byte file, but \(expected) bytes are expected")
+    }
+
+    /// A file without a name for a fresh download of `path` when ``WorkingFileChoice`` says so: one `lstat` of
+    /// `path.part` (instead of creating it, and looking for its journal); nil for the named `.part` as before —
+    /// also when the directory is missing (the named path creates it, or reports it) or refuses such files.
+    static func unnamedWorkingFile(for path: String, request: DownloadRequest, asksFirst: Bool) -> OutputFile? {
+        let partPath = WorkingFileNames.partial(of: path)
+        var facts = WorkingFileChoice.Facts(
+            destinationIsWorkingName: WorkingFileNames.owner(ofWorkingName: path) != nil,
+            replacesExisting: request.replacesExisting, asksFirst: asksFirst,
+            mayOpenUnnamed: OutputFile.mayOpenUnnamed(in: OutputFile.directory(containing: path)))
+        guard WorkingFileChoice.decide(facts) == .lookForPartial else { return nil }
+        facts.partialExists = OutputFile.hasEntry(partPath)
+        guard WorkingFileChoice.decide(facts) == .unnamed else { return nil }
+        return try? OutputFile.openUnnamed(becoming: partPath)
     }
 
     /// Opens (creating if needed) and locks the `.part` file, so that no other download — in this process
@@ -193,18 +219,30 @@ enum DownloadPreparation {
     /// `claimant` is the download's number in ``DestinationClaims``: the name is claimed before its `.part`
     /// is opened.
     /// `primary` is the request's URL, parsed when it was prepared (``Prepared/mirrors``).
-    static func nameResolver(directory: String, request: DownloadRequest, primary: HTTPURL, claimant: Int) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
-        { head, url in try resolveName(in: directory, head: head, url: url, request: request, primary: primary, claimant: claimant) }
+    /// `writesUnnamedFiles`: ``DownloadOptions/writesUnnamedFiles``.
+    static func nameResolver(directory: String, request: DownloadRequest, primary: HTTPURL, claimant: Int,
+                             writesUnnamedFiles: Bool = true) -> (ResponseHead, HTTPURL) throws -> SegmentedDownload.NameResolution {
+        { head, url in
+            try resolveName(in: directory, head: head, url: url, request: request, primary: primary, claimant: claimant,
+                            writesUnnamedFiles: writesUnnamedFiles)
+        }
     }
 
     /// Names a directory download once the probe's head is in: the suggested name, checked against an
     /// existing file and an interrupted download of the same name. Runs on the loop; its file-system calls
     /// are a `stat` and, rarely, reading a journal of a few KiB.
     static func resolveName(in directory: String, head: ResponseHead, url: HTTPURL, request: DownloadRequest,
-                            primary: HTTPURL, claimant: Int) throws(HaulError) -> SegmentedDownload.NameResolution {
+                            primary: HTTPURL, claimant: Int, writesUnnamedFiles: Bool = true) throws(HaulError) -> SegmentedDownload.NameResolution {
         let name = SuggestedFileName.forResponse(head, url: url)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         try DestinationClaims.claim(path, owner: claimant)
+        if writesUnnamedFiles, let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: request.modifiedSince != nil) {
+            // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
+            if OutputFile.exists(path) { throw .destinationExists(path: path) }
+            return .fresh(destination: path, file: unnamed,
+                          created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory), unnamed: true),
+                          finalNameIsNew: true)
+        }
         let opened: (OutputFile, created: Bool)
         do throws(HaulError) {
             opened = try lockedPartialFile(WorkingFileNames.partial(of: path))
@@ -221,8 +259,10 @@ enum DownloadPreparation {
                 return .resume(destination: path, journal: resume.journal, state: resume.state, file: file)
             }
             if !created { removeUnfinishedJournal(of: path) }
-            if !request.replacesExisting, request.modifiedSince == nil, OutputFile.exists(path) { throw .destinationExists(path: path) }
-            return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories))
+            let mustBeNew = !request.replacesExisting && request.modifiedSince == nil
+            if mustBeNew, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories),
+                          finalNameIsNew: mustBeNew)
         } catch {
             if created { try? OutputFile.remove(WorkingFileNames.partial(of: path)) }
             OutputFile.removeEmptyDirectories(directories)

@@ -291,12 +291,16 @@ public final class DownloadTask: @unchecked Sendable {
             let download = SegmentedDownload(
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
-                resolveName: prepared.directory.map { DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner) },
+                resolveName: prepared.directory.map {
+                    DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner,
+                                                     writesUnnamedFiles: client.options.writesUnnamedFiles)
+                },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
                 pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
-                followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher, logger: logger)
+                followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher,
+                finalNameIsNew: prepared.finalNameIsNew, logger: logger)
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -415,6 +419,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// The journal and the partial file of this download, in that order; none for a stream or memory.
     /// `run` is the download that was running, if any (it knows the paths of a directory download).
     private func workingFiles(run: SegmentedDownload?) -> [String] {
+        // A file without a name leaves nothing on disk; a `.part` or journal there now is another download's.
+        if let run, run.writesUnnamed { return [] }
         switch request.destination {
         case .memory, .stream:
             return []   // nothing on disk: an in-memory file goes with its download, a stream is the caller's

@@ -53,6 +53,18 @@ public enum FileDigest {
         return try digests(algorithms) { block throws(SystemError) in try systemCall("read") { try file.descriptor.read(into: block) } }
     }
 
+    /// The lowercase hex digests of the whole open file `descriptor` in each of `algorithms`, from one pass
+    /// of `pread` from offset 0 (a file without a name has no path to open again).
+    public static func hexes(of descriptor: FileDescriptor, algorithms: Set<DigestAlgorithm>) throws(SystemError) -> [DigestAlgorithm: String] {
+        descriptor.adviseSequentialReading()
+        var offset: Int64 = 0
+        return try digests(algorithms) { block throws(SystemError) in
+            let count = try descriptor.readAll(into: block, at: offset)
+            offset += Int64(count)
+            return count
+        }
+    }
+
     /// The lowercase hex digest of bytes `range` of the open file `descriptor`, read with `pread` (a piece of
     /// a download, read back after it was written). A file that ends inside `range` is `EIO`: those are not
     /// the bytes asked about.

@@ -1,3 +1,4 @@
+import CHaulSystem
 import Glibc
 import SystemPackage
 
@@ -29,6 +30,22 @@ extension OutputFile {
     /// Renames `from` to `to` atomically (replacing `to`).
     public static func rename(_ from: String, to: String) throws(SystemError) {
         _ = try blockingSyscall("rename") { Glibc.rename(from, to) }
+    }
+
+    /// Renames `from` to `to` atomically unless something is at `to` already: `renameat2(RENAME_NOREPLACE)`,
+    /// which fails with `EEXIST` then (`from` stays). On a filesystem or kernel without the flag (`EINVAL`,
+    /// `ENOSYS`) a plain `rename`, which replaces: the caller's earlier check is all there is then.
+    public static func renameWithoutReplacing(_ from: String, to: String) throws(SystemError) {
+        do {
+            _ = try blockingSyscall("renameat2") { haul_rename_noreplace(from, to) }
+        } catch where error.errno == EINVAL || error.errno == ENOSYS {
+            try rename(from, to: to)
+        }
+    }
+
+    /// Whether there is a directory entry `path` (`lstat`: a symbolic link counts, whatever it points to).
+    public static func hasEntry(_ path: String) -> Bool {
+        (try? FilePath(path).stat(followTargetSymlink: false)) != nil
     }
 
     /// Removes `path`; a missing file is not an error.

@@ -29,10 +29,14 @@ public final class OutputFile: Sendable {
     /// What the latest `fstat` of this file found (``size()``, ``fileSystemAndSize()``): a group commit
     /// plans with it instead of an `fstat` of its own per file (``lastKnownFileSystemAndSize``).
     private let lastStatus = Mutex<(device: UInt64, size: Int64)?>(nil)
+    /// True while the file has no name in any directory (``openUnnamed(becoming:)``), until ``materialize()``
+    /// or ``link(to:)`` names it.
+    private let unnamed: Atomic<Bool>
 
-    private init(path: String, owner: consuming OwnedFileDescriptor) {
+    private init(path: String, owner: consuming OwnedFileDescriptor, unnamed: Bool = false) {
         self.path = path
         self.owner = owner
+        self.unnamed = Atomic(unnamed)
         openOrder = Self.opened.add(1, ordering: .relaxed).newValue
     }
 
@@ -75,6 +79,57 @@ public final class OutputFile: Sendable {
         // its name.
         guard try owner.descriptor.lockExclusively() else { throw SystemError(call: "flock", .wouldBlock) }
         return (OutputFile(path: path, owner: owner), created)
+    }
+
+    /// A new file with no name yet in the directory of `path` (`O_TMPFILE`), for a download that may finish
+    /// before anything needs its name: its working file then costs no directory entry, no lookup and no
+    /// rename, and the finish names it once (``link(to:)``), straight to its final name. ``path`` is `path`,
+    /// the name it takes if it must have one before (``materialize()``).
+    ///
+    /// Takes no lock (nobody else can open a file without a name). Nil when the filesystem (or the kernel, or
+    /// a missing `/proc`) cannot give a file no name (``mayOpenUnnamed(in:)`` then answers false for that
+    /// directory for the rest of the process): the caller opens a named file instead. Other failures (no
+    /// such directory, no permission) are thrown.
+    public static func openUnnamed(becoming path: String) throws(SystemError) -> OutputFile? {
+        let directory = directory(containing: path)
+        guard mayOpenUnnamed(in: directory) else { return nil }
+        do {
+            let owner = try FileDescriptor.openingUnnamed(inDirectory: directory, permissions: filePermissions)
+            return OutputFile(path: path, owner: owner, unnamed: true)
+        } catch where UnnamedFileSupport.meansUnsupported(error) {
+            UnnamedFileSupport.shared.refused(in: directory)
+            return nil
+        }
+    }
+
+    /// Whether ``openUnnamed(becoming:)`` may work in `directory`: `/proc/self/fd` is there (looked at once
+    /// per process) and no earlier try in that directory was refused by its filesystem. No call but the first.
+    public static func mayOpenUnnamed(in directory: String) -> Bool {
+        UnnamedFileSupport.shared.mayTry(in: directory)
+    }
+
+    /// Whether the file has no name yet (``openUnnamed(becoming:)``, not yet ``materialize()``d or linked).
+    public var isUnnamed: Bool { unnamed.load(ordering: .acquiring) }
+
+    /// Gives a file without a name its ``path`` (the `.part` it would have had), locked as
+    /// ``openForDownload(_:)`` locks: from then on it is what a download opened with that call would be. The
+    /// lock is taken first, so that no other download can find the new name unlocked. Nothing to do for a
+    /// file that has a name.
+    ///
+    /// - Throws: ``SystemError`` with call `"linkat"` and `EEXIST` when something has that name already (the
+    ///   file keeps no name then), or another failure of `flock` or `linkat`.
+    public func materialize() throws(SystemError) {
+        guard isUnnamed else { return }
+        guard try fileDescriptor.lockExclusively() else { throw SystemError(call: "flock", errno: EWOULDBLOCK) }
+        try link(to: path)
+    }
+
+    /// Names this file `name` (`linkat` of its `/proc/self/fd` entry), atomically and never replacing
+    /// anything: `EEXIST` when `name` exists. For a file without a name (``openUnnamed(becoming:)``): its
+    /// finish names it with its final name. (Of a named file it would make a second name.)
+    public func link(to name: String) throws(SystemError) {
+        try fileDescriptor.link(to: name)
+        unnamed.store(false, ordering: .releasing)
     }
 
     /// A new file in memory (`memfd_create`), for a download whose bytes are kept in memory rather than on

@@ -86,6 +86,18 @@ extension FileDescriptor {
         OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("memfd_create") { haul_memfd_create(name) }))
     }
 
+    /// `open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, permissions)`: a new regular file in `directory` that
+    /// has no name yet (``link(to:)`` gives it one); it goes away with its last descriptor unless named.
+    package static func openingUnnamed(inDirectory directory: String, permissions: FilePermissions) throws(SystemError) -> OwnedFileDescriptor {
+        OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("open") { haul_open_unnamed(directory, UInt32(permissions.rawValue)) }))
+    }
+
+    /// `linkat` of `/proc/self/fd/N` to `path` (`AT_SYMLINK_FOLLOW`): gives this open file the name `path`,
+    /// atomically and never replacing a name there (`EEXIST`).
+    package func link(to path: String) throws(SystemError) {
+        _ = try blockingSyscall("linkat") { haul_link_descriptor(rawValue, path) }
+    }
+
     /// `pipe2(O_CLOEXEC)` for a signal handler: its write end non-blocking (a handler must never block), its
     /// read end blocking (a thread waits on it). Not owned: such a pipe serves the whole life of the process.
     package static func openingSignalPipe() throws(SystemError) -> (readEnd: FileDescriptor, writeEnd: FileDescriptor) {

@@ -98,7 +98,11 @@ extension SessionDaemon {
 
     private func profile(for options: TaskOptions) throws(HaulError) -> HaulClient {
         if let client = profiles[options] { return client }
-        let client = try HaulClient(options: options.downloadOptions(maximumConnections: state.settings.maximumConnections))
+        var downloadOptions = options.downloadOptions(maximumConnections: state.settings.maximumConnections)
+        // A task's file is recognised after a crash by the inode of its `.part` (``PartIdentity``), which a
+        // file without a name has not got: a directory task's would never be recorded.
+        downloadOptions.writesUnnamedFiles = false
+        let client = try HaulClient(options: downloadOptions)
         profiles[options] = client
         return client
     }
