@@ -110,7 +110,9 @@ import Testing
         request.modifiedSince = HTTPDate(secondsSinceEpoch: 1_630_497_600)
         request.expectedSize = 4096
         request.followsMetalink = true
+        // `parsedURLCache` is the request's `url` parsed once (a cache, not part of the value: not compared, not encoded).
         let unchanged = Self.unchangedLeaves(request, DownloadRequest(url: "http://h/x", destination: .file("/x")), path: "request")
+            .filter { $0 != "request.parsedURLCache" }
         #expect(unchanged.isEmpty, "set these in the sample: \(unchanged)")
         let spec = TaskSpec(request, options: TaskOptions())
         request.headers = request.headersWithCredentials
