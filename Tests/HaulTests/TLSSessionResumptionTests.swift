@@ -98,6 +98,34 @@ struct TLSSessionResumptionTests {
         await client.shutdown()
     }
 
+    /// The per-file cost of HTTPS for small files: a short response is read in one go, without a second read
+    /// that finds the socket empty (one wasted `read` per file, the TLS read path's cost that plain HTTP does
+    /// not have). The session tickets nginx sends after the handshake may arrive alone, before the first
+    /// response, and cost one such read; after that, none.
+    @Test func smallResponsesOverHTTPSCostNoReadThatFindsTheSocketEmpty() async throws {
+        let nginx = try Self.server()
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "tls-empty-reads-test")
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, tls: TLSSettings(caFile: try Self.caFile()))
+        let url = nginx.url("/f.bin", tls: true)
+        let requests = 50
+        for _ in 0..<requests {
+            let handler = CountingHandler()
+            let summary = try await Self.get(url, on: client, into: handler)
+            #expect(summary.head.status == 200)
+            #expect(handler.count == Self.fileSize)
+        }
+        let (emptyReads, handshakes) = try await loop.submit {
+            (client.tls.context?.emptyReads.load(ordering: .relaxed) ?? -1,
+             client.tls.context?.handshakesCompleted.load(ordering: .relaxed) ?? -1)
+        }
+        #expect(handshakes == 1, "\(requests) requests on one kept-alive connection")
+        // Two at most for the tickets (nginx sends them in one write or two), never one per response.
+        #expect((0...2).contains(emptyReads), "\(emptyReads) reads found the socket empty in \(requests) responses")
+        await client.shutdown()
+    }
+
     /// Connects to `host`:`port` with TLS from `context`, directly or through `proxy`'s tunnel, sends one
     /// `Connection: close` request and reads the response to its end (so that the server's session tickets
     /// are processed); returns whether the handshake resumed a session.

@@ -37,6 +37,10 @@ public final class TLSContext: Sendable {
     /// Handshakes completed, and how many of them resumed a cached session: for tests and statistics.
     let handshakesCompleted = Atomic<Int>(0)
     let handshakesResumed = Atomic<Int>(0)
+    /// Reads of application data that found nothing to decrypt, each a `read` that met an empty socket: for
+    /// tests that hold the HTTPS read path to one read per short response (a read that finds the socket empty
+    /// after every small file costs a system call per file). Counted off the path that returns data.
+    let emptyReads = Atomic<Int>(0)
 
     /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
     public init(configuration: TLSSettings = TLSSettings()) throws(TLSSetupError) {
