@@ -34,6 +34,7 @@
     X(ssl, int, SSL_CTX_use_PrivateKey_file, (SSL_CTX *ctx, const char *file, int type), (ctx, file, type)) \
     X(ssl, int, SSL_CTX_use_certificate_chain_file, (SSL_CTX *ctx, const char *file), (ctx, file)) \
     VX(ssl, SSL_SESSION_free, (SSL_SESSION *session), (session)) \
+    X(ssl, int, SSL_SESSION_get_protocol_version, (const SSL_SESSION *session), (session)) \
     X(ssl, int, SSL_SESSION_is_resumable, (const SSL_SESSION *session), (session)) \
     X(ssl, int, SSL_connect, (SSL *ssl), (ssl)) \
     X(ssl, long, SSL_ctrl, (SSL *ssl, int cmd, long larg, void *parg), (ssl, cmd, larg, parg)) \

@@ -75,10 +75,34 @@ struct TLSSessionKeyTests {
         var store = TLSSessionStore<Int>(capacity: 8)
         let keys = (0..<5).map { TLSSessionKey(serverName: "h\($0).test", port: 443) }
         for (index, key) in keys.enumerated() { _ = store.store(index, for: key) }
-        #expect(store.remove(keys[2]) == 2)
-        #expect(store.remove(keys[2]) == nil)
+        #expect(store.remove(keys[2]) == [2])
+        #expect(store.remove(keys[2]) == [])
         #expect(store.removeAll().sorted() == [0, 1, 3, 4])
         #expect(store.count == 0)
+    }
+
+    @Test func aKeyKeepsItsNewestSessionsUpToItsShare() {
+        var store = TLSSessionStore<Int>(capacity: 2, perKey: 3)
+        let key = TLSSessionKey(serverName: "example.org", port: 443)
+        let other = TLSSessionKey(serverName: "other.test", port: 443)
+        for session in 1...3 { #expect(store.store(session, for: key) == []) }
+        #expect(store.sessionCount(for: key) == 3)
+        #expect(store.store(4, for: key) == [1], "the oldest makes room")
+        #expect(store.session(for: key) == 4, "the newest is offered first")
+        // Taken newest first, each once; the key goes with its last session.
+        #expect(store.takeNewest(for: key) == 4)
+        #expect(store.takeNewest(for: key) == 3)
+        #expect(store.session(for: key) == 2)
+        #expect(store.store(10, for: other) == [])
+        #expect(store.takeNewest(for: key) == 2)
+        #expect(store.count == 1, "a key with no session left is forgotten")
+        #expect(store.takeNewest(for: key) == nil)
+        #expect(store.session(for: other) == 10)
+        // Eviction hands back every session of the key stored least recently.
+        _ = store.store(11, for: other)
+        _ = store.store(20, for: key)
+        #expect(store.store(30, for: TLSSessionKey(serverName: "third.test", port: 443)) == [10, 11])
+        #expect(store.removeAll().sorted() == [20, 30])
     }
 
     @Test func theContextKeepsABoundedNumberOfSessions() {

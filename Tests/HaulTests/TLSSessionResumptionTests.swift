@@ -98,6 +98,71 @@ struct TLSSessionResumptionTests {
         await client.shutdown()
     }
 
+    /// A TLS 1.3 ticket is offered to one connection only (RFC 8446 §C.4: reuse would let an observer link
+    /// the connections), and the context keeps every ticket the server sends (nginx sends two per full
+    /// handshake), so connections that open together each get one of their own. Before, the newest ticket alone
+    /// was kept: connections reconnecting together after a server closed its connections offered the same one
+    /// or, once OpenSSL had marked it used, none (a full handshake).
+    @Test func aTLS13TicketIsOfferedOnceAndEachTicketTheServerSentIsKept() async throws {
+        let nginx = try Self.server()
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "tls-ticket-test")
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, tls: TLSSettings(caFile: try Self.caFile()))
+        let port = try #require(nginx.httpsPort)
+        let handler = CountingHandler()
+        let summary = try await Self.get(nginx.url("/f.bin", tls: true), on: client, into: handler)
+        #expect(summary.head.status == 200)
+        let context = try #require(try await loop.submit { client.tls.context })
+        let key = TLSSessionKey(serverName: "localhost", port: port)
+        // Both tickets came in before the response, and reading it processed them.
+        #expect(context.cachedSessionCount(for: key) == 2)
+        let socket = try TCPSocket(family: .ipv4, options: SocketOptions())
+        defer { socket.close() }
+        var sessions: [TLSConnection] = []
+        for expectedLeft in [1, 0, 0] {
+            sessions.append(try TLSConnection(context: context, fileDescriptor: socket.fileDescriptor, host: "localhost", port: port))
+            #expect(context.cachedSessionCount(for: key) == expectedLeft, "after \(sessions.count) sessions offered")
+        }
+        sessions.removeAll()
+        // A connection that goes on to resume gets tickets of its own, so the cache fills again.
+        try await loop.submit { client.pool.closeAllOnLoop() }
+        _ = try await Self.get(nginx.url("/f.bin", tls: true), on: client, into: CountingHandler())
+        let counts = try await Self.handshakes(of: client)
+        #expect(counts.completed == 2)
+        #expect(counts.resumed == 0, "the two tickets went to the sessions above, never handshaken")
+        #expect(context.cachedSessionCount(for: key) == 2)
+        await client.shutdown()
+    }
+
+    /// The per-file cost of HTTPS for small files: a short response is read in one go, without a second read
+    /// that finds the socket empty (one wasted `read` per file, the TLS read path's cost that plain HTTP does
+    /// not have). The session tickets nginx sends after the handshake may arrive alone, before the first
+    /// response, and cost one such read; after that, none.
+    @Test func smallResponsesOverHTTPSCostNoReadThatFindsTheSocketEmpty() async throws {
+        let nginx = try Self.server()
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "tls-empty-reads-test")
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, tls: TLSSettings(caFile: try Self.caFile()))
+        let url = nginx.url("/f.bin", tls: true)
+        let requests = 50
+        for _ in 0..<requests {
+            let handler = CountingHandler()
+            let summary = try await Self.get(url, on: client, into: handler)
+            #expect(summary.head.status == 200)
+            #expect(handler.count == Self.fileSize)
+        }
+        let (emptyReads, handshakes) = try await loop.submit {
+            (client.tls.context?.emptyReads.load(ordering: .relaxed) ?? -1,
+             client.tls.context?.handshakesCompleted.load(ordering: .relaxed) ?? -1)
+        }
+        #expect(handshakes == 1, "\(requests) requests on one kept-alive connection")
+        // Two at most for the tickets (nginx sends them in one write or two), never one per response.
+        #expect((0...2).contains(emptyReads), "\(emptyReads) reads found the socket empty in \(requests) responses")
+        await client.shutdown()
+    }
+
     /// Connects to `host`:`port` with TLS from `context`, directly or through `proxy`'s tunnel, sends one
     /// `Connection: close` request and reads the response to its end (so that the server's session tickets
     /// are processed); returns whether the handshake resumed a session.

@@ -216,7 +216,9 @@ final class TLSConnection {
         let savedErrno = Glibc.errno
         let code = SSL_get_error(ssl, 0)
         switch code {
-        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_READ:
+            context.emptyReads.wrappingAdd(1, ordering: .relaxed)
+            return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
         case SSL_ERROR_ZERO_RETURN:
             return .closed(clean: true)

@@ -7,8 +7,8 @@ import Synchronization
 ///
 /// Create one per configuration and reuse it: loading the system CA store costs milliseconds, and sessions can only
 /// be resumed by connections made from the same context. A session is offered only to a connection to the same
-/// server name and port over the same route as the one that made it; the newest session is kept for at most 64
-/// of those.
+/// server name and port over the same route as the one that made it; the newest 8 sessions are kept for at most
+/// 64 of those, and a TLS 1.3 session is offered once.
 public final class TLSContext: Sendable {
     /// OpenSSL's per-connection receive buffer with read-ahead: four maximum-size records per read().
     static let readAheadBufferSize = 64 * 1024
@@ -26,17 +26,26 @@ public final class TLSContext: Sendable {
         let pointer: OpaquePointer
     }
 
-    /// The most server names (per port and route) whose sessions are kept: a few hundred KiB at most.
+    /// The most server names (per port and route) whose sessions are kept.
     static let sessionCacheCapacity = 64
+    /// The most sessions kept per server name, port and route: TLS 1.3 tickets are offered once each, and
+    /// connections that open together (a `-j 8` run reconnecting after the server closed its connections)
+    /// resume only as many as there are tickets. Servers send two per full handshake (OpenSSL's default).
+    static let sessionsPerKey = 8
 
-    /// The newest session per ``TLSSessionKey``, each holding one OpenSSL reference.
-    private let sessions = Mutex(TLSSessionStore<CachedSession>(capacity: TLSContext.sessionCacheCapacity))
+    /// The newest sessions per ``TLSSessionKey``, each holding one OpenSSL reference.
+    private let sessions = Mutex(TLSSessionStore<CachedSession>(capacity: TLSContext.sessionCacheCapacity,
+                                                                perKey: TLSContext.sessionsPerKey))
     /// TLS connections (SSL objects) made from this context, each of which starts a handshake: for tests and
     /// statistics.
     let connectionsMade = Atomic<Int>(0)
     /// Handshakes completed, and how many of them resumed a cached session: for tests and statistics.
     let handshakesCompleted = Atomic<Int>(0)
     let handshakesResumed = Atomic<Int>(0)
+    /// Reads of application data that found nothing to decrypt, each a `read` that met an empty socket: for
+    /// tests that hold the HTTPS read path to one read per short response (a read that finds the socket empty
+    /// after every small file costs a system call per file). Counted off the path that returns data.
+    let emptyReads = Atomic<Int>(0)
 
     /// Builds an `SSL_CTX` for `configuration`; fails if the CA file or directory cannot be loaded.
     public init(configuration: TLSSettings = TLSSettings()) throws(TLSSetupError) {
@@ -134,17 +143,28 @@ public final class TLSContext: Sendable {
         for old in released { SSL_SESSION_free(old.pointer) }
     }
 
-    /// Offers the cached session for `key` to `ssl`, if there is a resumable one.
+    /// Offers the newest resumable cached session for `key` to `ssl`, if there is one, dropping the ones that can
+    /// no longer be resumed on the way. A TLS 1.3 session leaves the cache as it is offered: a ticket is used
+    /// once (RFC 8446 §C.4, reuse lets an observer link the connections), and OpenSSL marks it used when the
+    /// handshake ends. A TLS 1.2 session stays for the next connection.
     func offerSession(for key: TLSSessionKey, to ssl: OpaquePointer) {
-        sessions.withLock { cache in
-            guard let session = cache.session(for: key)?.pointer else { return }
-            if SSL_SESSION_is_resumable(session) == 1 {
-                // SSL_set_session takes its own reference, so the cache's stays valid.
+        let released: [CachedSession] = sessions.withLock { cache in
+            var released: [CachedSession] = []
+            while let session = cache.session(for: key)?.pointer {
+                guard SSL_SESSION_is_resumable(session) == 1 else {
+                    if let used = cache.takeNewest(for: key) { released.append(used) }
+                    continue
+                }
+                // SSL_set_session takes its own reference: the cache's may be released at once.
                 _ = SSL_set_session(ssl, session)
-            } else if let expired = cache.remove(key) {
-                SSL_SESSION_free(expired.pointer)
+                if SSL_SESSION_get_protocol_version(session) == TLS1_3_VERSION, let offered = cache.takeNewest(for: key) {
+                    released.append(offered)
+                }
+                break
             }
+            return released
         }
+        for session in released { SSL_SESSION_free(session.pointer) }
     }
 
     /// Counts a completed handshake.
@@ -161,6 +181,11 @@ public final class TLSContext: Sendable {
     /// Whether a session is cached for `key`.
     func hasCachedSession(for key: TLSSessionKey) -> Bool {
         sessions.withLock { $0.session(for: key) != nil }
+    }
+
+    /// How many sessions are cached for `key` (for tests).
+    func cachedSessionCount(for key: TLSSessionKey) -> Int {
+        sessions.withLock { $0.sessionCount(for: key) }
     }
 }
 

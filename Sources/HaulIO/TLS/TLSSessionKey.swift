@@ -39,49 +39,76 @@ struct TLSSessionKey: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The sessions a ``TLSContext`` keeps for resumption: the newest one per ``TLSSessionKey``, for at most
+/// The sessions a ``TLSContext`` keeps for resumption: the newest `perKey` per ``TLSSessionKey``, for at most
 /// `capacity` keys. When a session for a new key would exceed that, the key whose session was stored least
 /// recently is dropped, so a list of URLs on thousands of hosts holds a bounded number of sessions (a few KiB
 /// each) rather than one per host.
 ///
+/// More than one per key because a TLS 1.3 ticket is offered once (RFC 8446 §C.4; OpenSSL marks a session used
+/// when a handshake with it ends): a server sends two after a full handshake, and connections that open
+/// together each need one of their own to resume.
+///
 /// A pure value: `Session` is whatever the owner keeps (an `SSL_SESSION` reference in ``TLSContext``, plain
-/// values in tests). Every session it lets go of — replaced, evicted or removed — is handed back to the caller,
-/// which releases it.
+/// values in tests). Every session it lets go of — replaced, evicted, taken or removed — is handed back to the
+/// caller, which releases it.
 struct TLSSessionStore<Session> {
     /// The most keys kept.
     let capacity: Int
-    private var entries: [TLSSessionKey: (session: Session, stored: UInt64)] = [:]
+    /// The most sessions kept per key; a new one beyond that replaces the oldest.
+    let perKey: Int
+    /// Per key, its sessions oldest first, and when the newest arrived.
+    private var entries: [TLSSessionKey: (sessions: [Session], stored: UInt64)] = [:]
     /// Bumped by every store: the order in which sessions arrived.
     private var clock: UInt64 = 0
 
-    init(capacity: Int) {
-        precondition(capacity > 0, "a session store needs room for one key")
+    init(capacity: Int, perKey: Int = 1) {
+        precondition(capacity > 0 && perKey > 0, "a session store needs room for one session")
         self.capacity = capacity
+        self.perKey = perKey
     }
 
     /// How many keys have a session.
     var count: Int { entries.count }
 
-    /// The session to offer for `key`, if there is one.
-    func session(for key: TLSSessionKey) -> Session? { entries[key]?.session }
+    /// The newest session for `key`, the one to offer, if there is one.
+    func session(for key: TLSSessionKey) -> Session? { entries[key]?.sessions.last }
 
-    /// Keeps `session` as the one to offer for `key`; returns the sessions let go of: the one it replaces, or
-    /// the least recently stored one when a new key needs room.
+    /// How many sessions `key` has.
+    func sessionCount(for key: TLSSessionKey) -> Int { entries[key]?.sessions.count ?? 0 }
+
+    /// Keeps `session` as the newest for `key`; returns the sessions let go of: the oldest of the key's when it
+    /// has `perKey` already, or the sessions of the least recently stored key when a new key needs room.
     mutating func store(_ session: Session, for key: TLSSessionKey) -> [Session] {
         clock &+= 1
-        if let previous = entries.updateValue((session, clock), forKey: key) { return [previous.session] }
+        if var entry = entries[key] {
+            entry.sessions.append(session)
+            entry.stored = clock
+            let released = Array(entry.sessions.prefix(max(0, entry.sessions.count - perKey)))
+            entry.sessions.removeFirst(released.count)
+            entries[key] = entry
+            return released
+        }
+        entries[key] = ([session], clock)
         guard entries.count > capacity,
               let oldest = entries.min(by: { $0.value.stored < $1.value.stored })?.key,
               let evicted = entries.removeValue(forKey: oldest) else { return [] }
-        return [evicted.session]
+        return evicted.sessions
     }
 
-    /// Forgets the session for `key` (one that can no longer be resumed), returning it.
-    mutating func remove(_ key: TLSSessionKey) -> Session? { entries.removeValue(forKey: key)?.session }
+    /// Takes the newest session for `key` out of the store (one offered once, or one that can no longer be
+    /// resumed), returning it.
+    mutating func takeNewest(for key: TLSSessionKey) -> Session? {
+        guard var entry = entries[key], let newest = entry.sessions.popLast() else { return nil }
+        entries[key] = entry.sessions.isEmpty ? nil : entry
+        return newest
+    }
+
+    /// Forgets every session for `key`, returning them.
+    mutating func remove(_ key: TLSSessionKey) -> [Session] { entries.removeValue(forKey: key)?.sessions ?? [] }
 
     /// Forgets every session, returning them.
     mutating func removeAll() -> [Session] {
-        let sessions = entries.values.map(\.session)
+        let sessions = entries.values.flatMap(\.sessions)
         entries.removeAll()
         return sessions
     }
