@@ -125,7 +125,7 @@ http {{
   log_format handshake '$scheme $ssl_session_reused';
   server {{
     listen 127.0.0.1:{self.http}; listen 127.0.0.1:{self.https} ssl;
-    ssl_certificate {pem}; ssl_certificate_key {key};
+    ssl_certificate {pem}; ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3;
     access_log {self.handshake_log} handshake if=$first_request;
     root {data};
     location /limited/ {{ alias {data}/; limit_rate 20m; }}

@@ -30,9 +30,11 @@ public struct TLSSettings: Sendable, Hashable {
     /// ALPN protocols offered, most preferred first. HTTP/1.1 only, since that is all Haul speaks.
     public var applicationProtocols: [String] = ["http/1.1"]
 
-    /// Whether sessions are cached and offered again by the next connection to the same server name and port over
-    /// the same route (direct, or through the same proxy), for an abbreviated handshake. Each context keeps its
-    /// own sessions, so a session is never resumed under other trust settings.
+    /// Whether sessions are cached and offered again by later connections to the same server name and port over
+    /// the same route (direct, or through the same proxy), for an abbreviated handshake. A TLS 1.2 session is
+    /// offered again and again; a TLS 1.3 ticket is offered once (RFC 8446, appendix C.4), and the context keeps
+    /// the newest few per server, so that connections opened together each have one. Each context keeps its own
+    /// sessions, so a session is never resumed under other trust settings.
     public var resumesSessions: Bool = true
 
     /// A certificate and private key to present when a server asks for one (curl's `--cert`/`--key`).
