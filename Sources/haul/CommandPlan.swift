@@ -200,6 +200,9 @@ final class DownloadList: @unchecked Sendable {
     /// Downloads made ahead, in order: `ready[readyStart...]` come next.
     private var ready: [(Int, CommandPlan.Download)] = []
     private var readyStart = 0
+    /// How many taken downloads ``next()`` lets pile up at the front of `ready` before it drops them (each
+    /// drop moves the few still waiting).
+    static let takenBeforeCompaction = 64
     /// How many downloads the list holds (an input file was counted when it was checked).
     let count: Int
     /// A problem met while reading the input file again (it changed since it was checked, or cannot be
@@ -233,11 +236,23 @@ final class DownloadList: @unchecked Sendable {
             guard readyStart < ready.count else { return made() }
             defer {
                 readyStart += 1
-                if readyStart == ready.count { ready.removeAll(keepingCapacity: true); readyStart = 0 }
+                // The taken ones go: the run loop tops the list up between batches, so it may never run empty,
+                // and without this every download of the run would stay in memory (about 1 KiB each).
+                if readyStart == ready.count {
+                    ready.removeAll(keepingCapacity: true)
+                    readyStart = 0
+                } else if readyStart >= Self.takenBeforeCompaction {
+                    ready.removeFirst(readyStart)
+                    readyStart = 0
+                }
             }
             return ready[readyStart]
         }
     }
+
+    /// How many downloads the list holds made (taken ones not yet dropped, and those waiting): bounded by
+    /// ``takenBeforeCompaction`` and what ``prepare(upTo:)`` asks for, whatever the list's length.
+    var madeHeld: Int { lock.withLock { _ in ready.count } }
 
     /// Makes the next downloads (their requests, their expected paths) ahead, on the caller's thread, until
     /// `count` are ready: the run loop does this between batches, so that the thread that starts them (the

@@ -108,6 +108,26 @@ import Testing
         #expect(DirectoryListing.snapshot(of: "\(out)/a.bin", limit: 10) == nil, "not a directory")
     }
 
+    /// Downloads taken from those made ahead are dropped as the run goes, also when the run loop tops the
+    /// made ones up before they run out (as it does between batches): memory stays flat in the list's length.
+    @Test func downloadsTakenFromThoseMadeAheadAreNotKept() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let path = directory.file("long.txt")
+        try (0..<2_000).map { "http://h.example/\($0)\n" }.joined().write(toFile: path, atomically: false, encoding: .utf8)
+        let list = Self.makeList(path, try InputList.check(path))
+        var taken = 0
+        var most = 0
+        list.prepare(upTo: 10)
+        while let (index, _) = list.next() {
+            #expect(index == taken)
+            taken += 1
+            if taken % 3 == 0 { list.prepare(upTo: 10) }
+            most = max(most, list.madeHeld)
+        }
+        #expect(taken == 2_000)
+        #expect(most <= DownloadList.takenBeforeCompaction + 10, "made downloads held at most: \(most)")
+    }
+
     /// Downloads made ahead (by the run loop) come out in the list's order, mixed with ones made on demand,
     /// each once; a list read again behaves the same.
     @Test func downloadsMadeAheadComeOutInOrderOnce() throws {
