@@ -85,8 +85,11 @@ struct NginxServerTests {
     @Test("stop ends the nginx processes and removes the directory")
     func stopEndsProcesses() throws {
         let nginx = try NginxServer()
-        let pid = try #require(Int32((try String(contentsOfFile: nginx.directory + "/nginx.pid", encoding: .utf8))
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        // nginx listens before it writes its pid file (it creates the file, then writes the number): on a
+        // loaded machine the file can still be empty when the port already answers.
+        let pidText = poll(reading: { (try? String(contentsOfFile: nginx.directory + "/nginx.pid", encoding: .utf8)) ?? "" },
+                           until: { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) != nil })
+        let pid = try #require(Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)), "nginx.pid: \(pidText)")
         nginx.stop()
         #expect(kill(pid, 0) == -1)
         #expect(!FileManager.default.fileExists(atPath: nginx.directory))
