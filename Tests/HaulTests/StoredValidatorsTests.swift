@@ -15,10 +15,17 @@ import SystemPackage
         let stored = StoredValidators(entityTag: "\"5f5e1000-493e0\"", lastModified: "Sun, 13 Sep 2020 12:26:40 GMT",
                                       url: "http://a.test/f.bin")
         stored.write(on: file.descriptor)
-        #expect(StoredValidators.read(path: path) == stored)
-        // One attribute, readable as text (`getfattr -d` shows the URL); none of the three old ones.
+        // The URL does not fit beside them in an inode: the validators do, and they are what `-N` needs.
+        #expect(StoredValidators.read(path: path) == StoredValidators(entityTag: stored.entityTag, lastModified: stored.lastModified, url: nil))
+        // One attribute, readable as text, compact (it stays in an ext4 inode); none of the three old ones.
         #expect(FileDescriptor.extendedAttribute(StoredValidators.attribute, ofPath: path)
-                    == Array("haul-validators/1\netag:\"5f5e1000-493e0\"\nlast-modified:Sun, 13 Sep 2020 12:26:40 GMT\nurl:http://a.test/f.bin\nend\n".utf8))
+                    == Array("hv2\ne\"5f5e1000-493e0\"\nt1600000000\n.\n".utf8))
+        // The longer form, written when the compact one does not fit, reads back the same.
+        let longer = StoredValidators(entityTag: "\"" + String(repeating: "0", count: 60) + "\"",
+                                      lastModified: "Sun, 13 Sep 2020 12:26:40 GMT", url: "http://a.test/f.bin")
+        longer.write(on: file.descriptor)
+        #expect(StoredValidators.read(path: path) == longer)
+        #expect(FileDescriptor.extendedAttribute(StoredValidators.attribute, ofPath: path) == longer.fullEncoded())
         for old in [StoredValidators.entityTagAttribute, StoredValidators.lastModifiedAttribute, StoredValidators.urlAttribute] {
             #expect(FileDescriptor.extendedAttribute(old, ofPath: path) == nil)
         }
@@ -54,37 +61,77 @@ import SystemPackage
             none,
         ]
         for stored in cases {
-            let bytes = try #require(stored.encoded())
+            let bytes = try #require(stored.fullEncoded())
             #expect(StoredValidators.decoded(bytes) == stored)
+            // The compact form, with or without the URL, when it fits: the same validators.
+            for withURL in [true, false] {
+                guard let compact = stored.compactEncoded(withURL: withURL) else { continue }
+                #expect(compact.count <= StoredValidators.inodeBytes)
+                var expected = stored
+                if !withURL { expected.url = nil }
+                #expect(StoredValidators.decoded(compact) == expected, "\(String(decoding: compact, as: UTF8.self))")
+            }
         }
-        #expect(none.encoded() == Array("haul-validators/1\nend\n".utf8))
+        #expect(none.fullEncoded() == Array("haul-validators/1\nend\n".utf8))
+        #expect(none.encoded() == Array("hv2\n.\n".utf8))
     }
 
     @Test func aValueCutShortAnywhereIsRejected() throws {
         let stored = StoredValidators(entityTag: "\"e\"", lastModified: "Sun, 13 Sep 2020 12:26:40 GMT", url: "http://a.test/f")
-        let bytes = try #require(stored.encoded())
-        for length in 0..<bytes.count {
-            #expect(StoredValidators.decoded(Array(bytes[..<length])) == nil, "prefix of \(length) bytes")
+        for bytes in [try #require(stored.fullEncoded()), try #require(stored.compactEncoded(withURL: true))] {
+            for length in 0..<bytes.count {
+                #expect(StoredValidators.decoded(Array(bytes[..<length])) == nil, "prefix of \(length) bytes")
+            }
+            // And nothing may follow the trailer.
+            #expect(StoredValidators.decoded(bytes + Array("x".utf8)) == nil)
+            #expect(StoredValidators.decoded(bytes + Array("end\n".utf8)) == nil)
+            #expect(StoredValidators.decoded(bytes + Array(".\n".utf8)) == nil)
         }
-        // And nothing may follow the trailer.
-        #expect(StoredValidators.decoded(bytes + Array("x".utf8)) == nil)
-        #expect(StoredValidators.decoded(bytes + Array("end\n".utf8)) == nil)
+    }
+
+    /// The compact form keeps the server's exact `Last-Modified` text: as seconds only when the IMF-fixdate of
+    /// those seconds is that text, else the text itself; it drops the URL before it would leave the inode,
+    /// and gives way to the longer form (with the URL) when the validators alone do not fit.
+    @Test func theCompactFormKeepsTheExactTextAndFitsTheInode() throws {
+        let fixdate = StoredValidators(entityTag: "\"6927c6a8-1000\"", lastModified: "Thu, 26 Nov 2026 09:28:40 GMT",
+                                       url: "http://127.0.0.1:18080/files/f1")
+        let bytes = try #require(fixdate.encoded())
+        #expect(bytes == Array("hv2\ne\"6927c6a8-1000\"\nt1795685320\n.\n".utf8), "\(String(decoding: bytes, as: UTF8.self))")
+        #expect(StoredValidators.decoded(bytes) == StoredValidators(entityTag: fixdate.entityTag, lastModified: fixdate.lastModified, url: nil))
+        // RFC 850 and asctime forms, or a fixdate with another day name, are kept as text.
+        for text in ["Thursday, 26-Nov-26 09:28:40 GMT", "Thu Nov 26 09:28:40 2026", "Fri, 26 Nov 2026 09:28:40 GMT"] {
+            let stored = StoredValidators(entityTag: "\"e\"", lastModified: text, url: nil)
+            let encoded = try #require(stored.encoded())
+            #expect(encoded.count <= StoredValidators.inodeBytes)
+            #expect(StoredValidators.decoded(encoded) == stored, "\(text)")
+        }
+        // An S3-style tag and a fixdate: compact; a longer tag: the longer form, URL and all.
+        let s3 = StoredValidators(entityTag: "\"" + String(repeating: "a", count: 32) + "\"",
+                                  lastModified: "Thu, 26 Nov 2026 09:28:40 GMT", url: "https://bucket.example/k")
+        #expect(try #require(s3.encoded()).count <= StoredValidators.inodeBytes)
+        let long = StoredValidators(entityTag: "\"" + String(repeating: "a", count: 48) + "\"",
+                                    lastModified: "Thu, 26 Nov 2026 09:28:40 GMT", url: "https://bucket.example/k")
+        #expect(long.encoded() == long.fullEncoded())
+        #expect(StoredValidators.decoded(try #require(long.encoded())) == long)
     }
 
     @Test func anOversizedValueDropsTheURLThenEverything() throws {
         let longURL = "http://a.test/" + String(repeating: "a", count: StoredValidators.maximumBytes)
         let withLongURL = StoredValidators(entityTag: "\"e\"", lastModified: nil, url: longURL)
-        let bytes = try #require(withLongURL.encoded())
+        let bytes = try #require(withLongURL.fullEncoded())
         #expect(bytes.count <= StoredValidators.maximumBytes)
         #expect(StoredValidators.decoded(bytes) == StoredValidators(entityTag: "\"e\"", lastModified: nil, url: nil))
         let longTag = "\"" + String(repeating: "t", count: StoredValidators.maximumBytes) + "\""
         #expect(StoredValidators(entityTag: longTag, lastModified: nil, url: nil).encoded() == nil)
+        #expect(StoredValidators(entityTag: longTag, lastModified: nil, url: nil).fullEncoded() == nil)
         // Read back, a value over the limit is not looked at, however well-formed.
         let oversized = Array("haul-validators/1\netag:\(longTag)\nend\n".utf8)
         #expect(StoredValidators.decoded(oversized) == nil)
         // A value that would put control characters into a request is left out when encoding.
-        #expect(StoredValidators(entityTag: "\"a\"\r\nX: y", lastModified: nil, url: "http://h/").encoded()
+        #expect(StoredValidators(entityTag: "\"a\"\r\nX: y", lastModified: nil, url: "http://h/").fullEncoded()
                     == Array("haul-validators/1\nurl:http://h/\nend\n".utf8))
+        #expect(StoredValidators(entityTag: "\"a\"\r\nX: y", lastModified: nil, url: "http://h/").encoded()
+                    == Array("hv2\nuhttp://h/\n.\n".utf8))
     }
 
     @Test(arguments: [
@@ -103,6 +150,19 @@ import SystemPackage
         "haul-validators/1\nend\nend\n",                      // two trailers
         "haul-validators/1\nETAG:\"a\"\nend\n",                // keys are lowercase
         "\u{0}haul-validators/1\nend\n",                      // a NUL first
+        "hv2\n",                                              // compact, no trailer
+        "hv2\ne\"a\"\n",                                      // compact, cut at a line's end
+        "hv2\nx1\n.\n",                                       // compact, an unknown key
+        "hv2\nt1\ne\"a\"\n.\n",                              // compact, keys out of order
+        "hv2\nt1\nmThu\n.\n",                                 // compact, t and m both
+        "hv2\ne\"a\"\ne\"b\"\n.\n",                          // compact, a key twice
+        "hv2\nt01\n.\n",                                      // compact, a leading zero
+        "hv2\nt-1\n.\n",                                      // compact, a sign
+        "hv2\nt1234567890123\n.\n",                           // compact, too many digits
+        "hv2\nt\n.\n",                                        // compact, no digits
+        "hv2\ne\"a\"\r\n.\n",                                 // compact, CR in a value
+        "hv2\n\n.\n",                                         // compact, an empty line
+        "hv2\n.\n.\n",                                        // compact, two trailers
     ])
     func garbageDecodesToNothing(_ text: String) {
         #expect(StoredValidators.decoded(Array(text.utf8)) == nil)
@@ -111,9 +171,11 @@ import SystemPackage
     @Test func randomBytesNeverDecodeIntoAnUnsafeValue() {
         let seed = TestSeed(for: "randomBytesNeverDecodeIntoAnUnsafeValue", default: 0x5eed_23)
         var generator = seed.generator()
-        let valid = Array("haul-validators/1\netag:\"abc\"\nlast-modified:Sun, 13 Sep 2020 12:26:40 GMT\nurl:http://h/f\nend\n".utf8)
+        let valids = [Array("haul-validators/1\netag:\"abc\"\nlast-modified:Sun, 13 Sep 2020 12:26:40 GMT\nurl:http://h/f\nend\n".utf8),
+                      Array("hv2\ne\"abc\"\nt1600000000\nuhttp://h/f\n.\n".utf8)]
         var decodedSome = 0
-        for _ in 0..<2_000 {
+        for round in 0..<4_000 {
+            let valid = valids[round % 2]
             // Flip, insert or delete a few bytes of a valid value: most results are rejected; whatever decodes
             // holds only storable text.
             var bytes = valid

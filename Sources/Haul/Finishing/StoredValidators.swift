@@ -7,8 +7,11 @@ import SystemPackage
 /// for one, answers 304 only to its exact `Last-Modified` text.
 ///
 /// One attribute, ``attribute`` (`user.haul.validators`), holds all three values: one `fsetxattr` per
-/// finished file. Its value is text (``encoded()``), so `getfattr -d` shows the URL a file came from without
-/// a separate attribute; `getfattr --only-values -n user.haul.validators FILE` prints it plainly. (curl
+/// finished file. Its value is text (``encoded()``), so `getfattr --only-values -n user.haul.validators FILE`
+/// prints it plainly. It is written in a compact form when that fits in ``inodeBytes`` (a value that does not
+/// fit in the inode costs ext4 a 4 KiB block of its own per file — for a 4 KiB download, twice its disk space
+/// and the largest share of its finish), with the URL the file came from only when there is room for it too;
+/// otherwise in the longer form, with the URL. (curl
 /// `--xattr` and wget2 write `user.xdg.origin.url`; Haul does not, which would cost one more call per file.)
 /// Files written by earlier versions carry three attributes instead (``entityTagAttribute``,
 /// ``lastModifiedAttribute``, ``urlAttribute``); they are still read, so `-N` keeps working on them.
@@ -31,9 +34,18 @@ struct StoredValidators: Sendable, Equatable {
     /// file): a larger one is not written without its URL, and not read at all.
     static let maximumBytes = 4096
 
+    /// The largest value ext4 keeps inside a file's inode under this attribute's name (256-byte inodes, the
+    /// default: 96 bytes for in-inode attributes, less the headers and the name), measured on this project's
+    /// machines: 56 bytes stay in the inode, 57 take a block.
+    static let inodeBytes = 56
+
     /// The ``encoded()`` form's first line; a later format changes its number, and this version reads
     /// nothing from it.
     private static let header = "haul-validators/1"
+    /// The compact form's first line (see ``compactEncoded()``).
+    private static let compactHeader = "hv2"
+    /// The compact form's last line.
+    private static let compactTrailer = "."
     /// The ``encoded()`` form's last line: a value cut short anywhere lacks it.
     private static let trailer = "end"
     private static let entityTagKey = "etag:"
@@ -81,7 +93,9 @@ struct StoredValidators: Sendable, Equatable {
         try? descriptor.setExtendedAttribute(Self.attribute, to: value)
     }
 
-    /// The value of ``attribute``: lines of text, each ending in a line feed —
+    /// The value of ``attribute``: the compact form (``compactEncoded(withURL:)``) with the URL when it fits in
+    /// ``inodeBytes``, else without it, else the longer form (``fullEncoded()``), lines of text, each ending in
+    /// a line feed —
     ///
     ///     haul-validators/1
     ///     etag:"5f5e1000-493e0"
@@ -93,6 +107,44 @@ struct StoredValidators: Sendable, Equatable {
     /// this order. Unambiguous because no value holds a line feed. When the whole would exceed ``maximumBytes``
     /// the URL is left out (the validators are what a later run needs); nil when even that is too large.
     func encoded() -> [UInt8]? {
+        if let compact = compactEncoded(withURL: true) ?? compactEncoded(withURL: false) { return compact }
+        return fullEncoded()
+    }
+
+    /// The compact form, when it fits in ``inodeBytes``: a ``compactHeader`` line, then one line each —
+    ///
+    ///     hv2
+    ///     e"5f5e1000-493e0"
+    ///     t1600000000
+    ///     uhttp://a.test/f
+    ///     .
+    ///
+    /// `e` the `ETag` text; `t` the `Last-Modified` as seconds since the epoch when its text is exactly that
+    /// time's IMF-fixdate (what RFC 9110 has servers send: written back, it is the server's own text), else `m`
+    /// and the text; `u` the URL; a `.` line last (a value cut short at a line's end lacks it). Fields in this
+    /// order, each at most once, a nil or unstorable one left out. Nil when it does not fit (with `withURL`, the
+    /// URL is in or the form is nil).
+    func compactEncoded(withURL: Bool) -> [UInt8]? {
+        var text = Self.compactHeader + "\n"
+        if let entityTag, Self.isStorable(Array(entityTag.utf8)) { text += "e" + entityTag + "\n" }
+        if let lastModified, Self.isStorable(Array(lastModified.utf8)) {
+            if let date = HTTPDate(lastModified), date.imfFixdate == lastModified {
+                text += "t" + String(date.secondsSinceEpoch) + "\n"
+            } else {
+                text += "m" + lastModified + "\n"
+            }
+        }
+        if withURL {
+            guard let url, Self.isStorable(Array(url.utf8)) else { return nil }
+            text += "u" + url + "\n"
+        }
+        text += Self.compactTrailer + "\n"
+        return text.utf8.count <= Self.inodeBytes ? Array(text.utf8) : nil
+    }
+
+    /// The longer form, with the URL unless the whole would exceed ``maximumBytes``; nil when even that is too
+    /// large.
+    func fullEncoded() -> [UInt8]? {
         func encode(withURL: Bool) -> [UInt8] {
             var text = Self.header + "\n"
             for (key, value) in [(Self.entityTagKey, entityTag), (Self.lastModifiedKey, lastModified),
@@ -114,6 +166,10 @@ struct StoredValidators: Sendable, Equatable {
     static func decoded(_ bytes: [UInt8]) -> StoredValidators? {
         guard bytes.count <= maximumBytes, bytes.last == UInt8(ascii: "\n") else { return nil }
         let lines = bytes.dropLast().split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        if lines.first!.elementsEqual(compactHeader.utf8) {
+            guard lines.count >= 2, lines.last!.elementsEqual(compactTrailer.utf8) else { return nil }
+            return compactDecoded(lines.dropFirst().dropLast())
+        }
         guard lines.count >= 2, lines.first!.elementsEqual(header.utf8), lines.last!.elementsEqual(trailer.utf8) else {
             return nil
         }
@@ -131,6 +187,41 @@ struct StoredValidators: Sendable, Equatable {
             default: stored.url = text
             }
             nextKey = found + 1
+        }
+        return stored
+    }
+
+    /// The fields of the compact form's lines (after its header); nil unless they are exactly what
+    /// ``compactEncoded(withURL:)`` writes: known keys in order and at most once, storable values, a `t` value
+    /// of decimal digits (at most 12, no leading zero) that is a valid date.
+    private static func compactDecoded(_ lines: ArraySlice<ArraySlice<UInt8>>) -> StoredValidators? {
+        var stored = StoredValidators(entityTag: nil, lastModified: nil, url: nil)
+        // e, then t or m, then u.
+        var nextRank = 0
+        for line in lines {
+            guard let key = line.first else { return nil }
+            let value = Array(line.dropFirst())
+            guard isStorable(value) else { return nil }
+            let rank: Int
+            switch key {
+            case UInt8(ascii: "e"): rank = 0
+            case UInt8(ascii: "t"), UInt8(ascii: "m"): rank = 1
+            case UInt8(ascii: "u"): rank = 2
+            default: return nil
+            }
+            guard rank >= nextRank else { return nil }
+            nextRank = rank + 1
+            let text = String(decoding: value, as: UTF8.self)
+            switch key {
+            case UInt8(ascii: "e"): stored.entityTag = text
+            case UInt8(ascii: "m"): stored.lastModified = text
+            case UInt8(ascii: "t"):
+                guard value.count <= 12, value.first != UInt8(ascii: "0") || value.count == 1,
+                      value.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                      let seconds = Int64(text) else { return nil }
+                stored.lastModified = HTTPDate(secondsSinceEpoch: seconds).imfFixdate
+            default: stored.url = text
+            }
         }
         return stored
     }
