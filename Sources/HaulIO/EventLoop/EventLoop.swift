@@ -32,7 +32,7 @@ public final class EventLoop: @unchecked Sendable {
         var finished = false
         /// Set by the loop thread, with no task queued, just before it waits in `epoll_wait`; cleared when the
         /// wait returns. Only a waiting loop needs the `eventfd` written: a running one takes the queue at the
-        /// end of its turn and does not wait while tasks are queued (``waitTimeoutMilliseconds()``).
+        /// end of its turn and does not wait while tasks are queued (`waitTimeoutMilliseconds()`).
         var loopWaits = false
     }
 
@@ -271,7 +271,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued,
     /// -1 (forever) if nothing is scheduled. Otherwise the loop is about to wait: from here on, a task submitted
-    /// writes the `eventfd` (``execute(_:)``).
+    /// writes the `eventfd` (`execute(_:)`).
     private func waitTimeoutMilliseconds() -> Int32 {
         let queued = pending.withLock { work -> Bool in
             if !work.tasks.isEmpty || work.shuttingDown { return true }
