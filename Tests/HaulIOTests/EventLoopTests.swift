@@ -50,6 +50,32 @@ struct EventLoopTests {
         #expect(finished, "the chain stopped after \(steps.withLock { $0 }) of 200 tasks")
     }
 
+    /// Tasks submitted from other threads while the loop runs (a task group starting downloads while the loop
+    /// finishes others) write no wake-up: the loop takes them at the end of its turn. A task holds the loop
+    /// until 100 tasks are submitted from this thread; none of them may write the eventfd, and all run.
+    @Test func tasksSubmittedWhileTheLoopRunsWriteNoWakeUp() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let started = Atomic(false), released = Atomic(false)
+        let deadline = MonotonicInstant.now().advanced(by: .seconds(30))
+        loop.execute {
+            started.store(true, ordering: .releasing)
+            while !released.load(ordering: .acquiring) && MonotonicInstant.now() < deadline { sched_yield() }
+        }
+        while !started.load(ordering: .acquiring) && MonotonicInstant.now() < deadline { sched_yield() }
+        let holding = started.load(ordering: .acquiring)
+        #expect(holding, "the loop did not run the holding task")
+        let before = loop.wakeUps.load(ordering: .relaxed)
+        let ran = Atomic(0)
+        for _ in 0..<100 { loop.execute { ran.add(1, ordering: .relaxed) } }
+        let wakeUps = loop.wakeUps.load(ordering: .relaxed) - before
+        released.store(true, ordering: .releasing)
+        _ = try await loop.submit { () }
+        let ranCount = ran.load(ordering: .relaxed)
+        #expect(wakeUps == 0)
+        #expect(ranCount == 100)
+    }
+
     @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }

@@ -111,8 +111,12 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     }
 
     /// Waits for the end (returns at once after it).
+    ///
+    /// An unchecked continuation: ``whenEnded(_:)`` calls its body exactly once (at once, or from the one
+    /// ``end(_:final:)`` that takes the waiters), and every `HaulClient.download` waits here, so the
+    /// checked kind's extra allocation and its bookkeeping are spent per download for nothing.
     package func outcome() async -> Outcome {
-        await withCheckedContinuation { continuation in
+        await withUnsafeContinuation { continuation in
             whenEnded { continuation.resume(returning: $0) }
         }
     }

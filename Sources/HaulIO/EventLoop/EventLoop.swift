@@ -30,6 +30,10 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [@Sendable () -> Void] = []
         var shuttingDown = false
         var finished = false
+        /// Set by the loop thread, with no task queued, just before it waits in `epoll_wait`; cleared when the
+        /// wait returns. Only a waiting loop needs the `eventfd` written: a running one takes the queue at the
+        /// end of its turn and does not wait while tasks are queued (`waitTimeoutMilliseconds()`).
+        var loopWaits = false
     }
 
     private static let wakeToken: UInt64 = 0
@@ -40,6 +44,8 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeCounter: OwnedFileDescriptor
     private let pending = Mutex(PendingWork())
     private let loopThreadID = Atomic<UInt>(0)
+    /// How many times the `eventfd` was written (for tests).
+    let wakeUps = Atomic<Int>(0)
     private var thread: pthread_t?
     /// Whether the loop thread has been joined. Held while joining, so that every caller of `shutdown`, not
     /// just the first, returns only once the thread is gone.
@@ -82,12 +88,14 @@ public final class EventLoop: @unchecked Sendable {
         let mustWake = pending.withLock { work -> Bool in
             if work.finished { return false }
             work.tasks.append(task)
-            // One wake-up per batch: later submitters know the loop has not drained the queue yet.
-            return work.tasks.count == 1
+            // A wake-up only for a loop that waits, and one per wait: the loop thread itself (it never waits
+            // while running a task) and submitters while the loop runs (a burst of downloads started from a
+            // task group on a busy loop) write nothing; the loop takes their tasks at the end of its turn.
+            guard work.loopWaits else { return false }
+            work.loopWaits = false
+            return true
         }
-        // The loop thread itself needs no wake-up: it takes the queue after the current batch of events and
-        // does not wait in `epoll_wait` while tasks are queued (``waitTimeoutMilliseconds()``).
-        if mustWake && !inEventLoop { wake() }
+        if mustWake { wake() }
     }
 
     /// Runs `body` on the loop thread and returns its result to the awaiting task.
@@ -198,6 +206,7 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: The loop
 
     private func wake() {
+        wakeUps.add(1, ordering: .relaxed)
         wakeCounter.descriptor.signalEventCounter()
     }
 
@@ -222,6 +231,7 @@ public final class EventLoop: @unchecked Sendable {
             } catch {
                 fatalError("event loop cannot continue: \(error)")
             }
+            pending.withLock { $0.loopWaits = false }
             for index in 0..<Int(count) {
                 let token = tokens[index]
                 if token == EventLoop.wakeToken {
@@ -260,9 +270,15 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued,
-    /// -1 (forever) if nothing is scheduled.
+    /// -1 (forever) if nothing is scheduled. Otherwise the loop is about to wait: from here on, a task submitted
+    /// writes the `eventfd` (`execute(_:)`).
     private func waitTimeoutMilliseconds() -> Int32 {
-        if pending.withLock({ !$0.tasks.isEmpty || $0.shuttingDown }) { return 0 }
+        let queued = pending.withLock { work -> Bool in
+            if !work.tasks.isEmpty || work.shuttingDown { return true }
+            work.loopWaits = true
+            return false
+        }
+        if queued { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
         let remaining = deadline.nanoseconds(since: .now())
         return Int32(min((remaining + 999_999) / 1_000_000, UInt64(Int32.max)))
