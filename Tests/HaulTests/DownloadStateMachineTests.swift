@@ -24,6 +24,23 @@ import HaulJournal
                        ifChangedOnServer: ifChanged, resume: resume, created: created)
     }
 
+    /// A file without a name takes its `.part` name at the end only when a failure or pause leaves written
+    /// bytes; a named `.part` never needs it, and a finish, cancel or early end leaves nothing to name.
+    @Test func anUnnamedWorkingFileIsNamedOnlyToKeepWrittenBytes() throws {
+        let failure = HaulError.unexpected("test")
+        let ends: [(Machine.Report, keeps: Bool)] = [
+            (.failed(failure), true), (.paused(resumable: true), true), (.paused(resumable: false), true),
+            (.finished, false), (.cancelled, false), (.upToDate, false),
+        ]
+        var unnamed = try machine(created: EarlyStopCleanup.Created(unnamed: true))
+        for (report, _) in ends { #expect(!unnamed.namesUnnamedWorkingFile(endingWith: report), "nothing written: \(report)") }
+        unnamed.bytesDone = 4096
+        for (report, keeps) in ends { #expect(unnamed.namesUnnamedWorkingFile(endingWith: report) == keeps, "\(report)") }
+        var named = try machine(created: EarlyStopCleanup.Created(part: true))
+        named.bytesDone = 4096
+        for (report, _) in ends { #expect(!named.namesUnnamedWorkingFile(endingWith: report), "a named .part: \(report)") }
+    }
+
     func partial(_ first: Int64, _ last: Int64, of total: Int64, etag: String? = "\"v1\"", length: Int64? = nil) throws -> ResponseHead {
         var lines = ["HTTP/1.1 206 Partial Content", "Content-Range: bytes \(first)-\(last)/\(total)",
                      "Content-Length: \(length ?? (last - first + 1))"]

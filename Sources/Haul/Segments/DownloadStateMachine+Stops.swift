@@ -99,6 +99,17 @@ extension DownloadStateMachine {
     /// needs no journal (its cleanup is empty, yet the stop is as early as one that removes a `.part`).
     var stopsUnnamedBeforeFirstByte: Bool { created.unnamed && bodyBytesWritten == 0 }
 
+    /// Whether a download ending with `report` gives its file without a name (``WorkingFileChoice/unnamed``)
+    /// its `.part` name first: a failure or a pause that leaves written bytes keeps them for the next run, as
+    /// a named `.part` would; any other end, or one with nothing written, leaves nothing.
+    func namesUnnamedWorkingFile(endingWith report: Report) -> Bool {
+        guard created.unnamed, bodyBytesWritten > 0 else { return false }
+        switch report {
+        case .failed, .paused: return true
+        case .finished, .cancelled, .upToDate, .metalinkDocument: return false
+        }
+    }
+
     /// Body bytes written into the file in this run.
     var bodyBytesWritten: Int64 { max(bytesDone, planner?.written.count ?? 0) }
 

@@ -314,13 +314,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             case .upToDate: outcome = .upToDate
             case .metalinkDocument(let url): outcome = .metalinkDocument(url)
             }
-            switch report {
-            case .failed, .paused:
-                // Written bytes are kept for the next run, as a named `.part` would keep them (best effort: a
-                // name taken meanwhile by another download leaves them nowhere).
-                if machine.bodyBytesWritten > 0 { try? nameWorkingFile() }
-            case .finished, .cancelled, .upToDate, .metalinkDocument: break
-            }
+            // Best effort: a name taken meanwhile by another download leaves the bytes nowhere.
+            if inspect({ $0.namesUnnamedWorkingFile(endingWith: report) }) { try? nameWorkingFile() }
             switch report {
             case .failed, .paused, .upToDate, .metalinkDocument: sink.file?.unlock()
             case .finished, .cancelled: break
