@@ -107,13 +107,13 @@ final class CommandRun: Sendable {
                              _ result: Result<DownloadResult, HaulError>, transferring: Bool) {
             slots.release(transferring: transferring)
             fill()
-            let quiet: Bool
-            // After a stop signal every end is told at once: the stop waits for finishing downloads' reports.
-            if quietEnds, case .success(let result) = result, !result.isMetalink, !stopping.withLock({ $0 }) {
-                quiet = true
-            } else {
-                quiet = false
+            let succeeded: Bool, isMetalinkDocument: Bool
+            switch result {
+            case .success(let result): (succeeded, isMetalinkDocument) = (true, result.isMetalink)
+            case .failure: (succeeded, isMetalinkDocument) = (false, false)
             }
+            let quiet = QuietEnd.isQuiet(runShowsNothing: quietEnds, succeeded: succeeded,
+                                         isMetalinkDocument: isMetalinkDocument, stopping: stopping.withLock { $0 })
             inbox.post(.ended(index, task, download, result), wake: !quiet)
             // Asked after posting: of two downloads that end at once on two threads, the one that asks last
             // has posted, and it finds the run idle (it stays so: nothing starts once the list is exhausted).

@@ -88,3 +88,17 @@ struct RunSlotsTests {
         #expect(slots.isDone)
     }
 }
+
+/// ``QuietEnd``: only a successful, ordinary download's end in a run that shows nothing per download is taken
+/// without a wake-up; any failure, a Metalink document or a stop wakes the run loop.
+struct QuietEndTests {
+    @Test func onlyAnOrdinarySuccessInASilentRunIsQuiet() {
+        #expect(QuietEnd.isQuiet(runShowsNothing: true, succeeded: true, isMetalinkDocument: false, stopping: false))
+        for (silent, succeeded, metalink, stopping) in [(false, true, false, false), (true, false, false, false),
+                                                        (true, true, true, false), (true, true, false, true)] {
+            #expect(!QuietEnd.isQuiet(runShowsNothing: silent, succeeded: succeeded,
+                                      isMetalinkDocument: metalink, stopping: stopping),
+                    "shows nothing \(silent), succeeded \(succeeded), Metalink \(metalink), stopping \(stopping)")
+        }
+    }
+}
