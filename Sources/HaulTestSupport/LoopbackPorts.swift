@@ -16,16 +16,42 @@ public enum LoopbackPorts {
     /// Another process may take it before the caller binds it, so callers that hand it to a child process
     /// (nginx) retry with a new port when the child reports "Address already in use".
     public static func freePort(host: String = "127.0.0.1") throws -> UInt16 {
+        try freePorts(1, host: host)[0]
+    }
+
+    /// `count` different ports that were free on `host` a moment ago. All of them are held bound until the last
+    /// is chosen: released one by one, the kernel may hand the same port out twice (a server given two equal
+    /// ports fails with "duplicate listen").
+    public static func freePorts(_ count: Int, host: String = "127.0.0.1") throws -> [UInt16] {
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        var ports: [UInt16] = []
+        for _ in 0..<count {
+            let (fd, port) = try bindAnyPort(host: host)
+            sockets.append(fd)
+            ports.append(port)
+        }
+        return ports
+    }
+
+    /// A socket bound to port 0 on `host`, and the port the kernel gave it; the caller closes the socket.
+    private static func bindAnyPort(host: String) throws -> (Int32, UInt16) {
         guard var address = SocketAddressStorage(host: host, port: 0) else {
             throw TestSupportError("not a loopback IP address: \(host)")
         }
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestSupportError("socket failed: \(TestSupportError.describe(errno: errno))") }
-        defer { close(fd) }
         guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else {
-            throw TestSupportError("bind \(host):0 failed: \(TestSupportError.describe(errno: errno))")
+            let failure = TestSupportError("bind \(host):0 failed: \(TestSupportError.describe(errno: errno))")
+            close(fd)
+            throw failure
         }
-        return try boundPort(of: fd)
+        do {
+            return (fd, try boundPort(of: fd))
+        } catch {
+            close(fd)
+            throw error
+        }
     }
 
     /// Whether a TCP connection to `host`:`port` is accepted right now.

@@ -91,7 +91,7 @@ final class SupervisedProcess: @unchecked Sendable {
                                  launch: ([UInt16]) throws -> SupervisedProcess) throws -> ([UInt16], SupervisedProcess) {
         var lastFailure = ""
         for _ in 0..<5 {
-            let ports = try (0..<portCount).map { _ in try LoopbackPorts.freePort() }
+            let ports = try LoopbackPorts.freePorts(portCount)
             let process = try launch(ports)
             if process.waitUntilListening(ports: ports, hosts: hosts) { return (ports, process) }
             process.stop()
