@@ -34,10 +34,20 @@ ALL_SCENARIOS = "a,b,c,d,e,f,g,h,x,m,p"
 CONNECTION_COUNTS = (1, 2, 4, 8, 16, 32)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """count different ports that were free on 127.0.0.1 a moment ago. All are held bound until the last is
+    chosen: released one by one, the kernel may hand out the same port twice (nginx then fails with
+    "duplicate listen"; two servers started together would fight over one port)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 _hash_buffer = bytearray(8 * MiB)
@@ -86,8 +96,7 @@ def make_file(path, size, seed):
 class Nginx:
     def __init__(self, root, data):
         self.root = root
-        self.http = free_port()
-        self.https = free_port()
+        self.http, self.https = free_ports(2)
         self.resume_log = f"{root}/resume.log"
         self.handshake_log = f"{root}/handshakes.log"
         self.handshake_offset = 0
@@ -516,7 +525,7 @@ class Proxies:
                 shutil.chown(directory, "proxy")
             except (LookupError, OSError):
                 pass
-        self.http, self.socks = free_port(), free_port()
+        self.http, self.socks = free_ports(2)
         with open(f"{directory}/squid.conf", "w") as f:
             f.write(f"""http_port 127.0.0.1:{self.http}
 pid_filename {directory}/squid.pid
