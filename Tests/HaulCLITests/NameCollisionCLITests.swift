@@ -55,13 +55,43 @@ import HaulTestSupport
         return (process.terminationStatus, text + String(decoding: pending, as: UTF8.self))
     }
 
+    /// A server of the victim's bytes that holds the body after its first 256 KiB until ``MisbehavingServer/release()``.
+    func heldVictimServer() throws -> MisbehavingServer {
+        let server = try MisbehavingServer(resource: victimBytes)
+        server.hold(afterBodyBytes: 256 << 10)
+        return server
+    }
+
+    /// Starts `haul ARGUMENTS` in the background (standard output discarded, standard error into `errors` or
+    /// discarded) and returns once `server` has sent body bytes: the run has opened its file and is held there.
+    /// A run that never gets there is stopped, and the test fails.
+    func startHeldRun(_ arguments: [String], server: MisbehavingServer, errors: Pipe? = nil) throws -> Process {
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
+        run.arguments = arguments
+        run.standardError = errors ?? FileHandle.nullDevice
+        run.standardOutput = FileHandle.nullDevice
+        try run.run()
+        do {
+            try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the run never started: haul \(arguments)")
+        } catch {
+            stop(run)
+            throw error
+        }
+        return run
+    }
+
+    /// Ends a background run that is still running (a test that failed before it ended).
+    func stop(_ run: Process) {
+        if run.isRunning { run.terminate(); run.waitUntilExit() }
+    }
+
     /// `-Z -d DIR URL1 URL2`, URL2's server naming its file `a.bin.part` while `a.bin` (URL1) downloads: both
     /// used to say "saved", and `a.bin` held URL2's bytes. URL2's file is `a.bin_part` now.
     @Test func parallelDownloadsCannotNameEachOthersWorkingFiles() throws {
         let directory = try TemporaryDirectory(prefix: "haul-cli-names")
-        let victim = try MisbehavingServer(resource: victimBytes)
+        let victim = try heldVictimServer()
         defer { victim.stop() }
-        victim.hold(afterBodyBytes: 256 << 10)
         let intruder = try MisbehavingServer(resource: intruderBytes, script: .always(.attachment(filename: "a.bin.part")))
         defer { intruder.stop() }
         // `a.bin` is held until the intruder's download has ended one way or the other (its line says so).
@@ -102,9 +132,8 @@ import HaulTestSupport
     /// own pid as if another program held the file.
     @Test func theSameURLTwiceSaysAnotherDownloadOfThisRun() throws {
         let directory = try TemporaryDirectory(prefix: "haul-cli-names")
-        let server = try MisbehavingServer(resource: victimBytes)
+        let server = try heldVictimServer()
         defer { server.stop() }
-        server.hold(afterBodyBytes: 256 << 10)
         let run = try haul(["-Z", "-d", directory.path, server.url("/same.bin"), server.url("/same.bin")]) { line in
             if line.contains("being written") { server.release() }
         }
@@ -120,22 +149,15 @@ import HaulTestSupport
     /// `--allow-overwrite` — its final rename would replace the first one's partial file.
     @Test func aSecondHaulCannotNameTheFirstOnesPartialFile() throws {
         let directory = try TemporaryDirectory(prefix: "haul-cli-names")
-        let server = try MisbehavingServer(resource: victimBytes)
+        let server = try heldVictimServer()
         defer { server.stop() }
-        server.hold(afterBodyBytes: 256 << 10)
         let other = try MisbehavingServer(resource: intruderBytes)
         defer { other.stop() }
-        let first = Process()
-        first.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
         // A file larger than one checkpoint window has its `.part` (and journal) from its first response: a file
-        // without a name (below) has no `.part` to protect.
-        first.arguments = ["--no-sync", "--checkpoint-bytes", "1M", "-o", directory.file("x"), server.url("/x")]
-        first.standardError = FileHandle.nullDevice
-        first.standardOutput = FileHandle.nullDevice
-        try first.run()
-        defer { if first.isRunning { first.terminate(); first.waitUntilExit() } }
-        // Body bytes flow only once the first run has opened and locked `x.part`.
-        try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the first run never started")
+        // without a name (below) has no `.part` to protect. Body bytes flow only once the first run has opened
+        // and locked `x.part`.
+        let first = try startHeldRun(["--no-sync", "--checkpoint-bytes", "1M", "-o", directory.file("x"), server.url("/x")], server: server)
+        defer { stop(first) }
 
         let second = try haul(["--allow-overwrite", "-o", directory.file("x.part"), other.url("/y")]) { _ in }
         server.release()
@@ -151,19 +173,12 @@ import HaulTestSupport
     /// `haul` may finish `x.part`, and the first still ends with its own complete `x`.
     @Test func aSecondHaulMayNameXPartWhileTheFirstHasNoName() throws {
         let directory = try TemporaryDirectory(prefix: "haul-cli-names")
-        let server = try MisbehavingServer(resource: victimBytes)
+        let server = try heldVictimServer()
         defer { server.stop() }
-        server.hold(afterBodyBytes: 256 << 10)
         let other = try MisbehavingServer(resource: intruderBytes)
         defer { other.stop() }
-        let first = Process()
-        first.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
-        first.arguments = ["--no-sync", "-o", directory.file("x"), server.url("/x")]
-        first.standardError = FileHandle.nullDevice
-        first.standardOutput = FileHandle.nullDevice
-        try first.run()
-        defer { if first.isRunning { first.terminate(); first.waitUntilExit() } }
-        try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the first run never started")
+        let first = try startHeldRun(["--no-sync", "-o", directory.file("x"), server.url("/x")], server: server)
+        defer { stop(first) }
         #expect(entries(directory.path).isEmpty, "the first run's file has no name")
 
         let second = try haul(["-o", directory.file("x.part"), other.url("/y")]) { _ in }
@@ -181,20 +196,13 @@ import HaulTestSupport
     @Test(arguments: [["--no-sync"], []])
     func aDestinationCreatedMeanwhileIsExit9AndTheBytesAreKept(mode: [String]) throws {
         let directory = try TemporaryDirectory(prefix: "haul-cli-names")
-        let server = try MisbehavingServer(resource: victimBytes)
+        let server = try heldVictimServer()
         defer { server.stop() }
-        server.hold(afterBodyBytes: 256 << 10)
-        let run = Process()
-        run.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
-        run.arguments = mode + ["-o", directory.file("x"), server.url("/x")]
         let errors = Pipe()
-        run.standardError = errors
-        run.standardOutput = FileHandle.nullDevice
-        try run.run()
-        defer { if run.isRunning { run.terminate(); run.waitUntilExit() } }
-        try #require(poll(within: 60) { server.bodyBytesSent > 0 }, "the run never started")
+        let run = try startHeldRun(mode + ["-o", directory.file("x"), server.url("/x")], server: server, errors: errors)
+        defer { stop(run) }
         #expect(entries(directory.path).isEmpty, "no .part while the body arrives")
-        FileManager.default.createFile(atPath: directory.file("x"), contents: Data("someone else's".utf8))
+        try #require(FileManager.default.createFile(atPath: directory.file("x"), contents: Data("someone else's".utf8)))
         server.release()
         let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         run.waitUntilExit()

@@ -27,14 +27,7 @@ import Testing
 
     /// A server that sends `bytes` on each connection and closes it.
     static func server(sending bytes: [UInt8]) throws -> LoopbackServer {
-        try LoopbackServer(behaviour: .scripted { fd in
-            var sent = 0
-            while sent < bytes.count {
-                let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { return }
-                sent += n
-            }
-        })
+        try LoopbackServer(behaviour: .scripted { fd in _ = sendAll(bytes, 0..<bytes.count, on: fd) })
     }
 
     func contents(_ path: String) -> [UInt8] {
@@ -55,12 +48,21 @@ import Testing
         var piped: [Int] = []
         var read = 0
         var overLimit: [String] = []
+        /// The error the stream ended with; nil when it ended cleanly.
+        var failure: ConnectionError?
+    }
+
+    /// How far the reader has got in the stream, shared with a server script that paces itself by it.
+    final class ReceivedOffset: Sendable {
+        let value = Atomic<Int>(0)
     }
 
     /// Reads the whole stream from `server` into the file at `path` (opened with `flags`), splicing at most
-    /// `limit` bytes per read and moving `move(count)` of each piped read at the stream offset.
+    /// `limit(offset)` bytes per read at stream offset `offset` and moving `move(count)` of each piped read at
+    /// that offset; after each read, the new offset goes to `progress`.
     func receive(from server: LoopbackServer, into path: String, flags: Int32 = O_WRONLY | O_CREAT,
-                 limit: Int64, move: @escaping @Sendable (Int) -> Int) async throws -> Seen {
+                 options: ConnectionOptions = ConnectionOptions(), limit: @escaping @Sendable (_ offset: Int64) -> Int64,
+                 move: @escaping @Sendable (Int) -> Int = { $0 }, progress: ReceivedOffset? = nil) async throws -> Seen {
         print("ConnectionSpliceTests: seed \(Self.seed)")
         let descriptor = open(path, flags | O_CLOEXEC, 0o600)
         try #require(descriptor >= 0)
@@ -68,36 +70,73 @@ import Testing
         let file = FileDescriptor(rawValue: descriptor)
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, on: loop)
+        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
         defer { connection.close() }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Seen, Never>) in
             loop.execute {
                 var seen = Seen()
                 var offset: Int64 = 0
-                connection.startReadingOnLoop(splicing: { limit }) { event in
+                connection.startReadingOnLoop(splicing: { limit(offset) }) { event in
                     switch event {
                     case .piped(let piped):
                         seen.piped.append(piped.count)
-                        if piped.count > limit { seen.overLimit.append("\(piped.count) > \(limit)") }
+                        let allowed = limit(offset)
+                        if piped.count > allowed { seen.overLimit.append("\(piped.count) > \(allowed)") }
                         do {
                             try piped.move(move(piped.count), into: file, at: offset)
                         } catch {
                             seen.overLimit.append("move failed: \(error)")
                         }
                         offset += Int64(piped.count)
-                        return .continueReading
                     case .bytes(let bytes):
                         seen.read += bytes.count
                         _ = pwrite(descriptor, bytes.baseAddress, bytes.count, Int(offset))
                         offset += Int64(bytes.count)
-                        return .continueReading
-                    case .endOfStream, .failed:
+                    case .endOfStream:
+                        continuation.resume(returning: seen)
+                        return .stop
+                    case .failed(let error):
+                        seen.failure = error
                         continuation.resume(returning: seen)
                         return .stop
                     }
+                    progress?.value.store(Int(offset), ordering: .releasing)
+                    return .continueReading
                 }
             }
         }
+    }
+
+    /// Sends `bytes[range]` on `fd`, all of it; false once the peer is gone.
+    static func sendAll(_ bytes: [UInt8], _ range: Range<Int>, on fd: Int32) -> Bool {
+        var sent = range.lowerBound
+        while sent < range.upperBound {
+            let n = bytes[sent..<range.upperBound].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            sent += n
+        }
+        return true
+    }
+
+    /// A server that sends `bytes` piece by piece (`pieces`, then the rest), each piece once the reader's
+    /// `progress` shows every byte before it arrived, or once a deadline passed (which fails the test: `paced`
+    /// hears whether the piece arrived and how many milliseconds the server waited for it).
+    static func pacedServer(sending bytes: [UInt8], pieces: [Int], progress: ReceivedOffset,
+                            paced: @escaping @Sendable (_ arrived: Bool, _ waitedMilliseconds: Int) -> Void) throws -> LoopbackServer {
+        try LoopbackServer(behaviour: .scripted { fd in
+            var offset = 0
+            for piece in pieces {
+                guard sendAll(bytes, offset..<(offset + piece), on: fd) else { return }
+                offset += piece
+                let start = MonotonicInstant.now()
+                // Generous: it only decides how long a broken reader takes to fail the test.
+                let deadline = start.advanced(by: .seconds(10))
+                while progress.value.load(ordering: .acquiring) < offset, MonotonicInstant.now() < deadline { usleep(200) }
+                let waited = Int((MonotonicInstant.now().nanoseconds - start.nanoseconds) / 1_000_000)
+                paced(progress.value.load(ordering: .acquiring) >= offset, waited)
+            }
+            _ = sendAll(bytes, offset..<bytes.count, on: fd)
+        })
     }
 
     @Test func splicedBytesLandAtTheirOffsetsWithinTheLimit() async throws {
@@ -105,7 +144,7 @@ import Testing
         let server = try Self.server(sending: bytes)
         defer { server.stop() }
         let scratch = OutputFileScratch()
-        let seen = try await receive(from: server, into: scratch.file("f"), limit: 100_000) { $0 }
+        let seen = try await receive(from: server, into: scratch.file("f"), limit: { _ in 100_000 })
         #expect(seen.overLimit.isEmpty, "\(seen.overLimit)")
         #expect(seen.read == 0, "every byte was spliced")
         #expect(seen.piped.reduce(0, +) == Self.total)
@@ -119,7 +158,7 @@ import Testing
         let scratch = OutputFileScratch()
         let first = Mutex(true)
         // The first piped read has only 1000 of its bytes moved; the rest must vanish with the pipe.
-        let seen = try await receive(from: server, into: scratch.file("f"), limit: 200_000) { count in
+        let seen = try await receive(from: server, into: scratch.file("f"), limit: { _ in 200_000 }) { count in
             first.withLock { isFirst in
                 defer { isFirst = false }
                 return isFirst ? min(1000, count) : count
@@ -141,7 +180,7 @@ import Testing
         let scratch = OutputFileScratch()
         // splice into a file opened for appending is EINVAL; writes to it append, so order is offset here.
         let seen = try await receive(from: server, into: scratch.file("f"), flags: O_WRONLY | O_CREAT | O_APPEND,
-                                     limit: 1 << 20) { $0 }
+                                     limit: { _ in 1 << 20 })
         #expect(seen.overLimit.isEmpty, "\(seen.overLimit)")
         #expect(seen.piped.count == 1, "one splice, refused by the file, then reads")
         #expect(seen.read == Self.total - seen.piped.reduce(0, +))
@@ -153,65 +192,20 @@ import Testing
     @Test func aShortSpliceWaitsForTheNextBytesWithoutStalling() async throws {
         let pieces = [2 << 20, 1000, 1, 4096]
         let bytes = Self.pattern(Self.total, seed: Self.seed)
-        let received = Atomic<Int>(0)
+        let progress = ReceivedOffset()
         let waitedFor = Atomic<Int>(0)
-        let server = try LoopbackServer(behaviour: .scripted { fd in
-            func sendAll(_ range: Range<Int>) -> Bool {
-                var sent = range.lowerBound
-                while sent < range.upperBound {
-                    let n = bytes[sent..<range.upperBound].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    if n <= 0 { return false }
-                    sent += n
-                }
-                return true
-            }
-            // Each piece goes once the ones before it have arrived (or a deadline passed, failing the test).
-            var offset = 0
-            for piece in pieces {
-                guard sendAll(offset..<(offset + piece)) else { return }
-                offset += piece
-                let deadline = MonotonicInstant.now().advanced(by: .seconds(10))
-                while received.load(ordering: .acquiring) < offset, MonotonicInstant.now() < deadline { usleep(1000) }
-                if received.load(ordering: .acquiring) >= offset { waitedFor.add(1, ordering: .releasing) }
-            }
-            _ = sendAll(offset..<bytes.count)
-        })
+        // Each piece goes once the ones before it have arrived (or a deadline passed, failing the test).
+        let server = try Self.pacedServer(sending: bytes, pieces: pieces, progress: progress) { arrived, _ in
+            if arrived { waitedFor.add(1, ordering: .releasing) }
+        }
         defer { server.stop() }
         let scratch = OutputFileScratch()
-        let descriptor = open(scratch.file("f"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        let file = FileDescriptor(rawValue: descriptor)
-        let loop = try EventLoop()
-        defer { loop.shutdown() }
         var options = ConnectionOptions()
         options.timeouts.idle = .seconds(5)
-        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
-        defer { connection.close() }
-        let failure = await withCheckedContinuation { (continuation: CheckedContinuation<ConnectionError?, Never>) in
-            loop.execute {
-                var offset: Int64 = 0
-                connection.startReadingOnLoop(splicing: { Int64(Self.total) - offset }) { event in
-                    switch event {
-                    case .piped(let piped):
-                        try? piped.move(piped.count, into: file, at: offset)
-                        offset += Int64(piped.count)
-                    case .bytes(let chunk):
-                        _ = pwrite(descriptor, chunk.baseAddress, chunk.count, Int(offset))
-                        offset += Int64(chunk.count)
-                    case .endOfStream:
-                        continuation.resume(returning: nil)
-                        return .stop
-                    case .failed(let error):
-                        continuation.resume(returning: error)
-                        return .stop
-                    }
-                    received.store(Int(offset), ordering: .releasing)
-                    return .continueReading
-                }
-            }
-        }
-        #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+        let total = Int64(Self.total)
+        let seen = try await receive(from: server, into: scratch.file("f"), options: options, limit: { total - $0 }, progress: progress)
+        #expect(seen.failure == nil, "\(seen.failure.map { "\($0)" } ?? "")")
+        #expect(seen.overLimit.isEmpty, "\(seen.overLimit)")
         #expect(waitedFor.load(ordering: .acquiring) == pieces.count, "every piece arrived before the next was sent")
         #expect(contents(scratch.file("f")) == bytes)
     }
@@ -226,71 +220,21 @@ import Testing
         let readTail = 300
         let total = fast + trickle.reduce(0, +) + readTail
         let bytes = Self.pattern(total, seed: Self.seed)
-        let received = Atomic<Int>(0)
+        let progress = ReceivedOffset()
         let slowestWait = Atomic<Int>(0)
-        let server = try LoopbackServer(behaviour: .scripted { fd in
-            func sendAll(_ range: Range<Int>) -> Bool {
-                var sent = range.lowerBound
-                while sent < range.upperBound {
-                    let n = bytes[sent..<range.upperBound].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    if n <= 0 { return false }
-                    sent += n
-                }
-                return true
-            }
-            var offset = 0
-            for piece in [fast] + trickle + [readTail] {
-                guard sendAll(offset..<(offset + piece)) else { return }
-                offset += piece
-                let start = MonotonicInstant.now()
-                let deadline = start.advanced(by: .seconds(10))
-                while received.load(ordering: .acquiring) < offset, MonotonicInstant.now() < deadline { usleep(200) }
-                let waited = Int((MonotonicInstant.now().nanoseconds - start.nanoseconds) / 1_000_000)
-                if slowestWait.load(ordering: .acquiring) < waited { slowestWait.store(waited, ordering: .releasing) }
-            }
-        })
+        let server = try Self.pacedServer(sending: bytes, pieces: [fast] + trickle + [readTail], progress: progress) { _, waited in
+            if slowestWait.load(ordering: .acquiring) < waited { slowestWait.store(waited, ordering: .releasing) }
+        }
         defer { server.stop() }
         let scratch = OutputFileScratch()
-        let descriptor = open(scratch.file("f"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        let file = FileDescriptor(rawValue: descriptor)
-        let loop = try EventLoop()
-        defer { loop.shutdown() }
         var options = ConnectionOptions()
         options.timeouts.idle = .seconds(30)
-        let connection = try await Connection.connect(to: "127.0.0.1", port: server.port, options: options, on: loop)
-        defer { connection.close() }
         let spliceable = Int64(total - readTail)
-        let (failure, readBytes) = await withCheckedContinuation {
-            (continuation: CheckedContinuation<(ConnectionError?, Int), Never>) in
-            loop.execute {
-                var offset: Int64 = 0
-                var read = 0
-                connection.startReadingOnLoop(splicing: { spliceable - offset }) { event in
-                    switch event {
-                    case .piped(let piped):
-                        try? piped.move(piped.count, into: file, at: offset)
-                        offset += Int64(piped.count)
-                    case .bytes(let chunk):
-                        _ = pwrite(descriptor, chunk.baseAddress, chunk.count, Int(offset))
-                        offset += Int64(chunk.count)
-                        read += chunk.count
-                    case .endOfStream:
-                        continuation.resume(returning: (nil, read))
-                        return .stop
-                    case .failed(let error):
-                        continuation.resume(returning: (error, read))
-                        return .stop
-                    }
-                    received.store(Int(offset), ordering: .releasing)
-                    return .continueReading
-                }
-            }
-        }
-        #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
-        #expect(readBytes == readTail, "the bytes past the spliceable part were read")
-        // A piece left waiting for more bytes would wait for the idle timeout, 30 s.
+        let seen = try await receive(from: server, into: scratch.file("f"), options: options, limit: { spliceable - $0 }, progress: progress)
+        #expect(seen.failure == nil, "\(seen.failure.map { "\($0)" } ?? "")")
+        #expect(seen.overLimit.isEmpty, "\(seen.overLimit)")
+        #expect(seen.read == readTail, "the bytes past the spliceable part were read")
+        // A piece left waiting for more bytes would wait for the idle timeout, 30 s (the server gives up at 10 s).
         #expect(slowestWait.load(ordering: .acquiring) < 5000, "slowest piece took \(slowestWait.load(ordering: .acquiring)) ms")
         #expect(contents(scratch.file("f")) == bytes)
     }
