@@ -371,7 +371,9 @@ extension HTTPURL.UserInfo {
 
 extension HTTPURLTests {
     @Test func neverTrapsOnArbitraryInputAndAlwaysYieldsASafeRequestTarget() throws {
-        var random = SplitMix64(state: 0x5552_4C)
+        let seed: UInt64 = 0x5552_4C
+        print("HTTPURLTests.neverTrapsOnArbitraryInput seed \(seed)")
+        var random = SplitMix64(state: seed)
         let base = try HTTPURL("http://a/b/c/d;p?q")
         let prefixes = ["http://", "https://u:p@", "http://[", "//", "/", "", "http://h:"]
         for _ in 0..<20_000 {

@@ -194,7 +194,9 @@ import HaulHTTP
 extension RequestHeadTests {
     /// Whatever headers a user passes, the head either fails or has CR and LF only as line endings.
     @Test func neverEmitsStrayLineBreaks() throws {
-        var random = SplitMix64(state: 0x4845_4144)
+        let seed: UInt64 = 0x4845_4144
+        print("RequestHeadTests.neverEmitsStrayLineBreaks seed \(seed)")
+        var random = SplitMix64(state: seed)
         let url = try HTTPURL("http://h/")
         for _ in 0..<5_000 {
             var fields = HTTPFields()
