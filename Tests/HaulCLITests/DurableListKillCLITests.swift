@@ -25,20 +25,29 @@ import HaulTestSupport
         try list.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
-    /// Starts the durable run into `out`, SIGKILLs it after `milliseconds` (on a thread of its own, as
-    /// CrashResumeTests does); true if the kill ended it, false if it had ended by itself.
-    func run(list: String, out: String, killedAfterMilliseconds milliseconds: Int?) throws -> (killed: Bool, status: Int32) {
+    /// The names in `out` that are final (not a `.part` or its journal).
+    func finalNames(_ out: String) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).filter { !$0.hasSuffix(".part") && !$0.hasSuffix(".part.haul") }.count
+    }
+
+    /// Starts the durable run into `out` and, with `finals`, SIGKILLs it as soon as that many files are under
+    /// their final names (0: at once); true if the kill ended it, false if it had ended by itself.
+    ///
+    /// The moment of the kill is the randomized input of the test. It is a point in the run's progress, not a
+    /// time: a time drawn from the length of an earlier run missed every run when the runs after it went
+    /// faster (a loaded machine, or caches warmed by the first), and the test then found nothing killed midway.
+    func run(list: String, out: String, killedAtFinals finals: Int?) throws -> (killed: Bool, status: Int32) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
         process.arguments = ["-q", "-i", list, "-j", "16", "-d", out]
         process.standardError = FileHandle.nullDevice
         try process.run()
-        guard let milliseconds else {
+        guard let finals else {
             process.waitUntilExit()
             return (false, process.terminationStatus)
         }
-        // Not an ordering sleep: how long the run lives before it is killed is the randomized input of the test.
-        usleep(useconds_t(milliseconds * 1000))
+        // Watched on this thread (not the shared pool, which a loaded machine can hold for seconds).
+        poll(every: .microseconds(500), within: 120) { !process.isRunning || finalNames(out) >= finals }
         let killed = process.isRunning
         if killed { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
@@ -67,23 +76,22 @@ import HaulTestSupport
 
         let seed = TestSeed(for: "DurableListKillCLITests.aKilledDurableListRun", default: 0x5359_4E43)
         var generator = seed.generator()
-        // One whole run first: it must succeed, and its length bounds the random moments of the kills.
-        let started = ContinuousClock.now
-        let whole = try run(list: list, out: directory + "/whole", killedAfterMilliseconds: nil)
-        let length = ContinuousClock.now - started
+        // One whole run first: it must succeed.
+        let whole = try run(list: list, out: directory + "/whole", killedAtFinals: nil)
         #expect(whole.status == 0)
         #expect(try check(directory + "/whole", seed, round: 0) == (Self.files, 0))
-        let lengthMilliseconds = max(20, Int(length.components.seconds * 1000 + length.components.attoseconds / 1_000_000_000_000_000))
 
         var killedMidway = 0
         for round in 1...8 {
             let out = directory + "/round-\(round)"
-            let lifetime = Int.random(in: 1...lengthMilliseconds, using: &generator)
-            let outcome = try run(list: list, out: out, killedAfterMilliseconds: lifetime)
+            // Anywhere in the first three quarters of the list: the kill lands while files are in flight (and,
+            // with at most 150 of 200 final, before the run can have ended).
+            let killAt = Int.random(in: 0...(Self.files * 3 / 4), using: &generator)
+            let outcome = try run(list: list, out: out, killedAtFinals: killAt)
             let (finals, parts) = try check(out, seed, round: round)
             if outcome.killed && finals < Self.files { killedMidway += 1 }
             if !outcome.killed { #expect(outcome.status == 0 && finals == Self.files, "round \(round) (\(seed))") }
-            print("round \(round): killed after \(lifetime) ms of ~\(lengthMilliseconds): \(finals) final, \(parts) .part")
+            print("round \(round): killed at \(killAt) final names: \(finals) final, \(parts) .part")
         }
         #expect(killedMidway > 0, "at least one run was killed before its list was done (\(seed))")
     }
