@@ -128,8 +128,14 @@ public final class NginxServer: @unchecked Sendable {
     ///
     /// nginx logs a request when it finalizes it, which can be a moment after the client has read the last
     /// byte; tests that read the log right after a client exits use this instead of ``accessLog()``.
-    public func accessLog(waitingForCount count: Int, timeout: Double = 5) -> [AccessLogEntry] {
-        poll(every: .milliseconds(10), within: timeout, reading: accessLog, until: { $0.count >= count })
+    public func accessLog(waitingForCount count: Int, timeout: Double = Polling.defaultDeadline) -> [AccessLogEntry] {
+        accessLog(waitingUntil: { $0.count >= count }, timeout: timeout)
+    }
+
+    /// The access log once `condition` holds for it, or as it is after `timeout` seconds: for a test that
+    /// knows which requests it waits for rather than how many lines come before them.
+    public func accessLog(waitingUntil condition: ([AccessLogEntry]) -> Bool, timeout: Double = Polling.defaultDeadline) -> [AccessLogEntry] {
+        poll(every: .milliseconds(10), within: timeout, reading: accessLog, until: condition)
     }
 
     /// Stops nginx (fast shutdown: SIGTERM to the master, which stops its workers), waits for it to exit and

@@ -95,7 +95,7 @@ public final class SquidProxy: @unchecked Sendable {
 
     /// The access log once `condition` holds for it, or as it is after `timeout` seconds. Squid writes a line
     /// when a transaction ends, a tunnel's only when the tunnel closes.
-    public func accessLog(waitingUntil condition: ([SquidAccessLogEntry]) -> Bool, timeout: Double = 10) -> [SquidAccessLogEntry] {
+    public func accessLog(waitingUntil condition: ([SquidAccessLogEntry]) -> Bool, timeout: Double = Polling.defaultDeadline) -> [SquidAccessLogEntry] {
         ProxyServerSupport.poll(timeout: timeout, read: accessLog, until: condition)
     }
 }
@@ -230,7 +230,7 @@ public final class MicrosocksProxy: @unchecked Sendable {
     }
 
     /// ``connectedTargets()`` once `condition` holds for them, or as they are after `timeout` seconds.
-    public func connectedTargets(waitingUntil condition: ([String]) -> Bool, timeout: Double = 10) -> [String] {
+    public func connectedTargets(waitingUntil condition: ([String]) -> Bool, timeout: Double = Polling.defaultDeadline) -> [String] {
         ProxyServerSupport.poll(timeout: timeout, read: connectedTargets, until: condition)
     }
 }
