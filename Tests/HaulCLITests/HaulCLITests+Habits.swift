@@ -127,13 +127,13 @@ extension HaulCLITests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         for zero in ["0", "0K", "0/s"] {
             let output = directory + "/r\(zero.count).bin"
-            let run = try haul(["--limit-rate", zero, "-o", output, fixture.nginx.url("/big.bin")], timeout: 30)
+            let run = try haul(["--limit-rate", zero, "-o", output, fixture.nginx.url("/big.bin")])
             #expect(run.exitStatus == 0, "\(zero): \(run.errorText)")
             #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
         }
         // A real limit still limits: 16 MiB at 16 MiB/s takes most of a second, not the unlimited few ms.
         let started = Date()
-        let limited = try haul(["--limit-rate", "16M", "-o", directory + "/limited.bin", fixture.nginx.url("/big.bin")], timeout: 30)
+        let limited = try haul(["--limit-rate", "16M", "-o", directory + "/limited.bin", fixture.nginx.url("/big.bin")])
         #expect(limited.exitStatus == 0, "\(limited.errorText)")
         #expect(Date().timeIntervalSince(started) > 0.5)
         let negative = try haul(["--limit-rate", "-1", fixture.nginx.url("/big.bin")])

@@ -108,7 +108,7 @@ import HaulTestSupport
             let pid = try #require(sandbox.daemonPID)
             #expect(!killed.contains(pid), "a new daemon each round")
             kill(pid, SIGKILL)
-            #expect(Sandbox.waitUntil(timeout: 10) { !ProcessLiveness.isAlive(pid) })
+            #expect(Sandbox.waitUntil(timeout: 30) { !ProcessLiveness.isAlive(pid) })
             killed.append(pid)
             // Only `queue wait` runs now: it is the one that starts a daemon again.
             let restarted = Sandbox.waitUntil(timeout: 30) {
@@ -253,7 +253,7 @@ import HaulTestSupport
         #expect(pause.exitStatus == 0, "\(pause.errorText)")
         let pid = try #require(sandbox.daemonPID)
         kill(pid, SIGKILL)
-        #expect(Sandbox.waitUntil(timeout: 10) { !ProcessLiveness.isAlive(pid) })
+        #expect(Sandbox.waitUntil(timeout: 30) { !ProcessLiveness.isAlive(pid) })
 
         server.setScript(.always(.stallBeforeHead(.untilStopped)))
         server.release()

@@ -75,7 +75,7 @@ import HaulTestSupport
         #expect(ContinuousClock.now - started < .seconds(30))
         #expect(hung.exitStatus == 5 && hung.errorText.contains("did not finish within 1 s") && hung.errorText.contains("403"), "\(hung.errorText)")
         let pid = try #require(Int32(try String(contentsOfFile: directory.file("pid"), encoding: .utf8).filter(\.isNumber)))
-        #expect(poll(every: .milliseconds(10), within: 10) { !ProcessLiveness.isAlive(pid) }, "the command's child was killed too")
+        #expect(poll(every: .milliseconds(10), within: 30) { !ProcessLiveness.isAlive(pid) }, "the command's child was killed too")
 
         for (command, said) in [("exit 3", "exited with status 3"), ("true", "printed no URL"), ("echo ftp://x/y", "not a usable http(s) URL")] {
             // A fresh link each time: the expiry comes after the download has begun.

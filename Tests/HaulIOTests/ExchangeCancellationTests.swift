@@ -143,7 +143,7 @@ struct ExchangeCancellationTests {
         #expect(first.connectionReusable)
 
         let exchange = try await ObservedExchange(request, on: client, cancelAtOnce: true)
-        let completion = try #require(try await exchange.completion(within: 10))
+        let completion = try #require(try await exchange.completion(within: 40))
         guard case .failure(.connection(let error)) = completion.result else {
             Issue.record("expected a closed connection, got \(completion.result)")
             return

@@ -61,7 +61,7 @@ import Testing
         await fourth.close()
         try await third.stopDaemon()
         await third.close()
-        #expect(SessionSandbox.waitUntil(timeout: 10) { sandbox.daemonPID == nil }, "a clean stop removes daemon.pid")
+        #expect(SessionSandbox.waitUntil(timeout: 30) { sandbox.daemonPID == nil }, "a clean stop removes daemon.pid")
     }
 
     /// One daemon per session: a second `haul daemon`, or a daemon started in-process, refuses and says who

@@ -31,7 +31,7 @@ import HaulTestSupport
         let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
         let (result, _) = try await runToEnd(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f.bin")),
-                                             options: options(maximum: 500_000), within: .seconds(30))
+                                             options: options(maximum: 500_000), within: .seconds(120))
         let refused = refusal(result)
         #expect(refused?.limit == 500_000 && refused?.length == Int64(resource.bytes.count))
         #expect(server.requests.count == 1, "the probe only")
@@ -45,7 +45,7 @@ import HaulTestSupport
         let server = try MisbehavingServer(resource: resource, script: .always(Behavior.ignoreRange.with { $0.framing = framing }))
         defer { server.stop() }
         let (result, task) = try await runToEnd(DownloadRequest(url: server.url("/f"), destination: .directory(directory)),
-                                                options: options(maximum: 300_000), within: .seconds(30))
+                                                options: options(maximum: 300_000), within: .seconds(120))
         let refused = refusal(result)
         #expect(refused?.limit == 300_000 && refused?.length == nil)
         #expect(task.currentProgress.bytesDone <= 300_000)
@@ -59,7 +59,7 @@ import HaulTestSupport
         defer { server.stop() }
         let exact = Int64(resource.bytes.count)
         let (result, _) = try await runToEnd(DownloadRequest(url: server.url("/f"), destination: .file(directory + "/f.bin")),
-                                             options: options(maximum: exact), within: .seconds(30))
+                                             options: options(maximum: exact), within: .seconds(120))
         #expect(try result.get().bytes == exact)
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/f.bin"))) == resource.bytes)
     }
@@ -68,7 +68,7 @@ import HaulTestSupport
         let server = try MisbehavingServer(resource: resource)
         defer { server.stop() }
         let (result, _) = try await runToEnd(DownloadRequest(url: server.url("/f"), destination: .memory(limit: 4 << 20)),
-                                             options: options(maximum: 200_000), within: .seconds(30))
+                                             options: options(maximum: 200_000), within: .seconds(120))
         #expect(refusal(result)?.limit == 200_000)
     }
 }

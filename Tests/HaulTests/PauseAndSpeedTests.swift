@@ -110,7 +110,7 @@ import HaulTestSupport
         let waiter = Task { try await task.value }
         waiter.cancel()
         // Bounded, not timed: the wait must end by itself (the held download never would).
-        let ended = await outcomeOfWaiter(waiter, within: .seconds(20))
+        let ended = await outcomeOfWaiter(waiter, within: .seconds(60))
         guard case .failure(let error)? = ended, case .cancelled = error.reason else { Issue.record("expected cancelled, got \(String(describing: ended))"); return }
         #expect(FileManager.default.fileExists(atPath: directory + "/f.part.haul"), "kept for a later resume, like a pause")
     }
