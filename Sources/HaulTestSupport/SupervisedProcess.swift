@@ -69,13 +69,16 @@ final class SupervisedProcess: @unchecked Sendable {
         }
     }
 
-    /// Whether the server accepts connections on every one of `ports` on every one of `hosts` within
-    /// `timeout` seconds (false as soon as it exits).
-    func waitUntilListening(ports: [UInt16], hosts: [String], timeout: Double = 15) -> Bool {
+    /// Whether the server accepts connections on every one of `ports` on every one of `hosts`, on sockets of
+    /// its own (``ListeningSockets``: a port another test's server took meanwhile accepts connections too),
+    /// within `timeout` seconds (false as soon as it exits). Generous: Squid alone takes a second or two to
+    /// start, and a loaded two-core machine running the suites in parallel can make that ten times longer.
+    func waitUntilListening(ports: [UInt16], hosts: [String], timeout: Double = 60) -> Bool {
         var listening = false
         poll(every: .milliseconds(10), within: timeout) {
             guard isRunning else { return true }
             listening = ports.allSatisfy { port in hosts.allSatisfy { LoopbackPorts.acceptsConnections(host: $0, port: port) } }
+                && ListeningSockets.processGroup(pid, listensOn: ports, hosts: hosts)
             return listening
         }
         return listening
