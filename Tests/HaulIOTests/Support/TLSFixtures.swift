@@ -79,24 +79,56 @@ struct FixtureError: Error, CustomStringConvertible {
 }
 
 /// `openssl s_server -www` on a free 127.0.0.1 port, terminated by `stop()`.
+///
+/// The server chooses the port itself (`-accept 127.0.0.1:0`) and names it on its standard output
+/// (`ACCEPT 127.0.0.1:PORT`): a port chosen here and handed over could be taken by a test running in parallel
+/// before s_server bound it, and that one's server would then answer on it.
 final class OpenSSLServer: @unchecked Sendable {
-    // @unchecked Sendable: `process` is only started in init and terminated in stop.
+    // @unchecked Sendable: `process` is only started in init and terminated in stop; `scratch` only read.
     let port: UInt16
     private let process: Process
+    /// Holds s_server's standard output.
+    private let scratch: OutputFileScratch
 
     /// `servingFilesFrom` switches to `-WWW` mode: `GET /name` returns that file from the directory.
     init(cert: String, key: String, servingFilesFrom directory: String? = nil) throws {
-        port = try LoopbackServer.unusedPort()
-        process = Process()
+        let scratch = OutputFileScratch()
+        scratch.write("s_server.out", "")
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch.file("s_server.out")))
+        defer { try? output.close() }
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key,
-                             directory == nil ? "-www" : "-WWW", "-quiet", "-alpn", "http/1.1"]
+        // Not -quiet: it would silence the ACCEPT line.
+        process.arguments = ["s_server", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key,
+                             directory == nil ? "-www" : "-WWW", "-alpn", "http/1.1"]
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        try waitUntilListening()
+        var port: UInt16?
+        // Generous: it only bounds a server that never starts (a loaded machine can take seconds).
+        poll(within: 60) {
+            port = Self.acceptedPort(in: scratch.read("s_server.out") ?? "")
+            return port != nil || !process.isRunning
+        }
+        guard let port else {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            throw FixtureError(message: "openssl s_server did not start listening: \(scratch.read("s_server.out") ?? "")")
+        }
+        self.process = process
+        self.scratch = scratch
+        self.port = port
+    }
+
+    /// The port of s_server's `ACCEPT 127.0.0.1:PORT` line, once it has written it.
+    static func acceptedPort(in output: String) -> UInt16? {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
+              let colon = line.lastIndex(of: ":") else { return nil }
+        return UInt16(line[line.index(after: colon)...])
     }
 
     func stop() {
@@ -105,18 +137,5 @@ final class OpenSSLServer: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-    }
-
-    private func waitUntilListening() throws {
-        let address = SocketAddress(ipAddress: "127.0.0.1", port: port)!
-        for _ in 0..<200 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            let result = try address.withSockAddr { (pointer, length) throws(SystemError) in connect(fd, pointer, length) }
-            close(fd)
-            if result == 0 { return }
-            usleep(25_000)  // the polling interval of this wait for the listener (200 looks), not an ordering sleep
-        }
-        stop()
-        throw FixtureError(message: "openssl s_server did not start listening on port \(port)")
     }
 }
