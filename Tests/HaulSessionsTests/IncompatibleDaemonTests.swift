@@ -23,15 +23,23 @@ import Testing
         configuration.log = { _ in }
         configuration.installStopHandler = { handler in stop.withLock { $0 = handler } }
         let daemon = Task { try await SessionDaemon.run(configuration) }
-        // Once it serves, it has installed its stop handler (and listens).
-        let serving = poll(within: 60) { stop.withLock { $0 } != nil }
+        // Once it serves, it has installed its stop handler (and listens). Awaited, not polled with a blocking
+        // wait: the daemon's task runs on the same shared pool, and with its other thread busy (suites in
+        // parallel on two cores) a blocked one left it no thread at all. The wait then ended without a stop
+        // handler, nothing stopped the daemon that served a moment later, and the test awaited it forever.
+        let serving = await eventually(within: 120) { stop.withLock { $0 } != nil }
         var failure: (any Error)?
         if serving {
             do { try await body(sandbox) } catch { failure = error }
         }
-        stop.withLock { $0 }?("test over")
-        #expect(try await daemon.value == 0)
         #expect(serving, "the daemon started serving")
+        if let stopDaemon = stop.withLock({ $0 }) {
+            stopDaemon("test over")
+            #expect(try await daemon.value == 0)
+        } else {
+            // Never served: not awaited (it would be forever), cancelled.
+            daemon.cancel()
+        }
         if let failure { throw failure }
     }
 
