@@ -234,7 +234,9 @@ struct ProxyHandshakeTests {
             transcript.closed.withLock { $0 = true }
         })
         defer { server.stop() }
-        let (client, loop) = try Self.client(proxy: "http://127.0.0.1:\(server.port)", timeout: .seconds(30))
+        // A timeout the cancel must beat by far: the test's task runs on the shared pool, which a loaded machine
+        // (suites in parallel on two cores) starved for 110 s once, and the 30 s it was then fired first.
+        let (client, loop) = try Self.client(proxy: "http://127.0.0.1:\(server.port)", timeout: .seconds(600))
         defer { loop.shutdown() }
         let exchange = try await ObservedExchange(try RequestHead(url: HTTPURL("https://origin.test/")), on: client)
         #expect(try await eventually { !transcript.messages.isEmpty }, "the proxy never got the CONNECT")
@@ -244,7 +246,7 @@ struct ProxyHandshakeTests {
             Issue.record("expected a cancelled connection, got \(completion.result)")
             return
         }
-        // Ended by the cancel (`.closed`), not by the 30 s connect timeout (which would be a proxy failure).
+        // Ended by the cancel (`.closed`), not by the connect timeout (which would be a proxy failure).
         #expect(error.kind == .closed)
         #expect(try await eventually { transcript.closed.withLock { $0 } }, "the proxy never saw the connection close")
         await client.shutdown()
