@@ -10,6 +10,10 @@ import HaulTestSupport
         var options = DownloadOptions(synchronizesToDisk: true, connections: 4, minimumSegment: 256 << 10,
                                       checkpointBytes: 1 << 20)
         options.retry = .none
+        // A download held before its first byte waits for the test's pause rather than time out (retries are
+        // off: a stall the test is slow to meet would fail it).
+        options.timeouts.idle = .seconds(600)
+        options.lowSpeedLimit = nil
         return try HaulClient(options: options)
     }
 

@@ -40,11 +40,21 @@ final class MemoryFixture: Sendable {
     let fixture = MemoryFixture.shared
 
     /// Generous limit for any one download here, so that no test can hang the run.
-    static let deadline: Duration = .seconds(30)
+    static let deadline: Duration = .seconds(120)
 
     func options(connections: Int = 8) -> DownloadOptions {
         var options = DownloadOptions(synchronizesToDisk: false, connections: connections, minimumSegment: 256 << 10)
         options.retry = RetryPolicy(triesPerRange: 3, totalRetries: 20, baseDelay: .milliseconds(5), maxDelay: .milliseconds(50))
+        return options
+    }
+
+    /// For a download the server stalls until the test has acted: its connection waits for the test rather
+    /// than time out. (With the 30 s idle default, a test the machine kept from running that long saw the stall
+    /// end in a retry that finished the download before the pause or cancel it was to meet.)
+    func stalledOptions() -> DownloadOptions {
+        var options = options(connections: 1)
+        options.timeouts.idle = .seconds(600)
+        options.lowSpeedLimit = nil
         return options
     }
 
@@ -224,7 +234,7 @@ final class MemoryFixture: Sendable {
         // The first response stalls after 64 KiB until the server stops: still running whenever the test acts.
         let server = try MisbehavingServer(resource: resource, script: .sequence([.stallMidBody(afterBytes: 64 << 10, .untilStopped)]))
         defer { server.stop() }
-        let task = try HaulClient(options: options(connections: 1))
+        let task = try HaulClient(options: stalledOptions())
             .start(DownloadRequest(url: server.url("/f"), destination: .memory(limit: resource.bytes.count)))
         #expect(await eventually { task.currentProgress.bytesDone > 0 }, "some bytes arrive")
         try await task.pause()
@@ -240,7 +250,7 @@ final class MemoryFixture: Sendable {
         // The first response stalls after 64 KiB until the server stops: still running whenever the test acts.
         let server = try MisbehavingServer(resource: resource, script: .sequence([.stallMidBody(afterBytes: 64 << 10, .untilStopped)]))
         defer { server.stop() }
-        let task = try HaulClient(options: options(connections: 1))
+        let task = try HaulClient(options: stalledOptions())
             .start(DownloadRequest(url: server.url("/f"), destination: .memory(limit: resource.bytes.count)))
         #expect(await eventually { task.currentProgress.bytesDone > 0 })
         await task.cancel()
