@@ -29,8 +29,9 @@ public func poll(
     every interval: Duration = Polling.defaultInterval, within seconds: Double = Polling.defaultDeadline,
     until condition: () throws -> Bool
 ) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    // The monotonic clock: a step of the wall clock (NTP) must not end the wait early or stretch it.
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while ContinuousClock.now < deadline {
         if try condition() { return true }
         // The polling interval itself, not an ordering sleep: the loop ends as soon as the condition holds.
         usleep(Polling.microseconds(interval))
