@@ -15,9 +15,16 @@ func outcomeWithin(_ limit: Duration, of task: DownloadTask) async -> Result<Dow
             return nil
         }
         let first = await group.next() ?? nil
-        if first == nil { await task.cancel() }
         group.cancelAll()
-        return first
+        guard first == nil else { return first }
+        // The deadline's child came back first. On a pool that the machine starved for longer than the limit,
+        // both children can be ready at once and either is taken: a download that has ended is not a hang.
+        switch task.currentProgress.phase {
+        case .completed, .failed, .cancelled: return await task.outcome()
+        default:
+            await task.cancel()
+            return nil
+        }
     }
 }
 
