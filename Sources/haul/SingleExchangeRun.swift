@@ -1,5 +1,6 @@
 import Haul
 import HaulCommandLine
+import Synchronization
 
 /// `-I` and `-r`: one request to one URL, not a download (``HaulClient/responseHeads(_:logger:)``,
 /// ``HaulClient/download(_:range:logger:)``). No progress bar and no pause: nothing resumes a range, so the
@@ -17,15 +18,19 @@ struct SingleExchangeRun {
             reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
             return ExitStatus(classifying: error)
         }
+        // The handlers go in before the request starts: a signal in between met the default action (the
+        // process died of it, exit 128+N, the range's .part left behind), which a test saw on a loaded machine.
+        let stop = StopForwarding()
+        do {
+            try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { _ in stop.request() }
+        } catch {
+            reporter.warning("cannot handle SIGINT/SIGTERM/SIGHUP (\(error)); Ctrl-C will leave the range's .part behind")
+        }
         let work = Task { [self] in
             if let range = plan.habits.range { return await fetch(range, download: download, index: index, client: client) }
             return await head(download, index: index, client: client)
         }
-        do {
-            try StopSignals.install(immediateExitStatus: ExitStatus.interrupted.code) { _ in work.cancel() }
-        } catch {
-            reporter.warning("cannot handle SIGINT/SIGTERM/SIGHUP (\(error)); Ctrl-C will leave the range's .part behind")
-        }
+        stop.attach(work)
         let status = await work.value
         reporter.close()
         await client.shutdown()
@@ -78,5 +83,27 @@ struct SingleExchangeRun {
             StandardOutput.write(writeOut.render(OutputHabits.facts(
                 for: error, url: download.request.url, path: download.expectedPath, progress: nil, source: download.source)))
         }
+    }
+}
+
+/// Hands a stop signal to the request's task, also one that came before the task existed.
+private final class StopForwarding: Sendable {
+    private let state = Mutex<(requested: Bool, task: Task<ExitStatus, Never>?)>((false, nil))
+
+    /// A stop signal came: cancels the task, or the task to come.
+    func request() {
+        state.withLock { state -> Task<ExitStatus, Never>? in
+            state.requested = true
+            return state.task
+        }?.cancel()
+    }
+
+    /// The request's task, cancelled at once if a stop came before it.
+    func attach(_ task: Task<ExitStatus, Never>) {
+        let requested = state.withLock { state -> Bool in
+            state.task = task
+            return state.requested
+        }
+        if requested { task.cancel() }
     }
 }
