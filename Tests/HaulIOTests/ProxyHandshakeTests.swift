@@ -47,10 +47,11 @@ struct ProxyHandshakeTests {
         }
     }
 
-    static func client(proxy: String, timeout: Duration = .seconds(10)) throws -> (HTTPClient, EventLoop) {
+    static func client(proxy: String, timeout: Duration = .seconds(10), idle: Duration? = ConnectionTimeouts().idle) throws -> (HTTPClient, EventLoop) {
         let loop = try EventLoop()
         var options = ConnectionOptions()
         options.timeouts.connect = timeout
+        options.timeouts.idle = idle
         let client = HTTPClient(loop: loop, tls: .insecure, connectionOptions: options,
                                 proxy: ProxySettings(all: try ProxyURL(proxy)))
         return (client, loop)
@@ -234,9 +235,10 @@ struct ProxyHandshakeTests {
             transcript.closed.withLock { $0 = true }
         })
         defer { server.stop() }
-        // A timeout the cancel must beat by far: the test's task runs on the shared pool, which a loaded machine
-        // (suites in parallel on two cores) starved for 110 s once, and the 30 s it was then fired first.
-        let (client, loop) = try Self.client(proxy: "http://127.0.0.1:\(server.port)", timeout: .seconds(600))
+        // Timeouts the cancel must beat by far: the test's task runs on the shared pool, which a loaded machine
+        // (suites in parallel on two cores) starved for 110 s once, and the 30 s connect timeout (another time
+        // the 30 s idle one, the CONNECT being unanswered) then fired first.
+        let (client, loop) = try Self.client(proxy: "http://127.0.0.1:\(server.port)", timeout: .seconds(600), idle: .seconds(600))
         defer { loop.shutdown() }
         let exchange = try await ObservedExchange(try RequestHead(url: HTTPURL("https://origin.test/")), on: client)
         #expect(try await eventually { !transcript.messages.isEmpty }, "the proxy never got the CONNECT")
@@ -246,7 +248,7 @@ struct ProxyHandshakeTests {
             Issue.record("expected a cancelled connection, got \(completion.result)")
             return
         }
-        // Ended by the cancel (`.closed`), not by the connect timeout (which would be a proxy failure).
+        // Ended by the cancel (`.closed`), not by the connect timeout (a proxy failure) or the idle one.
         #expect(error.kind == .closed)
         #expect(try await eventually { transcript.closed.withLock { $0 } }, "the proxy never saw the connection close")
         await client.shutdown()
