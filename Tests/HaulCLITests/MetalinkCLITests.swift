@@ -45,7 +45,8 @@ import Testing
         let run = try haul(["-M", meta4, "-d", directory + "/out"], in: directory)
         #expect(run.exitStatus == 0, "\(run.errorText)")
         #expect(try TestFiles.sha256(ofFile: directory + "/out/sub/renamed.bin") == fixture.sha256("f9.bin"))
-        let requested = fixture.nginx.accessLog().map(\.request)
+        // nginx logs a request when it finalizes it, a moment after haul has the last byte.
+        let requested = fixture.nginx.accessLog(waitingUntil: { $0.contains { $0.request.contains("/noranges/f9.bin") } }).map(\.request)
         #expect(requested.contains { $0.contains("/noranges/f9.bin") }, "the preferred mirror (priority 1) was asked: \(requested)")
     }
 
@@ -140,7 +141,8 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory + "/out/" + name), "the document is followed, not saved")
         #expect(!FileManager.default.fileExists(atPath: directory + "/out/" + name + ".part"))
         #expect(run.errorText.contains("Metalink"), "\(run.errorText)")
-        let requested = fixture.nginx.accessLog().dropFirst(before).map(\.request)
+        let requested = fixture.nginx.accessLog(waitingUntil: { $0.dropFirst(before).contains { $0.request.contains("/noranges/f13.bin") } })
+            .dropFirst(before).map(\.request)
         #expect(requested.contains { $0.contains("/noranges/f13.bin") }, "the file came from the mirrors the document lists: \(requested)")
 
         // A wrong hash in a followed document fails as -M's would: exit 8, nothing under the final name.

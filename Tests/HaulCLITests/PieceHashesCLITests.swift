@@ -95,11 +95,15 @@ import Testing
 
         // Every byte asked for once — but the bad piece, twice: once from the liar, once more from nginx.
         // (nginx's first request is the probe, whose answer the mirror check abandons; the liar's first is that check.)
-        let fromNginx = fixture.nginx.accessLog().filter { $0.target == "/" + name }
-        let asked = fromNginx.dropFirst().compactMap { Self.bounds($0.range) }
-            + liar.requests.dropFirst().compactMap { Self.bounds($0.rangeHeader) }
+        let asked = { (log: [AccessLogEntry]) in
+            log.filter { $0.target == "/" + name }.dropFirst().compactMap { Self.bounds($0.range) }
+                + liar.requests.dropFirst().compactMap { Self.bounds($0.rangeHeader) }
+        }
+        // nginx logs a request when it finalizes it, a moment after haul has the last byte: its lines are waited
+        // for until they cover the file (or the deadline passes and the checks below say what is missing).
+        let fromNginx = fixture.nginx.accessLog(waitingUntil: { coverage(asked($0), count: size)[0] == nil })
         #expect(liar.requests.first?.rangeHeader == "bytes=0-0")
-        let counts = coverage(asked, count: size)
+        let counts = coverage(asked(fromNginx), count: size)
         #expect(counts[0] == nil, "every byte was asked for: \(counts)")
         #expect(counts[2] == [7 * Self.mib..<size], "only the bad piece twice: \(counts)")
         #expect(counts.keys.allSatisfy { $0 <= 2 }, "\(counts)")

@@ -146,8 +146,10 @@ import HaulTestSupport
 
         // Fetched again after the kills: at most what the journals had not yet recorded (two checkpoint
         // windows per download per kill, plus what was on the wire).
-        let fetched = fixture.nginx.accessLog().filter { $0.target.hasPrefix("/slow/large-") }.totalBodyBytesSent
         let size = 3 * (64 << 20)
+        // nginx logs a request when it finalizes it, a moment after the client has the last byte.
+        let large = { (log: [AccessLogEntry]) in log.filter { $0.target.hasPrefix("/slow/large-") }.totalBodyBytesSent }
+        let fetched = large(fixture.nginx.accessLog(waitingUntil: { large($0) >= size }))
         #expect(fetched >= size)
         #expect(fetched - size <= 2 * 3 * (2 * checkpoint + 4 * (1 << 20)), "fetched again: \(fetched - size) bytes")
 
