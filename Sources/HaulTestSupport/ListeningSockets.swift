@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// Whose listening socket answers on a loopback port, read from `/proc`.
@@ -31,7 +30,7 @@ enum ListeningSockets {
     /// A line: `sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …`, the local address
     /// `HEXADDRESS:HEXPORT`, the state `0A` for LISTEN.
     static func listeningInodes(table path: String) -> [UInt16: Set<UInt64>]? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        guard let text = readWhole(path) else { return nil }
         var result: [UInt16: Set<UInt64>] = [:]
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -47,10 +46,10 @@ enum ListeningSockets {
     /// process may read: its own user's, or all of them as root).
     static func socketInodes(ofProcessGroup group: pid_t) -> Set<UInt64> {
         var inodes: Set<UInt64> = []
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        for entry in names(in: "/proc") {
             guard let pid = Int32(entry), processGroup(of: pid) == group else { continue }
             let directory = "/proc/\(pid)/fd"
-            for descriptor in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            for descriptor in names(in: directory) {
                 guard let target = readLink(directory + "/" + descriptor), target.hasPrefix("socket:["), target.hasSuffix("]"),
                       let inode = UInt64(target.dropFirst("socket:[".count).dropLast()) else { continue }
                 inodes.insert(inode)
@@ -62,11 +61,41 @@ enum ListeningSockets {
     /// The process group of `pid` (the fifth field of `/proc/PID/stat`, the third after the name in
     /// parentheses, which may itself hold spaces and parentheses); nil when the process is gone.
     static func processGroup(of pid: pid_t) -> pid_t? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+        guard let text = readWhole("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
         guard fields.count > 2 else { return nil }
         return pid_t(fields[2])
+    }
+
+    // Plain system calls, not FileManager: /proc changes under the reader all the time (processes end, sockets
+    // come and go), and a listing or read must give what it can rather than fail as a whole.
+
+    /// The names in a directory, without `.` and `..`; what could be read when it changes meanwhile.
+    private static func names(in path: String) -> [String] {
+        guard let directory = opendir(path) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// A whole file read to its end (procfs files report no size); nil when it cannot be opened.
+    private static func readWhole(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func readLink(_ path: String) -> String? {

@@ -10,7 +10,8 @@ import Glibc
 /// mask, and Squid (unlike nginx) never clears it, so it would not hear SIGTERM at all.
 final class SupervisedProcess: @unchecked Sendable {
     // @unchecked Sendable: `state` is guarded by `lock`; `pid` is immutable after init.
-    private let pid: pid_t
+    /// The watchdog shell's pid, which is also the process group of the server it runs.
+    let pid: pid_t
     private let lock = NSLock()
     private var exited = false
     private var stopped = false
@@ -32,6 +33,11 @@ final class SupervisedProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process goes with it: tests run in parallel, and a descriptor another test
+        // has open at this moment (the write end of a pipe it reads to its end, a listener it is about to stop)
+        // would live on in a server that runs for the whole test run. Looked up, not linked: glibc has it
+        // since 2.34.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -58,6 +64,14 @@ final class SupervisedProcess: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np`, where there is one.
+    private static let addCloseFrom: AddCloseFrom? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }()
 
     /// Whether the watchdog (and so the server) is still running; reaps it once it has exited.
     var isRunning: Bool {
@@ -97,9 +111,14 @@ final class SupervisedProcess: @unchecked Sendable {
             let ports = try LoopbackPorts.freePorts(portCount)
             let process = try launch(ports)
             if process.waitUntilListening(ports: ports, hosts: hosts) { return (ports, process) }
+            // What the readiness check saw last, for the report (the process may be gone already).
+            let accepting = ports.filter { port in hosts.allSatisfy { LoopbackPorts.acceptsConnections(host: $0, port: port) } }
+            let owned = ports.filter { ListeningSockets.processGroup(process.pid, listensOn: [$0], hosts: hosts) }
+            let readiness = "\(name) on ports \(ports) (\(hosts.joined(separator: ", "))): running \(process.isRunning), "
+                + "accepting on \(accepting), listening sockets of its own on \(owned)"
             process.stop()
             let text = logs.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
-            lastFailure = String(text.suffix(3000))
+            lastFailure = readiness + "\n" + String(text.suffix(3000))
             guard lastFailure.contains("Address already in use") || other.map(lastFailure.contains) == true else { break }
         }
         throw TestSupportError("\(name) did not start:\n\(lastFailure)")
