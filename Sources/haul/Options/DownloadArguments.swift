@@ -181,11 +181,14 @@ struct RequestMaker {
     /// the engine.
     func download(_ url: String, parsed: HTTPURL? = nil, mirrors: [String], output: String?, dir: String?,
                   source: ErrorText.Source) -> CommandPlan.Download {
-        // Parsed at most once here, and only when something needs it.
-        var parsedOnce = parsed.map { Result<HTTPURL, URLParseError>.success($0) }
+        // Parsed at most once here, and only when something needs it (an input file's entry comes parsed).
+        var parsedOnce = parsed, parseTried = parsed != nil
         func parsedURL() -> HTTPURL? {
-            if parsedOnce == nil { parsedOnce = Result { () throws(URLParseError) in try HTTPURL(url) } }
-            return try? parsedOnce?.get()
+            if !parseTried {
+                parseTried = true
+                parsedOnce = try? HTTPURL(url)
+            }
+            return parsedOnce
         }
         func nameFromURL() -> String { parsedURL().map(SuggestedFileName.forURL) ?? "index.html" }
         let destination: DownloadRequest.Destination
