@@ -24,15 +24,33 @@ struct CommandPlan {
         let request: DownloadRequest
         /// Where its URLs came from, for the advice that goes with a mirror mismatch.
         let source: ErrorText.Source
+        /// The path given when the download was made; nil for a directory download, whose file's name is
+        /// predicted only when asked (``expectedPath``).
+        private let givenPath: String?
+
+        /// `expectedPath`: nil to predict it from the request's URL when asked, as the engine names a file in
+        /// a directory.
+        init(request: DownloadRequest, source: ErrorText.Source, expectedPath: String?) {
+            self.request = request
+            self.source = source
+            givenPath = expectedPath
+        }
+
         /// Where the file will be: named on the command line (`-o`, `out=NAME`), or predicted from the URL
         /// for a directory download (the server may still name it otherwise). Checked for an existing file
         /// before the download starts.
-        let expectedPath: String
-
-        init(request: DownloadRequest, source: ErrorText.Source, expectedPath: String) {
-            self.request = request
-            self.source = source
-            self.expectedPath = expectedPath
+        ///
+        /// Predicted on demand: a list into a directory that held nothing never needs it (``CommandRun``).
+        var expectedPath: String {
+            if let givenPath { return givenPath }
+            switch request.destination {
+            case .file(let file): return file
+            case .stream: return "-"
+            case .memory: return ""   // never made here: the CLI writes files or a stream
+            case .directory(let directory):
+                let name = (request.parsedURL ?? (try? HTTPURL(request.url))).map(SuggestedFileName.forURL) ?? "index.html"
+                return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            }
         }
     }
 

@@ -215,16 +215,8 @@ struct RequestMaker {
         if !authorizes, let authorization = Self.authorization(for: url, parsed: parsedURL, user: user, netrc: netrc) {
             request.headers.append(("Authorization", authorization))
         }
-        let path: String
-        switch destination {
-        case .file(let file): path = file
-        case .stream: path = "-"
-        case .memory: path = ""   // never made here: the CLI writes files or a stream
-        case .directory(let directory):
-            let name = nameFromURL()
-            path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-        }
-        return CommandPlan.Download(request: request, source: source, expectedPath: path)
+        // The file's path in a directory is predicted from the URL only when asked (``CommandPlan/Download/expectedPath``).
+        return CommandPlan.Download(request: request, source: source, expectedPath: nil)
     }
 
     /// `-u` wins; else the netrc entry for the URL's host (for the URL's own user, when it names one); a
