@@ -30,7 +30,12 @@ public struct InputEntry: Sendable, Hashable {
 
     /// An entry whose `url` is `parsed` (its text as given, with `http://` added when it names no scheme).
     init(url: String, parsedAs parsed: HTTPURL, line: Int) {
-        self.init(url: url, line: line)
+        // Each field set once: made through the other initializer and then changed, the entry was copied
+        // whole twice (once per line of a list, on each of its two readings).
+        self.url = url
+        mirrors = []
+        outputName = nil
+        self.line = line
         self.parsed = (url, parsed)
     }
 
@@ -106,8 +111,10 @@ public enum InputFile {
             // the line several times, give the same entry for such a line.
             if InputFile.isBareURL(text) {
                 let (url, parsed) = try InputFile.parsedURL(Substring(text), line: lineNumber)
-                defer { pending = InputEntry(url: url, parsedAs: parsed, line: lineNumber) }
-                return pending
+                // Moved, not copied: the entry taken out, the new one put in (a `defer` copied both whole).
+                let completed = pending.take()
+                pending = InputEntry(url: url, parsedAs: consume parsed, line: lineNumber)
+                return completed
             }
             var line = text
             if line.hasSuffix("\r") { line.removeLast() }
