@@ -16,14 +16,42 @@ struct CommandPlan {
     typealias MessageFormat = HaulCommandLine.MessageFormat
 
     /// One download and what the CLI knows about it beyond the engine's request.
-    struct Download {
-        var request: DownloadRequest
+    ///
+    /// A class: a download is handed along several times on its way (made ahead, taken for a free slot, kept
+    /// by its end handler, posted to the run loop with its end), and a request is some dozen fields to copy
+    /// and retain at each step; a reference is one.
+    final class Download: Sendable {
+        let request: DownloadRequest
         /// Where its URLs came from, for the advice that goes with a mirror mismatch.
-        var source: ErrorText.Source
+        let source: ErrorText.Source
+        /// The path given when the download was made; nil for a directory download, whose file's name is
+        /// predicted only when asked (``expectedPath``).
+        private let givenPath: String?
+
+        /// `expectedPath`: nil to predict it from the request's URL when asked, as the engine names a file in
+        /// a directory.
+        init(request: DownloadRequest, source: ErrorText.Source, expectedPath: String?) {
+            self.request = request
+            self.source = source
+            givenPath = expectedPath
+        }
+
         /// Where the file will be: named on the command line (`-o`, `out=NAME`), or predicted from the URL
         /// for a directory download (the server may still name it otherwise). Checked for an existing file
         /// before the download starts.
-        var expectedPath: String
+        ///
+        /// Predicted on demand: a list into a directory that held nothing never needs it (``CommandRun``).
+        var expectedPath: String {
+            if let givenPath { return givenPath }
+            switch request.destination {
+            case .file(let file): return file
+            case .stream: return "-"
+            case .memory: return ""   // never made here: the CLI writes files or a stream
+            case .directory(let directory):
+                let name = (request.parsedURL ?? (try? HTTPURL(request.url))).map(SuggestedFileName.forURL) ?? "index.html"
+                return directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            }
+        }
     }
 
     var options: DownloadOptions
@@ -105,9 +133,9 @@ extension HaulCommand {
             let maker = try followingRequestMaker()
             followMaker = maker
             // Read entry by entry, never whole, once now to check every line and count the entries (a bad
-            // line stops the run before any download starts). The entries of a list up to
-            // `InputList.heldSizeLimit` are kept from that reading; a longer list is read again as downloads
-            // start, so memory does not grow with the list's length.
+            // line stops the run before any download starts). The first entries, up to
+            // `InputList.heldSizeLimit`, are kept from that reading; the rest of a longer list is read again
+            // from where they end as downloads start, so memory does not grow with the list's length.
             let checked: InputList.Checked
             do { checked = try InputList.check(inputFile) } catch { throw error as? UsageError ?? UsageError("\(error)") }
             urlsPerDownload = checked.mostURLs
@@ -190,8 +218,8 @@ enum TextFile {
 }
 
 /// The downloads of a run, handed out one at a time: from the command line (a few, held), or from an input
-/// file: its entries as checked when the list is short, read again entry by entry when it is long, so that
-/// memory does not grow with the list's length.
+/// file: its first entries as checked (each dropped once its download is made), the rest of a long list read
+/// again entry by entry, so that memory does not grow with the list's length.
 ///
 /// Thread-safe (its state is behind `lock`): the run loop makes downloads ahead (``prepare(upTo:)``) and
 /// whichever thread frees a slot takes the next one.
@@ -209,8 +237,10 @@ final class DownloadList: @unchecked Sendable {
     /// read any more): no further download starts.
     private(set) var error: UsageError?
     private var held: [CommandPlan.Download]
-    /// A short input file's entries, kept when it was checked (then there is no `reader`).
+    /// An input file's first entries, kept when it was checked, last first: each is dropped as its download
+    /// is made.
     private var heldEntries: [InputEntry]
+    /// The rest of the input file, after the held entries (nil when they are all of it).
     private var reader: InputList?
     private let make: (InputEntry) -> CommandPlan.Download
     private var position = 0
@@ -225,8 +255,8 @@ final class DownloadList: @unchecked Sendable {
     init(inputFile: String, checked: InputList.Checked, make: @escaping (InputEntry) -> CommandPlan.Download) {
         count = checked.count
         held = []
-        heldEntries = checked.entries ?? []
-        reader = checked.entries == nil ? InputList(path: inputFile) : nil
+        heldEntries = checked.entries.reversed()
+        reader = checked.rest.map { InputList(path: inputFile, resumingAt: $0.offset, afterLine: $0.afterLine) }
         self.make = make
     }
 
@@ -254,6 +284,10 @@ final class DownloadList: @unchecked Sendable {
     /// ``takenBeforeCompaction`` and what ``prepare(upTo:)`` asks for, whatever the list's length.
     var madeHeld: Int { lock.withLock { _ in ready.count } }
 
+    /// How many of the input file's entries the list still holds as checked (not made into downloads yet):
+    /// at most what fits in ``InputList/heldSizeLimit``, fewer as the run goes.
+    var entriesHeld: Int { lock.withLock { _ in heldEntries.count } }
+
     /// Makes the next downloads (their requests, their expected paths) ahead, on the caller's thread, until
     /// `count` are ready: the run loop does this between batches, so that the thread that starts them (the
     /// event loop, which runs every transfer) only takes them. One at a time under the lock, so that a
@@ -270,13 +304,22 @@ final class DownloadList: @unchecked Sendable {
     private func made() -> (Int, CommandPlan.Download)? {
         let index = position
         guard index < count, error == nil else { return nil }
-        if reader == nil {
+        if !held.isEmpty {
             position += 1
-            return (index, held.isEmpty ? make(heldEntries[index]) : held[index])
+            return (index, held[index])
+        }
+        if let entry = heldEntries.popLast() {
+            position += 1
+            return (index, make(entry))
+        }
+        guard let reader else {
+            // Not when the list was checked: the held entries are all of it when there is no reader.
+            error = UsageError("the input file's \(count) checked entries ended after \(index)")
+            return nil
         }
         do {
-            guard let entry = try reader!.next() else {
-                error = UsageError("\(reader!.path) changed while it was being downloaded: it ends after \(index) of its \(count) entries")
+            guard let entry = try reader.next() else {
+                error = UsageError("\(reader.path) changed while it was being downloaded: it ends after \(index) of its \(count) entries")
                 return nil
             }
             position += 1
@@ -297,9 +340,21 @@ final class InputList {
     private var file: UnsafeMutablePointer<FILE>?
     private var reader: InputFileReader?
     private var opened = false
+    /// Where reading starts: a byte offset and the number of lines before it (``Checked/rest``).
+    private let start: (offset: Int, afterLine: Int)
 
-    init(path: String) {
+    /// A reader of the list at `path` from its start, or of its rest from byte `offset`, which starts line
+    /// `afterLine + 1` (what ``check(_:holdingAtMost:)`` gives as ``Checked/rest``).
+    init(path: String, resumingAt offset: Int = 0, afterLine: Int = 0) {
         self.path = path
+        start = (offset, afterLine)
+    }
+
+    /// Where the entries after the one ``next()`` returned last start (valid until the list's last entry
+    /// is returned): the byte offset of its line and the number of lines before it.
+    var nextEntryStart: (offset: Int, afterLine: Int) {
+        guard let reader else { return start }
+        return (reader.lastLineOffset, reader.lineNumber - 1)
     }
 
     deinit {
@@ -327,14 +382,19 @@ final class InputList {
         var count: Int
         /// The most URLs one entry lists (mirrors included).
         var mostURLs: Int
-        /// The entries, when they fit in ``InputList/heldSizeLimit``; nil for a longer list.
-        var entries: [InputEntry]?
+        /// The list's first entries, as many as fit in the size given to ``InputList/check(_:holdingAtMost:)``
+        /// (all of a short list).
+        var entries: [InputEntry]
+        /// Where the entries after ``entries`` start (the byte offset of the line of the first, and the
+        /// number of lines before it), to read them again from there; nil when ``entries`` holds them all.
+        var rest: (offset: Int, afterLine: Int)?
     }
 
-    /// The most memory a checked list's entries may take to be kept rather than read again: 8 MiB, some
-    /// 100,000 entries of 40-byte URLs (reading a list again costs more CPU per entry than downloading a
-    /// small file's body; keeping a list of millions would cost its size in memory for the whole run).
-    static let heldSizeLimit = 8 << 20
+    /// The most memory a checked list's first entries may take to be kept rather than read again: 64 KiB,
+    /// some 250 entries of 40-byte URLs, enough for the downloads a run starts before it reads more. Keeping
+    /// more would make memory grow with the list's length (about 250 bytes an entry, all held for the whole
+    /// run); reading the rest again costs a second parse of each of its lines.
+    static let heldSizeLimit = 64 << 10
 
     /// About what `entry` takes in memory: the struct, and each string's text and heap header (its parsed
     /// URL's parts about as long as the URL again).
@@ -345,19 +405,28 @@ final class InputList {
     }
 
     /// Reads `path` once through, checking every entry; returns how many there are, the most URLs one of
-    /// them lists (mirrors included), and the entries themselves when they fit in `holdingAtMost` bytes.
+    /// them lists (mirrors included), the first entries, as many as fit in `holdingAtMost` bytes, and where
+    /// the others start.
     static func check(_ path: String, holdingAtMost heldSizeLimit: Int = heldSizeLimit) throws -> Checked {
         let list = InputList(path: path)
         var checked = Checked(count: 0, mostURLs: 1, entries: [])
         var size = 0
+        var holding = true
+        /// Where the entries after the last held one start.
+        var afterHeld = (offset: 0, afterLine: 0)
         // Every entry's URLs were checked by the list's parser (spaces, then parsed as an HTTPURL) on their
         // way here: checking them again parsed each URL of a long list once more.
         while let entry = try list.next() {
             checked.count += 1
             checked.mostURLs = max(checked.mostURLs, 1 + entry.mirrors.count)
-            if checked.entries != nil {
-                size += heldSize(of: entry)
-                if size <= heldSizeLimit { checked.entries?.append(entry) } else { checked.entries = nil }
+            guard holding else { continue }
+            size += heldSize(of: entry)
+            if size <= heldSizeLimit {
+                checked.entries.append(entry)
+                afterHeld = list.nextEntryStart
+            } else {
+                holding = false
+                checked.rest = afterHeld
             }
         }
         return checked
@@ -375,8 +444,8 @@ final class InputList {
                 case .success(let read): bytes = read
                 case .failure(let error): throw UsageError("cannot read --input-file from standard input: \(error)")
                 }
-                var offset = 0
-                reader = InputFileReader { buffer in
+                var offset = min(start.offset, bytes.count)
+                reader = InputFileReader(resumingAt: start.offset, afterLine: start.afterLine) { buffer in
                     let count = min(buffer.count, bytes.count - offset)
                     bytes.withUnsafeBytes { source in
                         buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<offset + count]))
@@ -390,7 +459,10 @@ final class InputList {
                 throw UsageError("cannot read --input-file \(path): \(TextFile.ReadError(errno: errno))")
             }
             file = handle
-            reader = InputFileReader { buffer in
+            if start.offset > 0, fseeko(handle, off_t(start.offset), SEEK_SET) != 0 {
+                throw UsageError("cannot read --input-file \(path): \(TextFile.ReadError(errno: errno))")
+            }
+            reader = InputFileReader(resumingAt: start.offset, afterLine: start.afterLine) { buffer in
                 let count = fread(buffer.baseAddress, 1, buffer.count, handle)
                 if count < buffer.count, ferror(handle) != 0 { throw TextFile.ReadError(errno: errno) }
                 return count

@@ -1,11 +1,13 @@
 import Foundation
 import Haul
+import HaulCommandLine
 import HaulTestSupport
 import Testing
 @testable import haul
 
-/// `-i LIST` is checked whole before any download starts; a short list's entries are kept from that reading
-/// and handed out without reading the file again, a long one is read again entry by entry.
+/// `-i LIST` is checked whole before any download starts; its first entries are kept from that reading and
+/// handed out without reading the file again, the rest of a long list is read again entry by entry from where
+/// they end.
 @Suite struct InputListTests {
     static let list = """
         http://a.example/one
@@ -43,7 +45,8 @@ import Testing
         let path = try Self.writeList(in: directory)
         let checked = try InputList.check(path)
         #expect(checked.count == 3 && checked.mostURLs == 2)
-        let entries = try #require(checked.entries)
+        let entries = checked.entries
+        #expect(checked.rest == nil)
         #expect(entries.map(\.url) == ["http://a.example/one", "http://b.example/two", "http://d.example/three"])
         #expect(entries[1].mirrors == ["http://c.example/two"] && entries[1].outputName == "renamed.bin")
         // Not read again: the file may be gone.
@@ -56,17 +59,18 @@ import Testing
     @Test func aListOverTheLimitIsReadAgainAsDownloadsStart() throws {
         let directory = try TemporaryDirectory(prefix: "haul-input-list")
         let path = try Self.writeList(in: directory)
-        // The first two entries fit, the third does not: none is kept.
-        let firstTwo = try #require(try InputList.check(path).entries).prefix(2)
+        // The first two entries fit, the third does not: it is read again, from its line on.
+        let firstTwo = try InputList.check(path).entries.prefix(2)
         let checked = try InputList.check(path, holdingAtMost: firstTwo.map(InputList.heldSize(of:)).reduce(0, +))
-        #expect(checked.count == 3 && checked.mostURLs == 2 && checked.entries == nil)
+        #expect(checked.count == 3 && checked.mostURLs == 2 && checked.entries == Array(firstTwo))
+        #expect(checked.rest?.afterLine == 4 && checked.rest?.offset == Self.list.utf8.count - "http://d.example/three\n".utf8.count)
         #expect(Self.urls(of: Self.makeList(path, checked))
             == ["http://a.example/one", "http://b.example/two", "http://d.example/three"])
 
         // Read again, it must still be the list that was checked.
         try "http://a.example/one\n".write(toFile: path, atomically: false, encoding: .utf8)
         let shortened = Self.makeList(path, checked)
-        #expect(Self.urls(of: shortened) == ["http://a.example/one"])
+        #expect(Self.urls(of: shortened) == ["http://a.example/one", "http://b.example/two"])
         #expect(shortened.error?.description.contains("changed while it was being downloaded") == true)
     }
 
@@ -74,7 +78,7 @@ import Testing
     /// names its file from it and hands it to the engine (``DownloadRequest/parsedURL``).
     @Test func anEntrysURLIsParsedOnceForItsNameAndItsRequest() throws {
         let directory = try TemporaryDirectory(prefix: "haul-input-list")
-        let entries = try #require(try InputList.check(try Self.writeList(in: directory)).entries)
+        let entries = try InputList.check(try Self.writeList(in: directory)).entries
         let parsed = try #require(entries[0].parsedURL)
         #expect(parsed == (try HTTPURL("http://a.example/one")))
         let maker = RequestMaker(replacesExisting: false, ifChangedOnServer: .fail, discardsPartialDownload: false, authorizes: false)
@@ -106,6 +110,9 @@ import Testing
         let missing = try #require(DirectoryListing.snapshot(of: directory.file("not-yet"), limit: 2))
         #expect(!missing.mayHold(directory.file("not-yet") + "/a.bin"))
         #expect(DirectoryListing.snapshot(of: "\(out)/a.bin", limit: 10) == nil, "not a directory")
+        // Only a snapshot of nothing, asked about its own directory, says so without a name.
+        #expect(missing.heldNothing(asDirectory: directory.file("not-yet")))
+        #expect(!missing.heldNothing(asDirectory: out) && !snapshot.heldNothing(asDirectory: out))
     }
 
     /// Downloads taken from those made ahead are dropped as the run goes, also when the run loop tops the
@@ -144,6 +151,72 @@ import Testing
             #expect(rest.map { $0?.1.request.url } == ["http://b.example/two", "http://d.example/three", nil])
             list.prepare(upTo: 5)
             #expect(list.next() == nil && list.error == nil)
+        }
+    }
+
+    /// A long list keeps only its first entries from the check (what fits in ``InputList/heldSizeLimit``),
+    /// and each is dropped once its download is made: what the list holds does not grow with its length.
+    @Test func aLongListHoldsOnlyItsFirstEntriesAndDropsEachOnceMade() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let path = directory.file("long.txt")
+        let urls = (0..<5_000).map { "http://h.example/file-\($0)" }
+        try urls.map { $0 + "\n" }.joined().write(toFile: path, atomically: false, encoding: .utf8)
+        let checked = try InputList.check(path)
+        #expect(checked.count == 5_000)
+        let held = checked.entries.count
+        #expect(held > 0 && held < 1_000, "entries held from the check: \(held)")
+        #expect(checked.entries.map(InputList.heldSize(of:)).reduce(0, +) <= InputList.heldSizeLimit)
+        #expect(checked.rest?.afterLine == held)
+        let list = Self.makeList(path, checked)
+        #expect(list.entriesHeld == held)
+        var taken: [String] = []
+        while let (index, download) = list.next() {
+            #expect(index == taken.count)
+            taken.append(download.request.url)
+            #expect(list.entriesHeld == max(0, held - taken.count))
+        }
+        #expect(taken == urls && list.error == nil)
+    }
+
+    /// Whatever the number of entries held, those read again from where they end are the list's others,
+    /// with their line numbers: comments, blank lines, CRLF ends, a byte order mark, mirrors and `out=`
+    /// lines included.
+    @Test func theRestIsReadFromWhereTheHeldEntriesEnd() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let path = directory.file("mixed.txt")
+        let text = "\u{FEFF}# first\r\nhttp://a.example/1\r\n\r\n  out=\u{E9}t\u{E9}.bin\r\nb.example/2\thttp://m.example/2\n"
+            + "# between\nhttp://c.example/3\nhttp://d.example/4\tout=four.bin\n  \nhttp://e.example/5"
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+        let all = try InputFile.parse(text)
+        #expect(all.count == 5)
+        let sizes = all.map(InputList.heldSize(of:))
+        for kept in 0...all.count {
+            let checked = try InputList.check(path, holdingAtMost: sizes.prefix(kept).reduce(0, +))
+            #expect(checked.count == all.count && checked.entries == Array(all.prefix(kept)))
+            guard let rest = checked.rest else {
+                #expect(kept == all.count)
+                continue
+            }
+            let reader = InputList(path: path, resumingAt: rest.offset, afterLine: rest.afterLine)
+            var read: [InputEntry] = []
+            while let entry = try reader.next() { read.append(entry) }
+            #expect(read == Array(all.dropFirst(kept)), "holding \(kept)")
+        }
+    }
+
+    /// The check still reads the whole list: a bad line far past the entries held stops the run before any
+    /// download starts, naming its line.
+    @Test func aBadLinePastTheHeldEntriesIsFoundByTheCheck() throws {
+        let directory = try TemporaryDirectory(prefix: "haul-input-list")
+        let path = directory.file("bad.txt")
+        var lines = (0..<3_000).map { "http://h.example/\($0)" }
+        lines[2_500] = "http://h.example/a b"
+        try lines.joined(separator: "\n").write(toFile: path, atomically: false, encoding: .utf8)
+        #expect(throws: UsageError.self) { try InputList.check(path) }
+        do {
+            _ = try InputList.check(path)
+        } catch {
+            #expect("\(error)".contains("line 2501"), "\(error)")
         }
     }
 }

@@ -85,4 +85,37 @@ import HaulCommandLine
         }
         #expect(throws: Broken.self) { _ = try reader.next() }
     }
+
+    /// After each entry but the last, a reader made at ``InputFileReader/lastLineOffset`` and the line before
+    /// it gives the entries that follow, with their line numbers, however the bytes arrive (`-i` reads a long
+    /// list's rest again from where the entries it kept end).
+    @Test func aReaderResumedWhereAnEntryEndsGivesTheRest() throws {
+        for text in Self.texts {
+            guard case .success(let all) = Self.read(text, chunk: 64 * 1024) else { continue }
+            let bytes = Array(text.utf8)
+            for chunk in [1, 2, 3, 7, 64 * 1024] {
+                var offset = 0
+                let reader = InputFileReader(bufferSize: chunk) { buffer in
+                    let count = min(buffer.count, bytes.count - offset)
+                    for index in 0..<count { buffer[index] = bytes[offset + index] }
+                    offset += count
+                    return count
+                }
+                for taken in 1..<max(1, all.count) {
+                    _ = try reader.next()
+                    let (start, line) = (reader.lastLineOffset, reader.lineNumber - 1)
+                    var resumedAt = start
+                    let resumed = InputFileReader(bufferSize: chunk, resumingAt: start, afterLine: line) { buffer in
+                        let count = min(buffer.count, bytes.count - resumedAt)
+                        for index in 0..<count { buffer[index] = bytes[resumedAt + index] }
+                        resumedAt += count
+                        return count
+                    }
+                    var rest: [InputEntry] = []
+                    while let entry = try resumed.next() { rest.append(entry) }
+                    #expect(rest == Array(all.dropFirst(taken)), "chunk \(chunk), after \(taken) of \(text.debugDescription)")
+                }
+            }
+        }
+    }
 }

@@ -30,7 +30,12 @@ public struct InputEntry: Sendable, Hashable {
 
     /// An entry whose `url` is `parsed` (its text as given, with `http://` added when it names no scheme).
     init(url: String, parsedAs parsed: HTTPURL, line: Int) {
-        self.init(url: url, line: line)
+        // Each field set once: made through the other initializer and then changed, the entry was copied
+        // whole twice (once per line of a list, on each of its two readings).
+        self.url = url
+        mirrors = []
+        outputName = nil
+        self.line = line
         self.parsed = (url, parsed)
     }
 
@@ -92,12 +97,25 @@ public enum InputFile {
         /// The number of the last line added (1-based).
         public private(set) var lineNumber = 0
 
-        public init() {}
+        /// A parser of a list from its start, or (`lineNumber`) of what follows that many lines of it.
+        public init(lineNumber: Int = 0) {
+            self.lineNumber = lineNumber
+        }
 
         /// Adds the next line (without its `\n`; a trailing `\r` is dropped) and returns the entry it
         /// completed, if any. The caller removes a byte order mark at the start of the file.
         public mutating func add(line text: String) throws(InputFileError) -> InputEntry? {
             lineNumber += 1
+            // Most lines of a long list are a URL alone: no byte at or below a space (so no TAB, CR, space to
+            // trim or refuse) and no `#`. One pass over the bytes says so; the general rules below, which walk
+            // the line several times, give the same entry for such a line.
+            if InputFile.isBareURL(text) {
+                let (url, parsed) = try InputFile.parsedURL(Substring(text), line: lineNumber)
+                // Moved, not copied: the entry taken out, the new one put in (a `defer` copied both whole).
+                let completed = pending.take()
+                pending = InputEntry(url: url, parsedAs: consume parsed, line: lineNumber)
+                return completed
+            }
             var line = text
             if line.hasSuffix("\r") { line.removeLast() }
             let trimmed = InputFile.trimmed(line[...])
@@ -147,6 +165,16 @@ public enum InputFile {
             defer { pending = nil }
             return pending
         }
+    }
+
+    /// Whether `line` is one field and nothing else could be read from it: not empty, not a comment, no
+    /// space, TAB, CR or other control byte.
+    static func isBareURL(_ line: String) -> Bool {
+        func isBare(_ bytes: some Collection<UInt8>) -> Bool {
+            guard let first = bytes.first, first != UInt8(ascii: "#") else { return false }
+            return !bytes.contains { $0 <= 0x20 }
+        }
+        return line.utf8.withContiguousStorageIfAvailable(isBare) ?? isBare(line.utf8)
     }
 
     private static func trimmed(_ text: Substring) -> Substring {

@@ -13,17 +13,25 @@ public struct DirectorySnapshot: Sendable {
     /// The directory as the run names it (`-d DIR`, `.` by default).
     public let directory: String
     private let names: Set<String>
+    /// ``directory`` ending in `/`: what a path directly in it starts with.
+    private let prefix: String
 
     /// `names` are the entries of `directory` (without `.` and `..`); none for a directory that does not exist.
     public init(directory: String, names: some Sequence<String>) {
         self.directory = directory
         self.names = Set(names)
+        prefix = directory.utf8.last == UInt8(ascii: "/") ? directory : directory + "/"
+    }
+
+    /// Whether `directory` (as the run names it) is this snapshot's and held no entry: then no file directly
+    /// in it needs its name made to know that the snapshot did not hold it (``mayHold(_:)`` is false).
+    public func heldNothing(asDirectory directory: String) -> Bool {
+        names.isEmpty && directory == self.directory
     }
 
     /// Whether a file may be at `path`: false only when `path` names an entry directly in ``directory``
     /// (`DIR/NAME`, as a download into it is named) that the directory did not hold.
     public func mayHold(_ path: String) -> Bool {
-        let prefix = directory.utf8.last == UInt8(ascii: "/") ? directory : directory + "/"
         guard path.utf8.starts(with: prefix.utf8) else { return true }
         let name = path.utf8.dropFirst(prefix.utf8.count)
         guard !name.isEmpty, !name.contains(UInt8(ascii: "/")) else { return true }

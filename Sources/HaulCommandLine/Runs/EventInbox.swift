@@ -33,14 +33,24 @@ public final class EventInbox<Event: Sendable>: Sendable {
     /// then taken with the next one that does, and a run of many small files costs a thread hop per batch,
     /// not per file. Quick and non-blocking: safe on an event loop.
     @inlinable public func post(_ event: Event, wake: Bool = true) {
-        let woken: (CheckedContinuation<[Event], Never>, [Event])? = state.withLock { state in
+        var batch: [Event] = []
+        let waiter: CheckedContinuation<[Event], Never>? = state.withLock { state in
             state.pending.append(event)
             guard let waiter = state.waiter, wake || state.pending.count >= quietLimit else { return nil }
             state.waiter = nil
-            defer { state.pending = [] }
-            return (waiter, state.pending)
+            swap(&batch, &state.pending)
+            return waiter
         }
-        if let (waiter, batch) = woken { waiter.resume(returning: batch) }
+        if let waiter { Self.hand(&batch, to: waiter) }
+    }
+
+    /// Resumes `waiter` with `batch`, leaving none of it here: the consumer may be done with the batch
+    /// before this returns, and a reference kept until then would make the poster (the event loop,
+    /// mostly) the one that frees its events, and all that their downloads held.
+    @inlinable static func hand(_ batch: inout [Event], to waiter: CheckedContinuation<[Event], Never>) {
+        var handed: [Event] = []
+        swap(&handed, &batch)
+        waiter.resume(returning: consume handed)
     }
 
     /// Every event posted since the last take, oldest first; waits for one when there is none. One consumer
@@ -65,13 +75,14 @@ public final class EventInbox<Event: Sendable>: Sendable {
     /// Wakes the consumer when it waits and events are pending (posted with `wake: false`): for a poster
     /// that learns only after posting that the consumer must answer now (the run's last download ended).
     @inlinable public func flush() {
-        let woken: (CheckedContinuation<[Event], Never>, [Event])? = state.withLock { state in
+        var batch: [Event] = []
+        let waiter: CheckedContinuation<[Event], Never>? = state.withLock { state in
             guard !state.pending.isEmpty, let waiter = state.waiter else { return nil }
             state.waiter = nil
-            defer { state.pending = [] }
-            return (waiter, state.pending)
+            swap(&batch, &state.pending)
+            return waiter
         }
-        if let (waiter, batch) = woken { waiter.resume(returning: batch) }
+        if let waiter { Self.hand(&batch, to: waiter) }
     }
 
     /// Whether the consumer is suspended in ``take()``, waiting for a wake-up (for tests).

@@ -9,16 +9,18 @@ import Synchronization
 /// (``isDone``) when the list is exhausted and nothing is open, so no end can be missed however the threads
 /// interleave.
 public final class RunSlots: Sendable {
-    private struct State {
-        var transferring = 0
-        var finishing = 0
-        var open = 0
-        var exhausted = false
+    // Inlinable, so that `reserve` is specialized for the runner's item: unspecialized, its generic
+    // Optional and tuple handling cost more per download than the rest of it.
+    @usableFromInline struct State {
+        @usableFromInline var transferring = 0
+        @usableFromInline var finishing = 0
+        @usableFromInline var open = 0
+        @usableFromInline var exhausted = false
     }
 
     public let jobs: Int
     public let finishingLimit: Int
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
 
     public init(jobs: Int, finishingLimit: Int) {
         self.jobs = max(1, jobs)
@@ -28,7 +30,7 @@ public final class RunSlots: Sendable {
     /// The next item from `next` when a transfer slot is free (and the finishing ones are not all taken),
     /// counted as transferring and open; nil when no slot is free, or when `stopping` or `next` says the list
     /// is over (then for good). `next` is called under the slots' lock: one caller at a time.
-    public func reserve<Item>(stopping: Bool = false, _ next: () -> Item?) -> Item? {
+    @inlinable public func reserve<Item>(stopping: Bool = false, _ next: () -> Item?) -> Item? {
         state.withLock { state in
             guard !state.exhausted, state.transferring < jobs, state.finishing < finishingLimit else { return nil }
             guard !stopping, let item = next() else {

@@ -181,11 +181,14 @@ struct RequestMaker {
     /// the engine.
     func download(_ url: String, parsed: HTTPURL? = nil, mirrors: [String], output: String?, dir: String?,
                   source: ErrorText.Source) -> CommandPlan.Download {
-        // Parsed at most once here, and only when something needs it.
-        var parsedOnce = parsed.map { Result<HTTPURL, URLParseError>.success($0) }
+        // Parsed at most once here, and only when something needs it (an input file's entry comes parsed).
+        var parsedOnce = parsed, parseTried = parsed != nil
         func parsedURL() -> HTTPURL? {
-            if parsedOnce == nil { parsedOnce = Result { () throws(URLParseError) in try HTTPURL(url) } }
-            return try? parsedOnce?.get()
+            if !parseTried {
+                parseTried = true
+                parsedOnce = try? HTTPURL(url)
+            }
+            return parsedOnce
         }
         func nameFromURL() -> String { parsedURL().map(SuggestedFileName.forURL) ?? "index.html" }
         let destination: DownloadRequest.Destination
@@ -212,16 +215,8 @@ struct RequestMaker {
         if !authorizes, let authorization = Self.authorization(for: url, parsed: parsedURL, user: user, netrc: netrc) {
             request.headers.append(("Authorization", authorization))
         }
-        let path: String
-        switch destination {
-        case .file(let file): path = file
-        case .stream: path = "-"
-        case .memory: path = ""   // never made here: the CLI writes files or a stream
-        case .directory(let directory):
-            let name = nameFromURL()
-            path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-        }
-        return CommandPlan.Download(request: request, source: source, expectedPath: path)
+        // The file's path in a directory is predicted from the URL only when asked (``CommandPlan/Download/expectedPath``).
+        return CommandPlan.Download(request: request, source: source, expectedPath: nil)
     }
 
     /// `-u` wins; else the netrc entry for the URL's host (for the URL's own user, when it names one); a
