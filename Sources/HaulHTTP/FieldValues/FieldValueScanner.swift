@@ -110,6 +110,25 @@ struct FieldValueScanner {
         return true
     }
 
+    /// Consumes the next three bytes if, ASCII-lowercased, they are one of `keys` (each ``lowercasedKey(_:)``
+    /// of a three-byte name), returning its position in `keys`. One comparison of integers per name, where
+    /// comparing each name as a string cost the date parser most of its time.
+    mutating func consumeThreeByteName(among keys: [UInt32]) -> Int? {
+        let end = index + 3
+        guard end <= bytes.endIndex else { return nil }
+        let key = Self.lowercasedKey(bytes[index..<end])
+        guard let found = keys.firstIndex(of: key) else { return nil }
+        index = end
+        return found
+    }
+
+    /// Up to four bytes ASCII-lowercased, packed into an integer, first byte lowest: for ``consumeThreeByteName(among:)``.
+    static func lowercasedKey(_ name: some Collection<UInt8>) -> UInt32 {
+        var key: UInt32 = 0
+        for (shift, byte) in zip(stride(from: 0, to: 32, by: 8), name) { key |= UInt32(asciiLowercase(byte)) << UInt32(shift) }
+        return key
+    }
+
     /// Consumes `literal` if it comes next, ignoring ASCII case.
     mutating func consumeCaseInsensitive(_ literal: String) -> Bool {
         let end = index + literal.utf8.count

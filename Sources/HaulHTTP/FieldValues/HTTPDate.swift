@@ -36,14 +36,14 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         let parsed: (year: Int, month: Int, day: Int, time: (Int, Int, Int))?
         if scanner.consume(UInt8(ascii: ",")) {
             guard scanner.consume(UInt8(ascii: " ")) else { return nil }
-            if Self.shortDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }) {
+            if Self.isShortDayName(dayName) {
                 parsed = Self.parseIMFFixdate(&scanner)
             } else if Self.longDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }) {
                 parsed = Self.parseRFC850(&scanner)
             } else {
                 return nil
             }
-        } else if Self.shortDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }),
+        } else if Self.isShortDayName(dayName),
                   scanner.consume(UInt8(ascii: " ")) {
             parsed = Self.parseAsctime(&scanner)
         } else {
@@ -74,6 +74,37 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         let (year, month, day) = Self.civilFromDays(days)
         // 1970-01-01 was a Thursday (index 4 with Sunday = 0).
         let weekday = Int(((days % 7) + 7 + 4) % 7)
+        if (0...9999).contains(year) {
+            // The usual case written byte by byte into the string (29 bytes): interpolating eight parts cost
+            // several thousand instructions per date, once per small file finished.
+            return String(unsafeUninitializedCapacity: 29) { buffer in
+                func put(_ bytes: String.UTF8View, at offset: Int) {
+                    for (index, byte) in bytes.enumerated() { buffer[offset + index] = byte }
+                }
+                func digits(_ value: Int, count: Int, at offset: Int) {
+                    var rest = value
+                    for index in (0..<count).reversed() {
+                        buffer[offset + index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                        rest /= 10
+                    }
+                }
+                put(Self.shortDayNames[weekday].utf8, at: 0)
+                put(", ".utf8, at: 3)
+                digits(Int(day), count: 2, at: 5)
+                buffer[7] = UInt8(ascii: " ")
+                put(Self.monthNames[Int(month) - 1].utf8, at: 8)
+                buffer[11] = UInt8(ascii: " ")
+                digits(Int(year), count: 4, at: 12)
+                buffer[16] = UInt8(ascii: " ")
+                digits(secondOfDay / 3600, count: 2, at: 17)
+                buffer[19] = UInt8(ascii: ":")
+                digits(secondOfDay / 60 % 60, count: 2, at: 20)
+                buffer[22] = UInt8(ascii: ":")
+                digits(secondOfDay % 60, count: 2, at: 23)
+                put(" GMT".utf8, at: 25)
+                return 29
+            }
+        }
         return "\(Self.shortDayNames[weekday]), \(Self.twoDigits(Int(day))) \(Self.monthNames[Int(month) - 1]) "
             + "\(Self.fourDigits(year)) \(Self.twoDigits(secondOfDay / 3600)):"
             + "\(Self.twoDigits(secondOfDay / 60 % 60)):\(Self.twoDigits(secondOfDay % 60)) GMT"
@@ -130,11 +161,16 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 
     private static func parseMonth(_ scanner: inout FieldValueScanner) -> Int? {
-        for (index, name) in monthNames.enumerated() where scanner.consumeCaseInsensitive(name) {
-            return index + 1
-        }
-        return nil
+        scanner.consumeThreeByteName(among: monthKeys).map { $0 + 1 }
     }
+
+    /// Whether `name` is a short day name (`Sun`...), ignoring ASCII case.
+    private static func isShortDayName(_ name: ArraySlice<UInt8>) -> Bool {
+        name.count == 3 && shortDayKeys.contains(FieldValueScanner.lowercasedKey(name))
+    }
+
+    private static let monthKeys = monthNames.map { FieldValueScanner.lowercasedKey($0.utf8) }
+    private static let shortDayKeys = shortDayNames.map { FieldValueScanner.lowercasedKey($0.utf8) }
 
     /// `HH:MM:SS`; ranges are checked by the calendar initializer.
     private static func parseTime(_ scanner: inout FieldValueScanner) -> (Int, Int, Int)? {
