@@ -66,7 +66,9 @@ struct NameClaims: Sendable {
 
     /// Whether `key`'s UTF-8 ends in the bytes of one of ``WorkingFileNames/suffixes``.
     private static func endsInWorkingSuffixBytes(_ key: String) -> Bool {
-        WorkingFileNames.suffixes.contains { suffix in
+        // Most names end in none of the suffixes' last bytes: no suffix compared then.
+        guard let last = key.utf8.last, WorkingFileNames.suffixes.contains(where: { $0.utf8.last == last }) else { return false }
+        return WorkingFileNames.suffixes.contains { suffix in
             let bytes = key.utf8
             let tail = suffix.utf8
             return bytes.count >= tail.count && bytes.reversed().starts(with: tail.reversed())
