@@ -273,7 +273,13 @@ import HaulHTTP
             for _ in 0..<2_000 { times.append(Int64.random(in: Int64.min...Int64.max, using: &random)) }
             for seconds in times {
                 let date = HTTPDate(secondsSinceEpoch: seconds)
-                #expect(date.imfFixdate == reference(date), "\(seconds), seed \(seed)")
+                let text = reference(date)
+                #expect(date.imfFixdate == text, "\(seconds), seed \(seed)")
+                // Compared without making the string: the text itself, and no other.
+                #expect(date.isIMFFixdate(text), "\(seconds), seed \(seed)")
+                #expect(!date.isIMFFixdate(String(text.dropLast())), "\(seconds), seed \(seed)")
+                #expect(!date.isIMFFixdate(text.lowercased()), "\(seconds), seed \(seed)")
+                #expect(!HTTPDate(secondsSinceEpoch: seconds &+ 1).isIMFFixdate(text), "\(seconds), seed \(seed)")
             }
         }
 

@@ -170,7 +170,7 @@ struct StoredValidators: Sendable, Equatable {
     /// comes back from them), else nil. Every IMF-fixdate ``HTTPDate`` writes of a date it parsed is 29 bytes
     /// (a four-digit year), so text of another length is not one, and is not parsed.
     private static func fixdateSeconds(_ text: String) -> Int64? {
-        guard text.utf8.count == 29, let date = HTTPDate(text), date.imfFixdate == text else { return nil }
+        guard text.utf8.count == 29, let date = HTTPDate(text), date.isIMFFixdate(text) else { return nil }
         return date.secondsSinceEpoch
     }
 
