@@ -116,12 +116,12 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
                 rest /= 10
             }
         }
-        name("SunMonTueWedThuFriSat", weekday, at: 0)
+        name(Self.shortDayNameBytes, weekday, at: 0)
         buffer[3] = UInt8(ascii: ",")
         buffer[4] = UInt8(ascii: " ")
         digits(Int(day), count: 2, at: 5)
         buffer[7] = UInt8(ascii: " ")
-        name("JanFebMarAprMayJunJulAugSepOctNovDec", Int(month) - 1, at: 8)
+        name(Self.monthNameBytes, Int(month) - 1, at: 8)
         buffer[11] = UInt8(ascii: " ")
         digits(Int(year), count: 4, at: 12)
         buffer[16] = UInt8(ascii: " ")
@@ -193,11 +193,16 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// Whether `name` is a short day name (`Sun`...), ignoring ASCII case.
     private static func isShortDayName(_ name: ArraySlice<UInt8>) -> Bool {
-        name.count == 3 && shortDayKeys.contains(FieldValueScanner.lowercasedKey(name))
+        guard name.count == 3 else { return false }
+        let start = name.startIndex
+        return shortDayKeys.contains(FieldValueScanner.lowercasedKey(name[start], name[start + 1], name[start + 2]))
     }
 
-    private static let monthKeys = monthNames.map { FieldValueScanner.lowercasedKey($0.utf8) }
-    private static let shortDayKeys = shortDayNames.map { FieldValueScanner.lowercasedKey($0.utf8) }
+    /// ``monthNames`` and ``shortDayNames`` as ``FieldValueScanner/lowercasedKey(_:_:_:)``s, in their order.
+    private static let monthKeys = FieldValueScanner.lowercasedKeys(monthNameBytes)
+    private static let shortDayKeys = FieldValueScanner.lowercasedKeys(shortDayNameBytes)
+    private static let shortDayNameBytes: StaticString = "SunMonTueWedThuFriSat"
+    private static let monthNameBytes: StaticString = "JanFebMarAprMayJunJulAugSepOctNovDec"
 
     /// `HH:MM:SS`; ranges are checked by the calendar initializer.
     private static func parseTime(_ scanner: inout FieldValueScanner) -> (Int, Int, Int)? {
