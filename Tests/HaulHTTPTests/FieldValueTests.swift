@@ -205,6 +205,84 @@ import HaulHTTP
             }
         }
 
+        /// Day and month names are matched as packed lowercased bytes: every mix of case of every name parses
+        /// to the same date, and a name one byte off (or a byte that only lowercases alike outside A–Z) does not.
+        @Test func matchesDayAndMonthNamesInAnyCase() {
+            let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+            let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+            func caseMixes(_ name: String) -> [String] {
+                let bytes = Array(name.utf8)
+                return (0..<8).map { mask in
+                    String(decoding: bytes.enumerated().map { mask >> $0.offset & 1 == 1 ? $0.element ^ 0x20 : $0.element }, as: UTF8.self)
+                }
+            }
+            for (index, month) in months.enumerated() {
+                let canonical = HTTPDate("Sun, 06 \(month) 1994 08:49:37 GMT")
+                #expect(canonical == HTTPDate(year: 1994, month: index + 1, day: 6, hour: 8, minute: 49, second: 37))
+                for mix in caseMixes(month) {
+                    #expect(HTTPDate("Sun, 06 \(mix) 1994 08:49:37 GMT") == canonical, "\(mix)")
+                    #expect(HTTPDate("Sunday, 06-\(mix)-94 08:49:37 GMT") == canonical, "\(mix)")
+                    #expect(HTTPDate("Sun \(mix)  6 08:49:37 1994") == canonical, "\(mix)")
+                }
+                for day in days {
+                    for mix in caseMixes(day) {
+                        #expect(HTTPDate("\(mix), 06 \(month) 1994 08:49:37 GMT") == canonical, "\(mix)")
+                    }
+                }
+                var bytes = Array(month.utf8)
+                bytes[2] = bytes[2] &+ 1
+                #expect(HTTPDate("Sun, 06 \(String(decoding: bytes, as: UTF8.self)) 1994 08:49:37 GMT") == nil || months.contains(String(decoding: bytes, as: UTF8.self)))
+                // `@` and `` ` `` differ by the case bit but are not letters: no match.
+                #expect(HTTPDate("Sun, 06 \(month.prefix(2))@ 1994 08:49:37 GMT") == nil)
+            }
+            #expect(HTTPDate("Su, 06 Nov 1994 08:49:37 GMT") == nil)
+            #expect(HTTPDate("Sunx, 06 Nov 1994 08:49:37 GMT") == nil)
+            #expect(HTTPDate("Sum, 06 Nov 1994 08:49:37 GMT") == nil)
+            #expect(HTTPDate("Sun, 06 No 1994 08:49:37 GMT") == nil)
+        }
+
+        /// The IMF-fixdate is written byte by byte for years 0000–9999; it replaced string interpolation
+        /// (kept here as the reference), and writes the same text over seeded times from year 0 to 9999 and
+        /// beyond either end (where the interpolating form still writes it).
+        @Test func writesTheSameIMFFixdateAsInterpolating() {
+            func reference(_ date: HTTPDate) -> String {
+                let seconds = date.secondsSinceEpoch
+                var days = seconds / 86_400
+                var secondOfDay = Int(seconds % 86_400)
+                if secondOfDay < 0 {
+                    secondOfDay += 86_400
+                    days -= 1
+                }
+                let (year, month, day) = HTTPDate.civilFromDays(days)
+                let weekday = Int(((days % 7) + 7 + 4) % 7)
+                func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+                let digits = String(year.magnitude)
+                let four = (year < 0 ? "-" : "") + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+                let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+                let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+                return "\(dayNames[weekday]), \(two(Int(day))) \(monthNames[Int(month) - 1]) "
+                    + "\(four) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+            }
+            let seed: UInt64 = 0x494D_4646
+            print("writesTheSameIMFFixdateAsInterpolating: seed \(seed)")
+            var random = SplitMix64(state: seed)
+            let yearZero: Int64 = -62_167_219_200
+            let afterYear9999: Int64 = 253_402_300_800
+            var times: [Int64] = [yearZero, yearZero - 1, afterYear9999, afterYear9999 - 1, 0, -1, Int64.max, Int64.min]
+            for _ in 0..<20_000 { times.append(Int64.random(in: (yearZero - 86_400 * 800)...(afterYear9999 + 86_400 * 800), using: &random)) }
+            for _ in 0..<2_000 { times.append(Int64.random(in: Int64.min...Int64.max, using: &random)) }
+            for seconds in times {
+                let date = HTTPDate(secondsSinceEpoch: seconds)
+                let text = reference(date)
+                #expect(date.imfFixdate == text, "\(seconds), seed \(seed)")
+                // Compared without making the string: the text itself, and no other.
+                #expect(date.isIMFFixdate(text), "\(seconds), seed \(seed)")
+                #expect(!date.isIMFFixdate(String(text.dropLast())), "\(seconds), seed \(seed)")
+                #expect(!date.isIMFFixdate(text.lowercased()), "\(seconds), seed \(seed)")
+                #expect(!HTTPDate(secondsSinceEpoch: seconds &+ 1).isIMFFixdate(text), "\(seconds), seed \(seed)")
+            }
+        }
+
         @Test func formatsExtremeValuesWithoutTrapping() {
             // Years past 9999 or before 0 print with all their digits and sign: the true proleptic Gregorian
             // date, which is not an HTTP-date, so it does not parse back.

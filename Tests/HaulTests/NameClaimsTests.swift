@@ -1,3 +1,4 @@
+import HaulTestSupport
 import Testing
 @testable import Haul
 
@@ -50,5 +51,54 @@ struct NameClaimsTests {
         #expect(DestinationClaims.lexicallyNormalized("/../x/", workingDirectory: "/w") == "/x")
         #expect(DestinationClaims.key(of: "/nonexistent-haul-dir/./sub/../f.bin") == "/nonexistent-haul-dir/f.bin")
         #expect(DestinationClaims.key(of: "/tmp/../tmp/f.bin") == DestinationClaims.key(of: "/tmp/f.bin"))
+    }
+
+    /// ``NameClaims`` looks up a key with a working suffix added only while a held key ends in one; over
+    /// generated claims and releases (ASCII, non-ASCII, combining marks, working names of working names) it
+    /// answers as the rule it replaced, which looked up every related name every time.
+    @Test func claimsAnswerAsLookingUpEveryRelatedName() {
+        let seed = TestSeed(for: "NameClaimsTests.claimsAnswerAsLookingUpEveryRelatedName", default: 0x4E41_4D45)
+        var random = seed.generator()
+        let stems = ["/d/x", "/d/y", "/d/é", "/d/e\u{301}", "/d/\u{301}", "/d/x.", "/d/", "", ".part", "/d/x.PART"]
+        let tails = ["", "", ".part", ".part.haul", ".part.haul.tmp", ".part.part", ".haul", ".tmp", "\u{301}", ".part\u{301}"]
+        var claims = NameClaims()
+        var reference = ReferenceClaims()
+        for step in 0..<20_000 {
+            let owner = Int(random.next() % 6)
+            if random.next() % 4 == 0 {
+                claims.release(owner: owner)
+                reference.release(owner: owner)
+            } else {
+                var key = stems[Int(random.next() % UInt64(stems.count))]
+                for _ in 0..<Int(random.next() % 3) { key += tails[Int(random.next() % UInt64(tails.count))] }
+                let answer = claims.claim(key, path: key, owner: owner)
+                let expected = reference.claim(key, path: key, owner: owner)
+                #expect(answer == expected, "step \(step), key \(Array(key.unicodeScalars)), \(seed)")
+            }
+            #expect(claims.key(of: owner) == reference.keys[owner], "step \(step), \(seed)")
+        }
+    }
+}
+
+/// The rule ``NameClaims`` followed before: every related name built and looked up on every claim.
+private struct ReferenceClaims {
+    var holders: [String: NameClaims.Holder] = [:]
+    var keys: [Int: String] = [:]
+
+    mutating func claim(_ key: String, path: String, owner: Int) -> NameClaims.Holder? {
+        var related = [key] + WorkingFileNames.suffixes.map { key + $0 }
+        if let base = WorkingFileNames.owner(ofWorkingName: key) { related.append(base.destination) }
+        for candidate in related {
+            if let holder = holders[candidate], holder.owner != owner { return holder }
+        }
+        release(owner: owner)
+        holders[key] = NameClaims.Holder(owner: owner, path: path)
+        keys[owner] = key
+        return nil
+    }
+
+    mutating func release(owner: Int) {
+        guard let key = keys.removeValue(forKey: owner) else { return }
+        holders[key] = nil
     }
 }

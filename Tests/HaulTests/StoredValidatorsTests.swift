@@ -219,4 +219,51 @@ import SystemPackage
         try file.descriptor.setModificationTime(secondsSinceEpoch: 1_500_000_000)
         #expect(FileDescriptor.modificationTime(ofPath: path) == 1_500_000_000)
     }
+    /// The compact form is built as bytes, with the lines before the URL's (and the date's parse) made once
+    /// for both tries; over seeded validators (IMF-fixdates, other date forms, long and short URLs and tags,
+    /// unstorable text) ``StoredValidators/encoded()`` writes what the string-built form it replaced wrote.
+    @Test func encodesAsTheStringBuiltFormDid() {
+        let seed = TestSeed(for: "StoredValidatorsTests.encodesAsTheStringBuiltFormDid", default: 0x5356_4543)
+        var random = seed.generator()
+        func pick<T>(_ choices: [T]) -> T { choices[Int(random.next() % UInt64(choices.count))] }
+        func text(_ alphabet: String, upTo count: Int) -> String {
+            let characters = Array(alphabet)
+            return String((0..<Int(random.next() % UInt64(count + 1))).map { _ in pick(characters) })
+        }
+        for _ in 0..<5_000 {
+            let date: String? = pick([
+                nil, HTTPDate(secondsSinceEpoch: Int64(random.next() % 8_000_000_000)).imfFixdate,
+                "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 gmt",
+                "Mon, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:60 GMT", "x", "Sun, 06 Nov 1994 08:49:37 GMT\n",
+            ])
+            let tag: String? = pick([nil, "\"" + text("0123456789abcdef-", upTo: 40) + "\"", "W/\"x\"", "é", ""])
+            let url: String? = pick([nil, "http://h/" + text("abc/%._-", upTo: 50), "http://h/\u{7}", "https://127.0.0.1:18080/f00001"])
+            let stored = StoredValidators(entityTag: tag, lastModified: date, url: url)
+            let expected = Self.stringBuiltCompact(stored, withURL: true) ?? Self.stringBuiltCompact(stored, withURL: false)
+                ?? stored.fullEncoded()
+            #expect(stored.encoded() == expected, "\(stored), \(seed)")
+            for withURL in [true, false] {
+                #expect(stored.compactEncoded(withURL: withURL) == Self.stringBuiltCompact(stored, withURL: withURL), "\(stored), \(seed)")
+            }
+        }
+    }
+
+    /// The compact form as it was built before, from strings.
+    private static func stringBuiltCompact(_ stored: StoredValidators, withURL: Bool) -> [UInt8]? {
+        var text = "hv2\n"
+        if let entityTag = stored.entityTag, StoredValidators.isStorable(Array(entityTag.utf8)) { text += "e" + entityTag + "\n" }
+        if let lastModified = stored.lastModified, StoredValidators.isStorable(Array(lastModified.utf8)) {
+            if let date = HTTPDate(lastModified), date.imfFixdate == lastModified {
+                text += "t" + String(date.secondsSinceEpoch) + "\n"
+            } else {
+                text += "m" + lastModified + "\n"
+            }
+        }
+        if withURL {
+            guard let url = stored.url, StoredValidators.isStorable(Array(url.utf8)) else { return nil }
+            text += "u" + url + "\n"
+        }
+        text += ".\n"
+        return text.utf8.count <= StoredValidators.inodeBytes ? Array(text.utf8) : nil
+    }
 }

@@ -106,6 +106,8 @@ public enum SuggestedFileName {
 
     /// Decodes `%XX` escapes; invalid escapes stay as they are, invalid UTF-8 becomes U+FFFD.
     static func percentDecoded(_ text: String) -> String {
+        // No escape (most names): the text as it is, which is what decoding its bytes would give.
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
         var bytes: [UInt8] = []
         var utf8 = Array(text.utf8)[...]
         while let byte = utf8.popFirst() {

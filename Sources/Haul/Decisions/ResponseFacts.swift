@@ -33,22 +33,39 @@ struct ResponseFacts: Sendable, Equatable {
         self.lastModified = lastModified
         self.framing = framing
         self.location = location
-        // Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be
-        // hidden behind the other.
-        let declared = contentTypes.map { (text: $0, type: MediaType($0)) }
-        let chosen = declared.first { $0.type?.isMultipartByteranges == true } ?? declared.first
-        self.contentType = chosen?.text
-        self.mediaType = chosen?.type
-        self.contentCodings = contentEncodings.flatMap { ContentEncoding($0)?.appliedCodings ?? [$0] }
+        (self.contentType, self.mediaType) = Self.chosenContentType(contentTypes)
+        self.contentCodings = Self.codings(contentEncodings)
     }
 
     init(_ head: ResponseHead) {
-        self.init(status: head.status, reason: head.reason, contentRange: head.fields.firstString("content-range"),
-                  entityTag: head.fields.first("etag").flatMap { EntityTag($0) },
-                  lastModified: head.fields.first("last-modified").flatMap { HTTPDate($0) },
-                  framing: head.framing, location: head.fields.firstString("location"),
-                  contentTypes: head.fields.all("content-type").map(latin1String),
-                  contentEncodings: head.fields.all("content-encoding").map(latin1String))
+        let fields = head.fields
+        self.status = head.status
+        self.reason = head.reason
+        self.contentRange = fields.firstString("content-range")
+        self.entityTag = fields.first("etag").flatMap { EntityTag($0) }
+        self.lastModified = fields.first("last-modified").flatMap { HTTPDate($0) }
+        self.framing = head.framing
+        self.location = fields.firstString("location")
+        // The field values as the other initializer takes them, without building the arrays of text it takes.
+        (self.contentType, self.mediaType) = Self.chosenContentType(fields.all("content-type").lazy.map(latin1String))
+        let encodings = fields.all("content-encoding")
+        self.contentCodings = encodings.isEmpty ? [] : Self.codings(encodings.map(latin1String))
+    }
+
+    /// Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be hidden
+    /// behind the other: the first that declares `multipart/byteranges`, else the first.
+    private static func chosenContentType(_ texts: some Sequence<String>) -> (String?, MediaType?) {
+        var chosen: (String?, MediaType?) = (nil, nil)
+        for text in texts {
+            let type = MediaType(text)
+            if type?.isMultipartByteranges == true { return (text, type) }
+            if chosen.0 == nil { chosen = (text, type) }
+        }
+        return chosen
+    }
+
+    private static func codings(_ encodings: [String]) -> [String] {
+        encodings.flatMap { ContentEncoding($0)?.appliedCodings ?? [$0] }
     }
 
     var isRedirect: Bool { RedirectPolicy.redirectStatuses.contains(status) }

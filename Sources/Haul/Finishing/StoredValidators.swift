@@ -63,8 +63,8 @@ struct StoredValidators: Sendable, Equatable {
     /// the parsed values written out again (a resumed download may have no full response in hand).
     init(of finished: SegmentedDownload.Finished) {
         let fields = finished.response?.fields
-        entityTag = fields?.first("etag").map { Self.latin1(Array($0)) } ?? finished.entityTag?.description
-        lastModified = fields?.first("last-modified").map { Self.latin1(Array($0)) } ?? finished.lastModified?.description
+        entityTag = fields?.first("etag").map { Self.latin1($0) } ?? finished.entityTag?.description
+        lastModified = fields?.first("last-modified").map { Self.latin1($0) } ?? finished.lastModified?.description
         url = finished.finalURL.description
     }
 
@@ -107,7 +107,7 @@ struct StoredValidators: Sendable, Equatable {
     /// this order. Unambiguous because no value holds a line feed. When the whole would exceed ``maximumBytes``
     /// the URL is left out (the validators are what a later run needs); nil when even that is too large.
     func encoded() -> [UInt8]? {
-        if let compact = compactEncoded(withURL: true) ?? compactEncoded(withURL: false) { return compact }
+        if let compact = compactEncoded() { return compact }
         return fullEncoded()
     }
 
@@ -125,21 +125,59 @@ struct StoredValidators: Sendable, Equatable {
     /// order, each at most once, a nil or unstorable one left out. Nil when it does not fit (with `withURL`, the
     /// URL is in or the form is nil).
     func compactEncoded(withURL: Bool) -> [UInt8]? {
-        var text = Self.compactHeader + "\n"
-        if let entityTag, Self.isStorable(Array(entityTag.utf8)) { text += "e" + entityTag + "\n" }
-        if let lastModified, Self.isStorable(Array(lastModified.utf8)) {
-            if let date = HTTPDate(lastModified), date.imfFixdate == lastModified {
-                text += "t" + String(date.secondsSinceEpoch) + "\n"
+        var bytes = compactFields()
+        if withURL {
+            guard let url, Self.isStorable(url.utf8) else { return nil }
+            Self.appendLine(UInt8(ascii: "u"), url, to: &bytes)
+        }
+        bytes += Self.compactTrailer.utf8
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes.count <= Self.inodeBytes ? bytes : nil
+    }
+
+    /// `compactEncoded(withURL: true) ?? compactEncoded(withURL: false)`, with the lines before the URL's (and
+    /// the date's check) made once.
+    private func compactEncoded() -> [UInt8]? {
+        var bytes = compactFields()
+        let trailerBytes = Self.compactTrailer.utf8.count + 1
+        if let url, Self.isStorable(url.utf8), bytes.count + url.utf8.count + 2 + trailerBytes <= Self.inodeBytes {
+            Self.appendLine(UInt8(ascii: "u"), url, to: &bytes)
+        }
+        guard bytes.count + trailerBytes <= Self.inodeBytes else { return nil }
+        bytes += Self.compactTrailer.utf8
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
+    /// The compact form's header line, then its `e` and `t`/`m` lines.
+    private func compactFields() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.inodeBytes + 8)
+        bytes += Self.compactHeader.utf8
+        bytes.append(UInt8(ascii: "\n"))
+        if let entityTag, Self.isStorable(entityTag.utf8) { Self.appendLine(UInt8(ascii: "e"), entityTag, to: &bytes) }
+        if let lastModified, Self.isStorable(lastModified.utf8) {
+            if let seconds = Self.fixdateSeconds(lastModified) {
+                Self.appendLine(UInt8(ascii: "t"), String(seconds), to: &bytes)
             } else {
-                text += "m" + lastModified + "\n"
+                Self.appendLine(UInt8(ascii: "m"), lastModified, to: &bytes)
             }
         }
-        if withURL {
-            guard let url, Self.isStorable(Array(url.utf8)) else { return nil }
-            text += "u" + url + "\n"
-        }
-        text += Self.compactTrailer + "\n"
-        return text.utf8.count <= Self.inodeBytes ? Array(text.utf8) : nil
+        return bytes
+    }
+
+    /// The seconds of `text` when it is exactly the IMF-fixdate of the time it names (the server's own text
+    /// comes back from them), else nil. Every IMF-fixdate ``HTTPDate`` writes of a date it parsed is 29 bytes
+    /// (a four-digit year), so text of another length is not one, and is not parsed.
+    private static func fixdateSeconds(_ text: String) -> Int64? {
+        guard text.utf8.count == 29, let date = HTTPDate(text), date.isIMFFixdate(text) else { return nil }
+        return date.secondsSinceEpoch
+    }
+
+    private static func appendLine(_ key: UInt8, _ value: String, to bytes: inout [UInt8]) {
+        bytes.append(key)
+        bytes += value.utf8
+        bytes.append(UInt8(ascii: "\n"))
     }
 
     /// The longer form, with the URL unless the whole would exceed ``maximumBytes``; nil when even that is too
@@ -228,8 +266,13 @@ struct StoredValidators: Sendable, Equatable {
 
     /// Whether `value` may be stored and sent back in a request field: printable ASCII, spaces and tabs, not
     /// empty. No control character (a line feed would end a request field early), nothing beyond ASCII.
-    static func isStorable(_ value: [UInt8]) -> Bool {
-        !value.isEmpty && value.allSatisfy { (0x20...0x7E).contains($0) || $0 == UInt8(ascii: "\t") }
+    static func isStorable(_ value: some Collection<UInt8>) -> Bool {
+        // In place when the bytes are contiguous (a native string's): walking a `String.UTF8View` through its
+        // iterator cost a few hundred instructions per value.
+        func storable(_ bytes: some Collection<UInt8>) -> Bool {
+            !bytes.isEmpty && bytes.allSatisfy { (0x20...0x7E).contains($0) || $0 == UInt8(ascii: "\t") }
+        }
+        return value.withContiguousStorageIfAvailable { storable($0) } ?? storable(value)
     }
 
     /// A value of one of the attributes of earlier versions (``entityTagAttribute``...): as they read it (bytes
@@ -240,7 +283,8 @@ struct StoredValidators: Sendable, Equatable {
     }
 
     /// `bytes` as ASCII text, every byte beyond ASCII replaced by `?`.
-    private static func latin1(_ bytes: [UInt8]) -> String {
-        String(decoding: bytes.map { $0 < 0x80 ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    private static func latin1(_ bytes: some Collection<UInt8>) -> String {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: bytes.map { $0 < 0x80 ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 }

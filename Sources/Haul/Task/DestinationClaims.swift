@@ -20,6 +20,10 @@ struct NameClaims: Sendable {
     private var holders: [String: Holder] = [:]
     /// The key each owner holds: a download has one final name at a time.
     private var keys: [Int: String] = [:]
+    /// How many held keys end in the bytes of a working suffix. Only such a key can be `key + suffix` for
+    /// another key: while none is held (the common case, thousands of ordinary names), a claim looks its own
+    /// key up and nothing else, instead of building and looking up three longer names.
+    private var heldWorkingSuffixKeys = 0
 
     /// Claims `key` for `owner` (giving up the one it held before, if another), or returns the holder of a
     /// colliding name and claims nothing. Names collide when they are the same, or when one is a working
@@ -29,6 +33,7 @@ struct NameClaims: Sendable {
         release(owner: owner)
         holders[key] = Holder(owner: owner, path: path)
         keys[owner] = key
+        if Self.endsInWorkingSuffixBytes(key) { heldWorkingSuffixKeys += 1 }
         return nil
     }
 
@@ -36,18 +41,38 @@ struct NameClaims: Sendable {
     mutating func release(owner: Int) {
         guard let key = keys.removeValue(forKey: owner) else { return }
         holders[key] = nil
+        if Self.endsInWorkingSuffixBytes(key) { heldWorkingSuffixKeys -= 1 }
     }
 
     /// The name `owner` holds, if any.
     func key(of owner: Int) -> String? { keys[owner] }
 
+    /// In order: `key` itself, `key` with each working suffix, the name `key` is a working file of.
     private func collision(with key: String, owner: Int) -> Holder? {
-        var related = [key] + WorkingFileNames.suffixes.map { key + $0 }
-        if let base = WorkingFileNames.owner(ofWorkingName: key) { related.append(base.destination) }
-        for candidate in related {
-            if let holder = holders[candidate], holder.owner != owner { return holder }
+        if let holder = holders[key], holder.owner != owner { return holder }
+        // `key + suffix` ends in the suffix's bytes; a held key equal to it (canonically equivalent: a suffix
+        // of ASCII letters and dots neither composes with what precedes it nor comes out of normalizing
+        // anything else) ends in them too. None held: none can match.
+        if heldWorkingSuffixKeys > 0 {
+            for suffix in WorkingFileNames.suffixes {
+                if let holder = holders[key + suffix], holder.owner != owner { return holder }
+            }
+        }
+        if let base = WorkingFileNames.owner(ofWorkingName: key), let holder = holders[base.destination], holder.owner != owner {
+            return holder
         }
         return nil
+    }
+
+    /// Whether `key`'s UTF-8 ends in the bytes of one of ``WorkingFileNames/suffixes``.
+    private static func endsInWorkingSuffixBytes(_ key: String) -> Bool {
+        // Most names end in none of the suffixes' last bytes: no suffix compared then.
+        guard let last = key.utf8.last, WorkingFileNames.suffixes.contains(where: { $0.utf8.last == last }) else { return false }
+        return WorkingFileNames.suffixes.contains { suffix in
+            let bytes = key.utf8
+            let tail = suffix.utf8
+            return bytes.count >= tail.count && bytes.reversed().starts(with: tail.reversed())
+        }
     }
 }
 
@@ -168,11 +193,16 @@ enum DestinationClaims {
     /// one name, as are two routes through a symbolic link), its last component as given. A directory that
     /// does not exist yet is made absolute and normalized by its text alone.
     static func key(of path: String) -> String {
-        let slash = path.lastIndex(of: "/")
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let directory = OutputFile.directory(containing: path)
-        let resolved = resolvedDirectory(directory)
-        return resolved.hasSuffix("/") ? resolved + name : resolved + "/" + name
+        // Split at the last `/` byte, as ``OutputFile/directory(containing:)`` does (and the kernel).
+        let bytes = path.utf8
+        let slash = bytes.lastIndex(of: UInt8(ascii: "/"))
+        let name = slash.map { Substring(bytes[bytes.index(after: $0)...]) } ?? Substring(path)
+        let resolved = resolvedDirectory(OutputFile.directory(containing: path))
+        var key = resolved
+        key.reserveCapacity(resolved.utf8.count + 1 + name.utf8.count)
+        if resolved.utf8.last != UInt8(ascii: "/") { key += "/" }
+        key += name
+        return key
     }
 
     /// The last directory resolved, and when: a list of thousands of downloads into one directory would

@@ -110,6 +110,28 @@ struct FieldValueScanner {
         return true
     }
 
+    /// Consumes the next three bytes if, ASCII-lowercased, they are one of `keys` (each ``lowercasedKey(_:_:_:)``
+    /// of a three-byte name), returning its position in `keys`. One comparison of integers per name, where
+    /// comparing each name as a string cost the date parser most of its time.
+    mutating func consumeThreeByteName(among keys: [UInt32]) -> Int? {
+        guard index + 3 <= bytes.endIndex else { return nil }
+        let key = Self.lowercasedKey(bytes[index], bytes[index + 1], bytes[index + 2])
+        guard let found = keys.firstIndex(of: key) else { return nil }
+        index += 3
+        return found
+    }
+
+    /// Three bytes ASCII-lowercased, packed into an integer (first byte lowest): for ``consumeThreeByteName(among:)``.
+    static func lowercasedKey(_ first: UInt8, _ second: UInt8, _ third: UInt8) -> UInt32 {
+        UInt32(asciiLowercase(first)) | UInt32(asciiLowercase(second)) << 8 | UInt32(asciiLowercase(third)) << 16
+    }
+
+    /// The ``lowercasedKey(_:_:_:)`` of each three-byte name in `names` (their concatenation).
+    static func lowercasedKeys(_ names: StaticString) -> [UInt32] {
+        let bytes = names.utf8Start
+        return (0..<names.utf8CodeUnitCount / 3).map { lowercasedKey(bytes[3 * $0], bytes[3 * $0 + 1], bytes[3 * $0 + 2]) }
+    }
+
     /// Consumes `literal` if it comes next, ignoring ASCII case.
     mutating func consumeCaseInsensitive(_ literal: String) -> Bool {
         let end = index + literal.utf8.count

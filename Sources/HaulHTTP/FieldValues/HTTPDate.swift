@@ -36,14 +36,14 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         let parsed: (year: Int, month: Int, day: Int, time: (Int, Int, Int))?
         if scanner.consume(UInt8(ascii: ",")) {
             guard scanner.consume(UInt8(ascii: " ")) else { return nil }
-            if Self.shortDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }) {
+            if Self.isShortDayName(dayName) {
                 parsed = Self.parseIMFFixdate(&scanner)
             } else if Self.longDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }) {
                 parsed = Self.parseRFC850(&scanner)
             } else {
                 return nil
             }
-        } else if Self.shortDayNames.contains(where: { asciiCaseInsensitiveEquals(dayName, $0) }),
+        } else if Self.isShortDayName(dayName),
                   scanner.consume(UInt8(ascii: " ")) {
             parsed = Self.parseAsctime(&scanner)
         } else {
@@ -64,19 +64,77 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
     ///
     /// Years outside 0000–9999 are printed with more digits or a sign, which is not a valid HTTP-date.
     public var imfFixdate: String {
-        // Remainder first: `days * 86_400` would overflow for dates near `Int64.min`.
-        var days = secondsSinceEpoch / 86_400
-        var secondOfDay = Int(secondsSinceEpoch % 86_400)
-        if secondOfDay < 0 {
-            secondOfDay += 86_400
-            days -= 1
-        }
+        let fixdate = String(unsafeUninitializedCapacity: 29) { writeIMFFixdate(into: $0) ? 29 : 0 }
+        if !fixdate.isEmpty { return fixdate }
+        let (days, secondOfDay) = dayAndSecond
         let (year, month, day) = Self.civilFromDays(days)
         // 1970-01-01 was a Thursday (index 4 with Sunday = 0).
         let weekday = Int(((days % 7) + 7 + 4) % 7)
         return "\(Self.shortDayNames[weekday]), \(Self.twoDigits(Int(day))) \(Self.monthNames[Int(month) - 1]) "
             + "\(Self.fourDigits(year)) \(Self.twoDigits(secondOfDay / 3600)):"
             + "\(Self.twoDigits(secondOfDay / 60 % 60)):\(Self.twoDigits(secondOfDay % 60)) GMT"
+    }
+
+    /// Whether `text` is exactly ``imfFixdate``, compared byte by byte without making the string.
+    public func isIMFFixdate(_ text: String) -> Bool {
+        let written: Bool? = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 29) { buffer in
+            guard writeIMFFixdate(into: buffer) else { return nil }
+            var text = text
+            return text.withUTF8 { $0.elementsEqual(buffer) }
+        }
+        // A year beyond 0000–9999: the longer text.
+        return written ?? (text == imfFixdate)
+    }
+
+    /// The day since the epoch and the second within it (remainder first: `days * 86_400` would overflow for
+    /// dates near `Int64.min`).
+    private var dayAndSecond: (days: Int64, second: Int) {
+        var days = secondsSinceEpoch / 86_400
+        var secondOfDay = Int(secondsSinceEpoch % 86_400)
+        if secondOfDay < 0 {
+            secondOfDay += 86_400
+            days -= 1
+        }
+        return (days, secondOfDay)
+    }
+
+    /// Writes the IMF-fixdate into the first 29 bytes of `buffer` when the year is 0000–9999 (always so for a
+    /// parsed date), byte by byte: interpolating its eight parts cost several thousand instructions per date,
+    /// once per small file finished. False (nothing written) for other years.
+    private func writeIMFFixdate(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        let (days, secondOfDay) = dayAndSecond
+        let (year, month, day) = Self.civilFromDays(days)
+        guard (0...9999).contains(year), buffer.count >= 29 else { return false }
+        let weekday = Int(((days % 7) + 7 + 4) % 7)
+        func name(_ names: StaticString, _ index: Int, at offset: Int) {
+            for byte in 0..<3 { buffer[offset + byte] = names.utf8Start[index * 3 + byte] }
+        }
+        func digits(_ value: Int, count: Int, at offset: Int) {
+            var rest = value
+            for index in (0..<count).reversed() {
+                buffer[offset + index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            }
+        }
+        name(Self.shortDayNameBytes, weekday, at: 0)
+        buffer[3] = UInt8(ascii: ",")
+        buffer[4] = UInt8(ascii: " ")
+        digits(Int(day), count: 2, at: 5)
+        buffer[7] = UInt8(ascii: " ")
+        name(Self.monthNameBytes, Int(month) - 1, at: 8)
+        buffer[11] = UInt8(ascii: " ")
+        digits(Int(year), count: 4, at: 12)
+        buffer[16] = UInt8(ascii: " ")
+        digits(secondOfDay / 3600, count: 2, at: 17)
+        buffer[19] = UInt8(ascii: ":")
+        digits(secondOfDay / 60 % 60, count: 2, at: 20)
+        buffer[22] = UInt8(ascii: ":")
+        digits(secondOfDay % 60, count: 2, at: 23)
+        buffer[25] = UInt8(ascii: " ")
+        buffer[26] = UInt8(ascii: "G")
+        buffer[27] = UInt8(ascii: "M")
+        buffer[28] = UInt8(ascii: "T")
+        return true
     }
 
     /// Same as `imfFixdate`.
@@ -130,11 +188,21 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 
     private static func parseMonth(_ scanner: inout FieldValueScanner) -> Int? {
-        for (index, name) in monthNames.enumerated() where scanner.consumeCaseInsensitive(name) {
-            return index + 1
-        }
-        return nil
+        scanner.consumeThreeByteName(among: monthKeys).map { $0 + 1 }
     }
+
+    /// Whether `name` is a short day name (`Sun`...), ignoring ASCII case.
+    private static func isShortDayName(_ name: ArraySlice<UInt8>) -> Bool {
+        guard name.count == 3 else { return false }
+        let start = name.startIndex
+        return shortDayKeys.contains(FieldValueScanner.lowercasedKey(name[start], name[start + 1], name[start + 2]))
+    }
+
+    /// ``monthNames`` and ``shortDayNames`` as ``FieldValueScanner/lowercasedKey(_:_:_:)``s, in their order.
+    private static let monthKeys = FieldValueScanner.lowercasedKeys(monthNameBytes)
+    private static let shortDayKeys = FieldValueScanner.lowercasedKeys(shortDayNameBytes)
+    private static let shortDayNameBytes: StaticString = "SunMonTueWedThuFriSat"
+    private static let monthNameBytes: StaticString = "JanFebMarAprMayJunJulAugSepOctNovDec"
 
     /// `HH:MM:SS`; ranges are checked by the calendar initializer.
     private static func parseTime(_ scanner: inout FieldValueScanner) -> (Int, Int, Int)? {

@@ -190,3 +190,42 @@ import HaulHTTP
         }
     }
 }
+
+/// ``ResponseFacts/init(_:)`` reads a head's fields without building the arrays of text that
+/// ``ResponseFacts/init(status:reason:contentRange:entityTag:lastModified:framing:location:contentTypes:contentEncodings:)``
+/// takes: for every combination of up to three `Content-Type` and two `Content-Encoding` fields it gives what
+/// that initializer gives from the same field values.
+@Suite struct ResponseFactsFromHeadTests {
+    @Test func aHeadGivesTheFactsItsFieldValuesGive() throws {
+        let types = ["text/html", "multipart/byteranges; boundary=x", "MULTIPART/BYTERANGES", "not a type", "application/octet-stream"]
+        let encodings = ["gzip", "identity", "br, identity", "x y"]
+        var compared = 0
+        for typeCount in 0...3 {
+            for encodingCount in 0...2 {
+                let combinations = (0..<typeCount).reduce(1) { product, _ in product * types.count }
+                    * (0..<encodingCount).reduce(1) { product, _ in product * encodings.count }
+                for combination in 0..<combinations {
+                    var rest = combination
+                    var chosenTypes: [String] = []
+                    for _ in 0..<typeCount { chosenTypes.append(types[rest % types.count]); rest /= types.count }
+                    var chosenEncodings: [String] = []
+                    for _ in 0..<encodingCount { chosenEncodings.append(encodings[rest % encodings.count]); rest /= encodings.count }
+                    var lines = ["HTTP/1.1 206 Partial Content", "Content-Range: bytes 0-9/100", "Content-Length: 10",
+                                 "ETag: \"v1\"", "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT", "Location: /elsewhere"]
+                    lines += chosenTypes.map { "Content-Type: \($0)" } + chosenEncodings.map { "Content-Encoding: \($0)" }
+                    var parser = ResponseParser()
+                    let bytes = Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+                    let event = try bytes.withUnsafeBytes { raw throws(HTTPParseError) in try parser.parse(raw).event }
+                    guard case .head(let head) = event else { Issue.record("not a head: \(lines)"); return }
+                    let expected = ResponseFacts(
+                        status: 206, reason: "Partial Content", contentRange: "bytes 0-9/100", entityTag: EntityTag("\"v1\""),
+                        lastModified: HTTPDate("Sun, 06 Nov 1994 08:49:37 GMT"), framing: head.framing, location: "/elsewhere",
+                        contentTypes: chosenTypes, contentEncodings: chosenEncodings)
+                    #expect(ResponseFacts(head) == expected, "\(lines)")
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared == (1 + 5 + 25 + 125) * (1 + 4 + 16))
+    }
+}
