@@ -28,6 +28,8 @@ final class CommandRun: Sendable {
     /// The destination directory's names before the first download started, for a run of several
     /// downloads that looks for earlier runs' files (nil: each is looked for on its own).
     private let snapshot: DirectorySnapshot?
+    /// Which downloads are told that nothing of their file was there (``ListedAbsenceHints``).
+    private let listedAbsence: ListedAbsenceHints
 
     init(plan: CommandPlan) {
         self.plan = plan
@@ -40,6 +42,7 @@ final class CommandRun: Sendable {
         snapshot = plan.downloads.count > 1 && looksForEarlierRuns && !plan.habits.isSingleExchange
             ? DirectoryListing.snapshot(of: plan.destinationDirectory, limit: max(4096, 2 * plan.downloads.count))
             : nil
+        listedAbsence = ListedAbsenceHints(snapshot: snapshot, count: plan.downloads.count)
     }
 
     func run() async -> ExitStatus {
@@ -90,7 +93,7 @@ final class CommandRun: Sendable {
                     inbox.post(.skipped(index, download))
                     continue
                 }
-                let task = start(download.request, on: client)
+                let task = start(toldOfListing(download), on: client)
                 running.withLock { $0[index] = task }
                 task.whenTransferEnds { [unowned task] in
                     // Ended already (no durable commit to wait for, or it failed): one event for both.
@@ -160,6 +163,16 @@ final class CommandRun: Sendable {
         reporter.close()
         await client.shutdown()
         return worst
+    }
+
+    /// The request of `download`, telling the engine that nothing of its file was in the directory when the
+    /// run started, when the snapshot says so (``ListedAbsenceHints``): it then does not look for the file
+    /// and its `.part` itself.
+    private func toldOfListing(_ download: CommandPlan.Download) -> DownloadRequest {
+        guard listedAbsence.tell(download.expectedPath) else { return download.request }
+        var request = download.request
+        request.listedAbsentPath = download.expectedPath
+        return request
     }
 
     /// Starts `request`, with `--url-command` as its refresher when given: why it gave up is a warning
