@@ -86,14 +86,18 @@ final class CommandRun: Sendable {
         /// Starts downloads while slots are free and the list has more; each already complete is handed to
         /// this loop to report (it is not reported here: this may run on the event loop).
         @Sendable func fill() {
-            while let (index, download) = slots.reserve(stopping: stopping.withLock({ $0 }), downloads.next) {
+            while case (let index, var download)? = slots.reserve(stopping: stopping.withLock({ $0 }), downloads.next) {
                 started.withLock { $0 = max($0, index + 1) }
                 if alreadyComplete(download, path: download.expectedPath, listed: snapshot) {
                     slots.release(transferring: true)
                     inbox.post(.skipped(index, download))
                     continue
                 }
-                let task = start(toldOfListing(download), on: client)
+                // Told in place (the request is not copied for it): the engine then does not look for the
+                // file and its `.part` (``ListedAbsenceHints``).
+                if listedAbsence.tell(download.expectedPath) { download.request.listedAbsentPath = download.expectedPath }
+                let download = download
+                let task = start(download.request, on: client)
                 running.withLock { $0[index] = task }
                 task.whenTransferEnds { [unowned task] in
                     // Ended already (no durable commit to wait for, or it failed): one event for both.
@@ -163,16 +167,6 @@ final class CommandRun: Sendable {
         reporter.close()
         await client.shutdown()
         return worst
-    }
-
-    /// The request of `download`, telling the engine that nothing of its file was in the directory when the
-    /// run started, when the snapshot says so (``ListedAbsenceHints``): it then does not look for the file
-    /// and its `.part` itself.
-    private func toldOfListing(_ download: CommandPlan.Download) -> DownloadRequest {
-        guard listedAbsence.tell(download.expectedPath) else { return download.request }
-        var request = download.request
-        request.listedAbsentPath = download.expectedPath
-        return request
     }
 
     /// Starts `request`, with `--url-command` as its refresher when given: why it gave up is a warning

@@ -46,6 +46,10 @@ import HaulCommandLine
         #expect(snapshot.listsNothing(of: "out/e.bin"))
         #expect(!snapshot.listsNothing(of: "out/sub/e.bin"), "not directly in the directory")
         #expect(!snapshot.listsNothing(of: "-"), "standard output")
+        let empty = DirectorySnapshot(directory: "/data/out/", names: [])
+        #expect(empty.listsNothing(of: "/data/out/a.bin"))
+        #expect(!empty.listsNothing(of: "/data/out/sub/a.bin") && !empty.listsNothing(of: "/data/outside/a.bin"))
+        #expect(!empty.listsNothing(of: "/data/out/") && !empty.listsNothing(of: "/data/out") && !empty.listsNothing(of: "a.bin"))
     }
 
     /// No snapshot (the directory was too large to list, or could not be read): nobody is told anything.

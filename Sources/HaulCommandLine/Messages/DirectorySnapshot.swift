@@ -21,11 +21,16 @@ public struct DirectorySnapshot: Sendable {
     /// The directory as the run names it (`-d DIR`, `.` by default).
     public let directory: String
     private let names: Set<String>
+    /// ``directory`` ending in one `/`: how the paths of its entries start.
+    private let prefix: String
 
     /// `names` are the entries of `directory` (without `.` and `..`); none for a directory that does not exist.
     public init(directory: String, names: some Sequence<String>) {
         self.directory = directory
         self.names = Set(names)
+        var prefix = directory.utf8.last == UInt8(ascii: "/") ? directory : directory + "/"
+        prefix.makeContiguousUTF8()
+        self.prefix = prefix
     }
 
     /// Whether a file may be at `path`: false only when `path` names an entry directly in ``directory``
@@ -35,13 +40,26 @@ public struct DirectorySnapshot: Sendable {
         guard path.utf8.starts(with: prefix.utf8) else { return true }
         let name = path.utf8.dropFirst(prefix.utf8.count)
         guard !name.isEmpty, !name.contains(UInt8(ascii: "/")) else { return true }
-        return !names.isEmpty && names.contains(String(Substring(name)))
+        return names.contains(String(Substring(name)))
     }
 
     /// Whether the directory held none of `path`, `path.part` and `path.part.haul` (`path` directly in
     /// ``directory``): what a download of `path` would look for, to resume or refuse an earlier run's file.
+    /// Asked once per download of a list: the bytes are compared in place, and an empty directory (the
+    /// usual one for a long list) needs no name made.
     public func listsNothing(of path: String) -> Bool {
-        !mayHold(path) && !mayHold(WorkingFileNames.partial(of: path)) && !mayHold(WorkingFileNames.journal(of: path))
+        var path = path
+        let direct = path.withUTF8 { path in
+            prefix.utf8.withContiguousStorageIfAvailable { prefix in
+                path.count > prefix.count && UnsafeBufferPointer(rebasing: path[..<prefix.count]).elementsEqual(prefix)
+                    && !UnsafeBufferPointer(rebasing: path[prefix.count...]).contains(UInt8(ascii: "/"))
+            } ?? false
+        }
+        guard direct else { return false }
+        if names.isEmpty { return true }
+        let name = String(Substring(path.utf8.dropFirst(prefix.utf8.count)))
+        return !names.contains(name) && !names.contains(WorkingFileNames.partial(of: name))
+            && !names.contains(WorkingFileNames.journal(of: name))
     }
 }
 
