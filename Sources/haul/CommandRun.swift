@@ -86,18 +86,16 @@ final class CommandRun: Sendable {
         /// Starts downloads while slots are free and the list has more; each already complete is handed to
         /// this loop to report (it is not reported here: this may run on the event loop).
         @Sendable func fill() {
-            while case (let index, var download)? = slots.reserve(stopping: stopping.withLock({ $0 }), downloads.next) {
+            while let (index, download) = slots.reserve(stopping: stopping.withLock({ $0 }), downloads.next) {
                 started.withLock { $0 = max($0, index + 1) }
                 if alreadyComplete(download, path: download.expectedPath, listed: snapshot) {
                     slots.release(transferring: true)
                     inbox.post(.skipped(index, download))
                     continue
                 }
-                // Told in place (the request is not copied for it): the engine then does not look for the
-                // file and its `.part` (``ListedAbsenceHints``).
-                if listedAbsence.tell(download.expectedPath) { download.request.listedAbsentPath = download.expectedPath }
-                let download = download
-                let task = start(download.request, on: client)
+                // The engine then does not look for the file and its `.part` (``ListedAbsenceHints``).
+                let listed = listedAbsence.tell(download.expectedPath) ? download.expectedPath : nil
+                let task = start(download.request, listedAbsent: listed, on: client)
                 running.withLock { $0[index] = task }
                 task.whenTransferEnds { [unowned task] in
                     // Ended already (no durable commit to wait for, or it failed): one event for both.
@@ -170,8 +168,10 @@ final class CommandRun: Sendable {
     }
 
     /// Starts `request`, with `--url-command` as its refresher when given: why it gave up is a warning
-    /// (shown with `-q` too), a URL it gave a note.
-    private func start(_ request: DownloadRequest, on client: HaulClient) -> DownloadTask {
+    /// (shown with `-q` too), a URL it gave a note. `listedAbsent`: the path the run's listing of the
+    /// directory did not hold (``DownloadRequest/listedAbsentPath``), set on the request's own copy.
+    private func start(_ request: consuming DownloadRequest, listedAbsent: String? = nil, on client: HaulClient) -> DownloadTask {
+        if let listedAbsent { request.listedAbsentPath = listedAbsent }
         guard let command = plan.urlCommand else { return client.start(request) }
         let name = URLText.fileName(forURL: request.url) ?? request.url
         return client.start(request, refreshingURL: command.refresher { [reporter] line, gaveUp in

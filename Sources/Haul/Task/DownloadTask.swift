@@ -48,9 +48,10 @@ public final class DownloadTask: @unchecked Sendable {
     private var meter = ProgressMeter()
     /// The runs before the current one (a download paused and resumed in this process has several).
     private var earlierRuns = DownloadTotals()
-    /// Whether the download was prepared before: then its caller's listing of the directory
-    /// (``DownloadRequest/listedAbsentPath``) is older than the download's own files, and is not used.
-    private var preparedBefore = false
+    /// Whether the download ran before: then its caller's listing of the directory
+    /// (``DownloadRequest/listedAbsentPath``) is older than the download's own files (a resume looks for its
+    /// own `.part`), and is not used.
+    private var ranBefore = false
 
     init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled, refresher: URLRefresher? = nil) {
         self.request = request
@@ -206,7 +207,8 @@ public final class DownloadTask: @unchecked Sendable {
     private func prepareOnLoop() {
         publish(phase: .connecting)
         let options = client.options
-        let request = DownloadPreparation.namedBeforeAsking(preparedRequest()), owner = nameOwner
+        var request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
+        if ranBefore { request.listedAbsentPath = nil }
         launch(Result { () throws(HaulError) in
             // The name first: nothing is created or opened under a name another download holds.
             if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
@@ -290,8 +292,9 @@ public final class DownloadTask: @unchecked Sendable {
             resolve(&resumeWaiters, .success(()))
         case .run:
             guard case .success(let prepared) = outcome else { return }
-            let request = preparedRequest()
-            preparedBefore = true
+            var request = self.request
+            if ranBefore { request.listedAbsentPath = nil }
+            ranBefore = true
             let download = SegmentedDownload(
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
@@ -312,15 +315,6 @@ public final class DownloadTask: @unchecked Sendable {
             download.startOnLoop { [self] outcome in downloadEnded(outcome) }
             resolve(&resumeWaiters, .success(()))
         }
-    }
-
-    /// The request as this preparation takes it: after a first run, without its caller's listing (a resume
-    /// looks for its own `.part`, which that listing predates).
-    private func preparedRequest() -> DownloadRequest {
-        guard preparedBefore, request.listedAbsentPath != nil else { return request }
-        var request = request
-        request.listedAbsentPath = nil
-        return request
     }
 
     /// Stopped between preparing and running: no byte was fetched, so what preparing created goes again
