@@ -169,9 +169,13 @@ final class CommandRun: Sendable {
 
     /// Starts `request`, with `--url-command` as its refresher when given: why it gave up is a warning
     /// (shown with `-q` too), a URL it gave a note. `listedAbsent`: the path the run's listing of the
-    /// directory did not hold (``DownloadRequest/listedAbsentPath``), set on the request's own copy.
-    private func start(_ request: consuming DownloadRequest, listedAbsent: String? = nil, on client: HaulClient) -> DownloadTask {
-        if let listedAbsent { request.listedAbsentPath = listedAbsent }
+    /// directory did not hold (``DownloadRequest/listedAbsentPath``).
+    private func start(_ request: DownloadRequest, listedAbsent: String? = nil, on client: HaulClient) -> DownloadTask {
+        if let listedAbsent {
+            var told = request
+            told.listedAbsentPath = listedAbsent
+            return start(told, on: client)
+        }
         guard let command = plan.urlCommand else { return client.start(request) }
         let name = URLText.fileName(forURL: request.url) ?? request.url
         return client.start(request, refreshingURL: command.refresher { [reporter] line, gaveUp in
