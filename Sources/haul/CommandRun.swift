@@ -28,6 +28,8 @@ final class CommandRun: Sendable {
     /// The destination directory's names before the first download started, for a run of several
     /// downloads that looks for earlier runs' files (nil: each is looked for on its own).
     private let snapshot: DirectorySnapshot?
+    /// Which downloads are told that nothing of their file was there (``ListedAbsenceHints``).
+    private let listedAbsence: ListedAbsenceHints
 
     init(plan: CommandPlan) {
         self.plan = plan
@@ -40,6 +42,7 @@ final class CommandRun: Sendable {
         snapshot = plan.downloads.count > 1 && looksForEarlierRuns && !plan.habits.isSingleExchange
             ? DirectoryListing.snapshot(of: plan.destinationDirectory, limit: max(4096, 2 * plan.downloads.count))
             : nil
+        listedAbsence = ListedAbsenceHints(snapshot: snapshot, count: plan.downloads.count)
     }
 
     func run() async -> ExitStatus {
@@ -90,7 +93,9 @@ final class CommandRun: Sendable {
                     inbox.post(.skipped(index, download))
                     continue
                 }
-                let task = start(download.request, on: client)
+                // The engine then does not look for the file and its `.part` (``ListedAbsenceHints``).
+                let listed = listedAbsence.tell(download.expectedPath) ? download.expectedPath : nil
+                let task = start(download.request, listedAbsent: listed, on: client)
                 running.withLock { $0[index] = task }
                 task.whenTransferEnds { [unowned task] in
                     // Ended already (no durable commit to wait for, or it failed): one event for both.
@@ -163,8 +168,14 @@ final class CommandRun: Sendable {
     }
 
     /// Starts `request`, with `--url-command` as its refresher when given: why it gave up is a warning
-    /// (shown with `-q` too), a URL it gave a note.
-    private func start(_ request: DownloadRequest, on client: HaulClient) -> DownloadTask {
+    /// (shown with `-q` too), a URL it gave a note. `listedAbsent`: the path the run's listing of the
+    /// directory did not hold (``DownloadRequest/listedAbsentPath``).
+    private func start(_ request: DownloadRequest, listedAbsent: String? = nil, on client: HaulClient) -> DownloadTask {
+        if let listedAbsent {
+            var told = request
+            told.listedAbsentPath = listedAbsent
+            return start(told, on: client)
+        }
         guard let command = plan.urlCommand else { return client.start(request) }
         let name = URLText.fileName(forURL: request.url) ?? request.url
         return client.start(request, refreshingURL: command.refresher { [reporter] line, gaveUp in

@@ -44,9 +44,10 @@ import Testing
 
     /// The stored properties' names; a result's `headers` are stored as `headerStorage` (the response's fields
     /// are turned into strings only when read), which is named here by the property it stores. A request's
-    /// `parsedURLCache` is its `url` parsed (a cache, not part of the value) and is left out.
+    /// `parsedURLCache` (its `url` parsed, a cache) and `listedAbsentPath` (a hint from its caller's listing of
+    /// the directory) are not part of the value and are left out.
     func storedProperties(of value: Any) -> Set<String> {
-        Set(Mirror(reflecting: value).children.compactMap(\.label).filter { $0 != "parsedURLCache" }
+        Set(Mirror(reflecting: value).children.compactMap(\.label).filter { $0 != "parsedURLCache" && $0 != "listedAbsentPath" }
             .map { $0 == "headerStorage" ? "headers" : $0 })
     }
 

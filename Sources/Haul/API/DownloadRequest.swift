@@ -64,6 +64,14 @@ public struct DownloadRequest: Sendable {
         set { parsedURLCache = newValue.map { (url, $0) } }
     }
     private var parsedURLCache: (text: String, url: HTTPURL)?
+    /// A path its caller found absent, with its `NAME.part` and `NAME.part.haul`, by listing the directory
+    /// before the download started (the CLI lists a list's destination directory once, before its first
+    /// download: `DirectorySnapshot`). When the download's file is that very path, the
+    /// engine does not look for the file and its `.part` again (`ListedAbsence`). Only the first start
+    /// uses it: a resume after a pause looks, since its own `.part` is there then. Nothing depends on it for
+    /// safety: a file that appeared since the listing is never replaced (`FinalNaming`). A hint, not part
+    /// of the request's value (not compared, not encoded); whoever sets it has listed the directory.
+    package var listedAbsentPath: String?
     /// Other URLs of the same resource. Connections start spread over all of them and then move to the ones
     /// measured fastest per connection; one far slower than the fastest (under a quarter of its speed) gets
     /// none of the tail. A failing one is dropped.

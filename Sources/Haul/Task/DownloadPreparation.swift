@@ -49,9 +49,11 @@ enum DownloadPreparation {
         case .file(let path):
             let parent = OutputFile.directory(containing: path)
             let asksFirst = request.onlyIfChanged || request.modifiedSince != nil
-            if options.writesUnnamedFiles, let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: asksFirst) {
+            let listed = ListedAbsence.skipsLookups(request, destination: path)
+            if options.writesUnnamedFiles,
+               let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: asksFirst, listedAbsent: listed) {
                 // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
-                if OutputFile.exists(path) { throw .destinationExists(path: path) }
+                if !listed, OutputFile.exists(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil, resume: nil, file: unnamed,
                                 created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: parent), unnamed: true),
                                 finalNameIsNew: true)
@@ -147,16 +149,17 @@ enum DownloadPreparation {
     }
 
     /// A file without a name for a fresh download of `path` when ``WorkingFileChoice`` says so: one `lstat` of
-    /// `path.part` (instead of creating it, and looking for its journal); nil for the named `.part` as before —
-    /// also when the directory is missing (the named path creates it, or reports it) or refuses such files.
-    static func unnamedWorkingFile(for path: String, request: DownloadRequest, asksFirst: Bool) -> OutputFile? {
+    /// `path.part` (instead of creating it, and looking for its journal), none when the caller listed it absent
+    /// (`listedAbsent`: ``ListedAbsence``); nil for the named `.part` as before — also when the directory is
+    /// missing (the named path creates it, or reports it) or refuses such files.
+    static func unnamedWorkingFile(for path: String, request: DownloadRequest, asksFirst: Bool, listedAbsent: Bool = false) -> OutputFile? {
         let partPath = WorkingFileNames.partial(of: path)
         var facts = WorkingFileChoice.Facts(
             destinationIsWorkingName: WorkingFileNames.owner(ofWorkingName: path) != nil,
             replacesExisting: request.replacesExisting, asksFirst: asksFirst,
             mayOpenUnnamed: OutputFile.mayOpenUnnamed(in: OutputFile.directory(containing: path)))
         guard WorkingFileChoice.decide(facts) == .lookForPartial else { return nil }
-        facts.partialExists = OutputFile.hasEntry(partPath)
+        facts.partialExists = listedAbsent ? false : OutputFile.hasEntry(partPath)
         guard WorkingFileChoice.decide(facts) == .unnamed else { return nil }
         return try? OutputFile.openUnnamed(becoming: partPath)
     }
@@ -236,9 +239,11 @@ enum DownloadPreparation {
         let name = SuggestedFileName.forResponse(head, url: url)
         let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         try DestinationClaims.claim(path, owner: claimant)
-        if writesUnnamedFiles, let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: request.modifiedSince != nil) {
+        let listed = ListedAbsence.skipsLookups(request, destination: path)
+        if writesUnnamedFiles,
+           let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: request.modifiedSince != nil, listedAbsent: listed) {
             // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
-            if OutputFile.exists(path) { throw .destinationExists(path: path) }
+            if !listed, OutputFile.exists(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: unnamed,
                           created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory), unnamed: true),
                           finalNameIsNew: true)

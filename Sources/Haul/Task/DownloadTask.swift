@@ -48,6 +48,10 @@ public final class DownloadTask: @unchecked Sendable {
     private var meter = ProgressMeter()
     /// The runs before the current one (a download paused and resumed in this process has several).
     private var earlierRuns = DownloadTotals()
+    /// Whether the download ran before: then its caller's listing of the directory
+    /// (``DownloadRequest/listedAbsentPath``) is older than the download's own files (a resume looks for its
+    /// own `.part`), and is not used.
+    private var ranBefore = false
 
     init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled, refresher: URLRefresher? = nil) {
         self.request = request
@@ -203,7 +207,8 @@ public final class DownloadTask: @unchecked Sendable {
     private func prepareOnLoop() {
         publish(phase: .connecting)
         let options = client.options
-        let request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
+        var request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
+        if ranBefore { request.listedAbsentPath = nil }
         launch(Result { () throws(HaulError) in
             // The name first: nothing is created or opened under a name another download holds.
             if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
@@ -287,7 +292,9 @@ public final class DownloadTask: @unchecked Sendable {
             resolve(&resumeWaiters, .success(()))
         case .run:
             guard case .success(let prepared) = outcome else { return }
-            let request = self.request
+            var request = self.request
+            if ranBefore { request.listedAbsentPath = nil }
+            ranBefore = true
             let download = SegmentedDownload(
                 loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
