@@ -1,0 +1,26 @@
+/// What makes a batch's renames durable in the ``GroupCommit``: its directories' own `fsync`, or the `syncfs`
+/// with which the next batch flushes its data. Pure.
+///
+/// A rename is durable once its directory is written. `syncfs` writes everything the filesystem holds
+/// dirty, data and metadata, directories included (`syncfs(2)`: like `sync`, which writes "all pending
+/// modifications to filesystem metadata and cached file data"), and from Linux 5.8 reports a failed
+/// write-back of any of it, so a `syncfs` that begins after a rename has returned proves that rename as well
+/// as an `fsync` of its directory would. Under load a batch is followed at once by the next, whose small files
+/// share a `syncfs`: the directory `fsync` in between was a second flush of the disk per batch (a third to
+/// half of a batch's time on this project's disk, docs/benchmarks.md). The next batch's `syncfs` now proves
+/// the renames of the previous one; a directory on a filesystem it does not flush that way (per-file syncs,
+/// another filesystem, an unknown one) is synced on its own, before the next batch's flush, so its files do
+/// not wait for it.
+enum RenameProof: Equatable, Sendable {
+    /// An `fsync` of the directory itself.
+    case ownDirectorySync
+    /// The next batch's `syncfs` of the filesystem holding the directory.
+    case nextSyncfs
+
+    /// The proof for renames into a directory on `directoryFileSystem` (nil: unknown), when the next batch
+    /// flushes `nextSyncfs` with `syncfs`.
+    static func decide(directoryFileSystem: UInt64?, nextSyncfs: Set<UInt64>) -> RenameProof {
+        guard let directoryFileSystem, nextSyncfs.contains(directoryFileSystem) else { return .ownDirectorySync }
+        return .nextSyncfs
+    }
+}
