@@ -6,8 +6,8 @@
 /// modifications to filesystem metadata and cached file data"), and from Linux 5.8 reports a failed
 /// write-back of any of it, so a `syncfs` that begins after a rename has returned proves that rename as well
 /// as an `fsync` of its directory would. Under load a batch is followed at once by the next, whose small files
-/// share a `syncfs`: the directory `fsync` in between was a second flush of the disk per batch (a third to
-/// half of a batch's time on this project's disk, docs/benchmarks.md). The next batch's `syncfs` now proves
+/// share a `syncfs`: the directory `fsync` in between was a second flush of the disk per batch (about 40% of
+/// a batch's flush time on this project's disk, docs/benchmarks.md). The next batch's `syncfs` now proves
 /// the renames of the previous one; a directory on a filesystem it does not flush that way (per-file syncs,
 /// another filesystem, an unknown one) is synced on its own, before the next batch's flush, so its files do
 /// not wait for it.
