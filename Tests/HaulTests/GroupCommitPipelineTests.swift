@@ -17,7 +17,10 @@ import HaulIO
     /// Two batches of the `a/` filesystem back to back: the first holds its `syncfs` until the second batch's
     /// files are queued. `failSecondSyncfs`: the second `syncfs` fails (each file is then synced alone).
     /// `second`: the names of the second batch.
-    func run(_ scratch: Scratch, _ recorder: Recorder, second: [String], failSecondSyncfs: Bool = false) async throws -> Outcomes {
+    /// `holdAfterRenames`: the first batch is held after its renames instead (the second batch's files are then
+    /// opened after them).
+    func run(_ scratch: Scratch, _ recorder: Recorder, second: [String], failSecondSyncfs: Bool = false,
+             holdAfterRenames: Bool = false) async throws -> Outcomes {
         let outcomes = Outcomes()
         let released = Mutex(false)
         let syncfsCalls = Mutex(0)
@@ -32,7 +35,13 @@ import HaulIO
             try record(file)
             // The first batch stays "on the disk" until the test has queued the second (30 s at most).
             let deadline = ContinuousClock.now + .seconds(30)
-            while call == 1, !released.withLock({ $0 }), ContinuousClock.now < deadline { usleep(500) }
+            while call == 1, !holdAfterRenames, !released.withLock({ $0 }), ContinuousClock.now < deadline { usleep(500) }
+        }
+        let rename = operations.rename
+        operations.rename = { from, to throws(SystemError) in
+            try rename(from, to)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while holdAfterRenames, from.hasSuffix("/a/2.part"), !released.withLock({ $0 }), ContinuousClock.now < deadline { usleep(500) }
         }
         let gathered = Deferred()
         let commit = GroupCommit(parallelSyncs: 1, operations: operations,
@@ -40,7 +49,8 @@ import HaulIO
         let first = ["a/1", "a/2"]
         for name in first { commit.submit(try entry(scratch, name, recorder: recorder, outcomes: outcomes)) }
         gathered.run()
-        try await waitUntil { recorder.log.withLock { $0.contains("syncfs \(scratch.root)/a/1.part") } }
+        let held = holdAfterRenames ? "rename \(scratch.root)/a/2.part \(scratch.root)/a/2" : "syncfs \(scratch.root)/a/1.part"
+        try await waitUntil { recorder.log.withLock { $0.contains(held) } }
         for name in second { commit.submit(try entry(scratch, name, recorder: recorder, outcomes: outcomes)) }
         released.withLock { $0 = true }
         try await waitUntil { outcomes.results.withLock { $0.count } == first.count + second.count }
@@ -135,11 +145,33 @@ import HaulIO
         }
     }
 
-    @Test func renamesWaitForTheNextSyncfsOnlyOnAFileSystemItFlushes() {
-        #expect(RenameProof.decide(directoryFileSystem: 1, nextSyncfs: [1, 2]) == .nextSyncfs)
-        #expect(RenameProof.decide(directoryFileSystem: 3, nextSyncfs: [1, 2]) == .ownDirectorySync)
-        #expect(RenameProof.decide(directoryFileSystem: nil, nextSyncfs: [1]) == .ownDirectorySync)
-        #expect(RenameProof.decide(directoryFileSystem: 1, nextSyncfs: []) == .ownDirectorySync)
+    /// Renames wait for the next batch's `syncfs` only on a filesystem it flushes, and only when the file it is
+    /// called on was opened before the renames (its `syncfs` reports write-back errors from its opening on).
+    @Test func renamesWaitForTheNextSyncfsOnlyOnAFileSystemItFlushesFromAFileOpenedBeforeThem() {
+        #expect(RenameProof.decide(directoryFileSystem: 1, openedBeforeRenames: 10, nextSyncfs: [1: 7, 2: 12]) == .nextSyncfs)
+        #expect(RenameProof.decide(directoryFileSystem: 1, openedBeforeRenames: 10, nextSyncfs: [1: 10]) == .nextSyncfs)
+        #expect(RenameProof.decide(directoryFileSystem: 2, openedBeforeRenames: 10, nextSyncfs: [1: 7, 2: 12]) == .ownDirectorySync,
+                "opened after the renames")
+        #expect(RenameProof.decide(directoryFileSystem: 3, openedBeforeRenames: 10, nextSyncfs: [1: 7, 2: 8]) == .ownDirectorySync)
+        #expect(RenameProof.decide(directoryFileSystem: nil, openedBeforeRenames: 10, nextSyncfs: [1: 7]) == .ownDirectorySync)
+        #expect(RenameProof.decide(directoryFileSystem: 1, openedBeforeRenames: 10, nextSyncfs: [:]) == .ownDirectorySync)
+    }
+
+    /// The next batch's files opened only after the first batch's renames: their `syncfs` would not report a
+    /// failed write-back of the directory in between, so the directory is synced on its own, before that flush.
+    @Test func aNextBatchOpenedAfterTheRenamesHasTheDirectoryBeforeItSyncedFirst() async throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = try await run(scratch, recorder, second: ["a/3", "a/4"], holdAfterRenames: true)
+        let log = recorder.log.withLock { $0 }
+        let root = scratch.root
+        let position = { (line: String) in log.firstIndex(of: line) ?? Int.max }
+        #expect(log.filter { $0.hasPrefix("syncfs") } == ["syncfs \(root)/a/1.part", "syncfs \(root)/a/3.part"], "\(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") }.count == 2, "\(log)")
+        #expect(position("dirsync \(root)/a") < position("syncfs \(root)/a/3.part"), "\(log)")
+        for name in ["a/1", "a/2", "a/3", "a/4"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+        }
     }
 
     func waitUntil(_ condition: @Sendable () -> Bool) async throws {

@@ -20,9 +20,10 @@ import Synchronization
 /// 2. renames each file whose data is durable from its `.part` name to its final name (a file without a name
 ///    is linked to it instead; ``FinalNaming``) — a final name only ever appears for complete, synced data;
 /// 3. makes the renames durable: when the next batch follows at once and flushes the filesystem of a
-///    directory with `syncfs`, that `syncfs` does it (it began after the renames, and writes directories
-///    too: ``RenameProof``); each other directory of the batch is synced once (`fsync`), before the next
-///    batch's flush, or at once when no batch follows;
+///    directory with `syncfs` on a file opened before the renames, that `syncfs` does it (it began after the
+///    renames, writes directories too and reports their failed write-back: ``RenameProof``); each other
+///    directory of the batch is synced once (`fsync`), before the next batch's flush, or at once when no
+///    batch follows;
 /// 4. removes the journals of the files now durable, and reports every file.
 ///
 /// A file whose data sync fails keeps its `.part` file and journal and fails with a disk error; a file whose
@@ -183,10 +184,18 @@ final class GroupCommit: @unchecked Sendable {
                 continue
             }
             let (flushPlan, fileSystems) = plan(batch)
-            let syncfsFileSystems = Set(flushPlan.fileSystems.compactMap { fileSystems[$0[0]] })
+            // Each filesystem this batch flushes with `syncfs`, with the open order of the file it is called on.
+            var syncfsOn: [UInt64: UInt64] = [:]
+            for group in flushPlan.fileSystems {
+                if let fileSystem = fileSystems[group[0]] { syncfsOn[fileSystem] = batch[group[0]].file.openOrder }
+            }
             if var renamed = awaiting {
                 // A directory this batch's `syncfs` will not cover is synced now: its files need not wait.
-                syncDirectories(of: &renamed) { RenameProof.decide(directoryFileSystem: $0, nextSyncfs: syncfsFileSystems) == .ownDirectorySync }
+                let openedBeforeRenames = renamed.openedBeforeRenames
+                syncDirectories(of: &renamed) { fileSystem in
+                    RenameProof.decide(directoryFileSystem: fileSystem, openedBeforeRenames: openedBeforeRenames,
+                                       nextSyncfs: syncfsOn) == .ownDirectorySync
+                }
                 if renamed.directories.isEmpty {
                     report(renamed)
                     awaiting = nil
@@ -225,6 +234,9 @@ final class GroupCommit: @unchecked Sendable {
         var directories: [(path: String, fileSystem: UInt64?, indices: [Int])] = []
         /// Files without a name, linked to their final names (``FinalNaming``).
         var linked = Set<Int>()
+        /// ``HaulIO/OutputFile/latestOpenOrder`` just before the renames: a `syncfs` on a file opened by then
+        /// reports a failed write-back of their directories (``RenameProof``).
+        var openedBeforeRenames: UInt64 = 0
 
         /// Marks the renames into every directory whose filesystem `isProven` says was flushed as durable.
         mutating func proveDirectories(_ isProven: (UInt64?) -> Bool) {
@@ -238,7 +250,8 @@ final class GroupCommit: @unchecked Sendable {
 
     /// Step 2 of a batch: renames each file whose data is durable (not in `failures`) to its final name.
     private func rename(_ batch: [Entry], failures: [(Int, SystemError)], fileSystems: [UInt64?]) -> Renamed {
-        var renamed = Renamed(batch: batch, outcomes: [Result<Void, HaulError>?](repeating: nil, count: batch.count))
+        var renamed = Renamed(batch: batch, outcomes: [Result<Void, HaulError>?](repeating: nil, count: batch.count),
+                              openedBeforeRenames: OutputFile.latestOpenOrder)
         for (index, error) in failures {
             renamed.outcomes[index] = .failure(.disk(path: batch[index].partPath, error))
         }
