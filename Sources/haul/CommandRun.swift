@@ -80,8 +80,10 @@ final class CommandRun: Sendable {
         // hop to this task and back (``RunSlots``).
         // `-j` bounds the downloads transferring at once. A download whose bytes are all in waits for its
         // durable commit without holding a slot (commits are grouped: many files share one wait for the
-        // disk), up to `finishingLimit` of them, which bounds open files and memory.
-        let slots = RunSlots(jobs: plan.jobs, finishingLimit: min(256, max(16, plan.jobs * 8)))
+        // disk), up to `finishingLimit` of them, which bounds open files and memory; the more may wait, the
+        // larger the commit's next batch grows while one is on the disk (``RunSlots/finishingLimit(jobs:maximumConnections:openFileLimit:)``).
+        let slots = RunSlots(jobs: plan.jobs, finishingLimit: RunSlots.finishingLimit(
+            jobs: plan.jobs, maximumConnections: plan.options.maximumConnections, openFileLimit: openFileLimit()))
         let quietEnds = plan.progress == .none && plan.messages == .text && plan.habits.writeOut == nil
         /// Starts downloads while slots are free and the list has more; each already complete is handed to
         /// this loop to report (it is not reported here: this may run on the event loop).

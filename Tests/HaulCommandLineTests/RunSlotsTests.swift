@@ -87,6 +87,21 @@ struct RunSlotsTests {
         #expect(taken.sorted() == Array(0..<2_000))
         #expect(slots.isDone)
     }
+
+    /// The finishing limit grows with the descriptors the process may open (half of what the transfers and the
+    /// reserve leave), between 16 and ``RunSlots/maximumFinishing``; unknown, it stays 8 per job.
+    @Test func theFinishingLimitIsHalfTheFreeDescriptorsBetweenSixteenAndTheMaximum() {
+        // 1,024 descriptors, -j 16, 16 connections: 1,024 - 64 - 32 - 32 = 896 free, half of them.
+        #expect(RunSlots.finishingLimit(jobs: 16, maximumConnections: 16, openFileLimit: 1024) == 448)
+        #expect(RunSlots.finishingLimit(jobs: 16, maximumConnections: 16, openFileLimit: 20_000) == RunSlots.maximumFinishing)
+        #expect(RunSlots.finishingLimit(jobs: 16, maximumConnections: 16, openFileLimit: Int.max) == RunSlots.maximumFinishing)
+        #expect(RunSlots.finishingLimit(jobs: 16, maximumConnections: 16, openFileLimit: 256) == 64)
+        #expect(RunSlots.finishingLimit(jobs: 16, maximumConnections: 16, openFileLimit: 100) == 16, "never below 16")
+        #expect(RunSlots.finishingLimit(jobs: 64, maximumConnections: 256, openFileLimit: 512) == 16, "nothing free")
+        #expect(RunSlots.finishingLimit(jobs: 16, maximumConnections: 16, openFileLimit: nil) == 128)
+        #expect(RunSlots.finishingLimit(jobs: 1, maximumConnections: 16, openFileLimit: nil) == 16)
+        #expect(RunSlots.finishingLimit(jobs: 64, maximumConnections: 64, openFileLimit: nil) == 256)
+    }
 }
 
 /// ``QuietEnd``: only a successful, ordinary download's end in a run that shows nothing per download is taken

@@ -378,7 +378,7 @@ import HaulIO
         }
         // One syncfs led by the first-opened file, or (an old kernel, or much dirty data on the machine) an
         // fdatasync each.
-        let plan = commit.plan(entries)
+        let plan = commit.plan(entries).0
         let shared = FlushPlan(perFile: [], fileSystems: [Array(0..<12)])
         #expect(plan == shared || plan == FlushPlan(perFile: Array(0..<12), fileSystems: []), "\(plan)")
         commit.commit(entries)

@@ -19,7 +19,11 @@ import Synchronization
 ///    commits those syncs need) and before the `syncfs`;
 /// 2. renames each file whose data is durable from its `.part` name to its final name (a file without a name
 ///    is linked to it instead; ``FinalNaming``) — a final name only ever appears for complete, synced data;
-/// 3. syncs each distinct directory of the batch once, so the renames survive a power cut;
+/// 3. makes the renames durable: when the next batch follows at once and flushes the filesystem of a
+///    directory with `syncfs` on a file opened before the renames, that `syncfs` does it (it began after the
+///    renames, writes directories too and reports their failed write-back: ``RenameProof``); each other
+///    directory of the batch is synced once (`fsync`), before the next batch's flush, or at once when no
+///    batch follows;
 /// 4. removes the journals of the files now durable, and reports every file.
 ///
 /// A file whose data sync fails keeps its `.part` file and journal and fails with a disk error; a file whose
@@ -28,8 +32,9 @@ import Synchronization
 /// group is then synced on its own with `fdatasync`, which reports that file's own write-back error: the
 /// files whose sync fails then fail (`.part` and journal kept), the others are proven and go on. When a
 /// directory sync fails, the renames into that directory are not proven durable: they are undone (the files
-/// go back to their `.part` names, journals kept) and those files fail. Files in other directories, or
-/// whose syncs succeeded, are not affected.
+/// go back to their `.part` names, journals kept) and those files fail; when the next batch's `syncfs` that
+/// was to prove them fails, their directories are synced on their own, with that same rule. Files in other
+/// directories, or whose syncs succeeded, are not affected.
 ///
 /// The trade of `syncfs`: it flushes everything dirty on the filesystem, other programs' writes too, so a
 /// batch may wait for data that is not Haul's. Files larger than ``FlushPlan/largeFile`` are therefore
@@ -157,76 +162,159 @@ final class GroupCommit: @unchecked Sendable {
     /// Number of batches committed so far.
     var batchCount: Int { lock.withLock { batches } }
 
+    /// Commits batches while files are pending. A batch's renames wait for their proof until the next batch
+    /// is flushed (``RenameProof``): a directory on a filesystem that batch flushes with `syncfs` needs no
+    /// `fsync` of its own; the others are synced before that batch's flush, and all of them at once when no
+    /// batch follows.
     private func commitWhilePending() {
+        var awaiting: Renamed?
         while true {
             let batch = lock.withLock { () -> [Entry] in
                 let taken = pending
                 pending = []
-                if taken.isEmpty { committing = false } else { batches += 1 }
+                if taken.isEmpty, awaiting == nil { committing = false } else if !taken.isEmpty { batches += 1 }
                 return taken
             }
-            guard !batch.isEmpty else { return }
-            commit(batch)
+            guard !batch.isEmpty else {
+                // Nothing follows (yet): the renames are proven by their directories' own syncs now.
+                guard var renamed = awaiting else { return }
+                awaiting = nil
+                syncDirectories(of: &renamed, where: { _ in true })
+                report(renamed)
+                continue
+            }
+            let (flushPlan, fileSystems) = plan(batch)
+            // Each filesystem this batch flushes with `syncfs`, with the open order of the file it is called on.
+            var syncfsOn: [UInt64: UInt64] = [:]
+            for group in flushPlan.fileSystems {
+                if let fileSystem = fileSystems[group[0]] { syncfsOn[fileSystem] = batch[group[0]].file.openOrder }
+            }
+            if var renamed = awaiting {
+                // A directory this batch's `syncfs` will not cover is synced now: its files need not wait.
+                let openedBeforeRenames = renamed.openedBeforeRenames
+                syncDirectories(of: &renamed) { fileSystem in
+                    RenameProof.decide(directoryFileSystem: fileSystem, openedBeforeRenames: openedBeforeRenames,
+                                       nextSyncfs: syncfsOn) == .ownDirectorySync
+                }
+                if renamed.directories.isEmpty {
+                    report(renamed)
+                    awaiting = nil
+                } else {
+                    awaiting = renamed
+                }
+            }
+            let (failures, flushed) = flush(batch, flushPlan, fileSystems: fileSystems)
+            if var renamed = awaiting {
+                // The `syncfs` calls began after the renames had returned: they wrote the directories too. A
+                // directory whose filesystem's `syncfs` failed is synced on its own (a failure there un-proves).
+                renamed.proveDirectories { fileSystem in fileSystem.map { flushed.contains($0) } ?? false }
+                syncDirectories(of: &renamed, where: { _ in true })
+                report(renamed)
+                awaiting = nil
+            }
+            awaiting = rename(batch, failures: failures, fileSystems: fileSystems)
         }
     }
 
-    /// Commits one batch (see the type's description) and reports every entry of it.
+    /// Commits one batch on its own (see the type's description) and reports every entry of it.
     func commit(_ batch: [Entry]) {
-        var outcomes = [Result<Void, HaulError>?](repeating: nil, count: batch.count)
+        let (flushPlan, fileSystems) = plan(batch)
+        var renamed = rename(batch, failures: flush(batch, flushPlan, fileSystems: fileSystems).failures, fileSystems: fileSystems)
+        syncDirectories(of: &renamed, where: { _ in true })
+        report(renamed)
+    }
 
-        // 1. Data: files on their own first (in parallel), then one `syncfs` per filesystem shared.
-        for (index, error) in flushAll(batch) {
-            outcomes[index] = .failure(.disk(path: batch[index].partPath, error))
-        }
-
-        // 2. Renames, only of files whose data is durable.
-        var renamedByDirectory: [String: [Int]] = [:]
-        var directories: [String] = []
-        // (A file without a name is linked instead, never replacing: see ``FinalNaming``.)
+    /// A batch whose data is durable (or failed) and whose files are renamed, waiting for the proof that the
+    /// renames are durable too.
+    private struct Renamed {
+        var batch: [Entry]
+        var outcomes: [Result<Void, HaulError>?]
+        /// The directories renamed into whose renames are not yet proven, in the order first renamed into:
+        /// the filesystem holding each (nil: unknown) and the indices of its files.
+        var directories: [(path: String, fileSystem: UInt64?, indices: [Int])] = []
+        /// Files without a name, linked to their final names (``FinalNaming``).
         var linked = Set<Int>()
-        for index in batch.indices where outcomes[index] == nil {
+        /// ``HaulIO/OutputFile/latestOpenOrder`` just before the renames: a `syncfs` on a file opened by then
+        /// reports a failed write-back of their directories (``RenameProof``).
+        var openedBeforeRenames: UInt64 = 0
+
+        /// Marks the renames into every directory whose filesystem `isProven` says was flushed as durable.
+        mutating func proveDirectories(_ isProven: (UInt64?) -> Bool) {
+            directories.removeAll { directory in
+                guard isProven(directory.fileSystem) else { return false }
+                for index in directory.indices { outcomes[index] = .success(()) }
+                return true
+            }
+        }
+    }
+
+    /// Step 2 of a batch: renames each file whose data is durable (not in `failures`) to its final name.
+    private func rename(_ batch: [Entry], failures: [(Int, SystemError)], fileSystems: [UInt64?]) -> Renamed {
+        var renamed = Renamed(batch: batch, outcomes: [Result<Void, HaulError>?](repeating: nil, count: batch.count),
+                              openedBeforeRenames: OutputFile.latestOpenOrder)
+        for (index, error) in failures {
+            renamed.outcomes[index] = .failure(.disk(path: batch[index].partPath, error))
+        }
+        var positions: [String: Int] = [:]
+        for index in batch.indices where renamed.outcomes[index] == nil {
             let entry = batch[index]
             let unnamed = entry.file.isUnnamed
             do throws(SystemError) {
+                // (A file without a name is linked instead, never replacing: see ``FinalNaming``.)
                 try FinalNaming.name(entry.file, partPath: entry.partPath, destination: entry.destination, mustBeNew: entry.finalNameIsNew,
                                      link: operations.link, renameWithoutReplacing: operations.renameWithoutReplacing,
                                      rename: operations.rename)
             } catch where error.errno == EEXIST {
                 FinalNaming.keepBytes(of: entry.file)
-                outcomes[index] = .failure(.destinationExists(path: entry.destination))
+                renamed.outcomes[index] = .failure(.destinationExists(path: entry.destination))
                 continue
             } catch {
-                outcomes[index] = .failure(.disk(path: entry.destination, error))
+                renamed.outcomes[index] = .failure(.disk(path: entry.destination, error))
                 continue
             }
-            if unnamed { linked.insert(index) }
+            if unnamed { renamed.linked.insert(index) }
             let directory = OutputFile.directory(containing: entry.destination)
-            if renamedByDirectory[directory] == nil { directories.append(directory) }
-            renamedByDirectory[directory, default: []].append(index)
+            if let position = positions[directory] {
+                renamed.directories[position].indices.append(index)
+            } else {
+                // A file and the directory it is renamed into are on one filesystem (`rename` and `linkat`
+                // refuse to cross them).
+                positions[directory] = renamed.directories.count
+                renamed.directories.append((directory, fileSystems[index], [index]))
+            }
         }
+        return renamed
+    }
 
-        // 3. One sync per directory; a failure un-proves every rename into it.
-        for directory in directories {
-            let indices = renamedByDirectory[directory] ?? []
+    /// Step 3: one sync of each directory of `renamed` not yet proven for which `chosen` (given its
+    /// filesystem) is true; a failure un-proves every rename into that directory.
+    private func syncDirectories(of renamed: inout Renamed, where chosen: (UInt64?) -> Bool) {
+        renamed.directories.removeAll { directory in
+            guard chosen(directory.fileSystem) else { return false }
             do throws(SystemError) {
-                try operations.syncDirectory(directory)
-                for index in indices { outcomes[index] = .success(()) }
+                try operations.syncDirectory(directory.path)
+                for index in directory.indices { renamed.outcomes[index] = .success(()) }
             } catch {
-                for index in indices {
-                    let entry = batch[index]
+                for index in directory.indices {
+                    let entry = renamed.batch[index]
                     // Back to the `.part` name, so that nothing claims to be complete and a rerun resumes. (A
                     // linked file never had one: it takes it only if no other download's `.part` is there.)
-                    if linked.contains(index) {
+                    if renamed.linked.contains(index) {
                         try? operations.renameWithoutReplacing(entry.destination, entry.partPath)
                     } else {
                         try? operations.rename(entry.destination, entry.partPath)
                     }
-                    outcomes[index] = .failure(.disk(path: entry.destination, error))
+                    renamed.outcomes[index] = .failure(.disk(path: entry.destination, error))
                 }
             }
+            return true
         }
+    }
 
-        // 4. Journals of durable files, then the reports.
+    /// Step 4: removes the journals of the durable files, then reports every file of the batch (in one call
+    /// of `deliver`).
+    private func report(_ renamed: Renamed) {
+        let batch = renamed.batch, outcomes = renamed.outcomes
         for index in batch.indices {
             if case .success = outcomes[index], let journal = batch[index].journalPath { operations.removeJournal(journal) }
         }
@@ -236,24 +324,30 @@ final class GroupCommit: @unchecked Sendable {
         deliver { for (completion, outcome) in reports { completion(outcome) } }
     }
 
-    /// The plan for `batch`: the facts of each file gathered (what the finished download's size check found,
-    /// else an `fstat`; and one read of `/proc/meminfo`), when `syncfs` may be used.
-    func plan(_ batch: [Entry]) -> FlushPlan {
-        guard operations.flushesFileSystems, batch.count > 1 else { return FlushPlan(perFile: Array(batch.indices), fileSystems: []) }
-        let files = batch.map { entry in
-            let facts = operations.describe(entry.file)
-            return FlushPlan.File(fileSystem: facts?.fileSystem, bytes: facts?.bytes ?? 0, openOrder: entry.file.openOrder,
-                                  failedBefore: operations.failedBefore(entry.file))
+    /// The plan for `batch` and the filesystem of each file (nil: unknown, or `syncfs` not used): the facts of
+    /// each file gathered (what the finished download's size check found, else an `fstat`; and one read of
+    /// `/proc/meminfo`), when `syncfs` may be used.
+    func plan(_ batch: [Entry]) -> (FlushPlan, fileSystems: [UInt64?]) {
+        guard operations.flushesFileSystems else {
+            return (FlushPlan(perFile: Array(batch.indices), fileSystems: []), [UInt64?](repeating: nil, count: batch.count))
+        }
+        let facts = batch.map { operations.describe($0.file) }
+        let fileSystems = facts.map { $0?.fileSystem }
+        guard batch.count > 1 else { return (FlushPlan(perFile: Array(batch.indices), fileSystems: []), fileSystems) }
+        let files = batch.indices.map { index in
+            FlushPlan.File(fileSystem: facts[index]?.fileSystem, bytes: facts[index]?.bytes ?? 0, openOrder: batch[index].file.openOrder,
+                           failedBefore: operations.failedBefore(batch[index].file))
         }
         let ours = files.reduce(Int64(0)) { $0 + $1.bytes }
         let dirtyElsewhere = operations.dirtyBytes().map { max(0, $0 - ours) }
-        return FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: dirtyElsewhere)
+        return (FlushPlan.make(files, syncfsReportsErrors: true, dirtyElsewhere: dirtyElsewhere), fileSystems)
     }
 
-    /// Makes every file's data durable as ``plan(_:)`` says; returns the files that failed, with their errors.
-    private func flushAll(_ batch: [Entry]) -> [(Int, SystemError)] {
-        let plan = plan(batch)
+    /// Step 1: makes every file's data durable as `plan` says; returns the files that failed, with their
+    /// errors, and the filesystems flushed whole by a successful `syncfs`.
+    private func flush(_ batch: [Entry], _ plan: FlushPlan, fileSystems: [UInt64?]) -> (failures: [(Int, SystemError)], flushed: Set<UInt64>) {
         var failures: [(Int, SystemError)] = []
+        var flushed = Set<UInt64>()
         for (position, error) in syncEach(plan.perFile.map { batch[$0].file }).enumerated() {
             if let error { failures.append((plan.perFile[position], error)) }
         }
@@ -262,6 +356,7 @@ final class GroupCommit: @unchecked Sendable {
                 // The first-opened file of the group: its descriptor was opened before any of the group's data
                 // was written, so its `syncfs` reports every write-back error of theirs.
                 try operations.syncFileSystem(batch[group[0]].file)
+                if let fileSystem = fileSystems[group[0]] { flushed.insert(fileSystem) }
             } catch {
                 // Whose data failed, `syncfs` does not say: each file's own `fdatasync` does (its descriptor
                 // keeps its own write-back error), and a file it proves is durable.
@@ -270,7 +365,7 @@ final class GroupCommit: @unchecked Sendable {
                 }
             }
         }
-        return failures
+        return (failures, flushed)
     }
 
     /// Syncs the data of each of `files` (`fdatasync`), using up to ``parallelSyncs`` threads (this one

@@ -26,6 +26,10 @@ public final class OutputFile: Sendable {
     /// a group commit calls it on the first-opened file of a group (see ``synchronizeFileSystem()``).
     public let openOrder: UInt64
     private static let opened = Atomic<UInt64>(0)
+    /// The ``openOrder`` of the file opened last in this process so far (0: none): a file whose number is at
+    /// most this was opened — its descriptor made, and with it the point from which a `syncfs` on it reports
+    /// write-back errors — before this was read.
+    public static var latestOpenOrder: UInt64 { opened.load(ordering: .acquiring) }
     /// What the latest `fstat` of this file found (``size()``, ``fileSystemAndSize()``): a group commit
     /// plans with it instead of an `fstat` of its own per file (``lastKnownFileSystemAndSize``).
     private let lastStatus = Mutex<(device: UInt64, size: Int64)?>(nil)
@@ -37,7 +41,8 @@ public final class OutputFile: Sendable {
         self.path = path
         self.owner = owner
         self.unnamed = Atomic(unnamed)
-        openOrder = Self.opened.add(1, ordering: .relaxed).newValue
+        // Releasing: whoever reads this number through ``latestOpenOrder`` sees the descriptor as made.
+        openOrder = Self.opened.add(1, ordering: .releasing).newValue
     }
 
     /// Opens (creating if needed) `path` for writing, and reading (a piece of a download with piece hashes is

@@ -239,6 +239,15 @@ extension FilePath {
     }
 }
 
+/// The process's soft limit on open descriptors (`RLIMIT_NOFILE`; `Int.max` when unlimited), or nil if
+/// `getrlimit` fails.
+package func openFileLimit() -> Int? {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+    // `RLIM_INFINITY` is all ones, beyond `Int.max`: clamped to it.
+    return Int(clamping: limit.rlim_cur)
+}
+
 /// The running kernel's release (`uname -r`, say "6.8.0-45-generic"), or nil if `uname` fails.
 package func kernelRelease() -> String? {
     var names = utsname()
