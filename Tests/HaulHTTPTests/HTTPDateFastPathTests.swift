@@ -5,7 +5,7 @@ import Testing
 /// give exactly what the general parser gives: the same date, or a refusal that the general parser then makes
 /// too (or reads as another format).
 @Suite struct HTTPDateFastPathTests {
-    /// Every byte of valid dates replaced by bytes near the grammar (digits, letters of both cases, separators,
+    /// Every byte of 46 valid dates replaced by bytes near the grammar (digits, letters of both cases, separators,
     /// whitespace, high octets): the public result equals the general parser's for every variant.
     @Test func agreesWithTheGeneralParserOnEverySingleByteChange() {
         let seed: UInt64 = 0x4854_5450_4441_5445
@@ -14,7 +14,7 @@ import Testing
         let replacements = Array("0123456789 ,:-aAzZgGmMtTnNvVoOsSuU\t".utf8) + [0x00, 0x7F, 0x80, 0xC0, 0xE7, 0xFF]
         var dates = ["Sun, 06 Nov 1994 08:49:37 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT",
                      "Tue, 29 Feb 2000 12:00:00 GMT", "Sat, 31 Dec 2016 23:59:60 GMT", "wed, 31 dec 1969 23:59:59 gmt"]
-        for _ in 0..<200 {
+        for _ in 0..<40 {
             dates.append(HTTPDate(secondsSinceEpoch: Int64.random(in: -62_135_596_800...253_402_300_799, using: &random)).imfFixdate)
         }
         var checked = 0
