@@ -22,6 +22,15 @@ public final class ConnectionPool: @unchecked Sendable {
         let origin: HTTPOrigin
         let proxy: ProxyURL?
         let identity: ConnectionIdentity
+        /// `proxy == nil`, answered once: asking an optional `ProxyURL` copied it.
+        let isDirect: Bool
+
+        init(origin: HTTPOrigin, proxy: ProxyURL?, identity: ConnectionIdentity) {
+            self.origin = origin
+            self.proxy = proxy
+            self.identity = identity
+            isDirect = proxy == nil
+        }
 
         /// Only the origin is hashed: a client's keys differ in it almost always, and hashing the network
         /// settings (resolve and connect-to lists, interface) twice per request cost more than the rest of the
@@ -33,9 +42,8 @@ public final class ConnectionPool: @unchecked Sendable {
         /// Every part compared, the cheap ones first; two keys without a proxy (the usual case) skip comparing
         /// the optional proxies, which copied both.
         static func == (lhs: Key, rhs: Key) -> Bool {
-            guard lhs.origin == rhs.origin, lhs.identity == rhs.identity else { return false }
-            if lhs.proxy == nil || rhs.proxy == nil { return lhs.proxy == nil && rhs.proxy == nil }
-            return lhs.proxy == rhs.proxy
+            guard lhs.origin == rhs.origin, lhs.identity == rhs.identity, lhs.isDirect == rhs.isDirect else { return false }
+            return lhs.isDirect || lhs.proxy == rhs.proxy
         }
     }
 
@@ -89,7 +97,7 @@ public final class ConnectionPool: @unchecked Sendable {
 
     /// The index in `idle` of `key`'s list; with `adding`, a new empty list is made for a key not seen before.
     private func slot(for key: Key, adding: Bool) -> Int? {
-        if recentKey.matches(key) { return recentSlot }
+        if recentKey?.isSameKey(as: key) == true { return recentSlot }
         let slot: Int
         if let known = slots[key] {
             slot = known
@@ -118,12 +126,10 @@ public final class ConnectionPool: @unchecked Sendable {
     }
 }
 
-extension Optional where Wrapped == ConnectionPool.Key {
-    /// Whether this is `key`, compared in place (binding the optional first copied the whole key).
-    fileprivate func matches(_ key: ConnectionPool.Key) -> Bool {
-        guard case .some(let wrapped) = self else { return false }
-        return wrapped == key
-    }
+extension ConnectionPool.Key {
+    /// `self == key`, called through optional chaining so that the stored key is compared in place (binding
+    /// the optional first copied the whole key).
+    fileprivate func isSameKey(as key: ConnectionPool.Key) -> Bool { self == key }
 }
 
 /// What else, besides its origin and proxy, decides whether a connection may carry a request: where it was
