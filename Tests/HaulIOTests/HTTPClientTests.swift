@@ -203,9 +203,9 @@ private final class DuplicatingServerState: Sendable {
     let value = Mutex((answered: 0, duplicateSent: false))
 }
 
-/// What the server of `aConnectionTheServerClosedWhileIdleIsNeverUsedAgain` has done, shared with the test.
-private final class IdleClosingServerState: Sendable {
-    let value = Mutex((connections: 0, mayClose: false, finSent: false, firstDone: false, requestsAfterFin: 0))
+/// What the server of `aConnectionTheServerClosedOrWroteToWhileIdleIsNeverUsedAgain` has done, shared with the test.
+private final class IdleServerState: Sendable {
+    let value = Mutex((connections: 0, clientIdle: false, sentWhileIdle: false, firstDone: false, laterRequests: 0))
 }
 
 /// Reuse of a pooled connection: each is checked before reuse (by the loop's readiness reports or a peek), so a
@@ -213,11 +213,12 @@ private final class IdleClosingServerState: Sendable {
 /// become the answer to the next request.
 @Suite("Connection pool reuse")
 struct ConnectionPoolReuseTests {
-    /// A keep-alive connection the server closes while it sits idle in the pool (its FIN arrives well after
-    /// the response, so the last read found nothing more): the next request goes on a new connection, and no
-    /// request is ever sent on the closed one (the server goes on reading it after its FIN to see).
-    @Test func aConnectionTheServerClosedWhileIdleIsNeverUsedAgain() async throws {
-        let state = IdleClosingServerState()
+    /// A keep-alive connection the server closes (FIN), or sends an unasked copy of its response on, while it
+    /// sits idle in the pool (well after the response, so the last read found nothing more): the next request
+    /// goes on a new connection, and none is ever sent on the first one (the server goes on reading it).
+    @Test(arguments: [false, true])
+    func aConnectionTheServerClosedOrWroteToWhileIdleIsNeverUsedAgain(sendsACopyInstead: Bool) async throws {
+        let state = IdleServerState()
         let server = try LoopbackServer(behaviour: .scripted { fd in
             let first = state.value.withLock { state in
                 defer { state.connections += 1 }
@@ -232,13 +233,17 @@ struct ConnectionPoolReuseTests {
             defer { state.value.withLock { $0.firstDone = true } }
             guard LoopbackServer.readRequestHead(fd),
                   LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") else { return }
-            // Closed only once the client holds the connection idle (a condition, with a deadline).
+            // Only once the client holds the connection idle (a condition, with a deadline).
             let deadline = ContinuousClock.now + .seconds(10)
-            while !state.value.withLock({ $0.mayClose }), ContinuousClock.now < deadline { usleep(1000) }
-            shutdown(fd, Int32(SHUT_WR))
-            state.value.withLock { $0.finSent = true }
-            // Ends when the client closes its side; a request sent on this connection after the FIN is counted.
-            if LoopbackServer.readRequestHead(fd) { state.value.withLock { $0.requestsAfterFin += 1 } }
+            while !state.value.withLock({ $0.clientIdle }), ContinuousClock.now < deadline { usleep(1000) }
+            if sendsACopyInstead {
+                guard LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") else { return }
+            } else {
+                shutdown(fd, Int32(SHUT_WR))
+            }
+            state.value.withLock { $0.sentWhileIdle = true }
+            // Ends when the client closes its side; a request sent on this connection from now on is counted.
+            if LoopbackServer.readRequestHead(fd) { state.value.withLock { $0.laterRequests += 1 } }
         })
         defer { server.stop() }
         let loop = try EventLoop()
@@ -248,14 +253,14 @@ struct ConnectionPoolReuseTests {
         let first = CollectingHandler()
         _ = try await client.exchange(request, handler: first)
         #expect(try await loop.submit { first.body } == Array("hello".utf8))
-        state.value.withLock { $0.mayClose = true }
-        #expect(try await eventually { state.value.withLock { $0.finSent } })
+        state.value.withLock { $0.clientIdle = true }
+        #expect(try await eventually { state.value.withLock { $0.sentWhileIdle } })
         let second = CollectingHandler()
         _ = try await client.exchange(request, handler: second)
         #expect(try await loop.submit { second.body } == Array("world".utf8))
         #expect(try await loop.submit { client.pool.connectionsOpened } == 2)
         #expect(try await eventually { state.value.withLock { $0.firstDone } }, "the client closed the first connection")
-        #expect(state.value.withLock { $0.requestsAfterFin } == 0, "no request went out on the closed connection")
+        #expect(state.value.withLock { $0.laterRequests } == 0, "no request went out on the first connection")
         await client.shutdown()
     }
 
