@@ -221,12 +221,14 @@ public final class Connection: @unchecked Sendable {
     /// A plain TCP connection whose latest read drained its socket, and which has stayed registered with the
     /// loop for reading since, is answered without a system call: any byte, FIN or reset that arrived before
     /// the loop's latest `epoll_wait` was reported then, and the first event while idle drops the
-    /// registration (``updateInterest(releasingIdle:)``), so a still-registered connection that has no
-    /// report waiting in the current batch got none. What arrives after that `epoll_wait` is not seen, as
-    /// what arrives after a `recv(MSG_PEEK)` would not be: the request then fails before any response
-    /// byte, and the client sends it again on a new connection. Every other connection (never read, ended
-    /// by a splice or by a read that filled the buffer, no longer registered, TLS) costs one non-blocking
-    /// `recv(MSG_PEEK)` (plus an `SSL_peek` if bytes arrived). Loop thread only.
+    /// registration (`updateInterest(releasingIdle:)`), so a still-registered connection that has no
+    /// report waiting in the current batch got none. What arrives after that `epoll_wait` (or that read, in
+    /// the same turn of the loop) is not seen, as what arrives after a `recv(MSG_PEEK)` is not: the window
+    /// in which a close or unasked bytes go unnoticed is longer than a peek's by at most the current turn of
+    /// the loop. A close in it fails the request before any response byte, which ``HTTPClient`` sends again
+    /// on a new connection. Every other connection (never read, ended by a splice or by a read that filled
+    /// the buffer, no longer registered, TLS) costs one non-blocking `recv(MSG_PEEK)` (plus an `SSL_peek` if
+    /// bytes arrived). Loop thread only.
     public func isReusableOnLoop() -> Bool {
         precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
         guard !isTerminated, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
