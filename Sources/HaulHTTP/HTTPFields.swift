@@ -100,10 +100,31 @@ public struct HTTPFields: Sendable, Equatable {
 
     /// The value of the first field named `name` (ASCII case-insensitive), if any.
     public func first(_ name: String) -> ArraySlice<UInt8>? {
+        firstIndex(of: name).map(value(at:))
+    }
+
+    /// The index of the first field named `name`. The entries are read in place, names of another length
+    /// skipped unread: the engine asks for several fields of every response head.
+    func firstIndex(of name: String) -> Int? {
+        guard entryCount > 0 else { return nil }
         var name = name
         return name.withUTF8 { key in
-            for i in 0..<count where nameEquals(i, key) { return value(at: i) }
-            return nil
+            storage.withUnsafeBytes { raw -> Int? in
+                let base = raw.baseAddress!
+                let entries = base + Int(entriesOffset)
+                for i in 0..<Int(entryCount) {
+                    let e = entries.load(fromByteOffset: i &<< 4, as: Entry.self)
+                    guard Int(e.nameEnd &- e.nameStart) == key.count else { continue }
+                    let start = base + Int(e.nameStart)
+                    var j = 0
+                    while j < key.count,
+                          asciiLowercase(start.load(fromByteOffset: j, as: UInt8.self)) == asciiLowercase(key[j]) {
+                        j &+= 1
+                    }
+                    if j == key.count { return i }
+                }
+                return nil
+            }
         }
     }
 
@@ -119,7 +140,7 @@ public struct HTTPFields: Sendable, Equatable {
     }
 
     /// Whether any field named `name` exists.
-    public func contains(_ name: String) -> Bool { first(name) != nil }
+    public func contains(_ name: String) -> Bool { firstIndex(of: name) != nil }
 
     /// Every field as a (name, value) pair of latin-1 strings, in order.
     public var pairs: [(name: String, value: String)] {

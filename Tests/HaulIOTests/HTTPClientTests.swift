@@ -206,10 +206,94 @@ private final class DuplicatingServerState: Sendable {
     let value = Mutex((answered: 0, duplicateSent: false))
 }
 
-/// Reuse of a pooled connection: each is peeked before reuse, so bytes a server sent after its response
-/// unasked never become the answer to the next request.
+/// What the server of `aConnectionTheServerClosedOrWroteToWhileIdleIsNeverUsedAgain` has done, shared with the test.
+private final class IdleServerState: Sendable {
+    let value = Mutex((connections: 0, clientIdle: false, sentWhileIdle: false, firstDone: false, laterRequests: 0))
+}
+
+/// Reuse of a pooled connection: each is checked before reuse (by the loop's readiness reports or a peek), so a
+/// connection the server closed is not used again and bytes a server sent after its response unasked never
+/// become the answer to the next request.
 @Suite("Connection pool reuse")
 struct ConnectionPoolReuseTests {
+    /// A keep-alive connection the server closes (FIN), or sends an unasked copy of its response on, while it
+    /// sits idle in the pool (well after the response, so the last read found nothing more): the next request
+    /// goes on a new connection, and none is ever sent on the first one (the server goes on reading it).
+    @Test(arguments: [false, true])
+    func aConnectionTheServerClosedOrWroteToWhileIdleIsNeverUsedAgain(sendsACopyInstead: Bool) async throws {
+        let state = IdleServerState()
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            let first = state.value.withLock { state in
+                defer { state.connections += 1 }
+                return state.connections == 0
+            }
+            guard first else {
+                while LoopbackServer.readRequestHead(fd) {
+                    guard LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nworld") else { return }
+                }
+                return
+            }
+            defer { state.value.withLock { $0.firstDone = true } }
+            guard LoopbackServer.readRequestHead(fd),
+                  LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") else { return }
+            // Only once the client holds the connection idle (a condition, with a deadline).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !state.value.withLock({ $0.clientIdle }), ContinuousClock.now < deadline { usleep(1000) }
+            if sendsACopyInstead {
+                guard LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") else { return }
+            } else {
+                shutdown(fd, Int32(SHUT_WR))
+            }
+            state.value.withLock { $0.sentWhileIdle = true }
+            // Ends when the client closes its side; a request sent on this connection from now on is counted.
+            if LoopbackServer.readRequestHead(fd) { state.value.withLock { $0.laterRequests += 1 } }
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, connectionOptions: ConnectionOptions())
+        let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
+        let first = CollectingHandler()
+        _ = try await client.exchange(request, handler: first)
+        #expect(try await loop.submit { first.body } == Array("hello".utf8))
+        state.value.withLock { $0.clientIdle = true }
+        #expect(try await eventually { state.value.withLock { $0.sentWhileIdle } })
+        let second = CollectingHandler()
+        _ = try await client.exchange(request, handler: second)
+        #expect(try await loop.submit { second.body } == Array("world".utf8))
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 2)
+        #expect(try await eventually { state.value.withLock { $0.firstDone } }, "the client closed the first connection")
+        #expect(state.value.withLock { $0.laterRequests } == 0, "no request went out on the first connection")
+        await client.shutdown()
+    }
+
+    /// Back-to-back requests reuse one connection, and the pool hands it out without a `recv(MSG_PEEK)`: its
+    /// latest read drained the socket and it stayed registered with the loop, which reported nothing.
+    @Test func aQuietPooledConnectionIsReusedWithoutAPeek() async throws {
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            while LoopbackServer.readRequestHead(fd) {
+                guard LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") else { return }
+            }
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, connectionOptions: ConnectionOptions())
+        let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
+        for round in 0..<3 {
+            let handler = CollectingHandler()
+            _ = try await client.exchange(request, handler: handler)
+            #expect(try await loop.submit { handler.body } == Array("hello".utf8), "round \(round)")
+        }
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 1)
+        let peeks = try await loop.submit { () -> Int? in
+            guard let connection = client.pool.takeIdleOnLoop(request.url.origin, identity: client.identity) else { return nil }
+            defer { client.pool.returnOnLoop(connection) }
+            return connection.transport.reusePeeks
+        }
+        #expect(peeks == 0, "three checkouts (two reuses, one here), no peek")
+        await client.shutdown()
+    }
     @Test func aConnectionTheServerClosedRightAfterItsResponseCostsOnlyANewConnection() async throws {
         // Each connection answers one request, allowing keep-alive, and is then closed by the server.
         let server = try LoopbackServer(behaviour: .scripted { fd in

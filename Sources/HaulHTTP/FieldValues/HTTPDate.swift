@@ -30,6 +30,16 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// as the past century; to keep parsing independent of the clock this uses a fixed pivot instead:
     /// 00–69 are 2000–2069 and 70–99 are 1970–1999.
     public init?(_ value: ArraySlice<UInt8>) {
+        // Nearly every date a server sends is an IMF-fixdate with nothing around it: read in place.
+        if let seconds = value.withContiguousStorageIfAvailable(Self.imfFixdateSeconds), let seconds {
+            self.init(secondsSinceEpoch: seconds)
+            return
+        }
+        self.init(anyFormat: value)
+    }
+
+    /// The general parser behind the public initializers: every format, whitespace around the date.
+    init?(anyFormat value: ArraySlice<UInt8>) {
         var scanner = FieldValueScanner(value)
         scanner.skipWhitespace()
         let dayName = scanner.consume(while: FieldSyntax.isAlpha)
@@ -57,7 +67,48 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// Parses the UTF-8 bytes of `value`.
     public init?(_ value: String) {
-        self.init(ArraySlice(value.utf8))
+        if let seconds = value.utf8.withContiguousStorageIfAvailable(Self.imfFixdateSeconds), let seconds {
+            self.init(secondsSinceEpoch: seconds)
+            return
+        }
+        self.init(anyFormat: ArraySlice(value.utf8))
+    }
+
+    /// The seconds of `bytes` when they are exactly an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, names in
+    /// any case, no whitespace around) naming a real date; nil for anything else, which the general parser
+    /// then reads (or rejects) as before. Accepts nothing the general parser would not, with the same value.
+    @inline(__always)
+    static func imfFixdateSeconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard bytes.count == 29 else { return nil }
+        let p = UnsafeRawPointer(bytes.baseAddress!)
+        @inline(__always) func byte(_ k: Int) -> UInt32 { UInt32(p.load(fromByteOffset: k, as: UInt8.self)) }
+        // Three letters folded to lowercase (`| 0x20` yields a lowercase letter only from a letter).
+        @inline(__always) func name(_ k: Int) -> UInt32 { (byte(k) << 16 | byte(k + 1) << 8 | byte(k + 2)) | 0x20_2020 }
+        @inline(__always) func digits(_ k: Int, _ count: Int) -> Int? {
+            var value = 0
+            for i in k..<(k + count) {
+                let digit = byte(i) &- 0x30
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int(digit)
+            }
+            return value
+        }
+        guard byte(3) == 0x2C, byte(4) == 0x20, byte(7) == 0x20, byte(11) == 0x20, byte(16) == 0x20,
+              byte(19) == 0x3A, byte(22) == 0x3A, byte(25) == 0x20, name(26) == 0x67_6D74,  // "gmt"
+              shortDayNameKeys.contains(name(0)),
+              let monthIndex = monthNameKeys.firstIndex(of: name(8)),
+              let day = digits(5, 2), let year = digits(12, 4),
+              let hour = digits(17, 2), let minute = digits(20, 2), let second = digits(23, 2),
+              let date = HTTPDate(year: year, month: monthIndex + 1, day: day, hour: hour, minute: minute, second: second)
+        else { return nil }
+        return date.secondsSinceEpoch
+    }
+
+    /// `shortDayNames` and `monthNames` as three lowercase bytes in one number, for `imfFixdateSeconds`.
+    private static let shortDayNameKeys: [UInt32] = shortDayNames.map(nameKey)
+    private static let monthNameKeys: [UInt32] = monthNames.map(nameKey)
+    private static func nameKey(_ name: String) -> UInt32 {
+        name.lowercased().utf8.reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// The date as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`, the only format a sender may use.
@@ -70,6 +121,36 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         let (year, month, day) = Self.civilFromDays(days)
         // 1970-01-01 was a Thursday (index 4 with Sunday = 0).
         let weekday = Int(((days % 7) + 7 + 4) % 7)
+        if (0...9999).contains(year) {
+            // The usual case, 29 bytes written in place rather than a dozen strings joined.
+            return String(unsafeUninitializedCapacity: 29) { buffer in
+                func put(_ text: StaticString, at k: Int) {
+                    text.withUTF8Buffer { for (i, byte) in $0.enumerated() { buffer[k + i] = byte } }
+                }
+                func put(_ value: Int, digits count: Int, at k: Int) {
+                    var rest = value
+                    for i in stride(from: k + count - 1, through: k, by: -1) {
+                        buffer[i] = UInt8(truncatingIfNeeded: 0x30 + rest % 10)
+                        rest /= 10
+                    }
+                }
+                put(Self.shortDayNameLiterals[weekday], at: 0)
+                put(", ", at: 3)
+                put(Int(day), digits: 2, at: 5)
+                buffer[7] = 0x20
+                put(Self.monthNameLiterals[Int(month) - 1], at: 8)
+                buffer[11] = 0x20
+                put(Int(year), digits: 4, at: 12)
+                buffer[16] = 0x20
+                put(secondOfDay / 3600, digits: 2, at: 17)
+                buffer[19] = 0x3A
+                put(secondOfDay / 60 % 60, digits: 2, at: 20)
+                buffer[22] = 0x3A
+                put(secondOfDay % 60, digits: 2, at: 23)
+                put(" GMT", at: 25)
+                return 29
+            }
+        }
         return "\(Self.shortDayNames[weekday]), \(Self.twoDigits(Int(day))) \(Self.monthNames[Int(month) - 1]) "
             + "\(Self.fourDigits(year)) \(Self.twoDigits(secondOfDay / 3600)):"
             + "\(Self.twoDigits(secondOfDay / 60 % 60)):\(Self.twoDigits(secondOfDay % 60)) GMT"
@@ -217,6 +298,10 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     static let shortDayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+    private static let shortDayNameLiterals: [StaticString] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let monthNameLiterals: [StaticString] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
     static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     static func isLeapYear(_ year: Int) -> Bool {

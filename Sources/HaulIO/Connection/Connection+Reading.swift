@@ -180,6 +180,7 @@ extension Connection {
                         return
                     case .bytes(let count):
                         noteProgress()
+                        latestReadDrainedSocket = tls == nil && count < buffer.count
                         setReader(.idle)
                         completion(.success(.bytes(count)))
                     case .endOfStream(let end):
@@ -198,6 +199,7 @@ extension Connection {
                                 return
                             case .bytes(let count):
                                 noteProgress()
+                                latestReadDrainedSocket = false
                                 let decision = handler(.piped(PipedBytes(pipe: pipe, count: count)))
                                 // Bytes left behind belong to no offset any more: they go with the pipe.
                                 if pipe.pending > 0, bodyPipe === pipe { bodyPipe = nil }
@@ -230,6 +232,7 @@ extension Connection {
                             return false
                         case .bytes(let count):
                             noteProgress()
+                            latestReadDrainedSocket = tls == nil && count < buffer.count
                             let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
                             if handler(.bytes(bytes)) == .stop && readerGeneration == generation {
                                 setReader(.idle)

@@ -76,6 +76,12 @@ public final class Connection: @unchecked Sendable {
     private(set) var isTerminated = false
     /// The peer finished sending (FIN or close_notify was delivered to a reader).
     var peerFinished = false
+    /// Whether the latest read from the socket (plain TCP) returned less than it asked for, which leaves no
+    /// unread byte in the socket at that moment. False before the first read, after a splice (it takes the
+    /// body's bytes only, whatever follows stays in the socket) and on TLS connections.
+    var latestReadDrainedSocket = false
+    /// How many times ``isReusableOnLoop()`` asked the socket with `recv(MSG_PEEK)` (for tests).
+    private(set) var reusePeeks = 0
     var lastProgress = MonotonicInstant.now()
     /// The pipe bodies are spliced through (plain TCP only): made on the first splice, kept for the
     /// connection's life, dropped with any bytes still in it when a handler leaves some behind.
@@ -210,13 +216,28 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Whether an idle connection (no read or write pending) still looks reusable: the peer has not closed or
-    /// reset it and sent nothing unsolicited. Idle connections are not watched by epoll, so a pool should ask
-    /// this before reusing one. Costs one non-blocking `recv(MSG_PEEK)` (plus an `SSL_peek` if bytes arrived).
-    /// Loop thread only.
+    /// reset it and sent nothing unsolicited. A pool should ask this before reusing one.
+    ///
+    /// A plain TCP connection whose latest read drained its socket, and which has stayed registered with the
+    /// loop for reading since, is answered without a system call: any byte, FIN or reset that arrived before
+    /// the loop's latest `epoll_wait` was reported then, and the first event while idle drops the
+    /// registration (`updateInterest(releasingIdle:)`), so a still-registered connection that has no
+    /// report waiting in the current batch got none. What arrives after that `epoll_wait` (or that read, in
+    /// the same turn of the loop) is not seen, as what arrives after a `recv(MSG_PEEK)` is not: the window
+    /// in which a close or unasked bytes go unnoticed is longer than a peek's by at most the current turn of
+    /// the loop. A close in it fails the request before any response byte, which ``HTTPClient`` sends again
+    /// on a new connection. Every other connection (never read, ended by a splice or by a read that filled
+    /// the buffer, no longer registered, TLS) costs one non-blocking `recv(MSG_PEEK)` (plus an `SSL_peek` if
+    /// bytes arrived). Loop thread only.
     public func isReusableOnLoop() -> Bool {
         precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
         guard !isTerminated, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
+        if tls == nil, latestReadDrainedSocket, let registration, registeredInterest == .readable,
+           !loop.hasUndispatchedEvent(for: registration) {
+            return true
+        }
         let peeked: IOResult<Int>
+        reusePeeks &+= 1
         do {
             peeked = try socket.peekByte()
         } catch {

@@ -57,6 +57,10 @@ public final class EventLoop: @unchecked Sendable {
     private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Set while a read handler looks at the receive buffer; another read must wait for it to return.
     private(set) var isLendingReceiveBuffer = false
+    /// While the events of one `epoll_wait` are dispatched: its tokens, and how many have been dispatched.
+    private var batchTokens: UnsafeMutablePointer<UInt64>?
+    private var batchCount = 0
+    private var batchDispatched = 0
 
     /// Starts a loop on a new thread named `name`.
     public init(name: String = "haul-loop") throws(SystemError) {
@@ -158,6 +162,19 @@ public final class EventLoop: @unchecked Sendable {
         try? epollSet.descriptor.epollControl(haul_EPOLL_CTL_DEL, registration.fileDescriptor, events: 0, token: 0)
     }
 
+    /// Whether the latest `epoll_wait` reported an event for `registration` that has not been dispatched yet
+    /// (asked from inside another descriptor's handler of the same batch).
+    func hasUndispatchedEvent(for registration: FileDescriptorRegistration) -> Bool {
+        precondition(inEventLoop, "EventLoop.hasUndispatchedEvent must be called on the loop thread")
+        guard let batchTokens else { return false }
+        var index = batchDispatched
+        while index < batchCount {
+            if batchTokens[index] == registration.token { return true }
+            index &+= 1
+        }
+        return false
+    }
+
     // MARK: Timers (loop thread only)
 
     /// Calls `callback` on the loop thread once `delay` has elapsed on the monotonic clock.
@@ -232,14 +249,19 @@ public final class EventLoop: @unchecked Sendable {
                 fatalError("event loop cannot continue: \(error)")
             }
             pending.withLock { $0.loopWaits = false }
+            batchTokens = tokens
+            batchCount = Int(count)
             for index in 0..<Int(count) {
                 let token = tokens[index]
+                batchDispatched = index &+ 1
                 if token == EventLoop.wakeToken {
                     wakeCounter.drainEventCounter()
                 } else if let handler = handlers[token] {
                     handler(IOEvents(rawValue: eventMasks[index]))
                 }
             }
+            batchTokens = nil
+            batchCount = 0
             for callback in timers.takeExpired(now: .now()) { callback() }
             let (tasks, stopping) = pending.withLock { work in
                 defer { work.tasks.removeAll(keepingCapacity: true) }

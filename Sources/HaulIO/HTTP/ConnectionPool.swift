@@ -22,6 +22,15 @@ public final class ConnectionPool: @unchecked Sendable {
         let origin: HTTPOrigin
         let proxy: ProxyURL?
         let identity: ConnectionIdentity
+        /// `proxy == nil`, answered once: asking an optional `ProxyURL` copied it.
+        let isDirect: Bool
+
+        init(origin: HTTPOrigin, proxy: ProxyURL?, identity: ConnectionIdentity) {
+            self.origin = origin
+            self.proxy = proxy
+            self.identity = identity
+            isDirect = proxy == nil
+        }
 
         /// Only the origin is hashed: a client's keys differ in it almost always, and hashing the network
         /// settings (resolve and connect-to lists, interface) twice per request cost more than the rest of the
@@ -29,12 +38,25 @@ public final class ConnectionPool: @unchecked Sendable {
         func hash(into hasher: inout Hasher) {
             hasher.combine(origin)
         }
+
+        /// Every part compared, the cheap ones first; two keys without a proxy (the usual case) skip comparing
+        /// the optional proxies, which copied both.
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            guard lhs.origin == rhs.origin, lhs.identity == rhs.identity, lhs.isDirect == rhs.isDirect else { return false }
+            return lhs.isDirect || lhs.proxy == rhs.proxy
+        }
     }
 
-    /// Idle connections by key, each with the moment it came back, the most recent last. A key whose
-    /// connections were all taken keeps its empty list (and its capacity): the next return needs no new one.
-    private var idle: [Key: [(connection: HTTPConnection, returned: MonotonicInstant)]] = [:]
-
+    /// Idle connections, one list per key, each with the moment it came back, the most recent last. A key
+    /// whose connections were all taken keeps its empty list (and its capacity): the next return needs no
+    /// new one.
+    private var idle: [[(connection: HTTPConnection, returned: MonotonicInstant)]] = []
+    /// Where each key's list is in `idle`.
+    private var slots: [Key: Int] = [:]
+    /// The key asked for last and its slot: a client nearly always asks for one origin many times in a row,
+    /// and comparing keys costs a fraction of hashing one (host name, network settings) per checkout.
+    private var recentKey: Key?
+    private var recentSlot = 0
 
     public init(loop: EventLoop, maxIdlePerOrigin: Int = 16) {
         self.loop = loop
@@ -46,14 +68,15 @@ public final class ConnectionPool: @unchecked Sendable {
     /// interface, client certificate) is handed out.
     func takeIdleOnLoop(_ origin: HTTPOrigin, proxy: ProxyURL? = nil, identity: ConnectionIdentity = ConnectionIdentity()) -> HTTPConnection? {
         precondition(loop.inEventLoop)
-        let key = Key(origin: origin, proxy: proxy, identity: identity)
+        guard let slot = slot(for: Key(origin: origin, proxy: proxy, identity: identity), adding: false) else { return nil }
         // Popped in place: copying the list out and storing it back made a new array per checkout.
-        while let entry = idle[key]?.popLast() {
+        while let entry = idle[slot].popLast() {
             let connection = entry.connection
-            // Always peeked, however recently it came back (one `recv` per reuse, as curl's liveness check):
-            // bytes a server sent after its response unasked — a response sent twice, a body longer than its
-            // `Content-Length` — would otherwise be read as the answer to the next request, and a copy of
-            // one file's response passes every check made of the next file's.
+            // Always checked, however recently it came back (by the loop's readiness reports or a
+            // `recv(MSG_PEEK)`, see `Connection.isReusableOnLoop`; curl polls): bytes a server sent after its
+            // response unasked — a response sent twice, a body longer than its `Content-Length` — would
+            // otherwise be read as the answer to the next request, and a copy of one file's response passes
+            // every check made of the next file's.
             if connection.transport.isReusableOnLoop() { return connection }
             connection.transport.closeOnLoop()
         }
@@ -64,11 +87,29 @@ public final class ConnectionPool: @unchecked Sendable {
     func returnOnLoop(_ connection: HTTPConnection) {
         precondition(loop.inEventLoop)
         let key = Key(origin: connection.origin, proxy: connection.proxy, identity: connection.identity)
-        guard (idle[key]?.count ?? 0) < maxIdlePerOrigin, !connection.isClosedOnLoop else {
+        let slot = slot(for: key, adding: true)!
+        guard idle[slot].count < maxIdlePerOrigin, !connection.isClosedOnLoop else {
             connection.transport.closeOnLoop()
             return
         }
-        idle[key, default: []].append((connection, MonotonicInstant.now()))
+        idle[slot].append((connection, MonotonicInstant.now()))
+    }
+
+    /// The index in `idle` of `key`'s list; with `adding`, a new empty list is made for a key not seen before.
+    private func slot(for key: Key, adding: Bool) -> Int? {
+        if recentKey?.isSameKey(as: key) == true { return recentSlot }
+        let slot: Int
+        if let known = slots[key] {
+            slot = known
+        } else {
+            guard adding else { return nil }
+            slot = idle.count
+            idle.append([])
+            slots[key] = slot
+        }
+        recentKey = key
+        recentSlot = slot
+        return slot
     }
 
     func noteOpenedOnLoop() {
@@ -78,9 +119,17 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Closes every idle connection.
     public func closeAllOnLoop() {
         precondition(loop.inEventLoop)
-        for (connection, _) in idle.values.joined() { connection.transport.closeOnLoop() }
+        for (connection, _) in idle.joined() { connection.transport.closeOnLoop() }
         idle.removeAll()
+        slots.removeAll()
+        recentKey = nil
     }
+}
+
+extension ConnectionPool.Key {
+    /// `self == key`, called through optional chaining so that the stored key is compared in place (binding
+    /// the optional first copied the whole key).
+    fileprivate func isSameKey(as key: ConnectionPool.Key) -> Bool { self == key }
 }
 
 /// What else, besides its origin and proxy, decides whether a connection may carry a request: where it was

@@ -98,7 +98,9 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     private func consume(_ bytes: UnsafeRawBufferPointer) -> ReadDecision {
-        guard var exchange = active else { return .stop }
+        // The handler alone, not a copy of the whole exchange (its completion, its head's fields): the head
+        // is stored in place below.
+        guard let handler = active?.handler else { return .stop }
         var offset = 0
         do {
             while true {
@@ -106,7 +108,7 @@ public final class HTTPConnection: @unchecked Sendable {
                 offset += consumed
                 switch event {
                 case .needMoreInput:
-                    if let pause = exchange.handler.pauseBeforeNextRead() {
+                    if let pause = handler.pauseBeforeNextRead() {
                         pauseReading(for: pause)
                         return .stop
                     }
@@ -115,8 +117,7 @@ public final class HTTPConnection: @unchecked Sendable {
                     continue
                 case .head(let head):
                     cancelHeadTimer()
-                    exchange.head = head
-                    active = exchange
+                    active?.head = head
                     latestExchangeSawHead = true
                     if head.status == 407, forwardsThroughProxy, let route = transport.proxyRoute {
                         let reason: ProxyFailure.Reason = route.proxy.userInfo == nil
@@ -125,12 +126,12 @@ public final class HTTPConnection: @unchecked Sendable {
                             proxyFailure: ProxyFailure(route: route, step: .forwardedRequest, reason: reason)))))
                         return .stop
                     }
-                    if try exchange.handler.didReceiveHead(head) == .abandon {
+                    if try handler.didReceiveHead(head) == .abandon {
                         finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
                         return .stop
                     }
                 case .body(let body):
-                    if try exchange.handler.didReceiveBody(body) == .stop {
+                    if try handler.didReceiveBody(body) == .stop {
                         finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
                         return .stop
                     }
@@ -152,9 +153,10 @@ public final class HTTPConnection: @unchecked Sendable {
     /// How many of the body's next bytes may be spliced: the rest of a `Content-Length` body, as far as the
     /// handler takes it that way (the transport splices only on plain TCP).
     private func bytesToSplice() -> Int64 {
-        guard let exchange = active, exchange.head != nil,
-              let remaining = parser.contentLengthRemaining, remaining > 0 else { return 0 }
-        return min(remaining, exchange.handler.bodyBytesToSplice())
+        // Asked before every read: the flag and the handler, rather than a copy of the whole exchange.
+        guard latestExchangeSawHead, let remaining = parser.contentLengthRemaining, remaining > 0,
+              let handler = active?.handler else { return 0 }
+        return min(remaining, handler.bodyBytesToSplice())
     }
 
     /// Body bytes that went socket → pipe: counted by the parser as if parsed, handed to the handler to move
@@ -245,6 +247,7 @@ public final class HTTPConnection: @unchecked Sendable {
         // Usually we are inside the transport's read handler here. The caller will often start the next
         // request at once, which needs this connection idle (no reader installed), so the completion runs on
         // the loop's next turn, after the handler has returned.
-        _ = transport.loop.scheduleTimer(after: .zero) { exchange.completion(result) }
+        let completion = exchange.completion
+        _ = transport.loop.scheduleTimer(after: .zero) { completion(result) }
     }
 }
