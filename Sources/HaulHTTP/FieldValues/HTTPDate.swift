@@ -82,8 +82,10 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         guard bytes.count == 29 else { return nil }
         let p = UnsafeRawPointer(bytes.baseAddress!)
         @inline(__always) func byte(_ k: Int) -> UInt32 { UInt32(p.load(fromByteOffset: k, as: UInt8.self)) }
-        // Three letters folded to lowercase (`| 0x20` yields a lowercase letter only from a letter).
-        @inline(__always) func name(_ k: Int) -> UInt32 { (byte(k) << 16 | byte(k + 1) << 8 | byte(k + 2)) | 0x20_2020 }
+        @inline(__always) func name(_ k: Int) -> UInt32 {
+            FieldValueScanner.lowercasedKey(p.load(fromByteOffset: k, as: UInt8.self), p.load(fromByteOffset: k + 1, as: UInt8.self),
+                                            p.load(fromByteOffset: k + 2, as: UInt8.self))
+        }
         @inline(__always) func digits(_ k: Int, _ count: Int) -> Int? {
             var value = 0
             for i in k..<(k + count) {
@@ -94,9 +96,9 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
             return value
         }
         guard byte(3) == 0x2C, byte(4) == 0x20, byte(7) == 0x20, byte(11) == 0x20, byte(16) == 0x20,
-              byte(19) == 0x3A, byte(22) == 0x3A, byte(25) == 0x20, name(26) == 0x67_6D74,  // "gmt"
-              shortDayNameKeys.contains(name(0)),
-              let monthIndex = monthNameKeys.firstIndex(of: name(8)),
+              byte(19) == 0x3A, byte(22) == 0x3A, byte(25) == 0x20, name(26) == Self.gmtKey,
+              shortDayKeys.contains(name(0)),
+              let monthIndex = monthKeys.firstIndex(of: name(8)),
               let day = digits(5, 2), let year = digits(12, 4),
               let hour = digits(17, 2), let minute = digits(20, 2), let second = digits(23, 2),
               let date = HTTPDate(year: year, month: monthIndex + 1, day: day, hour: hour, minute: minute, second: second)
@@ -104,12 +106,7 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
         return date.secondsSinceEpoch
     }
 
-    /// `shortDayNames` and `monthNames` as three lowercase bytes in one number, for `imfFixdateSeconds`.
-    private static let shortDayNameKeys: [UInt32] = shortDayNames.map(nameKey)
-    private static let monthNameKeys: [UInt32] = monthNames.map(nameKey)
-    private static func nameKey(_ name: String) -> UInt32 {
-        name.lowercased().utf8.reduce(0) { $0 << 8 | UInt32($1) }
-    }
+    private static let gmtKey = FieldValueScanner.lowercasedKey(UInt8(ascii: "g"), UInt8(ascii: "m"), UInt8(ascii: "t"))
 
     /// The date as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`, the only format a sender may use.
     ///
@@ -117,40 +114,11 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
     public var imfFixdate: String {
         let fixdate = String(unsafeUninitializedCapacity: 29) { writeIMFFixdate(into: $0) ? 29 : 0 }
         if !fixdate.isEmpty { return fixdate }
+        // A year beyond 0000–9999: more digits or a sign (not a valid HTTP-date, but the value as it is).
         let (days, secondOfDay) = dayAndSecond
         let (year, month, day) = Self.civilFromDays(days)
         // 1970-01-01 was a Thursday (index 4 with Sunday = 0).
         let weekday = Int(((days % 7) + 7 + 4) % 7)
-        if (0...9999).contains(year) {
-            // The usual case, 29 bytes written in place rather than a dozen strings joined.
-            return String(unsafeUninitializedCapacity: 29) { buffer in
-                func put(_ text: StaticString, at k: Int) {
-                    text.withUTF8Buffer { for (i, byte) in $0.enumerated() { buffer[k + i] = byte } }
-                }
-                func put(_ value: Int, digits count: Int, at k: Int) {
-                    var rest = value
-                    for i in stride(from: k + count - 1, through: k, by: -1) {
-                        buffer[i] = UInt8(truncatingIfNeeded: 0x30 + rest % 10)
-                        rest /= 10
-                    }
-                }
-                put(Self.shortDayNameLiterals[weekday], at: 0)
-                put(", ", at: 3)
-                put(Int(day), digits: 2, at: 5)
-                buffer[7] = 0x20
-                put(Self.monthNameLiterals[Int(month) - 1], at: 8)
-                buffer[11] = 0x20
-                put(Int(year), digits: 4, at: 12)
-                buffer[16] = 0x20
-                put(secondOfDay / 3600, digits: 2, at: 17)
-                buffer[19] = 0x3A
-                put(secondOfDay / 60 % 60, digits: 2, at: 20)
-                buffer[22] = 0x3A
-                put(secondOfDay % 60, digits: 2, at: 23)
-                put(" GMT", at: 25)
-                return 29
-            }
-        }
         return "\(Self.shortDayNames[weekday]), \(Self.twoDigits(Int(day))) \(Self.monthNames[Int(month) - 1]) "
             + "\(Self.fourDigits(year)) \(Self.twoDigits(secondOfDay / 3600)):"
             + "\(Self.twoDigits(secondOfDay / 60 % 60)):\(Self.twoDigits(secondOfDay % 60)) GMT"
@@ -298,10 +266,6 @@ public struct HTTPDate: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     static let shortDayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
-    private static let shortDayNameLiterals: [StaticString] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    private static let monthNameLiterals: [StaticString] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
     static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     static func isLeapYear(_ year: Int) -> Bool {
