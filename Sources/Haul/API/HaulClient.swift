@@ -52,7 +52,7 @@ public final class HaulClient: Sendable {
                 lanes.append(try ClientLane(index: index, options: options))
             }
         } catch {
-            for lane in lanes { lane.shutDownLoop() }
+            for lane in lanes { lane.loop.shutdown() }
             throw error
         }
         self.lanes = lanes
@@ -60,9 +60,15 @@ public final class HaulClient: Sendable {
     }
 
     deinit {
-        // The last reference can go away on a loop thread itself (a closure that ran there), which cannot wait
-        // for its own end: that lane's loop is then waited for by another thread.
-        for lane in lanes { lane.shutDownLoop() }
+        // The last reference can go away on one of the loop threads itself (a closure that ran there), which
+        // cannot wait for its own end, nor should stall there waiting for the others: then a blocking-work
+        // thread does the waiting.
+        let loops = lanes.map(\.loop)
+        if loops.contains(where: \.inEventLoop) {
+            BlockingWork.start { for loop in loops { loop.shutdown() } }
+        } else {
+            for loop in loops { loop.shutdown() }
+        }
     }
 
     /// Stops the client's event-loop threads and returns once they have exited, so that no thread of Haul's is

@@ -57,15 +57,4 @@ final class ClientLane: Sendable {
     func leave() {
         runningCount.subtract(1, ordering: .relaxed)
     }
-
-    /// Stops the loop and waits for its thread, from another thread when the caller is on it (a loop cannot
-    /// wait for its own end: then this returns at once and a blocking-work thread waits).
-    func shutDownLoop() {
-        if loop.inEventLoop {
-            let loop = self.loop
-            BlockingWork.start { loop.shutdown() }
-        } else {
-            loop.shutdown()
-        }
-    }
 }
