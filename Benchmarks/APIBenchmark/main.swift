@@ -65,6 +65,8 @@ let requests = readList(listPath).map { url in
 
 var options = DownloadOptions()
 options.synchronizesToDisk = synchronizes
+// As many event loops as `haul -i LIST -j WIDTH` runs on, so that the two rows stay comparable.
+options.eventLoops = LaneChoice.laneCount(downloadsMayOverlap: width > 1 && requests.count > 1, cores: max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 let client: HaulClient
 do { client = try HaulClient(options: options) } catch { fail("\(error)") }
 

@@ -180,6 +180,11 @@ extension HaulCommand {
         plan.destinationDirectory = dir ?? "."
         plan.urlCommand = try download.urlCommand()
         try planOutputHabits(&plan)
+        // A run with downloads at the same time spreads them over one event loop per core (up to 4): a list
+        // of small files is bound by one thread's CPU otherwise. A run of one download at a time keeps one.
+        plan.options.eventLoops = LaneChoice.laneCount(
+            downloadsMayOverlap: list.jobs > 1 && plan.downloads.count > 1 && !plan.habits.isSingleExchange,
+            cores: PosixThread.onlineProcessors)
         return plan
     }
 }

@@ -489,7 +489,7 @@ final class DownloadTaskFixture: Sendable {
         #expect(try TestFiles.sha256(ofFile: directory + "/big") == fixture.sha256)
         let budget = haul.budget
         let (peak, inUse) = await withCheckedContinuation { continuation in
-            haul.loop.execute { continuation.resume(returning: (budget.peakInUse, budget.inUse)) }
+            haul.lanes[0].loop.execute { continuation.resume(returning: (budget.peakInUse, budget.inUse)) }
         }
         #expect(peak == 3, "the cap was reached and never exceeded")
         #expect(inUse == 0, "every slot came back")

@@ -87,7 +87,7 @@ func scratchDirectory() throws -> String {
 
     func connectionsOpened(_ downloader: HaulClient) async -> Int {
         await withCheckedContinuation { continuation in
-            downloader.httpClient.loop.execute { continuation.resume(returning: downloader.httpClient.pool.connectionsOpened) }
+            downloader.lanes[0].httpClient.loop.execute { continuation.resume(returning: downloader.lanes[0].httpClient.pool.connectionsOpened) }
         }
     }
 

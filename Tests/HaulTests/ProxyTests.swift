@@ -51,7 +51,7 @@ import Testing
         let client = try HaulClient(options: options)
         let task = client.start(DownloadRequest(url: url, destination: .file(path), replacesExisting: true))
         let outcome = try #require(await outcomeWithin(.seconds(60), of: task), "download of \(url) hung")
-        await client.httpClient.shutdown()
+        await client.lanes[0].httpClient.shutdown()
         let result = try outcome.get()
         #expect(result.bytes == Int64(Self.fileSize))
         #expect(try TestFiles.sha256(ofFile: path) == sha256, "\(url) through \(options.proxy.map { "\($0.https!)" } ?? "-")")
@@ -63,7 +63,7 @@ import Testing
         let client = try HaulClient(options: options)
         let task = client.start(DownloadRequest(url: url, destination: .file(directory + "/failed"), replacesExisting: true))
         let outcome = try #require(await outcomeWithin(.seconds(60), of: task), "download of \(url) hung")
-        await client.httpClient.shutdown()
+        await client.lanes[0].httpClient.shutdown()
         guard case .failure(let error) = outcome else {
             Issue.record("download of \(url) succeeded although it should have failed")
             throw CancellationError()

@@ -232,9 +232,9 @@ struct TLSSessionResumptionTests {
     @Test func theClientKeepsAsManyIdleConnectionsPerOriginAsItMayOpen() throws {
         var options = DownloadOptions()
         options.maximumConnections = 40
-        #expect(try HaulClient(options: options).httpClient.pool.maxIdlePerOrigin == 40)
+        #expect(try HaulClient(options: options).lanes[0].httpClient.pool.maxIdlePerOrigin == 40)
         options.maximumConnections = 4
-        #expect(try HaulClient(options: options).httpClient.pool.maxIdlePerOrigin == 16)
+        #expect(try HaulClient(options: options).lanes[0].httpClient.pool.maxIdlePerOrigin == 16)
     }
 
     /// 24 at a time is more than the pool's former 16 idle connections per origin, which closed the rest
@@ -280,8 +280,8 @@ struct TLSSessionResumptionTests {
         #expect(entries.count == count, "one request per file")
         let connections = Set(entries.map(\.connection)).count
         #expect(connections <= atOnce, "\(count) files over \(connections) connections")
-        let counts = try await TLSSessionResumptionTests.handshakes(of: downloader.httpClient)
+        let counts = try await TLSSessionResumptionTests.handshakes(of: downloader.lanes[0].httpClient)
         #expect(counts.completed == connections, "one handshake per connection, none per file")
-        await downloader.httpClient.shutdown()
+        await downloader.lanes[0].httpClient.shutdown()
     }
 }

@@ -15,8 +15,9 @@ import SystemPackage
 /// let result = try await task.value
 /// ```
 ///
-/// A client owns one event-loop thread and a keep-alive pool per origin, so downloads from the same server
-/// reuse connections. Create one and keep it; dropping the last reference stops its thread.
+/// A client owns an event-loop thread (or ``DownloadOptions/eventLoops`` of them) and a keep-alive pool per
+/// origin on each, so downloads from the same server reuse connections. Create one and keep it; dropping the
+/// last reference stops its threads.
 ///
 /// Give it a `Logger` (apple/swift-log) to see what its downloads do, as AsyncHTTPClient logs its requests:
 /// at `debug`, each download's start, requests (`Range`), response heads, redirects, retries (with their
@@ -28,69 +29,69 @@ import SystemPackage
 public final class HaulClient: Sendable {
     /// The settings every download of this client uses.
     public let options: DownloadOptions
-    /// The HTTP client (its pool counts connections, for tests and statistics).
-    package let httpClient: HTTPClient
-    let loop: EventLoop
+    /// The event loops downloads run on, each with its own pool and group commit (``DownloadOptions/eventLoops``
+    /// of them). A download runs on one lane from start to end (``LaneChoice``).
+    let lanes: [ClientLane]
+    /// The cap on open connections, one for all lanes.
     let budget: ConnectionBudget
-    /// Makes finished files durable in batches shared by all of this client's downloads: the files that finish
-    /// on one turn of the loop start one batch, and a batch's outcomes come back to the loop as one task.
-    let commits: GroupCommit
     /// Where downloads started without a logger of their own log (a logger that drops everything by default).
     public let logger: Logger
     /// Numbers the downloads for their log records (`haul.download.id`).
     private let downloadCount = Atomic<Int>(0)
 
-    /// Starts the client's event-loop thread; fails only when the system refuses a thread or an epoll instance.
+    /// Starts the client's event-loop threads; fails only when the system refuses a thread or an epoll instance.
     ///
     /// `logger` receives the log records of every download that is not given a logger of its own
     /// (``start(_:logger:)``); without one, Haul logs nothing.
     public init(options: DownloadOptions = DownloadOptions(), logger: Logger? = nil) throws(HaulError) {
         self.options = options
         self.logger = logger ?? .haulDisabled
+        var lanes: [ClientLane] = []
         do {
-            loop = try EventLoop(name: "haul-loop")
+            for index in 0..<max(1, options.eventLoops) {
+                lanes.append(try ClientLane(index: index, options: options))
+            }
         } catch {
-            throw HaulError.unexpected("cannot start the event loop: \(error)")
+            for lane in lanes { lane.loop.shutdown() }
+            throw error
         }
-        var connectionOptions = ConnectionOptions()
-        connectionOptions.timeouts = options.timeouts
-        connectionOptions.network = options.network
-        // As many idle connections per origin as may be open at once: a list run 32 at a time keeps its 32
-        // (TLS) connections between files instead of closing the ones past 16 and handshaking again.
-        httpClient = HTTPClient(loop: loop, tls: options.tls, connectionOptions: connectionOptions,
-                                maxIdlePerOrigin: max(16, options.maximumConnections), proxy: options.proxy)
+        self.lanes = lanes
         budget = ConnectionBudget(limit: options.maximumConnections)
-        let loop = self.loop
-        // A file handed in on the loop waits for the end of the loop's turn (the other files finishing in it
-        // join its batch); one handed in elsewhere (after hashing, on a blocking thread) goes at once.
-        commits = GroupCommit(gather: { start in if loop.inEventLoop { loop.execute(start) } else { start() } },
-                              deliver: { loop.execute($0) })
     }
 
     deinit {
-        // The last reference can go away on the loop thread itself (a closure that ran there), which
-        // cannot wait for its own end: then another thread does the waiting.
-        let loop = self.loop
-        if loop.inEventLoop {
-            BlockingWork.start { loop.shutdown() }
+        // The last reference can go away on one of the loop threads itself (a closure that ran there), which
+        // cannot wait for its own end, nor should stall there waiting for the others: then a blocking-work
+        // thread does the waiting.
+        let loops = lanes.map(\.loop)
+        if loops.contains(where: \.inEventLoop) {
+            BlockingWork.start { for loop in loops { loop.shutdown() } }
         } else {
-            loop.shutdown()
+            for loop in loops { loop.shutdown() }
         }
     }
 
-    /// Stops the client's event-loop thread and returns once it has exited, so that no thread of Haul's is
+    /// Stops the client's event-loop threads and returns once they have exited, so that no thread of Haul's is
     /// inside OpenSSL or a system call any more — call it before `exit()` (whose handlers tear OpenSSL
     /// down). Downloads still running are abandoned where they stand: pause them first. The client cannot
     /// be used afterwards.
     public func shutdown() async {
-        let loop = self.loop
+        let loops = lanes.map(\.loop)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Joining a thread blocks: never on the cooperative pool.
             BlockingWork.start {
-                loop.shutdown()
+                for loop in loops { loop.shutdown() }
                 continuation.resume()
             }
         }
+    }
+
+    /// The lane a download starting now runs on (``LaneChoice``), counted as running there until it
+    /// ``ClientLane/leave()``s.
+    func enterLane() -> ClientLane {
+        let lane = lanes.count == 1 ? lanes[0] : lanes[LaneChoice.lane(running: lanes.lazy.map(\.running))]
+        lane.enter()
+        return lane
     }
 
     /// Starts a download and returns its handle at once; progress, pause, resume, cancel and the result
@@ -117,7 +118,7 @@ public final class HaulClient: Sendable {
         // Haul logs at `notice` at most: above that, no record is ever made and the id is not worth the copy
         // of the logger's storage (an allocation per download) that setting metadata makes.
         if logger.logLevel <= .notice { logger[metadataKey: LogKey.download] = "\(number)" }
-        let task = DownloadTask(request: request, client: self, logger: logger, refresher: refresher)
+        let task = DownloadTask(request: request, client: self, lane: enterLane(), logger: logger, refresher: refresher)
         task.begin()
         return task
     }

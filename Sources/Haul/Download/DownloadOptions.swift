@@ -89,6 +89,18 @@ public struct DownloadOptions: Sendable {
     /// this and its own limit. A download resumed from its journal is not checked again: its length was known
     /// when it began.
     public var maximumFileSize: Int64? = nil
+    /// How many event-loop threads the client runs its downloads on: 1 by default (every download on one
+    /// thread, as the client has always run them); values below 1 count as 1.
+    ///
+    /// Each loop has its own keep-alive pool and TLS session cache. A download runs on one loop from its start
+    /// to its end: the loop with the fewest downloads running when it starts, the first one on a tie — so
+    /// downloads made one after another all run on the first loop and reuse its kept-alive connection, and
+    /// only downloads that run at the same time spread. More than one loop pays off for many downloads at once
+    /// (a list of small files, where one thread's CPU is the limit) on a machine with a core to spare per loop;
+    /// one large download gains nothing, since its connections share its loop. ``maximumConnections`` stays
+    /// one cap for all loops together. The `haul` command uses one loop per core, up to 4, when it runs more
+    /// than one download at once.
+    public var eventLoops: Int = 1
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to

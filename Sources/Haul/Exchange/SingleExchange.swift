@@ -13,9 +13,9 @@ import SystemPackage
 /// of its body is written, and its body is held to the count it promised: exactly the asked bytes, or an
 /// error and no file (the `.part` is removed).
 ///
-/// Loop-confined: created and run on the client's loop.
+/// Loop-confined: created and run on one of the client's loops (its lane's).
 final class SingleExchange: ResponseHandler, @unchecked Sendable {
-    // @unchecked Sendable: every member is touched on the client's loop only.
+    // @unchecked Sendable: every member is touched on its lane's loop only.
 
     enum Mode {
         /// `HEAD`: collect each response's head.
@@ -34,6 +34,8 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
     static let maxDrainBytes: Int64 = 64 * 1024
 
     private let client: HaulClient
+    /// The client's loop this exchange runs on, with its pool.
+    private let lane: ClientLane
     private let request: DownloadRequest
     private let mode: Mode
     private let logger: Logger
@@ -55,9 +57,10 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
     private var destination = ""
     private var partPath = ""
 
-    init(client: HaulClient, request: DownloadRequest, mode: Mode, logger: Logger,
+    init(client: HaulClient, lane: ClientLane, request: DownloadRequest, mode: Mode, logger: Logger,
          completion: @escaping (Result<Outcome, HaulError>) -> Void) {
         self.client = client
+        self.lane = lane
         self.request = request
         self.mode = mode
         self.logger = logger
@@ -66,7 +69,7 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
 
     /// Checks the request and sends it.
     func startOnLoop() {
-        precondition(client.loop.inEventLoop)
+        precondition(lane.loop.inEventLoop)
         started = MonotonicInstant.now()
         do throws(HaulError) {
             let first: HTTPURL
@@ -111,7 +114,7 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
         logger.debug("sending request", metadata: [
             LogKey.url: "\(target)", "haul.method": "\(head.method.rawValue)", LogKey.range: "\(head.range.map(\.headerValue) ?? "-")",
         ])
-        cancellation = client.httpClient.executeOnLoop(head, handler: self) { [self] result in
+        cancellation = lane.httpClient.executeOnLoop(head, handler: self) { [self] result in
             cancellation = nil
             exchangeEnded(result)
         }
@@ -321,12 +324,13 @@ extension HaulClient {
     }
 
     private func runSingleExchange(_ request: DownloadRequest, mode: SingleExchange.Mode, logger: Logger?) async throws(HaulError) -> SingleExchange.Outcome {
-        let loop = self.loop
+        let lane = enterLane(), loop = lane.loop
+        defer { lane.leave() }
         let box = SingleExchangeBox()
         let result: Result<SingleExchange.Outcome, HaulError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 loop.execute { [self] in
-                    let exchange = SingleExchange(client: self, request: request, mode: mode, logger: logger ?? self.logger) { result in
+                    let exchange = SingleExchange(client: self, lane: lane, request: request, mode: mode, logger: logger ?? self.logger) { result in
                         continuation.resume(returning: result)
                     }
                     box.exchange = exchange

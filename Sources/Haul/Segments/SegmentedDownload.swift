@@ -154,7 +154,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             run(machine.slotsGranted(granted, wanted: wanted, for: purpose))
         case .waitForSlot:
             guard !machine.isStopped else { return true }
-            budget.waitForSlot(owner: self) { [self] in run(machine.slotFreed()) }
+            budget.waitForSlot(owner: self, on: loop) { [self] in run(machine.slotFreed()) }
         case .stopConnections:
             for worker in workers.values { worker.stop() }
             for timer in retryTimers.values { loop.cancelTimer(timer) }

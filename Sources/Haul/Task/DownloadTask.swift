@@ -18,11 +18,13 @@ import Synchronization
 /// was cancelled throws what ended it.
 public final class DownloadTask: @unchecked Sendable {
     // @unchecked Sendable: `progressBroadcast` and `transfer` are thread-safe; everything under
-    // "Loop-confined" is touched on the client's event loop only.
+    // "Loop-confined" is touched on the loop of the download's lane only.
 
     /// What the download was asked to do.
     public let request: DownloadRequest
     private let client: HaulClient
+    /// The client's event loop this download runs on from start to end, with its pool and group commit.
+    private let lane: ClientLane
     /// Where this download logs (the client's logger unless it was started with its own).
     let logger: Logger
     /// Asked for a fresh URL when the URL expires mid-download (``URLRefresher``).
@@ -52,11 +54,15 @@ public final class DownloadTask: @unchecked Sendable {
     /// (``DownloadRequest/listedAbsentPath``) is older than the download's own files (a resume looks for its
     /// own `.part`), and is not used.
     private var ranBefore = false
+    /// Whether the download has left its lane's count of running downloads (at its end, once).
+    private var leftLane = false
 
-    init(request: DownloadRequest, client: HaulClient, logger: Logger = .haulDisabled, refresher: URLRefresher? = nil) {
+    /// `lane`: where it runs, entered for it (``HaulClient/enterLane()``); it leaves the lane when it ends.
+    init(request: DownloadRequest, client: HaulClient, lane: ClientLane, logger: Logger = .haulDisabled, refresher: URLRefresher? = nil) {
         self.request = request
         self.refresher = refresher
         self.client = client
+        self.lane = lane
         self.logger = logger
     }
 
@@ -139,7 +145,7 @@ public final class DownloadTask: @unchecked Sendable {
     /// written (a later resume then re-fetches what the previous checkpoint did not list).
     public func pause() async throws(HaulError) {
         let result = await withCheckedContinuation { continuation in
-            client.loop.execute { [self] in pauseOnLoop(continuation) }
+            lane.loop.execute { [self] in pauseOnLoop(continuation) }
         }
         try result.get()
     }
@@ -156,7 +162,7 @@ public final class DownloadTask: @unchecked Sendable {
     ///   after ``cancel()``. Resuming a download that completed returns at once.
     public func resume() async throws(HaulError) {
         let result = await withCheckedContinuation { continuation in
-            client.loop.execute { [self] in resumeOnLoop(continuation) }
+            lane.loop.execute { [self] in resumeOnLoop(continuation) }
         }
         try result.get()
     }
@@ -167,7 +173,7 @@ public final class DownloadTask: @unchecked Sendable {
     /// removes them then — unless another download has taken its destination meanwhile, whose files they are.
     public func cancel() async {
         await withCheckedContinuation { continuation in
-            client.loop.execute { [self] in cancelOnLoop(continuation) }
+            lane.loop.execute { [self] in cancelOnLoop(continuation) }
         }
     }
 
@@ -181,17 +187,17 @@ public final class DownloadTask: @unchecked Sendable {
     /// Asks for a resume without waiting for it: for a caller that orders its requests on the loop (the
     /// session daemon pauses and resumes from one thread, and a pause sent after this one must come after it).
     package func requestResume() {
-        client.loop.execute { [self] in resumeOnLoop(nil) }
+        lane.loop.execute { [self] in resumeOnLoop(nil) }
     }
 
     /// Starts the download: prepares it on the loop, then runs it.
     func begin() {
-        client.loop.execute { [self] in prepareOnLoop() }
+        lane.loop.execute { [self] in prepareOnLoop() }
     }
 
     /// Stops like a pause (files kept for a later resume), then ends with ``HaulError/cancelled``.
     func stop() {
-        client.loop.execute { [self] in
+        lane.loop.execute { [self] in
             switch lifecycle.stop() {
             case .nothing: break
             case .pauseRun(let download): download.pauseOnLoop()
@@ -296,7 +302,7 @@ public final class DownloadTask: @unchecked Sendable {
             if ranBefore { request.listedAbsentPath = nil }
             ranBefore = true
             let download = SegmentedDownload(
-                loop: client.loop, client: client.httpClient, options: client.options, budget: client.budget,
+                loop: lane.loop, client: lane.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
                 resolveName: prepared.directory.map {
                     DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner,
@@ -331,7 +337,7 @@ public final class DownloadTask: @unchecked Sendable {
 
     private func downloadEnded(_ outcome: SegmentedDownload.Outcome) {
         guard let download = lifecycle.run else { return }
-        if let ticker { client.loop.cancelTimer(ticker) }
+        if let ticker { lane.loop.cancelTimer(ticker) }
         ticker = nil
         let snapshot = download.snapshot()
         switch outcome {
@@ -341,7 +347,7 @@ public final class DownloadTask: @unchecked Sendable {
             let destination = download.destination
             let started = meter.runStarted
             let earlierRuns = self.earlierRuns
-            let loop = client.loop
+            let loop = lane.loop
             let report: @Sendable (Result<[UInt8]?, HaulError>) -> Void = { [self] outcome in
                 let result = outcome.map { body in
                     earlierRuns.including(DownloadResult(
@@ -358,7 +364,7 @@ public final class DownloadTask: @unchecked Sendable {
             // downloads finishing in it: a waiter that starts the next download (the CLI's list runner) is
             // then woken once for all of them, not once per file.
             DownloadFinishing.start(finished, destination: destination, checksum: request.checksum, setsRemoteTime: request.setsRemoteTime,
-                                    synchronizes: client.options.synchronizesToDisk, commits: client.commits,
+                                    synchronizes: client.options.synchronizesToDisk, commits: lane.commits,
                                     transferEnded: { [self] in loop.execute { [self] in endTransfer() } }, report: report)
         case .failed(let error):
             publish(snapshot, phase: .failed)
@@ -403,7 +409,7 @@ public final class DownloadTask: @unchecked Sendable {
             let request = self.request, client = self.client
             Task {
                 let read = await MetalinkFollowing.read(request, documentURL: url, client: client)
-                client.loop.execute { [self] in
+                lane.loop.execute { [self] in
                     switch read {
                     case .success(let result): end(.success(earlierRuns.including(result)))
                     case .failure(let error): end(.failure(error))
@@ -419,7 +425,7 @@ public final class DownloadTask: @unchecked Sendable {
         let paths = workingFiles(run: run)
         BlockingWork.start { [self] in
             for path in paths { try? OutputFile.remove(path) }
-            client.loop.execute { [self] in end(.failure(ending)) }
+            lane.loop.execute { [self] in end(.failure(ending)) }
         }
     }
 
@@ -454,9 +460,15 @@ public final class DownloadTask: @unchecked Sendable {
         // The download's URL, unless a nearer one is known; without its credentials, since errors are printed,
         // logged and stored in session events.
         let result = result.mapError { $0.adding(url: HTTPURL.displayText(of: request.url)) }
+        // Before the outcome is told: a caller that starts the next download once this one has ended finds
+        // this lane free again and starts it here, on the connection this one kept alive.
+        if !leftLane {
+            leftLane = true
+            lane.leave()
+        }
         // After the final rename (a finished download ends only then): the name is free for the next one.
         DestinationClaims.release(owner: nameOwner)
-        if let ticker { client.loop.cancelTimer(ticker) }
+        if let ticker { lane.loop.cancelTimer(ticker) }
         ticker = nil
         lifecycle.ended()
         var final = progressBroadcast.latest
@@ -507,7 +519,7 @@ public final class DownloadTask: @unchecked Sendable {
     // MARK: Progress
 
     private func scheduleTick() {
-        ticker = client.loop.scheduleTimer(after: client.options.progressInterval) { [self] in
+        ticker = lane.loop.scheduleTimer(after: client.options.progressInterval) { [self] in
             ticker = nil
             guard let download = lifecycle.run else { return }
             let snapshot = download.snapshot()

@@ -4,6 +4,12 @@ import Glibc
 /// Starts OS threads without Foundation, for work that must never run on Swift's cooperative pool
 /// (the event loop, blocking `getaddrinfo`).
 package enum PosixThread {
+    /// How many processors are online (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1: how many threads can
+    /// run at once.
+    package static var onlineProcessors: Int {
+        max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    }
+
     private final class Entry {
         let name: String
         let body: () -> Void
