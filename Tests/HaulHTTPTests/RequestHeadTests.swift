@@ -215,6 +215,52 @@ extension RequestHeadTests {
     }
 }
 
+extension RequestHeadTests {
+    /// `validate()` (what preparing a download runs instead of serializing a head it throws away) throws
+    /// exactly what `serialized()` throws, and nothing when that serializes: over seeded heads mixing valid,
+    /// invalid and reserved header names, values with control bytes, defaults replaced, proxy credentials,
+    /// `If-Range` validators (strong, weak, a date) with and without a range.
+    @Test func validateThrowsWhatSerializingThrows() throws {
+        let seed: UInt64 = 0x5641_4C49_4441_5445
+        print("RequestHeadTests.validateThrowsWhatSerializingThrows seed \(seed)")
+        var random = SplitMix64(state: seed)
+        let names = ["Authorization", "X-Trace", "user-agent", "ACCEPT", "Proxy-Authorization", "Range", "host",
+                     "Transfer-Encoding", "X Bad", "", "N\u{E9}", "a:b", "Cookie"]
+        let url = try HTTPURL("http://example.com:8080/a?b")
+        let strong = try #require(EntityTag("\"abc\""))
+        let weak = try #require(EntityTag("W/\"abc\""))
+        var counts = (thrown: 0, serialized: 0)
+        for _ in 0..<5_000 {
+            var fields: [(String, String)] = []
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                let value = Bool.random(using: &random) ? "plain value"
+                    : String(decoding: random.syntaxBytes(maxCount: 12), as: UTF8.self)
+                fields.append((names.randomElement(using: &random)!, value))
+            }
+            let ifRanges: [IfRangeValidator?] = [nil, .entityTag(strong), .entityTag(weak), .lastModified(HTTPDate(secondsSinceEpoch: 784_111_777))]
+            let ranges: [RangeRequest?] = [nil, .from(0), .bytes(5...9)]
+            var head = RequestHead(url: url, range: ranges.randomElement(using: &random)!,
+                                   ifRange: ifRanges.randomElement(using: &random)!,
+                                   userAgent: Bool.random(using: &random) ? "haul" : "h\u{1}aul",
+                                   closeConnection: Bool.random(using: &random), headers: HTTPFields(fields))
+            if Bool.random(using: &random) { head.proxyAuthorization = Bool.random(using: &random) ? "Basic eA==" : "Basic\r\nX: y" }
+            if Bool.random(using: &random) { head.targetForm = .absolute }
+            let serializing = Result { () throws(RequestHeadError) in try head.serialized() }
+            let validating = Result { () throws(RequestHeadError) in try head.validate() }
+            switch (serializing, validating) {
+            case (.success, .success): counts.serialized += 1
+            case let (.failure(expected), .failure(error)):
+                #expect(error == expected, "\(fields), seed \(seed)")
+                counts.thrown += 1
+            default:
+                Issue.record("serialized: \(serializing), validate: \(validating), \(fields), seed \(seed)")
+            }
+        }
+        // Both outcomes were exercised.
+        #expect(counts.thrown > 300 && counts.serialized > 300, "\(counts)")
+    }
+}
+
 private extension String {
     /// Without leading and trailing spaces (what a field value loses when sent).
     var trimmingSpaces: String {

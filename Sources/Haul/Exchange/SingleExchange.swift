@@ -79,7 +79,7 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
             }
             mirrors = MirrorSet(urls: [first], headers: HTTPFields(client.options.headers + request.headersWithCredentials),
                                 userAgent: client.options.userAgent)
-            do { _ = try mirrors.request(to: first, range: nil, ifRange: nil).serialized() } catch { throw .invalidRequest(error) }
+            do { try mirrors.request(to: first, range: nil, ifRange: nil).validate() } catch { throw .invalidRequest(error) }
             if case .range = mode {
                 switch request.destination {
                 case .file(let path): try claimDestination(path)

@@ -44,7 +44,7 @@ enum DownloadPreparation {
             do { urls.append(try HTTPURL(text)) } catch { throw .invalidURL(error) }
         }
         let mirrors = MirrorSet(urls: urls, headers: HTTPFields(options.headers + request.headersWithCredentials), userAgent: options.userAgent)
-        do { _ = try mirrors.request(to: urls[0], range: .from(0), ifRange: nil).serialized() } catch { throw .invalidRequest(error) }
+        do { try mirrors.request(to: urls[0], range: .from(0), ifRange: nil).validate() } catch { throw .invalidRequest(error) }
         switch request.destination {
         case .file(let path):
             let parent = OutputFile.directory(containing: path)

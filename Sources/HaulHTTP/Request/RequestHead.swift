@@ -115,8 +115,24 @@ public struct RequestHead: Sendable {
         return buffer
     }
 
-    /// Appends the serialized head to `buffer`; on error `buffer` is left unchanged.
-    public func serialize(into buffer: inout [UInt8]) throws(RequestHeadError) {
+    /// Throws exactly what ``serialized()`` would throw, without writing the head: for a caller that only
+    /// checks a request before it is sent (preparing a download checks its first request, which is then
+    /// built again for the connection).
+    public func validate() throws(RequestHeadError) {
+        _ = try validated()
+    }
+
+    /// What the head's own headers need to know once it is checked: which defaults the user's headers
+    /// replace, and the `Proxy-Authorization` and `If-Range` values to send.
+    private struct Checked {
+        var userSetsUserAgent: Bool
+        var userSetsAccept: Bool
+        var proxyAuthorization: String?
+        var ifRangeValue: [UInt8]?
+    }
+
+    /// Every check of the head, in the order the errors are reported.
+    private func validated() throws(RequestHeadError) -> Checked {
         var userSetsUserAgent = false
         var userSetsAccept = false
         var userSetsProxyAuthorization = false
@@ -151,10 +167,21 @@ public struct RequestHead: Sendable {
             ifRangeValue = Array(date.imfFixdate.utf8)
         }
         if ifRangeValue != nil, range == nil { throw RequestHeadError(.ifRangeWithoutRange) }
+        return Checked(userSetsUserAgent: userSetsUserAgent, userSetsAccept: userSetsAccept,
+                       proxyAuthorization: proxyAuthorization, ifRangeValue: ifRangeValue)
+    }
+
+    /// Appends the serialized head to `buffer`; on error `buffer` is left unchanged.
+    public func serialize(into buffer: inout [UInt8]) throws(RequestHeadError) {
+        let checked = try validated()
+        let userSetsUserAgent = checked.userSetsUserAgent
+        let userSetsAccept = checked.userSetsAccept
+        let proxyAuthorization = checked.proxyAuthorization
+        let ifRangeValue = checked.ifRangeValue
 
         // Everything is validated: from here on nothing throws, so the buffer is never half-written. The
-        // bytes are copied from contiguous storage (no per-byte appends, no temporary strings): a small file's
-        // request is built twice (checked when prepared, sent), and this is a good share of its cost.
+        // bytes are copied from contiguous storage (no per-byte appends, no temporary strings): building a small file's
+        // request is a good share of its cost.
         buffer.reserveCapacity(buffer.count + 160 + url.path.utf8.count + (url.query?.utf8.count ?? 0)
                                + userAgent.utf8.count + Int(headers.entriesOffset) + 4 * headers.count)
         Self.append(method.rawValue, to: &buffer)
