@@ -9,7 +9,7 @@ extension DownloadStateMachine {
     /// a checkpoint may be due, and the pieces the bytes complete are hashed.
     mutating func bodyWritten(_ count: Int64, on id: Int) -> [Action] {
         var written: Range<Int64>?
-        if let segment = connections[id].segment, planner != nil {
+        if let segment = connection(id, \.segment), planner != nil {
             let start = planner?.next(of: segment)
             planner?.advance(segment, by: count)
             written = start.map { $0..<($0 + count) }
@@ -18,7 +18,7 @@ extension DownloadStateMachine {
         }
         bytesDone += count
         countMirrorBytes(count, on: id)
-        var actions = written.map { piecesWritten($0, by: connections[id].exchange?.mirror) } ?? []
+        var actions = written.map { piecesWritten($0, by: connection(id) { $0.exchange?.mirror }) } ?? []
         if bytesDone - bytesAtLastCheckpoint >= options.checkpointBytes, let checkpoint = checkpointNow() { actions.append(checkpoint) }
         return actions
     }

@@ -9,7 +9,7 @@ extension DownloadStateMachine {
 
     /// Counts `count` bytes written by connection `id` for the mirror its exchange went to.
     mutating func countMirrorBytes(_ count: Int64, on id: Int) {
-        guard let mirror = connections[id].exchange?.mirror else { return }
+        guard let mirror = connection(id, { $0.exchange?.mirror }) else { return }
         mirrorSelector.record(count, from: mirror, connection: id)
     }
 

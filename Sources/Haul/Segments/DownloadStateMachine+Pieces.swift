@@ -144,7 +144,7 @@ extension DownloadStateMachine {
     mutating func settle(_ step: HeadStep, head: ResponseHead, on id: Int) -> HeadStep {
         guard case .answer(let answer, let preparation, _) = step else { return step }
         if let preparation, let error = pieceGeometryFailure(preparation.length) { return .refuse(error) }
-        if answer.window != nil, let url = connections[id].exchange?.url { noteRepresentationDigest(head, url: url) }
+        if answer.window != nil, let url = connection(id, { $0.exchange?.url }) { noteRepresentationDigest(head, url: url) }
         return step
     }
 

@@ -176,6 +176,14 @@ struct DownloadStateMachine {
     var phase = Phase.waitingForConnection
     var mirrors: MirrorSet
     var connections: [Connection] = []
+
+    /// What `read` takes from connection `id`, read in place: `connections[id].field` copies the whole
+    /// connection first (an array's getter returns its element), hundreds of instructions for a field of a
+    /// few bytes, several times per small download.
+    func connection<Value>(_ id: Int, _ read: (Connection) -> Value) -> Value {
+        precondition(connections.indices.contains(id), "no connection \(id)")
+        return connections.withUnsafeBufferPointer { read($0[id]) }
+    }
     var planner: SegmentPlanner?
     var total: Int64?
     /// Whether the server answered with 206: only then can bytes be fetched out of order.

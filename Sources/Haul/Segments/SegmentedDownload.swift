@@ -377,7 +377,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     /// Names a directory download's file from the probe's head; nil: the name leads to an interrupted
     /// download, continued on the next loop turn instead of this response.
     private func nameFile(_ head: ResponseHead, decision: ProbeResponseDecision, on connection: Int) throws -> DownloadStateMachine.HeadStep? {
-        guard let resolveName, let url = machine.connections[connection].exchange?.url else {
+        guard let resolveName, let url = machine.connection(connection, { $0.exchange?.url }) else {
             return machine.acceptProbe(decision, head: head, on: connection)
         }
         self.resolveName = nil
