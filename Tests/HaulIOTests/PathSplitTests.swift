@@ -1,3 +1,4 @@
+import HaulHTTP
 import HaulIO
 import Testing
 
@@ -27,7 +28,7 @@ struct PathSplitTests {
     @Test func byteSplitMatchesTheCharacterSplitOverGeneratedPaths() {
         let seed: UInt64 = 0x5041_5448
         print("PathSplitTests seed \(seed)")
-        var random = Generator(state: seed)
+        var random = SplitMixGenerator(seed: seed)
         var compared = 0
         var differing = 0
         for _ in 0..<20_000 {
@@ -61,17 +62,5 @@ struct PathSplitTests {
         #expect(OutputFile.directory(containing: "") == ".")
         #expect(OutputFile.directory(containing: "/") == "/")
         #expect(OutputFile.directory(containing: "a//b") == "a/")
-    }
-}
-
-/// SplitMix64: a seeded generator, so a failing input is reproducible.
-private struct Generator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
