@@ -34,6 +34,14 @@ func fuzzInputFile(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             precondition(head.starts(with: "http://".utf8) || head.starts(with: "https://".utf8), "not an http(s) URL: \(entry.url)")
             if let name = entry.outputName { precondition(names.insert(name).inserted, "out=\(name) used twice") }
         }
+        // A long list is read again from where its first entries end (`-i` keeps only those in memory): a
+        // reader resumed at that offset and line gives exactly the rest, with the same line numbers.
+        if entries.count >= 2 {
+            let taken = Int(shape) % (entries.count - 1) + 1
+            let rest = readRest(input, after: taken, bufferSize: Int(shape & 0x1F) + 1)
+            precondition(rest == .success(Array(entries.dropFirst(taken))),
+                         "resumed after \(taken) entries: \(rest), parse gave \(Array(entries.dropFirst(taken)))")
+        }
     }
 
     // `-z`'s argument is the user's too: never a crash, and a date read from it reads back as itself.
@@ -65,6 +73,34 @@ func readAll(_ input: [UInt8], bufferSize: Int, readLimit: Int) -> Result<[Input
         preconditionFailure("the reader threw \(error), not an InputFileError")
     }
     return .success(entries)
+}
+
+/// The entries after the first `taken`, read by a reader resumed where a first reader left them
+/// (``InputFileReader/lastLineOffset``, ``InputFileReader/lineNumber`` - 1).
+func readRest(_ input: [UInt8], after taken: Int, bufferSize: Int) -> Result<[InputEntry], InputFileError> {
+    func reader(from start: Int, afterLine line: Int) -> InputFileReader {
+        var offset = start
+        return InputFileReader(bufferSize: bufferSize, resumingAt: start, afterLine: line) { buffer in
+            let count = min(buffer.count, input.count - offset)
+            for index in 0..<count { buffer[index] = input[offset + index] }
+            offset += count
+            return count
+        }
+    }
+    do {
+        let first = reader(from: 0, afterLine: 0)
+        for _ in 0..<taken {
+            guard try first.next() != nil else { preconditionFailure("fewer than \(taken) entries on a second reading") }
+        }
+        let resumed = reader(from: first.lastLineOffset, afterLine: first.lineNumber - 1)
+        var entries: [InputEntry] = []
+        while let entry = try resumed.next() { entries.append(entry) }
+        return .success(entries)
+    } catch let error as InputFileError {
+        return .failure(error)
+    } catch {
+        preconditionFailure("the reader threw \(error), not an InputFileError")
+    }
 }
 
 @_cdecl("FuzzInputFile_main")
