@@ -40,7 +40,7 @@ struct CommandPlan {
         /// for a directory download (the server may still name it otherwise). Checked for an existing file
         /// before the download starts.
         ///
-        /// Predicted on demand: a list into a directory that held nothing never needs it (``CommandRun``).
+        /// Predicted when asked (a list's run asks once per download, when it starts it), not when made.
         var expectedPath: String {
             if let givenPath { return givenPath }
             switch request.destination {

@@ -90,13 +90,15 @@ final class CommandRun: Sendable {
         @Sendable func fill() {
             while let (index, download) = slots.reserve(stopping: stopping.withLock({ $0 }), downloads.next) {
                 started.withLock { $0 = max($0, index + 1) }
-                if alreadyComplete(download, listed: snapshot) {
+                // Predicted once (for a directory download it is made from the URL): both questions below ask it.
+                let path = download.expectedPath
+                if alreadyComplete(download, path: path, listed: snapshot) {
                     slots.release(transferring: true)
                     inbox.post(.skipped(index, download))
                     continue
                 }
                 // The engine then does not look for the file and its `.part` (``ListedAbsenceHints``).
-                let listed = listedAbsence.tell(download.expectedPath) ? download.expectedPath : nil
+                let listed = listedAbsence.tell(path) ? path : nil
                 let task = start(download.request, listedAbsent: listed, on: client)
                 running.withLock { $0[index] = task }
                 task.whenTransferEnds { [unowned task] in
@@ -297,17 +299,8 @@ final class CommandRun: Sendable {
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
     /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
     /// `listed`: the destination directory as the run found it; a name it did not hold is not looked for.
-    /// `path`: the download's ``CommandPlan/Download/expectedPath`` unless given.
-    private func alreadyComplete(_ download: CommandPlan.Download, path given: String? = nil,
-                                 listed: DirectorySnapshot? = nil) -> Bool {
-        switch download.request.destination {
-        case .stream: return false
-        // Into a directory that held nothing when the run started: no file there can be an earlier run's (the
-        // name is not even predicted; the engine refuses a file that turned up since, see below).
-        case .directory(let directory) where given == nil && listed?.heldNothing(asDirectory: directory) == true: return false
-        default: break
-        }
-        let path = given ?? download.expectedPath
+    private func alreadyComplete(_ download: CommandPlan.Download, path: String, listed: DirectorySnapshot? = nil) -> Bool {
+        if case .stream = download.request.destination { return false }
         // With -N an existing file is not complete by its name: the conditional request asks the server.
         if download.request.onlyIfChanged && !plan.skipsExisting { return false }
         let skipExisting = plan.skipsExisting, fromInputFile = download.source == .inputFile

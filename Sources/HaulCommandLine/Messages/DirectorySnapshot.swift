@@ -33,12 +33,6 @@ public struct DirectorySnapshot: Sendable {
         self.prefix = prefix
     }
 
-    /// Whether `directory` (as the run names it) is this snapshot's and held no entry: then no file directly
-    /// in it needs its name made to know that the snapshot did not hold it (``mayHold(_:)`` is false).
-    public func heldNothing(asDirectory directory: String) -> Bool {
-        names.isEmpty && directory == self.directory
-    }
-
     /// Whether a file may be at `path`: false only when `path` names an entry directly in ``directory``
     /// (`DIR/NAME`, as a download into it is named) that the directory did not hold.
     public func mayHold(_ path: String) -> Bool {
