@@ -3,6 +3,7 @@ import Glibc
 import Haul
 import HaulIO
 import HaulTestSupport
+import Synchronization
 import SystemPackage
 import Testing
 @testable import HaulSessions
@@ -182,6 +183,36 @@ import Testing
         #expect(acceptedFlags.map { $0.descriptor & FD_CLOEXEC != 0 && $0.status & O_NONBLOCK != 0 } == true)
         // Nothing more is waiting: would-block, not an error.
         #expect(try UnixSocket.accept(on: listener.descriptor) == nil)
+    }
+
+    /// The socket's owner-only mode must not come from narrowing the process's umask: another thread
+    /// creating a file at that moment would get an owner-only file. A watcher reads the umask from
+    /// `/proc/self/status` while sockets are bound; it never sees anything but the test's own.
+    @Test func bindingASocketNeverChangesTheProcessUmask() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/u.sock"
+        let initial = umask(0o022)
+        umask(initial)
+        let expected = String(format: "%04o", initial)
+        // (readings, every distinct value read, whether the watcher is to stop, whether it has stopped)
+        let watch = Mutex((readings: 0, seen: Set<String>(), stop: false, stopped: false))
+        let watcher = Thread {
+            while !watch.withLock({ $0.stop }) {
+                guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+                      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }) else { continue }
+                let value = line.dropFirst(6).trimmingCharacters(in: .whitespaces)
+                watch.withLock { $0.readings += 1; $0.seen.insert(value) }
+            }
+            watch.withLock { $0.stopped = true }
+        }
+        watcher.start()
+        #expect(poll { watch.withLock { $0.readings > 0 } }, "the watcher reads the umask")
+        for _ in 0..<300 { _ = try UnixSocket.listen(at: path) }
+        watch.withLock { $0.stop = true }
+        #expect(poll { watch.withLock { $0.stopped } }, "the watcher stops")
+        #expect(watch.withLock { $0.seen } == [expected])
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "bound with mode 0600")
     }
 
     @Test func sessionIdentifiersAreChecked() throws {

@@ -52,9 +52,10 @@ package enum UnixSocket {
         let socket = try makeSocket(nonBlocking: true)
         let fd = socket.descriptor.rawValue
         try OutputFile.remove(path)
-        // Created with no permission for anyone but the owner from the first moment (umask), then made 0600.
-        let previous = umask(0o177)
-        defer { umask(previous) }
+        // Created with no permission for anyone but the owner from the first moment: Linux gives the bound file
+        // the socket's own mode (less the umask), set here before `bind`. Not by narrowing the umask around
+        // `bind`: the umask is the process's, and a file another thread created meanwhile would get it too.
+        _ = try blockingSyscall("fchmod") { fchmod(fd, 0o600) }
         _ = try withAddress(path) { address, length throws(SystemError) in try blockingSyscall("bind") { bind(fd, address, length) } }
         _ = try blockingSyscall("chmod") { chmod(path, 0o600) }
         _ = try blockingSyscall("listen") { Glibc.listen(fd, 64) }
