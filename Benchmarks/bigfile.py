@@ -3,7 +3,9 @@
 
 The floor is Benchmarks/floor.c, compiled here with cc: N threads, one connection each with a Range request,
 blocking calls, the body spliced into a preallocated file (and the variants that say what the file costs:
-without unwritten extents, into /dev/null, recv and drop like `curl -o /dev/null`, recv + pwrite).
+without unwritten extents, into /dev/null, recv and drop like `curl -o /dev/null`, recv + pwrite; and the
+event-loop shapes: one thread with epoll like Haul's loop, and that loop with the pipe -> file copy on a
+second thread).
 
 Starts its own nginx (1 worker, sendfile, on a free port of 127.0.0.1) over a data directory holding one
 file of --size-mib MiB, runs the tools interleaved (A B C ... B C A ...) for --rounds rounds (wall clock, and CPU from wait4's rusage),
@@ -126,6 +128,8 @@ def main():
         (f"floor splice-file -c{n}", fl("splice-file"), True),
         (f"floor splice-file -c{n} 1 MiB pipe", fl("splice-file", pipe=1 << 20), True),
         ("floor splice-file -c1", fl("splice-file", n="1"), True),
+        (f"floor loop-file -c{n}", fl("loop-file"), True),
+        (f"floor loop-writer -c{n}", fl("loop-writer"), True),
         (f"floor splice-sparse -c{n}", fl("splice-sparse"), True),
         (f"floor recv-pwrite -c{n}", fl("recv-pwrite"), True),
         (f"floor splice-null -c{n}", fl("splice-null", False), False),

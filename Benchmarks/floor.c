@@ -10,6 +10,12 @@
 //   splice-null    socket -> pipe -> /dev/null (splice): the pipe's cost without a file
 //   recv           recv into a 256 KiB buffer and drop it (what `curl -o /dev/null` does)
 //   recv-pwrite    recv into a 256 KiB buffer and pwrite it at the range's offset (two copies), preallocated
+//   loop-file      as splice-file, but all connections on one thread with non-blocking sockets and epoll (level-
+//                  triggered): a splice socket -> pipe, the pipe -> file, again until a splice comes back
+//                  short, then back to epoll. Haul's model (Connection.performReads), without Haul.
+//   loop-writer    the same loop, but the pipe -> file splices (the copy into the page cache) run on a second
+//                  thread: the loop splices socket -> pipe and hands the connection over (EPOLLONESHOT), the
+//                  writer moves the pipe into the file and re-arms the socket. Two cores for one download.
 // It prints the bytes of body received; the caller checks them, compares OUTPUT with the source
 // and times the run.
 #define _GNU_SOURCE
@@ -23,16 +29,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum mode { SPLICE_FILE, SPLICE_SPARSE, SPLICE_NULL, RECV, RECV_PWRITE };
+enum mode { SPLICE_FILE, SPLICE_SPARSE, SPLICE_NULL, RECV, RECV_PWRITE, LOOP_FILE, LOOP_WRITER };
 
 static enum mode mode;
 static const char *host, *path;
 static int port, output = -1, pipe_bytes = 1 << 20;
 
-struct range { long long first, end, received; };
+struct range { long long first, end, received; int fd, pipe_in, pipe_out, capacity; ssize_t pending; };
 
 static void die(const char *what) { perror(what); exit(2); }
 
@@ -111,20 +119,139 @@ static void *receive(void *argument) {
     return NULL;
 }
 
+static void make_pipe(struct range *range) {
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) < 0) die("pipe2");
+    range->pipe_out = ends[0];
+    range->pipe_in = ends[1];
+    range->capacity = fcntl(ends[1], F_SETPIPE_SZ, pipe_bytes);
+    if (range->capacity < 0) range->capacity = fcntl(ends[1], F_GETPIPE_SZ);
+}
+
+static void drain_pipe(struct range *range, ssize_t count) {
+    for (ssize_t done = 0; done < count;) {
+        loff_t offset = range->first + range->received + done;
+        ssize_t out = splice(range->pipe_out, NULL, output, &offset, count - done, SPLICE_F_MOVE);
+        if (out <= 0) die("splice into output");
+        done += out;
+    }
+    range->received += count;
+}
+
+/// One non-blocking splice socket -> pipe: the bytes moved, 0 when the socket had none.
+static ssize_t fill_pipe(struct range *range, ssize_t *asked) {
+    long long left = range->end - range->first - range->received;
+    *asked = left < range->capacity ? left : range->capacity;
+    ssize_t in = splice(range->fd, NULL, range->pipe_in, NULL, *asked, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (in < 0 && errno == EAGAIN) return 0;
+    if (in <= 0) die("splice from socket");
+    return in;
+}
+
+static int done_event;
+static struct range **queue;
+static int queue_head, queue_count, queue_size, epoll;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_ready = PTHREAD_COND_INITIALIZER;
+
+static void *writer(void *argument) {
+    int left = *(int *)argument;
+    while (left > 0) {
+        pthread_mutex_lock(&queue_lock);
+        while (queue_count == 0) pthread_cond_wait(&queue_ready, &queue_lock);
+        struct range *range = queue[queue_head];
+        queue_head = (queue_head + 1) % queue_size;
+        queue_count--;
+        pthread_mutex_unlock(&queue_lock);
+        drain_pipe(range, range->pending);
+        if (range->first + range->received == range->end) {
+            left--;
+            continue;
+        }
+        struct epoll_event event = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = range };
+        if (epoll_ctl(epoll, EPOLL_CTL_MOD, range->fd, &event) < 0) die("epoll_ctl rearm");
+    }
+    uint64_t one = 1;
+    if (write(done_event, &one, sizeof one) != sizeof one) die("eventfd");
+    return NULL;
+}
+
+static void run_loop(struct range *ranges, int connections) {
+    epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll < 0) die("epoll_create1");
+    int oneshot = mode == LOOP_WRITER ? EPOLLONESHOT : 0;
+    for (int i = 0; i < connections; i++) {
+        ranges[i].fd = connect_to_server();
+        request(ranges[i].fd, &ranges[i]);
+        fcntl(ranges[i].fd, F_SETFL, O_NONBLOCK);
+        make_pipe(&ranges[i]);
+        struct epoll_event event = { .events = EPOLLIN | oneshot, .data.ptr = &ranges[i] };
+        if (epoll_ctl(epoll, EPOLL_CTL_ADD, ranges[i].fd, &event) < 0) die("epoll_ctl");
+    }
+    pthread_t thread;
+    int open_count = connections;
+    if (mode == LOOP_WRITER) {
+        done_event = eventfd(0, EFD_CLOEXEC);
+        struct epoll_event event = { .events = EPOLLIN, .data.ptr = NULL };
+        if (epoll_ctl(epoll, EPOLL_CTL_ADD, done_event, &event) < 0) die("epoll_ctl eventfd");
+        queue_size = connections;
+        queue = calloc(connections, sizeof *queue);
+        if (pthread_create(&thread, NULL, writer, &open_count) != 0) die("pthread_create");
+    }
+    struct epoll_event events[64];
+    for (int running = 1; running;) {
+        int ready = epoll_wait(epoll, events, 64, -1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) die("epoll_wait");
+        for (int i = 0; i < ready; i++) {
+            struct range *range = events[i].data.ptr;
+            if (!range) { running = 0; break; }
+            if (mode == LOOP_WRITER) {
+                ssize_t asked, in = fill_pipe(range, &asked);
+                if (in == 0) {
+                    struct epoll_event event = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = range };
+                    if (epoll_ctl(epoll, EPOLL_CTL_MOD, range->fd, &event) < 0) die("epoll_ctl rearm");
+                    continue;
+                }
+                range->pending = in;
+                pthread_mutex_lock(&queue_lock);
+                queue[(queue_head + queue_count) % queue_size] = range;
+                queue_count++;
+                pthread_cond_signal(&queue_ready);
+                pthread_mutex_unlock(&queue_lock);
+                continue;
+            }
+            for (;;) {
+                ssize_t asked, in = fill_pipe(range, &asked);
+                if (in == 0) break;
+                drain_pipe(range, in);
+                if (range->first + range->received == range->end) {
+                    epoll_ctl(epoll, EPOLL_CTL_DEL, range->fd, NULL);
+                    if (--open_count == 0) running = 0;
+                    break;
+                }
+                if (in < asked) break;
+            }
+        }
+    }
+    if (mode == LOOP_WRITER) pthread_join(thread, NULL);
+    for (int i = 0; i < connections; i++) { close(ranges[i].fd); close(ranges[i].pipe_in); close(ranges[i].pipe_out); }
+}
+
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: floor splice-file|splice-sparse|splice-null|recv|recv-pwrite HOST PORT PATH SIZE CONNECTIONS [OUTPUT] [PIPE_BYTES]\n");
+        fprintf(stderr, "usage: floor splice-file|splice-sparse|splice-null|recv|recv-pwrite|loop-file|loop-writer HOST PORT PATH SIZE CONNECTIONS [OUTPUT] [PIPE_BYTES]\n");
         return 2;
     }
-    const char *names[] = { "splice-file", "splice-sparse", "splice-null", "recv", "recv-pwrite" };
+    const char *names[] = { "splice-file", "splice-sparse", "splice-null", "recv", "recv-pwrite", "loop-file", "loop-writer" };
     mode = -1;
-    for (int i = 0; i < 5; i++) if (strcmp(argv[1], names[i]) == 0) mode = i;
+    for (int i = 0; i < 7; i++) if (strcmp(argv[1], names[i]) == 0) mode = i;
     if ((int)mode < 0) { fprintf(stderr, "unknown mode %s\n", argv[1]); return 2; }
     host = argv[2]; port = atoi(argv[3]); path = argv[4];
     long long size = atoll(argv[5]);
     int connections = atoi(argv[6]);
     if (argc > 8) pipe_bytes = atoi(argv[8]);
-    if (mode == SPLICE_FILE || mode == SPLICE_SPARSE || mode == RECV_PWRITE) {
+    if (mode != SPLICE_NULL && mode != RECV) {
         if (argc < 8) { fprintf(stderr, "%s needs OUTPUT\n", argv[1]); return 2; }
         output = open(argv[7], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (output < 0) die("open output");
@@ -137,12 +264,17 @@ int main(int argc, char **argv) {
     struct range ranges[connections];
     pthread_t threads[connections];
     long long step = size / connections;
-    for (int i = 0; i < connections; i++) {
+    for (int i = 0; i < connections; i++)
         ranges[i] = (struct range){ .first = i * step, .end = i == connections - 1 ? size : (i + 1) * step };
-        if (pthread_create(&threads[i], NULL, receive, &ranges[i]) != 0) die("pthread_create");
+    if (mode == LOOP_FILE || mode == LOOP_WRITER) {
+        run_loop(ranges, connections);
+    } else {
+        for (int i = 0; i < connections; i++)
+            if (pthread_create(&threads[i], NULL, receive, &ranges[i]) != 0) die("pthread_create");
+        for (int i = 0; i < connections; i++) pthread_join(threads[i], NULL);
     }
     long long received = 0;
-    for (int i = 0; i < connections; i++) { pthread_join(threads[i], NULL); received += ranges[i].received; }
+    for (int i = 0; i < connections; i++) received += ranges[i].received;
     if (output >= 0 && close(output) < 0) die("close output");
     printf("%lld\n", received);
     return received == size ? 0 : 1;
