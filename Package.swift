@@ -41,6 +41,17 @@ let haulReleaseLinkerFlags: [String] = [
     "-L", haulLinkDirectory,
 ] + (glibcHasPackedRelocations ? ["-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] : [])
 
+// Compiler flags for the release `haul` executable (Package.swift of a dependency may not carry them, so the
+// libraries do without):
+// - `-disable-concrete-type-metadata-mangled-name-accessors`: code that needs the metadata of a generic type
+//   such as `Option<ByteSize?>` or `OptionGroup<ListOptions>` calls its accessor instead of asking the runtime
+//   to demangle the type's name. The runtime resolved each such name once per process, checking the generic
+//   requirements on the way, and a requirement check it has not answered before scans every protocol
+//   conformance record in the process (~4,700 in the static binary): at every start, while ArgumentParser
+//   builds its view of haul's options, ~3 M instructions (callgrind). What remains of such lookups is in
+//   ArgumentParser's and the libraries' own code, which flags given here cannot reach.
+let haulReleaseSwiftFlags: [String] = ["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"]
+
 // Layers point one way: HaulHTTP (pure codec) <- HaulIO (syscalls, loop, TLS) <- HaulJournal <- Haul (engine)
 // <- HaulSessions (background sessions) <- HaulCommandLine (the CLI's pieces) <- haul (CLI).
 let package = Package(
@@ -113,6 +124,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             exclude: ["Link"],
+            swiftSettings: [.unsafeFlags(haulReleaseSwiftFlags, .when(configuration: .release))],
             linkerSettings: [.unsafeFlags(haulReleaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
         ),
         // The CLI's pieces (progress lines, JSON events, exit codes, input files, sizes, .netrc), testable

@@ -89,7 +89,7 @@ extension HaulCommand {
         var options = try download.downloadOptions(urlsPerDownload: 1, jobs: list.jobs)
         do {
             let settings = try ProxySettings.forCommandLine(proxy: proxy.proxy, noProxy: proxy.noproxy,
-                                                            environment: ProxySettings.processEnvironment())
+                                                            environment: ProxyEnvironment.variables())
             options.proxy = settings.isDirect ? nil : settings
         } catch {
             throw UsageError("\(error)")

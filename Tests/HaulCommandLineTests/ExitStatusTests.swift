@@ -1,7 +1,8 @@
 import Testing
 import Haul
 @testable import HaulIO  // TLSSetupError has no public initializer
-import HaulCommandLine
+@testable import HaulCommandLine  // ExitStatus.wrapped
+import HaulHTTP  // SplitMixGenerator
 
 @Suite struct ExitStatusTests {
     static let url = try! HTTPURL("https://files.example/a.iso")
@@ -87,6 +88,28 @@ import HaulCommandLine
             if width >= 60 { #expect(text.split(separator: "\n").allSatisfy { $0.count <= width }, "\(width)") }
         }
         #expect(ExitStatus.tableText(width: 200).split(separator: "\n").count == ExitStatus.allCases.count)
+    }
+
+    /// ASCII text is wrapped by bytes (the table is built at every start); the lines must be those that
+    /// wrapping by Characters gives, over the table's meanings and generated text of words and runs of spaces.
+    @Test func asciiWrappingByBytesMatchesWrappingByCharacters() {
+        let seed: UInt64 = 0x5752_4150
+        print("ExitStatusTests seed \(seed)")
+        var random = SplitMixGenerator(seed: seed)
+        let pieces = ["a", "bc", "--max-filesize", "  ", " ", "x.part,", "(e.g.", "HTTP", "4xx/5xx", "resume"]
+        var texts = ExitStatus.allCases.map(\.meaning)
+        for _ in 0..<2_000 {
+            texts.append((0..<Int(random.next() % 24)).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined())
+        }
+        for text in texts {
+            for columns in [1, 5, 20, 33, 52, 72] {
+                #expect(ExitStatus.wrapped(text, columns: columns) == ExitStatus.wrappedCharacters(text, columns: columns),
+                        "\(columns): \(text)")
+            }
+        }
+        // Text that is not ASCII keeps the Character rule: an accent is one column.
+        #expect(ExitStatus.wrapped("caf\u{E9} cr\u{E8}me", columns: 9) == ["caf\u{E9}", "cr\u{E8}me"])
+        #expect(ExitStatus.wrapped("caf\u{E9} b", columns: 6) == ["caf\u{E9} b"])
     }
 
     @Test func commandLineErrorsAreUsageAndOthersAreClassified() {
