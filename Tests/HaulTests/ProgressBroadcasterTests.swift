@@ -50,6 +50,31 @@ struct ProgressBroadcasterTests {
         #expect(broadcaster.end("done", final: 2))
     }
 
+    /// `update` changes the latest snapshot where it lies and delivers the result; `end(_:changingLatest:)`
+    /// changes it only when it is the end that wins.
+    @Test func anUpdateAndAnEndChangeTheLatestInPlace() async {
+        let broadcaster = ProgressBroadcaster<[Int], String>([0])
+        var iterator = broadcaster.stream.makeAsyncIterator()
+        #expect(await iterator.next() == [0])
+        broadcaster.update { $0.append(1) }
+        #expect(broadcaster.latest == [0, 1])
+        #expect(await iterator.next() == [0, 1], "a subscriber gets the changed snapshot")
+        #expect(broadcaster.end("done") { $0.append(2) })
+        #expect(await iterator.next() == [0, 1, 2])
+        #expect(await iterator.next() == nil)
+        #expect(!broadcaster.end("again") { $0.append(3) })
+        #expect(broadcaster.latest == [0, 1, 2] && broadcaster.outcome == "done", "a second end changes nothing")
+    }
+
+    /// A published snapshot is taken, not shared: the caller's later changes to its own copy are not seen.
+    @Test func aPublishedSnapshotIsTheValuePublished() {
+        let broadcaster = ProgressBroadcaster<[Int], String>([])
+        var snapshot = [1, 2]
+        broadcaster.publish(snapshot)
+        snapshot.append(3)
+        #expect(broadcaster.latest == [1, 2] && snapshot == [1, 2, 3])
+    }
+
     @Test func timeRemainingNeedsATotalAndARate() {
         #expect(DownloadProgress.estimatedTimeRemaining(done: 0, total: nil, bytesPerSecond: 10) == nil)
         #expect(DownloadProgress.estimatedTimeRemaining(done: 0, total: 100, bytesPerSecond: 0) == nil)
