@@ -89,20 +89,20 @@ import Testing
         #expect(copy.userAgent == "other" && copy.tls.caFile == "/ca.pem" && copy.headers.count == 1 && copy.connections == 3)
     }
 
-    /// A value that holds the only reference to its box is changed in place: no box is made per change.
+    /// A value that holds the only reference to its box is changed in place: no box is made per change; one
+    /// that shares it gets a box of its own once, then changes that in place.
     @Test func aValueNotSharedIsChangedInPlace() {
-        var progress = Self.progress()
-        let before = progress
-        progress.phase = .paused   // copies the box once: `before` shares it
-        let changed = progress
-        progress.bytesDone = 20
-        #expect(!progress.sharesStorage(with: before) && !progress.sharesStorage(with: changed))
-        var alone = Self.request()
-        alone.url = "https://example.org/c.iso"
-        alone.mirrors = []
-        var again = alone
-        again.createsDirectories = true
-        #expect(!again.sharesStorage(with: alone) && !alone.createsDirectories)
+        var value = CopyOnWrite([1, 2])
+        let box = ObjectIdentifier(value.box)
+        value.unique.fields.append(3)
+        value.unique.fields[0] = 0
+        #expect(ObjectIdentifier(value.box) == box && value.value == [0, 2, 3])
+        let shared = value
+        value.unique.fields.append(4)
+        let own = ObjectIdentifier(value.box)
+        #expect(own != box && shared.value == [0, 2, 3] && value.value == [0, 2, 3, 4])
+        value.unique.fields.append(5)
+        #expect(ObjectIdentifier(value.box) == own, "copied once, then changed in place")
     }
 
     /// `print` and `dump` show the fields, as they did of the plain structs.

@@ -1,4 +1,6 @@
 import Testing
+import HaulIO
+import HaulJournal
 @testable import Haul
 
 struct ProgressBroadcasterTests {
@@ -73,6 +75,26 @@ struct ProgressBroadcasterTests {
         broadcaster.publish(snapshot)
         snapshot.append(3)
         #expect(broadcaster.latest == [1, 2] && snapshot == [1, 2, 3])
+    }
+
+    /// The meter overwrites every field of the latest snapshot: nothing of the one before (a notice, a
+    /// checkpoint failure, a path, the connections) survives into the next.
+    @Test func theMeterSetsEveryFieldInPlace() {
+        var meter = ProgressMeter(runStarted: MonotonicInstant(nanoseconds: 1_000_000_000))
+        var progress = DownloadProgress(phase: .paused, bytesDone: 99, total: 999, bytesPerSecond: 5, estimatedTimeRemaining: .seconds(9),
+                                        activeConnections: 7, completedRanges: [0..<99], segments: [.init(start: 0, next: 99, end: 999, isActive: true)],
+                                        elapsed: .seconds(9), partialPath: "/old.part")
+        progress.notices = ["old"]
+        progress.canResume = false
+        progress.checkpointFailure = .headerChecksumMismatch(stored: 1, computed: 2)
+        let snapshot = SegmentedDownload.Snapshot(bytesDone: 10, total: nil, activeConnections: 2, completedRanges: [0..<10], segments: [],
+                                                  checkpointFailure: nil, partialPath: "/new.part", notices: [])
+        meter.update(&progress, from: snapshot, phase: .connecting, at: MonotonicInstant(nanoseconds: 3_000_000_000))
+        var expected = DownloadProgress(phase: .connecting, bytesDone: 10, total: nil, bytesPerSecond: 0, estimatedTimeRemaining: nil,
+                                        activeConnections: 0, completedRanges: [0..<10], segments: [], elapsed: .seconds(2),
+                                        partialPath: "/new.part")
+        expected.canResume = true
+        #expect(progress == expected, "\(progress)")
     }
 
     @Test func timeRemainingNeedsATotalAndARate() {

@@ -543,6 +543,8 @@ public final class DownloadTask: @unchecked Sendable {
     }
 
     private func publish(_ snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase, canResume: Bool = true) {
-        progressBroadcast.publish(meter.progress(from: snapshot, phase: phase, canResume: canResume))
+        // The latest snapshot is overwritten where it lies (every field), not replaced by a new one.
+        let now = MonotonicInstant.now()
+        progressBroadcast.update { latest in meter.update(&latest, from: snapshot, phase: phase, canResume: canResume, at: now) }
     }
 }
