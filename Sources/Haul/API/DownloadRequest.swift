@@ -255,6 +255,8 @@ public struct DownloadRequest: Sendable, CustomReflectable {
     /// download, and a copy then retains one object instead of each of its strings and arrays.
     private var fields: CopyOnWrite<Fields>
 
+    /// The stored properties. One added here must be added to `==`, `CodingKeys`, `init(from:)` and `encode(to:)`
+    /// (DownloadRequest+Codable.swift); `customMirror` shows these fields, which RequestAndResultCodableTests compares with the keys.
     private struct Fields: Sendable {
         var url: String
         var parsedURLCache: (text: String, url: HTTPURL)?

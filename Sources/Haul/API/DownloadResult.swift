@@ -131,6 +131,8 @@ public struct DownloadResult: Sendable, CustomReflectable {
     /// way to its caller, and a copy then retains one object instead of each of its strings and arrays.
     private var fields: CopyOnWrite<Fields>
 
+    /// The stored properties. One added here must be added to `==`, `CodingKeys`, `init(from:)` and `encode(to:)`
+    /// (DownloadResult+Codable.swift); `customMirror` shows these fields, which RequestAndResultCodableTests compares with the keys.
     private struct Fields: Sendable {
         var path: String
         var bytes: Int64

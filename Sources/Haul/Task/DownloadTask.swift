@@ -472,7 +472,7 @@ public final class DownloadTask: @unchecked Sendable {
         ticker = nil
         lifecycle.ended()
         let phase: DownloadProgress.Phase
-        /// A finished file's length and path, for the final snapshot.
+        // A finished file's length and path, for the final snapshot.
         var file: (bytes: Int64, path: String)?
         switch result {
         case .success(let value):
