@@ -1,4 +1,6 @@
 import Testing
+import HaulIO
+import HaulJournal
 @testable import Haul
 
 struct ProgressBroadcasterTests {
@@ -48,6 +50,51 @@ struct ProgressBroadcasterTests {
         #expect(broadcaster.subscriberCount == 0, "a cancelled subscriber is removed, not published to until the end")
         broadcaster.publish(1)
         #expect(broadcaster.end("done", final: 2))
+    }
+
+    /// `update` changes the latest snapshot where it lies and delivers the result; `end(_:changingLatest:)`
+    /// changes it only when it is the end that wins.
+    @Test func anUpdateAndAnEndChangeTheLatestInPlace() async {
+        let broadcaster = ProgressBroadcaster<[Int], String>([0])
+        var iterator = broadcaster.stream.makeAsyncIterator()
+        #expect(await iterator.next() == [0])
+        broadcaster.update { $0.append(1) }
+        #expect(broadcaster.latest == [0, 1])
+        #expect(await iterator.next() == [0, 1], "a subscriber gets the changed snapshot")
+        #expect(broadcaster.end("done") { $0.append(2) })
+        #expect(await iterator.next() == [0, 1, 2])
+        #expect(await iterator.next() == nil)
+        #expect(!broadcaster.end("again") { $0.append(3) })
+        #expect(broadcaster.latest == [0, 1, 2] && broadcaster.outcome == "done", "a second end changes nothing")
+    }
+
+    /// A published snapshot is taken, not shared: the caller's later changes to its own copy are not seen.
+    @Test func aPublishedSnapshotIsTheValuePublished() {
+        let broadcaster = ProgressBroadcaster<[Int], String>([])
+        var snapshot = [1, 2]
+        broadcaster.publish(snapshot)
+        snapshot.append(3)
+        #expect(broadcaster.latest == [1, 2] && snapshot == [1, 2, 3])
+    }
+
+    /// The meter overwrites every field of the latest snapshot: nothing of the one before (a notice, a
+    /// checkpoint failure, a path, the connections) survives into the next.
+    @Test func theMeterSetsEveryFieldInPlace() {
+        var meter = ProgressMeter(runStarted: MonotonicInstant(nanoseconds: 1_000_000_000))
+        var progress = DownloadProgress(phase: .paused, bytesDone: 99, total: 999, bytesPerSecond: 5, estimatedTimeRemaining: .seconds(9),
+                                        activeConnections: 7, completedRanges: [0..<99], segments: [.init(start: 0, next: 99, end: 999, isActive: true)],
+                                        elapsed: .seconds(9), partialPath: "/old.part")
+        progress.notices = ["old"]
+        progress.canResume = false
+        progress.checkpointFailure = .headerChecksumMismatch(stored: 1, computed: 2)
+        let snapshot = SegmentedDownload.Snapshot(bytesDone: 10, total: nil, activeConnections: 2, completedRanges: [0..<10], segments: [],
+                                                  checkpointFailure: nil, partialPath: "/new.part", notices: [])
+        meter.update(&progress, from: snapshot, phase: .connecting, at: MonotonicInstant(nanoseconds: 3_000_000_000))
+        var expected = DownloadProgress(phase: .connecting, bytesDone: 10, total: nil, bytesPerSecond: 0, estimatedTimeRemaining: nil,
+                                        activeConnections: 0, completedRanges: [0..<10], segments: [], elapsed: .seconds(2),
+                                        partialPath: "/new.part")
+        expected.canResume = true
+        #expect(progress == expected, "\(progress)")
     }
 
     @Test func timeRemainingNeedsATotalAndARate() {

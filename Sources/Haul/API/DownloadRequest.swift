@@ -4,7 +4,7 @@ import SystemPackage
 ///
 /// Connection counts, timeouts, TLS and the like belong to the ``HaulClient`` (its ``DownloadOptions``);
 /// what differs from file to file lives here.
-public struct DownloadRequest: Sendable {
+public struct DownloadRequest: Sendable, CustomReflectable {
     /// Where the file goes.
     public enum Destination: Sendable, Hashable {
         /// This exact path. While the download runs it holds this name, in this process and against Haul
@@ -51,19 +51,28 @@ public struct DownloadRequest: Sendable {
     }
 
     /// The URL to fetch.
-    public var url: String
+    public var url: String {
+        get { fields.box.fields.url }
+        set { fields.unique.fields.url = newValue }
+        _modify { yield &fields.unique.fields.url }
+    }
     /// ``url`` parsed already, by a caller that made the request from text it parsed anyway (the CLI parses
     /// each URL of a list when it checks the list): the engine does not parse it again. Used only while
     /// ``url`` is the text it was set with; a cache, not part of the request's value (not compared, not
     /// encoded). Whoever sets it has parsed ``url`` into it.
     package var parsedURL: HTTPURL? {
         get {
-            guard let parsedURLCache, parsedURLCache.text == url else { return nil }
-            return parsedURLCache.url
+            // Compared where it lies: binding the cache would copy its `HTTPURL` for the comparison.
+            guard fields.box.fields.parsedURLCache?.text == fields.box.fields.url else { return nil }
+            return fields.box.fields.parsedURLCache?.url
         }
         set { parsedURLCache = newValue.map { (url, $0) } }
     }
-    private var parsedURLCache: (text: String, url: HTTPURL)?
+    private var parsedURLCache: (text: String, url: HTTPURL)? {
+        get { fields.box.fields.parsedURLCache }
+        set { fields.unique.fields.parsedURLCache = newValue }
+        _modify { yield &fields.unique.fields.parsedURLCache }
+    }
     /// A path its caller found absent, with its `NAME.part` and `NAME.part.haul`, by listing the directory
     /// before the download started (the CLI lists a list's destination directory once, before its first
     /// download: `DirectorySnapshot`). When the download's file is that very path, the
@@ -71,23 +80,46 @@ public struct DownloadRequest: Sendable {
     /// uses it: a resume after a pause looks, since its own `.part` is there then. Nothing depends on it for
     /// safety: a file that appeared since the listing is never replaced (`FinalNaming`). A hint, not part
     /// of the request's value (not compared, not encoded); whoever sets it has listed the directory.
+    ///
+    /// Kept beside the box of fields, not in it: a caller sets it on a copy of a request it keeps (the CLI's
+    /// plan), which would otherwise copy the whole box for it.
     package var listedAbsentPath: String?
     /// Other URLs of the same resource. Connections start spread over all of them and then move to the ones
     /// measured fastest per connection; one far slower than the fastest (under a quarter of its speed) gets
     /// none of the tail. A failing one is dropped.
-    public var mirrors: [String]
+    public var mirrors: [String] {
+        get { fields.box.fields.mirrors }
+        set { fields.unique.fields.mirrors = newValue }
+        _modify { yield &fields.unique.fields.mirrors }
+    }
     /// Where the file goes: a path, a directory and the server's suggested name, a stream, or memory.
-    public var destination: Destination
+    public var destination: Destination {
+        get { fields.box.fields.destination }
+        set { fields.unique.fields.destination = newValue }
+        _modify { yield &fields.unique.fields.destination }
+    }
     /// Whether missing directories on the way to the destination are created.
-    public var createsDirectories: Bool
+    public var createsDirectories: Bool {
+        get { fields.box.fields.createsDirectories }
+        set { fields.unique.fields.createsDirectories = newValue }
+        _modify { yield &fields.unique.fields.createsDirectories }
+    }
     /// Whether an existing file at the destination may be replaced; when false that is
     /// ``HaulError/destinationExists(path:)``, before anything is fetched. Only a finished file is ever
     /// replaced: a destination that is a working file of an interrupted download (`x.part` while `x.part.haul`
     /// waits for a resume) is ``HaulError/Reason/invalidDestination(_:)``, and one a live download holds or
     /// will produce is ``HaulError/Reason/destinationBusy(path:holder:)``, whatever this says.
-    public var replacesExisting: Bool
+    public var replacesExisting: Bool {
+        get { fields.box.fields.replacesExisting }
+        set { fields.unique.fields.replacesExisting = newValue }
+        _modify { yield &fields.unique.fields.replacesExisting }
+    }
     /// A digest the finished file must have; on a mismatch the file stays `NAME.part`.
-    public var checksum: Checksum?
+    public var checksum: Checksum? {
+        get { fields.box.fields.checksum }
+        set { fields.unique.fields.checksum = newValue }
+        _modify { yield &fields.unique.fields.checksum }
+    }
     /// The digest of each fixed-size piece of the file (a Metalink's `<pieces>`): each piece is checked as
     /// soon as its bytes are written, and only a checked piece counts as done in the resume journal. A piece
     /// that fails is fetched again, from another mirror when one is left (the mirrors that served it are
@@ -95,11 +127,23 @@ public struct DownloadRequest: Sendable {
     /// download with ``HaulError/Reason/digestMismatch(_:)``. Digests that do not cover the server's length
     /// exactly fail the download before a byte is written. A stream cannot be checked this way (it keeps no
     /// file to read a piece back from): ``HaulError/Reason/invalidDestination(_:)``.
-    public var pieceHashes: PieceHashes? = nil
+    public var pieceHashes: PieceHashes? {
+        get { fields.box.fields.pieceHashes }
+        set { fields.unique.fields.pieceHashes = newValue }
+        _modify { yield &fields.unique.fields.pieceHashes }
+    }
     /// What to do when the resource changes on the server while (or between when) it is downloaded.
-    public var ifChangedOnServer: ChangePolicy
+    public var ifChangedOnServer: ChangePolicy {
+        get { fields.box.fields.ifChangedOnServer }
+        set { fields.unique.fields.ifChangedOnServer = newValue }
+        _modify { yield &fields.unique.fields.ifChangedOnServer }
+    }
     /// Discard a previous interrupted download of the same destination instead of resuming it.
-    public var discardsPartialDownload: Bool
+    public var discardsPartialDownload: Bool {
+        get { fields.box.fields.discardsPartialDownload }
+        set { fields.unique.fields.discardsPartialDownload = newValue }
+        _modify { yield &fields.unique.fields.discardsPartialDownload }
+    }
     /// Fetch only when the server's file differs from the one at the destination (wget `-N`, curl `-z`): with
     /// an existing destination the first request carries `If-None-Match` (the `ETag` Haul stored with the
     /// file) and `If-Modified-Since` (the stored `Last-Modified` text, else the file's modification time). A
@@ -109,22 +153,38 @@ public struct DownloadRequest: Sendable {
     /// names it), never from a `Content-Disposition`, which comes only with the answer, too late to ask about
     /// the file it names. Without a file there, with an interrupted download of it waiting (resumed instead),
     /// or for a stream or memory, the download is a plain one.
-    public var onlyIfChanged: Bool = false
+    public var onlyIfChanged: Bool {
+        get { fields.box.fields.onlyIfChanged }
+        set { fields.unique.fields.onlyIfChanged = newValue }
+        _modify { yield &fields.unique.fields.onlyIfChanged }
+    }
     /// Give the finished file the server's `Last-Modified` time as its modification time (curl and wget `-R`).
-    public var setsRemoteTime: Bool = false
+    public var setsRemoteTime: Bool {
+        get { fields.box.fields.setsRemoteTime }
+        set { fields.unique.fields.setsRemoteTime = newValue }
+        _modify { yield &fields.unique.fields.setsRemoteTime }
+    }
     /// Fetch only when the server's file was modified after this date (curl's `-z DATE`): the first request
     /// carries `If-Modified-Since` with it, whatever is at the destination. A `304 Not Modified` ends the
     /// download with nothing written (``DownloadResult/upToDate``; ``DownloadResult/path`` is the destination,
     /// which may not exist); any other answer downloads as usual and replaces an existing file, as if
     /// ``replacesExisting`` were set. With ``onlyIfChanged`` and a file at the destination, this date wins over
     /// the file's own. Not sent when an interrupted download is resumed (its `If-Range` decides).
-    public var modifiedSince: HTTPDate?
+    public var modifiedSince: HTTPDate? {
+        get { fields.box.fields.modifiedSince }
+        set { fields.unique.fields.modifiedSince = newValue }
+        _modify { yield &fields.unique.fields.modifiedSince }
+    }
     /// The file's length in bytes, when it is known before asking (a Metalink's `<size>`): a server that
     /// serves another length — in its first answer, or in the bytes a body without a length ends after — is
     /// refused with ``HaulError/Reason/sizeMismatch(url:expected:served:)`` before its body is written (a
     /// mirror that does is dropped and its work goes to the others), and a journal of another length is not
     /// resumed. Nothing is left under the final name. nil: any length.
-    public var expectedSize: Int64?
+    public var expectedSize: Int64? {
+        get { fields.box.fields.expectedSize }
+        set { fields.unique.fields.expectedSize = newValue }
+        _modify { yield &fields.unique.fields.expectedSize }
+    }
     /// Follow a Metalink document instead of saving it (aria2's `--follow-metalink`): when the first answer
     /// is one (a `200`, or a `206` from byte 0, whose `Content-Type` is
     /// `application/metalink4+xml`), nothing is written to the destination; the document is fetched again
@@ -134,17 +194,29 @@ public struct DownloadRequest: Sendable {
     /// A document that does not parse fails the download (``HaulError/Reason/faultyResponse(url:detail:)``);
     /// one that announces more bytes than a document may have is not followed but downloaded as a file, with a
     /// notice. Off by default: the API saves what the server sends.
-    public var followsMetalink: Bool = false
+    public var followsMetalink: Bool {
+        get { fields.box.fields.followsMetalink }
+        set { fields.unique.fields.followsMetalink = newValue }
+        _modify { yield &fields.unique.fields.followsMetalink }
+    }
     /// Request headers for this download only, sent after the client's
     /// (``DownloadOptions/headers``): a token that differs from file to file, say. `Authorization`,
     /// `Proxy-Authorization` and `Cookie` among them go only to the origin of ``url``.
-    public var headers: [(name: String, value: String)] = []
+    public var headers: [(name: String, value: String)] {
+        get { fields.box.fields.headers }
+        set { fields.unique.fields.headers = newValue }
+        _modify { yield &fields.unique.fields.headers }
+    }
 
     /// A user and password sent as HTTP Basic authorization (`Authorization: Basic …`, RFC 7617), only to
     /// the origin (scheme, host and port) of ``url``: never to a mirror or a redirect target on another
     /// origin, exactly as an `Authorization` header in ``headers`` is scoped. An `Authorization` header in
     /// ``headers`` wins over these. The `haul` command's `-u user:password` is the same.
-    public var credentials: Credentials?
+    public var credentials: Credentials? {
+        get { fields.box.fields.credentials }
+        set { fields.unique.fields.credentials = newValue }
+        _modify { yield &fields.unique.fields.credentials }
+    }
 
     /// A user and password for HTTP Basic authorization (``DownloadRequest/credentials``).
     ///
@@ -179,6 +251,32 @@ public struct DownloadRequest: Sendable {
         return headers + [(name: "Authorization", value: credentials.authorizationValue)]
     }
 
+    /// Every stored field in one copy-on-write box (`CopyOnWrite`): a request is copied several times per
+    /// download, and a copy then retains one object instead of each of its strings and arrays.
+    private var fields: CopyOnWrite<Fields>
+
+    /// The stored properties. One added here must be added to `==`, `CodingKeys`, `init(from:)` and `encode(to:)`
+    /// (DownloadRequest+Codable.swift); `customMirror` shows these fields, which RequestAndResultCodableTests compares with the keys.
+    private struct Fields: Sendable {
+        var url: String
+        var parsedURLCache: (text: String, url: HTTPURL)?
+        var mirrors: [String]
+        var destination: Destination
+        var createsDirectories: Bool
+        var replacesExisting: Bool
+        var checksum: Checksum?
+        var pieceHashes: PieceHashes? = nil
+        var ifChangedOnServer: ChangePolicy
+        var discardsPartialDownload: Bool
+        var onlyIfChanged: Bool = false
+        var setsRemoteTime: Bool = false
+        var modifiedSince: HTTPDate?
+        var expectedSize: Int64?
+        var followsMetalink: Bool = false
+        var headers: [(name: String, value: String)] = []
+        var credentials: Credentials?
+    }
+
     /// A request with the safe defaults: no directories created, an existing file not replaced, fail on change.
     ///
     /// The URLs are checked when the download starts: an invalid one ends it with
@@ -189,16 +287,10 @@ public struct DownloadRequest: Sendable {
                 replacesExisting: Bool = false, checksum: Checksum? = nil, ifChangedOnServer: ChangePolicy = .fail,
                 discardsPartialDownload: Bool = false, headers: [(name: String, value: String)] = [],
                 credentials: Credentials? = nil) {
-        self.url = url
-        self.mirrors = mirrors
-        self.destination = destination
-        self.createsDirectories = createsDirectories
-        self.replacesExisting = replacesExisting
-        self.checksum = checksum
-        self.ifChangedOnServer = ifChangedOnServer
-        self.discardsPartialDownload = discardsPartialDownload
-        self.headers = headers
-        self.credentials = credentials
+        fields = CopyOnWrite(Fields(
+            url: url, mirrors: mirrors, destination: destination, createsDirectories: createsDirectories,
+            replacesExisting: replacesExisting, checksum: checksum, ifChangedOnServer: ifChangedOnServer,
+            discardsPartialDownload: discardsPartialDownload, headers: headers, credentials: credentials))
     }
 
     /// A request for URLs already parsed, so none can be invalid when the download starts. User information in
@@ -212,4 +304,13 @@ public struct DownloadRequest: Sendable {
                   ifChangedOnServer: ifChangedOnServer, discardsPartialDownload: discardsPartialDownload,
                   headers: headers, credentials: credentials)
     }
+
+    /// The stored fields, as a struct's (what `print` and `dump` show), not the box that holds them.
+    public var customMirror: Mirror {
+        let hint: Mirror.Child = (label: "listedAbsentPath", value: listedAbsentPath as Any)
+        return Mirror(self, children: Array(Mirror(reflecting: fields.value).children) + [hint], displayStyle: .struct)
+    }
+
+    /// Whether `self` and `other` share one box of fields (for tests of copy-on-write).
+    func sharesStorage(with other: DownloadRequest) -> Bool { fields.sharesStorage(with: other.fields) }
 }

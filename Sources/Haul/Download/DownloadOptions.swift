@@ -1,10 +1,18 @@
 /// A ``HaulClient``'s settings, shared by all its downloads: identity, connections, limits, TLS, redirects
 /// and durability. Per-file choices (destination, checksum, what to do on a change) are in ``DownloadRequest``.
-public struct DownloadOptions: Sendable {
+public struct DownloadOptions: Sendable, CustomReflectable {
     /// Sent as `User-Agent`.
-    public var userAgent: String
+    public var userAgent: String {
+        get { fields.box.fields.userAgent }
+        set { fields.unique.fields.userAgent = newValue }
+        _modify { yield &fields.unique.fields.userAgent }
+    }
     /// Extra request headers, sent in order (validated: no CR/LF, no framing headers).
-    public var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)] {
+        get { fields.box.fields.headers }
+        set { fields.unique.fields.headers = newValue }
+        _modify { yield &fields.unique.fields.headers }
+    }
 
     /// Whether ``headers`` hold a credential (`Authorization`, `Proxy-Authorization`, `Cookie`): sent only to
     /// the origin of a download's first URL.
@@ -13,30 +21,78 @@ public struct DownloadOptions: Sendable {
     }
     /// Connect, TLS handshake, stall (no bytes received) and response-head limits. A server that sends
     /// *something* now and then is not stalled: ``lowSpeedLimit`` is what ends it.
-    public var timeouts: ConnectionTimeouts
+    public var timeouts: ConnectionTimeouts {
+        get { fields.box.fields.timeouts }
+        set { fields.unique.fields.timeouts = newValue }
+        _modify { yield &fields.unique.fields.timeouts }
+    }
     /// Longest a whole download may take; nil for no limit.
-    public var totalTimeout: Duration?
+    public var totalTimeout: Duration? {
+        get { fields.box.fields.totalTimeout }
+        set { fields.unique.fields.totalTimeout = newValue }
+        _modify { yield &fields.unique.fields.totalTimeout }
+    }
     /// Certificate verification and protocol settings.
-    public var tls: TLSSettings
+    public var tls: TLSSettings {
+        get { fields.box.fields.tls }
+        set { fields.unique.fields.tls = newValue }
+        _modify { yield &fields.unique.fields.tls }
+    }
     /// Which redirects to follow.
-    public var redirects: RedirectPolicy
+    public var redirects: RedirectPolicy {
+        get { fields.box.fields.redirects }
+        set { fields.unique.fields.redirects = newValue }
+        _modify { yield &fields.unique.fields.redirects }
+    }
     /// Whether to `fdatasync` before the final rename (off: survives a process crash, not a power loss).
-    public var synchronizesToDisk: Bool
+    public var synchronizesToDisk: Bool {
+        get { fields.box.fields.synchronizesToDisk }
+        set { fields.unique.fields.synchronizesToDisk = newValue }
+        _modify { yield &fields.unique.fields.synchronizesToDisk }
+    }
     /// Most connections one download opens.
-    public var connections: Int
+    public var connections: Int {
+        get { fields.box.fields.connections }
+        set { fields.unique.fields.connections = newValue }
+        _modify { yield &fields.unique.fields.connections }
+    }
     /// Most connections all downloads of the client have open at once; downloads beyond it wait for a slot.
-    public var maximumConnections: Int
+    public var maximumConnections: Int {
+        get { fields.box.fields.maximumConnections }
+        set { fields.unique.fields.maximumConnections = newValue }
+        _modify { yield &fields.unique.fields.maximumConnections }
+    }
     /// Smallest piece of the file a connection is given (or steals).
-    public var minimumSegment: Int64
+    public var minimumSegment: Int64 {
+        get { fields.box.fields.minimumSegment }
+        set { fields.unique.fields.minimumSegment = newValue }
+        _modify { yield &fields.unique.fields.minimumSegment }
+    }
     /// How failed requests are retried.
-    public var retry: RetryPolicy
+    public var retry: RetryPolicy {
+        get { fields.box.fields.retry }
+        set { fields.unique.fields.retry = newValue }
+        _modify { yield &fields.unique.fields.retry }
+    }
     /// Bytes per second for the whole download, shared by its connections; nil for no limit.
-    public var rateLimit: Int64?
+    public var rateLimit: Int64? {
+        get { fields.box.fields.rateLimit }
+        set { fields.unique.fields.rateLimit = newValue }
+        _modify { yield &fields.unique.fields.rateLimit }
+    }
     /// A connection slower than this fraction of the median connection rate for `slowWindow` has its
     /// remaining range split off for others.
-    public var slowConnectionRatio: Double
+    public var slowConnectionRatio: Double {
+        get { fields.box.fields.slowConnectionRatio }
+        set { fields.unique.fields.slowConnectionRatio = newValue }
+        _modify { yield &fields.unique.fields.slowConnectionRatio }
+    }
     /// How long a connection must stay slow before its range is split.
-    public var slowWindow: Duration
+    public var slowWindow: Duration {
+        get { fields.box.fields.slowWindow }
+        set { fields.unique.fields.slowWindow = newValue }
+        _modify { yield &fields.unique.fields.slowWindow }
+    }
     /// A connection that receives less than this rate on average for this long is closed and its range
     /// retried like any failed try (curl's `--speed-limit`/`--speed-time`, per connection), so that it counts
     /// against ``RetryPolicy/triesPerRange`` and ``RetryPolicy/totalRetries``: a server that trickles every
@@ -48,27 +104,55 @@ public struct DownloadOptions: Sendable {
     /// download forever. It watches every connection with a request out, in every phase: waiting for the
     /// head, the probe, a whole-file `200` of known or unknown length, a single-connection download. With
     /// ``rateLimit`` set, the limit is lowered to a quarter of a connection's share of it. nil turns it off.
-    public var lowSpeedLimit: LowSpeedLimit?
+    public var lowSpeedLimit: LowSpeedLimit? {
+        get { fields.box.fields.lowSpeedLimit }
+        set { fields.unique.fields.lowSpeedLimit = newValue }
+        _modify { yield &fields.unique.fields.lowSpeedLimit }
+    }
     /// Most time between two checkpoints of the resume journal.
-    public var checkpointInterval: Duration
+    public var checkpointInterval: Duration {
+        get { fields.box.fields.checkpointInterval }
+        set { fields.unique.fields.checkpointInterval = newValue }
+        _modify { yield &fields.unique.fields.checkpointInterval }
+    }
     /// Most bytes written between two checkpoints: after a crash at most about this much is fetched again.
-    public var checkpointBytes: Int64
+    public var checkpointBytes: Int64 {
+        get { fields.box.fields.checkpointBytes }
+        set { fields.unique.fields.checkpointBytes = newValue }
+        _modify { yield &fields.unique.fields.checkpointBytes }
+    }
     /// How often a running download publishes a ``DownloadProgress`` snapshot.
-    public var progressInterval: Duration
+    public var progressInterval: Duration {
+        get { fields.box.fields.progressInterval }
+        set { fields.unique.fields.progressInterval = newValue }
+        _modify { yield &fields.unique.fields.progressInterval }
+    }
     /// Which proxy each origin is reached through (`http://`, `https://`, `socks5://`, `socks5h://`, with
     /// credentials from the proxy URL), and which hosts bypass it; `nil` (the default) connects directly. The
     /// environment is not read implicitly: pass `ProxySettings.fromEnvironment(_:)` to honour `https_proxy`
     /// and friends as curl does.
-    public var proxy: ProxySettings?
+    public var proxy: ProxySettings? {
+        get { fields.box.fields.proxy }
+        set { fields.unique.fields.proxy = newValue }
+        _modify { yield &fields.unique.fields.proxy }
+    }
     /// Whether plain-HTTP bodies of known length are spliced into the file (socket → pipe → file, one copy in
     /// the kernel) rather than read into a buffer and written with `pwrite` (two copies). On by default; TLS,
     /// chunked and close-delimited bodies, streams, memory destinations and rate-limited downloads are always
     /// read. Turn it off to work around a kernel or file system whose `splice` misbehaves.
-    public var splicesBodies: Bool = true
+    public var splicesBodies: Bool {
+        get { fields.box.fields.splicesBodies }
+        set { fields.unique.fields.splicesBodies = newValue }
+        _modify { yield &fields.unique.fields.splicesBodies }
+    }
     /// Whether a fresh download may write into a file without a name until it needs one
     /// (``WorkingFileChoice``). The session daemon turns it off: it recognises a finished file after a crash by
     /// the inode of its `NAME.part`, which a file without a name does not have until its finish.
-    package var writesUnnamedFiles = true
+    package var writesUnnamedFiles: Bool {
+        get { fields.box.fields.writesUnnamedFiles }
+        set { fields.unique.fields.writesUnnamedFiles = newValue }
+        _modify { yield &fields.unique.fields.writesUnnamedFiles }
+    }
     /// Where connections go and from where, beyond what the URL says — curl's `--resolve`, `--connect-to`,
     /// `-4`/`-6` and `--interface` (`NetworkSettings`); TLS and `Host` keep the URL's host. The client
     /// certificate (`--cert`/`--key`) is `TLSSettings.clientCertificate` in ``tls``. Pooled keep-alive
@@ -80,7 +164,11 @@ public struct DownloadOptions: Sendable {
     /// options.network.addressFamily = .ipv4
     /// options.tls.clientCertificate = TLSSettings.ClientCertificate(certificateFile: "client.pem", keyFile: "client.key")
     /// ```
-    public var network: NetworkSettings = NetworkSettings()
+    public var network: NetworkSettings {
+        get { fields.box.fields.network }
+        set { fields.unique.fields.network = newValue }
+        _modify { yield &fields.unique.fields.network }
+    }
     /// The largest file a download may produce, in bytes (curl's `--max-filesize`); nil, the default, for no
     /// limit. A resource whose announced length is larger is refused before any of its body is written; one
     /// sent without a length (chunked, or delimited by the connection's close) is stopped by the first bytes
@@ -88,7 +176,11 @@ public struct DownloadOptions: Sendable {
     /// ``HaulError/Reason/responseTooLarge(url:limit:length:)``. A download into memory is held to the smaller of
     /// this and its own limit. A download resumed from its journal is not checked again: its length was known
     /// when it began.
-    public var maximumFileSize: Int64? = nil
+    public var maximumFileSize: Int64? {
+        get { fields.box.fields.maximumFileSize }
+        set { fields.unique.fields.maximumFileSize = newValue }
+        _modify { yield &fields.unique.fields.maximumFileSize }
+    }
     /// How many event-loop threads the client runs its downloads on: 1 by default (every download on one
     /// thread, as the client has always run them); values below 1 count as 1.
     ///
@@ -100,7 +192,42 @@ public struct DownloadOptions: Sendable {
     /// one large download gains nothing, since its connections share its loop. ``maximumConnections`` stays
     /// one cap for all loops together. The `haul` command uses one loop per core, up to 4, when it runs more
     /// than one download at once.
-    public var eventLoops: Int = 1
+    public var eventLoops: Int {
+        get { fields.box.fields.eventLoops }
+        set { fields.unique.fields.eventLoops = newValue }
+        _modify { yield &fields.unique.fields.eventLoops }
+    }
+
+    /// Every stored field in one copy-on-write box (`CopyOnWrite`): each download copies its client's options
+    /// more than once, and a copy then retains one object instead of each of its strings, arrays and settings.
+    private var fields: CopyOnWrite<Fields>
+
+    private struct Fields: Sendable {
+        var userAgent: String
+        var headers: [(name: String, value: String)]
+        var timeouts: ConnectionTimeouts
+        var totalTimeout: Duration?
+        var tls: TLSSettings
+        var redirects: RedirectPolicy
+        var synchronizesToDisk: Bool
+        var connections: Int
+        var maximumConnections: Int
+        var minimumSegment: Int64
+        var retry: RetryPolicy
+        var rateLimit: Int64?
+        var slowConnectionRatio: Double
+        var slowWindow: Duration
+        var lowSpeedLimit: LowSpeedLimit?
+        var checkpointInterval: Duration
+        var checkpointBytes: Int64
+        var progressInterval: Duration
+        var proxy: ProxySettings?
+        var splicesBodies: Bool = true
+        var writesUnnamedFiles: Bool = true
+        var network: NetworkSettings = NetworkSettings()
+        var maximumFileSize: Int64? = nil
+        var eventLoops: Int = 1
+    }
 
     /// Options with defaults suited to one fast download: 8 connections, 1 MiB minimum segment, durable
     /// writes, a checkpoint every second or 32 MiB. Every wait has an end by default: 10 s to connect and to
@@ -127,26 +254,22 @@ public struct DownloadOptions: Sendable {
         progressInterval: Duration = .milliseconds(200),
         proxy: ProxySettings? = nil
     ) {
-        self.userAgent = userAgent
-        self.headers = headers
-        self.timeouts = timeouts
-        self.totalTimeout = totalTimeout
-        self.tls = tls
-        self.redirects = redirects
-        self.synchronizesToDisk = synchronizesToDisk
-        self.connections = max(1, connections)
-        self.maximumConnections = max(1, maximumConnections)
-        self.minimumSegment = max(1, minimumSegment)
-        self.retry = retry
-        self.rateLimit = rateLimit
-        self.slowConnectionRatio = slowConnectionRatio
-        self.slowWindow = slowWindow
-        self.lowSpeedLimit = lowSpeedLimit
-        self.checkpointInterval = checkpointInterval
-        self.checkpointBytes = max(1, checkpointBytes)
-        self.progressInterval = progressInterval
-        self.proxy = proxy
+        fields = CopyOnWrite(Fields(
+            userAgent: userAgent, headers: headers, timeouts: timeouts, totalTimeout: totalTimeout, tls: tls,
+            redirects: redirects, synchronizesToDisk: synchronizesToDisk, connections: max(1, connections),
+            maximumConnections: max(1, maximumConnections), minimumSegment: max(1, minimumSegment), retry: retry,
+            rateLimit: rateLimit, slowConnectionRatio: slowConnectionRatio, slowWindow: slowWindow,
+            lowSpeedLimit: lowSpeedLimit, checkpointInterval: checkpointInterval, checkpointBytes: max(1, checkpointBytes),
+            progressInterval: progressInterval, proxy: proxy))
     }
+
+    /// The stored fields, as a struct's (what `print` and `dump` show), not the box that holds them.
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: fields.value).children, displayStyle: .struct)
+    }
+
+    /// Whether `self` and `other` share one box of fields (for tests of copy-on-write).
+    func sharesStorage(with other: DownloadOptions) -> Bool { fields.sharesStorage(with: other.fields) }
 }
 
 /// What to do when a resource changes on the server during (or between parts of) a download.

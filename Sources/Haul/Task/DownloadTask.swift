@@ -471,33 +471,36 @@ public final class DownloadTask: @unchecked Sendable {
         if let ticker { lane.loop.cancelTimer(ticker) }
         ticker = nil
         lifecycle.ended()
-        var final = progressBroadcast.latest
-        switch result {
-        case .success: final.phase = .completed
-        case .failure(let error) where error.isCancelled: final.phase = .cancelled
-        case .failure: final.phase = .failed
-        }
+        let phase: DownloadProgress.Phase
+        // A finished file's length and path, for the final snapshot.
+        var file: (bytes: Int64, path: String)?
         switch result {
         case .success(let value):
+            phase = .completed
+            file = (value.bytes, value.path)
             logger.debug("download finished", metadata: [
                 "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
                 "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
             ])
         case .failure(let error):
+            phase = error.isCancelled ? .cancelled : .failed
             if error.isCancelled { logger.debug("download cancelled") } else {
                 logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
             }
         }
-        final.activeConnections = 0
-        final.estimatedTimeRemaining = nil
-        if case .success(let value) = result {
-            final.bytesDone = value.bytes
-            final.total = value.bytes
-            final.completedRanges = value.bytes > 0 ? [0..<value.bytes] : []
-            final.segments = []
-            final.partialPath = value.path
+        // The latest snapshot is changed where it lies, not copied out and back in.
+        progressBroadcast.end(result) { final in
+            final.phase = phase
+            final.activeConnections = 0
+            final.estimatedTimeRemaining = nil
+            if let file {
+                final.bytesDone = file.bytes
+                final.total = file.bytes
+                final.completedRanges = file.bytes > 0 ? [0..<file.bytes] : []
+                final.segments = []
+                final.partialPath = file.path
+            }
         }
-        progressBroadcast.end(result, final: final)
         // After the outcome is set: a caller woken by ``transferEnded()`` finds the download ended and can take
         // its result at once, instead of waiting for it in another task (a second thread hop per download).
         endTransfer()
@@ -540,6 +543,8 @@ public final class DownloadTask: @unchecked Sendable {
     }
 
     private func publish(_ snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase, canResume: Bool = true) {
-        progressBroadcast.publish(meter.progress(from: snapshot, phase: phase, canResume: canResume))
+        // The latest snapshot is overwritten where it lies (every field), not replaced by a new one.
+        let now = MonotonicInstant.now()
+        progressBroadcast.update { latest in meter.update(&latest, from: snapshot, phase: phase, canResume: canResume, at: now) }
     }
 }

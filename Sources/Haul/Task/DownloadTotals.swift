@@ -18,7 +18,7 @@ struct DownloadTotals: Equatable {
     }
 
     /// The last run's result with the earlier runs added in.
-    func including(_ last: DownloadResult) -> DownloadResult {
+    func including(_ last: consuming DownloadResult) -> DownloadResult {
         var result = last
         result.duration += duration
         result.bytesRequested += bytesRequested

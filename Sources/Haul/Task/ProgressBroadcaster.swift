@@ -61,38 +61,57 @@ package final class ProgressBroadcaster<Progress: Sendable, Outcome: Sendable>: 
     }
 
     /// Makes `progress` the latest snapshot and delivers it to every subscriber (none after the end).
-    package func publish(_ progress: Progress) {
-        let subscribers = state.withLock { state in
-            state.latest = progress
-            // Most downloads have no subscriber: no array made for none.
-            return state.subscribers.isEmpty ? [] : Array(state.subscribers.values)
+    ///
+    /// `progress` is taken, not copied: it is swapped into place under the lock, and the snapshot it replaces
+    /// is destroyed after the lock is released. Only subscribers (most downloads have none) get copies.
+    package func publish(_ progress: consuming Progress) {
+        var progress = progress
+        let delivery: (Progress, [AsyncStream<Progress>.Continuation])? = state.withLock { state in
+            swap(&state.latest, &progress)
+            return state.subscribers.isEmpty ? nil : (state.latest, Array(state.subscribers.values))
         }
-        for subscriber in subscribers { subscriber.yield(progress) }
+        guard let delivery else { return }
+        for subscriber in delivery.1 { subscriber.yield(delivery.0) }
     }
 
-    /// Changes the latest snapshot in place and publishes the result.
+    /// Changes the latest snapshot in place and publishes the result. `change` runs under the lock (it must
+    /// be quick and must not call back into the broadcaster): the snapshot is changed where it lies, not
+    /// copied out and back.
     package func update(_ change: (inout Progress) -> Void) {
-        var progress = latest
-        change(&progress)
-        publish(progress)
+        let delivery: (Progress, [AsyncStream<Progress>.Continuation])? = state.withLock { state in
+            change(&state.latest)
+            return state.subscribers.isEmpty ? nil : (state.latest, Array(state.subscribers.values))
+        }
+        guard let delivery else { return }
+        for subscriber in delivery.1 { subscriber.yield(delivery.0) }
     }
 
     /// Ends: `final` becomes the latest snapshot, every subscriber gets it and finishes, every waiter gets
     /// `outcome`. Returns false (and changes nothing) when it had ended already.
     @discardableResult
-    package func end(_ outcome: Outcome, final: Progress) -> Bool {
-        let ended: (waiters: [@Sendable (Outcome) -> Void], subscribers: [AsyncStream<Progress>.Continuation])? =
+    package func end(_ outcome: Outcome, final: consuming Progress) -> Bool {
+        var final = Optional(final)
+        return end(outcome) { latest in latest = final.take()! }
+    }
+
+    /// Ends as ``end(_:final:)`` does, the final snapshot made by changing the latest one in place
+    /// (`change` runs under the lock, only when it had not ended already; the same rules as ``update(_:)``).
+    @discardableResult
+    package func end(_ outcome: Outcome, changingLatest change: (inout Progress) -> Void) -> Bool {
+        let ended: (final: Progress?, waiters: [@Sendable (Outcome) -> Void], subscribers: [AsyncStream<Progress>.Continuation])? =
             state.withLock { state in
                 guard state.outcome == nil else { return nil }
-                state.latest = final
+                change(&state.latest)
                 state.outcome = outcome
                 defer { state.waiters = []; state.subscribers = [:] }
-                return (state.waiters, Array(state.subscribers.values))
+                return (state.subscribers.isEmpty ? nil : state.latest, state.waiters, Array(state.subscribers.values))
             }
         guard let ended else { return false }
-        for subscriber in ended.subscribers {
-            subscriber.yield(final)
-            subscriber.finish()
+        if let final = ended.final {
+            for subscriber in ended.subscribers {
+                subscriber.yield(final)
+                subscriber.finish()
+            }
         }
         for waiter in ended.waiters { waiter(outcome) }
         return true

@@ -17,20 +17,25 @@ struct ProgressMeter {
         runStarted = instant
     }
 
-    mutating func progress(from snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase, canResume: Bool = true,
-                           at now: MonotonicInstant = .now()) -> DownloadProgress {
+    /// Makes `progress` the snapshot of `snapshot` in `phase`, every field set, in place: a download publishes
+    /// by changing its latest snapshot where it lies, not by building a new one.
+    mutating func update(_ progress: inout DownloadProgress, from snapshot: SegmentedDownload.Snapshot, phase: DownloadProgress.Phase,
+                         canResume: Bool = true, at now: MonotonicInstant = .now()) {
         rate.record(bytes: snapshot.bytesDone, at: now)
         let perSecond = phase == .downloading ? rate.bytesPerSecond : 0
-        var progress = DownloadProgress(
-            phase: phase, bytesDone: snapshot.bytesDone, total: snapshot.total, bytesPerSecond: perSecond,
-            estimatedTimeRemaining: DownloadProgress.estimatedTimeRemaining(done: snapshot.bytesDone, total: snapshot.total, bytesPerSecond: perSecond),
-            activeConnections: phase == .downloading ? snapshot.activeConnections : 0,
-            completedRanges: snapshot.completedRanges, segments: snapshot.segments,
-            elapsed: .nanoseconds(Int64(now.nanoseconds(since: runStarted))), partialPath: snapshot.partialPath,
-            checkpointFailure: snapshot.checkpointFailure)
+        progress.phase = phase
+        progress.bytesDone = snapshot.bytesDone
+        progress.total = snapshot.total
+        progress.bytesPerSecond = perSecond
+        progress.estimatedTimeRemaining = DownloadProgress.estimatedTimeRemaining(done: snapshot.bytesDone, total: snapshot.total, bytesPerSecond: perSecond)
+        progress.activeConnections = phase == .downloading ? snapshot.activeConnections : 0
+        progress.completedRanges = snapshot.completedRanges
+        progress.segments = snapshot.segments
+        progress.elapsed = .nanoseconds(Int64(now.nanoseconds(since: runStarted)))
+        progress.partialPath = snapshot.partialPath
+        progress.checkpointFailure = snapshot.checkpointFailure
         progress.notices = snapshot.notices
         progress.canResume = canResume
-        return progress
     }
 }
 
