@@ -3,7 +3,11 @@
 // into DIRECTORY under its URL's last path segment. Compared in Benchmarks/bench.py with `haul -i LIST -j
 // WIDTH` on the same list, under GNU time, with every output's SHA-256 checked.
 //
-// Usage: haul-api-benchmark LIST DIRECTORY [--width N] [--no-sync]
+// Usage: haul-api-benchmark LIST DIRECTORY [--width N] [--no-sync] [--executor]
+//
+// With --executor, the task group runs with the client's event loops as its task executor preference
+// (`withTaskExecutorPreference(client.taskExecutor)`): the tasks continue on the loop thread where their
+// downloads end instead of on Swift's cooperative pool.
 //
 // Every download is awaited to its end (`client.download(_:)`, what an embedder writes), unlike the CLI,
 // which starts the next transfer as soon as the previous one's bytes are in (`transferEnded()`) and leaves
@@ -27,6 +31,7 @@ func fail(_ text: String) -> Never {
 var arguments = Array(CommandLine.arguments.dropFirst())
 var width = 16
 var synchronizes = true
+var prefersClientExecutor = false
 var positional: [String] = []
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
@@ -37,11 +42,13 @@ while !arguments.isEmpty {
         arguments.removeFirst()
     case "--no-sync":
         synchronizes = false
+    case "--executor":
+        prefersClientExecutor = true
     default:
         positional.append(argument)
     }
 }
-guard positional.count == 2 else { fail("usage: haul-api-benchmark LIST DIRECTORY [--width N] [--no-sync]") }
+guard positional.count == 2 else { fail("usage: haul-api-benchmark LIST DIRECTORY [--width N] [--no-sync] [--executor]") }
 let (listPath, directory) = (positional[0], positional[1])
 
 func readList(_ path: String) -> [String] {
@@ -101,7 +108,9 @@ enum Downloads {
     }
 }
 
-let failures = await Downloads.run(requests, client: client, width: width)
+let failures = prefersClientExecutor
+    ? await withTaskExecutorPreference(client.taskExecutor) { await Downloads.run(requests, client: client, width: width) }
+    : await Downloads.run(requests, client: client, width: width)
 await client.shutdown()
 if let first = failures.first {
     printError("\(failures.count) of \(requests.count) downloads failed; first: \(first)")
