@@ -27,9 +27,9 @@ import HaulIO
 /// queued from elsewhere (the first job of a task) runs on the loop with the fewest downloads. A download
 /// still stays on the lane it starts on.
 ///
-/// After the client has shut down (``HaulClient/shutdown()``, or its last reference dropped), jobs queued
-/// here run on Swift's global concurrent executor instead: a task that prefers a stopped client goes on,
-/// it is never dropped.
+/// Once the client shuts down (``HaulClient/shutdown()``, or its last reference dropped), jobs queued here
+/// run on Swift's global concurrent executor instead: a task that prefers a stopped client goes on, it is
+/// never dropped, and it does not hold up the shutdown.
 public final class HaulTaskExecutor: TaskExecutor {
     private let lanes: [ClientLane]
 
@@ -38,13 +38,13 @@ public final class HaulTaskExecutor: TaskExecutor {
     }
 
     /// Queues `job` on one of the client's loops (where it runs after the loop's current turn of events), or
-    /// on the global concurrent executor once the loops have stopped.
+    /// on the global concurrent executor once the client is shutting down.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         // The job runs with this executor as its current one: the task, whose preference this is, then
         // continues on it without a hop at each switch.
         let executor = asUnownedTaskExecutor()
-        if !loopForNextJob().executeUnlessStopped({ job.runSynchronously(on: executor) }) {
+        if !loopForNextJob().executeUnlessShuttingDown({ job.runSynchronously(on: executor) }) {
             globalConcurrentExecutor.enqueue(ExecutorJob(job))
         }
     }

@@ -4,12 +4,12 @@
 /// another thread. Such a task must only await: whatever it computes delays every connection of the loop.
 extension EventLoop: TaskExecutor {
     /// Queues `job` to run on the loop thread after the current turn's events (with no wake-up when queued
-    /// from the loop itself). Once the loop has stopped, the job runs on Swift's global concurrent executor
-    /// instead: a task that prefers a stopped loop goes on, it is never dropped.
+    /// from the loop itself). Once the loop is shutting down, the job runs on Swift's global concurrent
+    /// executor instead: a task that prefers a stopped loop goes on, it is never dropped.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        if !executeUnlessStopped({ job.runSynchronously(on: executor) }) {
+        if !executeUnlessShuttingDown({ job.runSynchronously(on: executor) }) {
             globalConcurrentExecutor.enqueue(ExecutorJob(job))
         }
     }
