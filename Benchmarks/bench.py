@@ -943,6 +943,10 @@ def measure_all(args):
                     tools += [
                         ("haul API, TaskGroup of 16", [args.api_benchmark, listing, dest, "--width", "16"], outputs),
                         ("haul API, TaskGroup of 16, --no-sync", [args.api_benchmark, listing, dest, "--width", "16", "--no-sync"], outputs),
+                        # The same group with the client's loops as its task executor preference
+                        # (`withTaskExecutorPreference(client.taskExecutor)`).
+                        ("haul API, TaskGroup of 16 on the client's executor, --no-sync",
+                         [args.api_benchmark, listing, dest, "--width", "16", "--no-sync", "--executor"], outputs),
                     ]
                 if key == "f":
                     tools += [
@@ -1299,6 +1303,14 @@ def targets(results):
             out.append((target, "—", "—", cost.get("error") or missing("f"), "—"))
     api, cli = find(results, "f", "haul API, TaskGroup of 16, --no-sync"), find(results, "f", "haul -i LIST -j 16 --no-sync")
     target = f"{args['many_files']:,} downloads through HaulClient from a TaskGroup of 16 as fast as `-i` (`--no-sync`)"
+    if api and cli:
+        extra_us = (api["wall"] - cli["wall"]) / api["files"] * 1e6
+        out.append((target, fmt_rate(api), f"-i: {fmt_rate(cli)}", f"{cli['wall'] / api['wall']:.2f}× ({extra_us:+.0f} µs per download)",
+                    status(api["wall"] <= cli["wall"] * 1.05, f"{(api['wall'] / cli['wall'] - 1) * 100:.0f}% slower")))
+    else:
+        out.append((target, "—", "—", "not run (needs --api-benchmark and (f))", "—"))
+    api = find(results, "f", "haul API, TaskGroup of 16 on the client's executor, --no-sync")
+    target = f"… the same with `withTaskExecutorPreference(client.taskExecutor)`"
     if api and cli:
         extra_us = (api["wall"] - cli["wall"]) / api["files"] * 1e6
         out.append((target, fmt_rate(api), f"-i: {fmt_rate(cli)}", f"{cli['wall'] / api['wall']:.2f}× ({extra_us:+.0f} µs per download)",

@@ -36,6 +36,10 @@ public final class HaulClient: Sendable {
     let budget: ConnectionBudget
     /// Where downloads started without a logger of their own log (a logger that drops everything by default).
     public let logger: Logger
+    /// Runs Swift tasks on the client's event-loop threads, so that a task awaiting downloads continues where
+    /// they end, with no thread woken for it: for task groups that only await downloads (see
+    /// ``HaulTaskExecutor`` for what else they must not do there).
+    public let taskExecutor: HaulTaskExecutor
     /// Numbers the downloads for their log records (`haul.download.id`).
     private let downloadCount = Atomic<Int>(0)
 
@@ -56,6 +60,7 @@ public final class HaulClient: Sendable {
             throw error
         }
         self.lanes = lanes
+        taskExecutor = HaulTaskExecutor(lanes: lanes)
         budget = ConnectionBudget(limit: options.maximumConnections)
     }
 

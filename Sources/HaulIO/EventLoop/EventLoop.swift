@@ -102,6 +102,24 @@ public final class EventLoop: @unchecked Sendable {
         if mustWake { wake() }
     }
 
+    /// Runs `task` on the loop thread as ``execute(_:)`` does, or returns `false` without queueing it once
+    /// ``shutdown()`` has been called: for work that must never be dropped and can run elsewhere (the job of a
+    /// Swift task that prefers this loop as its executor), which the caller then runs elsewhere. A task
+    /// accepted here always runs (the loop stops only with its queue empty), and such work never holds up a
+    /// shutdown: a Swift task that keeps yielding would otherwise keep the loop turning for good.
+    public func executeUnlessShuttingDown(_ task: @escaping @Sendable () -> Void) -> Bool {
+        let (accepted, mustWake) = pending.withLock { work -> (Bool, Bool) in
+            if work.shuttingDown || work.finished { return (false, false) }
+            work.tasks.append(task)
+            // The wake-up rule of `execute(_:)`.
+            guard work.loopWaits else { return (true, false) }
+            work.loopWaits = false
+            return (true, true)
+        }
+        if mustWake { wake() }
+        return accepted
+    }
+
     /// Runs `body` on the loop thread and returns its result to the awaiting task.
     public func submit<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in
