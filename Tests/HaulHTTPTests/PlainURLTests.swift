@@ -109,3 +109,22 @@ import Testing
         #expect(taken > 100)
     }
 }
+
+/// A URL keeps its parts behind one reference: copies, and URLs parsed separately from the same text, are equal
+/// and hash alike; URLs that differ in any one part are not equal.
+@Suite struct HTTPURLPartsTests {
+    @Test func equalityAndHashingFollowTheParts() throws {
+        let texts = ["http://h/p", "https://h/p", "http://g/p", "http://h:8/p", "http://h/q", "http://h/p?", "http://h/p?x",
+                     "http://u@h/p", "http://u:pw@h/p", "http://u:pv@h/p", "http://[::1]/p", "http://1.2.3.4/p"]
+        let urls = try texts.map { try HTTPURL($0) }
+        for (i, url) in urls.enumerated() {
+            let again = try HTTPURL(texts[i])
+            let copy = url
+            #expect(again == url && copy == url, "\(texts[i])")
+            #expect(again.hashValue == url.hashValue, "\(texts[i])")
+            for (j, other) in urls.enumerated() where j != i { #expect(other != url, "\(texts[i]) \(texts[j])") }
+        }
+        let decodedAgain = try urls.map { try HTTPURL($0.absoluteText) }
+        #expect(Set(urls + decodedAgain).count == urls.count)
+    }
+}

@@ -31,18 +31,61 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
         public var debugDescription: String { description }
     }
 
+    /// The parts, behind one reference: a URL is copied many times per download (into its request, its
+    /// segments' assignments, their request heads, results and reports), and each copy of six separate parts
+    /// retained every string among them.
+    /// (Inlinable, as the stored parts were read in place before: the accessors run in every module.)
+    @usableFromInline
+    final class Parts: Sendable {
+        @usableFromInline let scheme: Scheme
+        @usableFromInline let userInfo: UserInfo?
+        @usableFromInline let host: HTTPHost
+        @usableFromInline let port: UInt16
+        @usableFromInline let path: String
+        @usableFromInline let query: String?
+
+        init(scheme: Scheme, userInfo: UserInfo?, host: HTTPHost, port: UInt16, path: String, query: String?) {
+            self.scheme = scheme
+            self.userInfo = userInfo
+            self.host = host
+            self.port = port
+            self.path = path
+            self.query = query
+        }
+    }
+
+    @usableFromInline let parts: Parts
+
     /// The scheme, lowercased.
-    public let scheme: Scheme
+    @inlinable public var scheme: Scheme { parts.scheme }
     /// Credentials, if the URL carried any.
-    public let userInfo: UserInfo?
+    @inlinable public var userInfo: UserInfo? { parts.userInfo }
     /// The host.
-    public let host: HTTPHost
+    @inlinable public var host: HTTPHost { parts.host }
     /// The port to connect to: explicit, or the scheme's default.
-    public let port: UInt16
+    @inlinable public var port: UInt16 { parts.port }
     /// The path, percent-encoded, always starting with `/`.
-    public let path: String
+    @inlinable public var path: String { parts.path }
     /// The query without its `?`, percent-encoded; nil when there was no `?`.
-    public let query: String?
+    @inlinable public var query: String? { parts.query }
+
+    /// Equal parts; the same parts (a copy of one URL) without comparing them.
+    public static func == (lhs: HTTPURL, rhs: HTTPURL) -> Bool {
+        let (a, b) = (lhs.parts, rhs.parts)
+        if a === b { return true }
+        return a.scheme == b.scheme && a.port == b.port && a.host == b.host && a.path == b.path && a.query == b.query
+            && a.userInfo == b.userInfo
+    }
+
+    /// Hashes every part, as `==` compares them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(parts.scheme)
+        hasher.combine(parts.userInfo)
+        hasher.combine(parts.host)
+        hasher.combine(parts.port)
+        hasher.combine(parts.path)
+        hasher.combine(parts.query)
+    }
 
     /// `string`, a URL as given (parsed or not), as safe-to-print text: user information replaced by `***`
     /// and control characters written as `%XX` — the form a ``URLParseError`` quotes.
@@ -205,21 +248,13 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
 
     /// A URL without user information from its parts as they are.
     private init(scheme: Scheme, host: HTTPHost, port: UInt16, path: String, query: String?) {
-        self.scheme = scheme
-        self.userInfo = nil
-        self.host = host
-        self.port = port
-        self.path = path
-        self.query = query
+        parts = Parts(scheme: scheme, userInfo: nil, host: host, port: port, path: path, query: query)
     }
 
     private init(scheme: Scheme, userInfo: UserInfo?, host: HTTPHost, port: UInt16, path: [UInt8], query: [UInt8]?) {
-        self.scheme = scheme
-        self.userInfo = userInfo
-        self.host = host
-        self.port = port
-        self.path = path.isEmpty ? "/" : String(decoding: path, as: UTF8.self)
-        self.query = query.map { String(decoding: $0, as: UTF8.self) }
+        parts = Parts(scheme: scheme, userInfo: userInfo, host: host, port: port,
+                      path: path.isEmpty ? "/" : String(decoding: path, as: UTF8.self),
+                      query: query.map { String(decoding: $0, as: UTF8.self) })
     }
 
     // MARK: Derived forms
