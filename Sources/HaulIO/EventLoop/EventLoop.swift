@@ -54,6 +54,11 @@ public final class EventLoop: @unchecked Sendable {
     private var handlers: [UInt64: (IOEvents) -> Void] = [:]
     private var nextToken: UInt64 = 1
     private var timers = TimerQueue()
+    /// Loop-thread arrays the turn's due timers and queued tasks are moved into, kept with their capacity: a turn
+    /// that made a new array for each (a copy of the queue, emptied in place while shared) allocated twice for
+    /// every small download.
+    private var dueTimers: [() -> Void] = []
+    private var runningTasks: [@Sendable () -> Void] = []
     private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Set while a read handler looks at the receive buffer; another read must wait for it to return.
     private(set) var isLendingReceiveBuffer = false
@@ -262,12 +267,23 @@ public final class EventLoop: @unchecked Sendable {
             }
             batchTokens = nil
             batchCount = 0
-            for callback in timers.takeExpired(now: .now()) { callback() }
-            let (tasks, stopping) = pending.withLock { work in
-                defer { work.tasks.removeAll(keepingCapacity: true) }
-                return (work.tasks, work.shuttingDown)
+            // Each array is taken out of its property while its callbacks run (they may schedule more), then
+            // emptied, keeping its buffer, and put back.
+            var due = dueTimers
+            dueTimers = []
+            timers.takeExpired(now: .now(), into: &due)
+            for callback in due { callback() }
+            due.removeAll(keepingCapacity: true)
+            dueTimers = due
+            var tasks = runningTasks
+            runningTasks = []
+            let stopping = pending.withLock { work in
+                swap(&tasks, &work.tasks)
+                return work.shuttingDown
             }
             for task in tasks { task() }
+            tasks.removeAll(keepingCapacity: true)
+            runningTasks = tasks
             if stopping && pending.withLock({ work in
                 if work.tasks.isEmpty { work.finished = true }
                 return work.finished

@@ -111,11 +111,16 @@ struct TimerQueue {
     /// so a callback may schedule or cancel timers freely.
     mutating func takeExpired(now: MonotonicInstant) -> [() -> Void] {
         var due: [() -> Void] = []
+        takeExpired(now: now, into: &due)
+        return due
+    }
+
+    /// ``takeExpired(now:)`` appending to `due`, whose buffer the event loop keeps from turn to turn.
+    mutating func takeExpired(now: MonotonicInstant, into due: inout [() -> Void]) {
         while let top = heap.first, top.deadline <= now {
             popTop()
             if let callback = take(slot: top.slot, id: top.id) { due.append(callback) }
         }
-        return due
     }
 
     private mutating func popTop() {
