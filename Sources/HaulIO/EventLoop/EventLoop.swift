@@ -26,8 +26,14 @@ public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable: `pending` is behind a Mutex and the descriptors' owners are immutable; every other stored
     // property is loop-confined, touched only on the loop thread (checked with preconditions on the entry points).
 
+    /// A task queued by ``execute(_:)``. Wrapped: an array of bare closures holds each behind a reabstraction
+    /// thunk, made (allocated) for every task queued.
+    private struct QueuedTask {
+        let run: @Sendable () -> Void
+    }
+
     private struct PendingWork {
-        var tasks: [@Sendable () -> Void] = []
+        var tasks: [QueuedTask] = []
         var shuttingDown = false
         var finished = false
         /// Set by the loop thread, with no task queued, just before it waits in `epoll_wait`; cleared when the
@@ -57,8 +63,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Loop-thread arrays the turn's due timers and queued tasks are moved into, kept with their capacity: a turn
     /// that made a new array for each (a copy of the queue, emptied in place while shared) allocated twice for
     /// every small download.
-    private var dueTimers: [() -> Void] = []
-    private var runningTasks: [@Sendable () -> Void] = []
+    private var dueTimers: [TimerQueue.DueTimer] = []
+    private var runningTasks: [QueuedTask] = []
     private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Set while a read handler looks at the receive buffer; another read must wait for it to return.
     private(set) var isLendingReceiveBuffer = false
@@ -96,7 +102,7 @@ public final class EventLoop: @unchecked Sendable {
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let mustWake = pending.withLock { work -> Bool in
             if work.finished { return false }
-            work.tasks.append(task)
+            work.tasks.append(QueuedTask(run: task))
             // A wake-up only for a loop that waits, and one per wait: the loop thread itself (it never waits
             // while running a task) and submitters while the loop runs (a burst of downloads started from a
             // task group on a busy loop) write nothing; the loop takes their tasks at the end of its turn.
@@ -272,7 +278,7 @@ public final class EventLoop: @unchecked Sendable {
             var due = dueTimers
             dueTimers = []
             timers.takeExpired(now: .now(), into: &due)
-            for callback in due { callback() }
+            for timer in due { timer.callback() }
             due.removeAll(keepingCapacity: true)
             dueTimers = due
             var tasks = runningTasks
@@ -281,7 +287,7 @@ public final class EventLoop: @unchecked Sendable {
                 swap(&tasks, &work.tasks)
                 return work.shuttingDown
             }
-            for task in tasks { task() }
+            for task in tasks { task.run() }
             tasks.removeAll(keepingCapacity: true)
             runningTasks = tasks
             if stopping && pending.withLock({ work in
