@@ -131,7 +131,12 @@ public struct HTTPFields: Sendable, Equatable {
     /// The values of every field named `name`, in order.
     public func all(_ name: String) -> [ArraySlice<UInt8>] {
         var name = name
-        return name.withUTF8 { key in (0..<count).filter { nameEquals($0, key) }.map { value(at: $0) } }
+        // One array, the answer: filtering the indices first made another per call (asked of every response).
+        return name.withUTF8 { key in
+            var values: [ArraySlice<UInt8>] = []
+            for index in 0..<count where nameEquals(index, key) { values.append(value(at: index)) }
+            return values
+        }
     }
 
     /// The first value of `name` as a `String` (latin-1 for octets above 0x7F).

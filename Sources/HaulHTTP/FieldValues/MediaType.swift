@@ -37,8 +37,8 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
         scanner.skipWhitespace()
         guard let type = scanner.consumeToken(), scanner.consume(UInt8(ascii: "/")),
               let subtype = scanner.consumeToken() else { return nil }
-        self.type = String(decoding: type.map(asciiLowercase), as: UTF8.self)
-        self.subtype = String(decoding: subtype.map(asciiLowercase), as: UTF8.self)
+        self.type = Self.lowercasedText(type)
+        self.subtype = Self.lowercasedText(subtype)
         var parameters: [Parameter] = []
         var wellFormed = true
         while true {
@@ -69,6 +69,13 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
         }
         self.parameters = parameters
         self.parametersAreWellFormed = wellFormed
+    }
+
+    /// A token as lowercase text; one already lowercase (as servers send nearly every type) copied once, without
+    /// a lowercased array first: every response's `Content-Type` is read.
+    private static func lowercasedText(_ token: ArraySlice<UInt8>) -> String {
+        if !token.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) { return String(decoding: token, as: UTF8.self) }
+        return String(decoding: token.map(asciiLowercase), as: UTF8.self)
     }
 
     /// Parses the UTF-8 bytes of `value`.

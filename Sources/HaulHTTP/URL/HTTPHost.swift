@@ -73,7 +73,21 @@ public struct HTTPHost: Sendable, Hashable, CustomStringConvertible {
         return HTTPHost(kind: .registeredName, name: String(decoding: bytes.map(asciiLowercase), as: UTF8.self))
     }
 
-    private static func isHexNumber(_ label: ArraySlice<UInt8>) -> Bool {
+    /// ``parse(_:)`` of a host made only of lowercase letters, digits, `-`, `.` and `_` (the caller checked
+    /// the bytes), read in place: the same host `parse` gives, or nil where `parse` would refuse it. Every URL
+    /// of a long list has its host read, and `parse` works on a copy of the URL's bytes.
+    static func parsePlain(_ bytes: UnsafeBufferPointer<UInt8>) -> HTTPHost? {
+        guard let lastNonDot = bytes.lastIndex(where: { $0 != UInt8(ascii: ".") }) else { return nil }
+        let labelStart = bytes[...lastNonDot].lastIndex(of: UInt8(ascii: ".")).map { $0 + 1 } ?? bytes.startIndex
+        let lastLabel = bytes[labelStart...lastNonDot]
+        if lastLabel.allSatisfy(FieldSyntax.isDigit) || isHexNumber(lastLabel) {
+            guard isDottedQuad(bytes) else { return nil }
+            return HTTPHost(kind: .ipv4, name: String(decoding: bytes, as: UTF8.self))
+        }
+        return HTTPHost(kind: .registeredName, name: String(decoding: bytes, as: UTF8.self))
+    }
+
+    private static func isHexNumber(_ label: some Collection<UInt8>) -> Bool {
         label.count >= 2 && label.first == UInt8(ascii: "0") && (label.dropFirst().first ?? 0) | 0x20 == UInt8(ascii: "x")
             && label.dropFirst(2).allSatisfy { FieldSyntax.hexValue($0) != nil }
     }
@@ -81,25 +95,29 @@ public struct HTTPHost: Sendable, Hashable, CustomStringConvertible {
     /// `dec-octet "." dec-octet "." dec-octet "." dec-octet` (RFC 3986 §3.2.2): no leading zeros,
     /// since some resolvers read those as octal.
     static func parseIPv4(_ bytes: ArraySlice<UInt8>) -> String? {
+        isDottedQuad(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+    }
+
+    /// Whether `bytes` are a `dec-octet "." dec-octet "." dec-octet "." dec-octet` (``parseIPv4(_:)``).
+    static func isDottedQuad(_ bytes: some Sequence<UInt8>) -> Bool {
         // One pass, no arrays (every URL's host is tried as an address first): four dot-separated octets of
         // one to three digits, no leading zero, each at most 255.
         var dots = 0, digits = 0, value = 0, leadingZero = false
         for byte in bytes {
             if byte == UInt8(ascii: ".") {
-                guard digits > 0 else { return nil }
+                guard digits > 0 else { return false }
                 dots += 1
                 digits = 0
                 value = 0
                 continue
             }
-            guard FieldSyntax.isDigit(byte), digits < 3, !(digits == 1 && leadingZero) else { return nil }
+            guard FieldSyntax.isDigit(byte), digits < 3, !(digits == 1 && leadingZero) else { return false }
             if digits == 0 { leadingZero = byte == UInt8(ascii: "0") }
             value = value * 10 + Int(byte - UInt8(ascii: "0"))
-            guard value <= 255 else { return nil }
+            guard value <= 255 else { return false }
             digits += 1
         }
-        guard dots == 3, digits > 0 else { return nil }
-        return String(decoding: bytes, as: UTF8.self)
+        return dots == 3 && digits > 0
     }
 
     /// Parses the text inside the brackets into eight 16-bit pieces (RFC 4291 §2.2 text forms,

@@ -31,18 +31,61 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
         public var debugDescription: String { description }
     }
 
+    /// The parts, behind one reference: a URL is copied many times per download (into its request, its
+    /// segments' assignments, their request heads, results and reports), and each copy of six separate parts
+    /// retained every string among them.
+    /// (Inlinable, as the stored parts were read in place before: the accessors run in every module.)
+    @usableFromInline
+    final class Parts: Sendable {
+        @usableFromInline let scheme: Scheme
+        @usableFromInline let userInfo: UserInfo?
+        @usableFromInline let host: HTTPHost
+        @usableFromInline let port: UInt16
+        @usableFromInline let path: String
+        @usableFromInline let query: String?
+
+        init(scheme: Scheme, userInfo: UserInfo?, host: HTTPHost, port: UInt16, path: String, query: String?) {
+            self.scheme = scheme
+            self.userInfo = userInfo
+            self.host = host
+            self.port = port
+            self.path = path
+            self.query = query
+        }
+    }
+
+    @usableFromInline let parts: Parts
+
     /// The scheme, lowercased.
-    public let scheme: Scheme
+    @inlinable public var scheme: Scheme { parts.scheme }
     /// Credentials, if the URL carried any.
-    public let userInfo: UserInfo?
+    @inlinable public var userInfo: UserInfo? { parts.userInfo }
     /// The host.
-    public let host: HTTPHost
+    @inlinable public var host: HTTPHost { parts.host }
     /// The port to connect to: explicit, or the scheme's default.
-    public let port: UInt16
+    @inlinable public var port: UInt16 { parts.port }
     /// The path, percent-encoded, always starting with `/`.
-    public let path: String
+    @inlinable public var path: String { parts.path }
     /// The query without its `?`, percent-encoded; nil when there was no `?`.
-    public let query: String?
+    @inlinable public var query: String? { parts.query }
+
+    /// Equal parts; the same parts (a copy of one URL) without comparing them.
+    public static func == (lhs: HTTPURL, rhs: HTTPURL) -> Bool {
+        let (a, b) = (lhs.parts, rhs.parts)
+        if a === b { return true }
+        return a.scheme == b.scheme && a.port == b.port && a.host == b.host && a.path == b.path && a.query == b.query
+            && a.userInfo == b.userInfo
+    }
+
+    /// Hashes every part, as `==` compares them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(parts.scheme)
+        hasher.combine(parts.userInfo)
+        hasher.combine(parts.host)
+        hasher.combine(parts.port)
+        hasher.combine(parts.path)
+        hasher.combine(parts.query)
+    }
 
     /// `string`, a URL as given (parsed or not), as safe-to-print text: user information replaced by `***`
     /// and control characters written as `%XX` — the form a ``URLParseError`` quotes.
@@ -53,6 +96,18 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
 
     /// Parses an absolute URL.
     public init(_ string: String) throws(URLParseError) {
+        // Nearly every URL (all of a long list's, as a rule) is plain and read in place; the general parser
+        // takes the rest, and gives every error.
+        var text = string
+        if let plain = text.withUTF8(Self.plain) {
+            self = plain
+            return
+        }
+        try self.init(parsingInFull: string)
+    }
+
+    /// The general parser behind ``init(_:)``: every form it accepts, every error it gives.
+    init(parsingInFull string: String) throws(URLParseError) {
         let bytes = Self.trimmed(string)
         let reference = URIReference(bytes)
         // The printable form of the input is built only for an error: every URL of a long list is parsed.
@@ -67,6 +122,89 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
                           path: URIReference.normalizedComponent(reference.path), query: reference.query)
         } catch {
             throw error.quoting(reference.displayText(bytes))
+        }
+    }
+
+    /// A plain URL read in place, or nil for any other text (which ``init(parsingInFull:)`` then reads or
+    /// refuses): `http://` or `https://` in lowercase, a host of lowercase letters, digits, `-`, `.` and `_`, an
+    /// optional port of up to five digits, then a path and an optional query of visible ASCII characters that
+    /// need no percent-encoding and hold no `%` escape, no fragment and no `.` or `..` segment. For such text
+    /// the general parser changes nothing and refuses nothing but what ``HTTPHost/parsePlain(_:)`` and the port
+    /// check refuse here, so the URL is built from the bytes as they are — the same URL, by the tests'
+    /// comparison of both on seeded inputs and by the fuzz harness's.
+    static func plain(_ bytes: UnsafeBufferPointer<UInt8>) -> HTTPURL? {
+        let count = bytes.count
+        guard count > 7, bytes[0] == UInt8(ascii: "h"), bytes[1] == UInt8(ascii: "t"), bytes[2] == UInt8(ascii: "t"),
+              bytes[3] == UInt8(ascii: "p") else { return nil }
+        let scheme: Scheme
+        var index: Int
+        if bytes[4] == UInt8(ascii: ":") {
+            (scheme, index) = (.http, 5)
+        } else if bytes[4] == UInt8(ascii: "s"), bytes[5] == UInt8(ascii: ":") {
+            (scheme, index) = (.https, 6)
+        } else {
+            return nil
+        }
+        guard index + 2 < count, bytes[index] == UInt8(ascii: "/"), bytes[index + 1] == UInt8(ascii: "/") else { return nil }
+        index += 2
+        let hostStart = index
+        while index < count, isPlainHostByte(bytes[index]) { index += 1 }
+        guard index > hostStart,
+              let host = HTTPHost.parsePlain(UnsafeBufferPointer(rebasing: bytes[hostStart..<index])) else { return nil }
+        var port = scheme.defaultPort
+        if index < count, bytes[index] == UInt8(ascii: ":") {
+            index += 1
+            let portStart = index
+            var value = 0
+            while index < count, index - portStart < 5, FieldSyntax.isDigit(bytes[index]) {
+                value = value * 10 + Int(bytes[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
+            guard index > portStart, value >= 1, value <= 65_535 else { return nil }
+            port = UInt16(value)
+        }
+        let pathStart = index
+        while index < count, bytes[index] != UInt8(ascii: "?") {
+            guard isPlainTargetByte(bytes[index]) else { return nil }
+            index += 1
+        }
+        let pathBytes = UnsafeBufferPointer(rebasing: bytes[pathStart..<index])
+        // After the authority comes `/`, `?` or the end: anything else (`@`, `[`, an upper-case letter, a sixth
+        // port digit) stopped the host or port early.
+        guard pathBytes.first.map({ $0 == UInt8(ascii: "/") }) ?? true, !URIReference.hasDotSegment(pathBytes) else { return nil }
+        var query: String?
+        if index < count {
+            let queryBytes = UnsafeBufferPointer(rebasing: bytes[(index + 1)...])
+            guard queryBytes.allSatisfy(isPlainTargetByte) else { return nil }
+            query = String(decoding: queryBytes, as: UTF8.self)
+        }
+        return HTTPURL(scheme: scheme, host: host, port: port,
+                       path: pathBytes.isEmpty ? "/" : String(decoding: pathBytes, as: UTF8.self), query: query)
+    }
+
+    /// A byte of a plain host: a lowercase letter, a digit, `-`, `.` or `_`.
+    @inline(__always)
+    private static func isPlainHostByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"),
+             UInt8(ascii: "."), UInt8(ascii: "_"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// A byte of a plain path or query: visible ASCII that ``URIReference/normalizedComponent(_:)`` keeps as it
+    /// is, other than `%` (whose escape it checks) and `#` (a fragment's start).
+    @inline(__always)
+    private static func isPlainTargetByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "#"), UInt8(ascii: "%"), UInt8(ascii: "<"), UInt8(ascii: ">"),
+             UInt8(ascii: "\\"), UInt8(ascii: "^"), UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"),
+             UInt8(ascii: "}"):
+            return false
+        default:
+            return byte > 0x20 && byte < 0x7F
         }
     }
 
@@ -108,13 +246,15 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
                   query: try query.map { q throws(URLParseError) in try URIReference.normalizedComponent(q) })
     }
 
+    /// A URL without user information from its parts as they are.
+    private init(scheme: Scheme, host: HTTPHost, port: UInt16, path: String, query: String?) {
+        parts = Parts(scheme: scheme, userInfo: nil, host: host, port: port, path: path, query: query)
+    }
+
     private init(scheme: Scheme, userInfo: UserInfo?, host: HTTPHost, port: UInt16, path: [UInt8], query: [UInt8]?) {
-        self.scheme = scheme
-        self.userInfo = userInfo
-        self.host = host
-        self.port = port
-        self.path = path.isEmpty ? "/" : String(decoding: path, as: UTF8.self)
-        self.query = query.map { String(decoding: $0, as: UTF8.self) }
+        parts = Parts(scheme: scheme, userInfo: userInfo, host: host, port: port,
+                      path: path.isEmpty ? "/" : String(decoding: path, as: UTF8.self),
+                      query: query.map { String(decoding: $0, as: UTF8.self) })
     }
 
     // MARK: Derived forms

@@ -121,7 +121,7 @@ struct URIReference {
     /// `remove_dot_segments` (RFC 3986 §5.2.4), written as the RFC's buffer-to-buffer loop so it can be
     /// checked against the specification line by line.
     /// Whether some segment of `path` (between slashes, or at either end) is `.` or `..`.
-    static func hasDotSegment(_ path: [UInt8]) -> Bool {
+    static func hasDotSegment(_ path: some Sequence<UInt8>) -> Bool {
         var segmentLength = 0, dotsOnly = true
         for byte in path {
             if byte == UInt8(ascii: "/") {

@@ -26,8 +26,14 @@ public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable: `pending` is behind a Mutex and the descriptors' owners are immutable; every other stored
     // property is loop-confined, touched only on the loop thread (checked with preconditions on the entry points).
 
+    /// A task queued by ``execute(_:)``. Wrapped: an array of bare closures holds each behind a reabstraction
+    /// thunk, made (allocated) for every task queued.
+    private struct QueuedTask {
+        let run: @Sendable () -> Void
+    }
+
     private struct PendingWork {
-        var tasks: [@Sendable () -> Void] = []
+        var tasks: [QueuedTask] = []
         var shuttingDown = false
         var finished = false
         /// Set by the loop thread, with no task queued, just before it waits in `epoll_wait`; cleared when the
@@ -54,6 +60,11 @@ public final class EventLoop: @unchecked Sendable {
     private var handlers: [UInt64: (IOEvents) -> Void] = [:]
     private var nextToken: UInt64 = 1
     private var timers = TimerQueue()
+    /// Loop-thread arrays the turn's due timers and queued tasks are moved into, kept with their capacity: a turn
+    /// that made a new array for each (a copy of the queue, emptied in place while shared) allocated twice for
+    /// every small download.
+    private var dueTimers: [TimerQueue.DueTimer] = []
+    private var runningTasks: [QueuedTask] = []
     private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Set while a read handler looks at the receive buffer; another read must wait for it to return.
     private(set) var isLendingReceiveBuffer = false
@@ -91,7 +102,7 @@ public final class EventLoop: @unchecked Sendable {
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let mustWake = pending.withLock { work -> Bool in
             if work.finished { return false }
-            work.tasks.append(task)
+            work.tasks.append(QueuedTask(run: task))
             // A wake-up only for a loop that waits, and one per wait: the loop thread itself (it never waits
             // while running a task) and submitters while the loop runs (a burst of downloads started from a
             // task group on a busy loop) write nothing; the loop takes their tasks at the end of its turn.
@@ -280,12 +291,23 @@ public final class EventLoop: @unchecked Sendable {
             }
             batchTokens = nil
             batchCount = 0
-            for callback in timers.takeExpired(now: .now()) { callback() }
-            let (tasks, stopping) = pending.withLock { work in
-                defer { work.tasks.removeAll(keepingCapacity: true) }
-                return (work.tasks, work.shuttingDown)
+            // Each array is taken out of its property while its callbacks run (they may schedule more), then
+            // emptied, keeping its buffer, and put back.
+            var due = dueTimers
+            dueTimers = []
+            timers.takeExpired(now: .now(), into: &due)
+            for timer in due { timer.callback() }
+            due.removeAll(keepingCapacity: true)
+            dueTimers = due
+            var tasks = runningTasks
+            runningTasks = []
+            let stopping = pending.withLock { work in
+                swap(&tasks, &work.tasks)
+                return work.shuttingDown
             }
-            for task in tasks { task() }
+            for task in tasks { task.run() }
+            tasks.removeAll(keepingCapacity: true)
+            runningTasks = tasks
             if stopping && pending.withLock({ work in
                 if work.tasks.isEmpty { work.finished = true }
                 return work.finished

@@ -110,12 +110,23 @@ struct TimerQueue {
     /// Removes and returns the callbacks due at `now`, earliest first. The caller runs them after this returns,
     /// so a callback may schedule or cancel timers freely.
     mutating func takeExpired(now: MonotonicInstant) -> [() -> Void] {
-        var due: [() -> Void] = []
+        var due: [DueTimer] = []
+        takeExpired(now: now, into: &due)
+        return due.map(\.callback)
+    }
+
+    /// A due timer's callback. Wrapped: an array of bare closures holds each behind a reabstraction thunk, made
+    /// (allocated) for every timer that fires.
+    struct DueTimer {
+        let callback: () -> Void
+    }
+
+    /// ``takeExpired(now:)`` appending to `due`, whose buffer the event loop keeps from turn to turn.
+    mutating func takeExpired(now: MonotonicInstant, into due: inout [DueTimer]) {
         while let top = heap.first, top.deadline <= now {
             popTop()
-            if let callback = take(slot: top.slot, id: top.id) { due.append(callback) }
+            if let callback = take(slot: top.slot, id: top.id) { due.append(DueTimer(callback: callback)) }
         }
-        return due
     }
 
     private mutating func popTop() {

@@ -136,15 +136,40 @@ extension ConnectionPool.Key {
 /// connected (``NetworkSettings``: resolve and connect-to rules, address family, interface) and which client
 /// certificate it presented. A connection made under other settings is never reused, even for the same origin.
 public struct ConnectionIdentity: Sendable, Hashable {
+    /// The parts behind one reference: an identity goes into the pool key of every request (taken and returned),
+    /// and copying the settings' rule lists, interface and certificate paths retained each of them.
+    private final class Parts: Sendable {
+        let network: NetworkSettings
+        let clientCertificate: TLSSettings.ClientCertificate?
+
+        init(network: NetworkSettings, clientCertificate: TLSSettings.ClientCertificate?) {
+            self.network = network
+            self.clientCertificate = clientCertificate
+        }
+    }
+
+    private let parts: Parts
+
     /// The network settings the connection was made with.
-    public let network: NetworkSettings
+    public var network: NetworkSettings { parts.network }
     /// The client certificate it offered (https only; recorded for plain HTTP too, so keys stay simple).
-    public let clientCertificate: TLSSettings.ClientCertificate?
+    public var clientCertificate: TLSSettings.ClientCertificate? { parts.clientCertificate }
 
     /// The identity of connections made with `network` and `clientCertificate`; the defaults are plain DNS,
     /// no certificate.
     public init(network: NetworkSettings = NetworkSettings(), clientCertificate: TLSSettings.ClientCertificate? = nil) {
-        self.network = network
-        self.clientCertificate = clientCertificate
+        parts = Parts(network: network, clientCertificate: clientCertificate)
+    }
+
+    /// Equal settings and certificate; one client's identity (the same parts) without comparing them.
+    public static func == (lhs: ConnectionIdentity, rhs: ConnectionIdentity) -> Bool {
+        lhs.parts === rhs.parts
+            || (lhs.parts.network == rhs.parts.network && lhs.parts.clientCertificate == rhs.parts.clientCertificate)
+    }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(parts.network)
+        hasher.combine(parts.clientCertificate)
     }
 }

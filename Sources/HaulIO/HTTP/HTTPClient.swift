@@ -33,6 +33,7 @@ public final class HTTPClient: Sendable {
         self.connectionOptions = connectionOptions
         self.tlsConfiguration = tls
         self.proxy = proxy
+        identity = ConnectionIdentity(network: connectionOptions.network, clientCertificate: tls.clientCertificate)
     }
 
     /// Sends `request` on an idle connection to its origin (or a new one) and feeds the response to `handler`.
@@ -50,25 +51,73 @@ public final class HTTPClient: Sendable {
         // Plain HTTP through an HTTP(S) proxy: the request itself goes to the proxy, in absolute form.
         let forwards = proxyURL.map { !$0.scheme.isSOCKS && origin.scheme == .http } ?? false
         let route = proxyURL.map { Self.route(to: origin, through: $0, forwards: forwards, network: connectionOptions.network) }
-        var head = request
-        if forwards {
-            head.targetForm = .absolute
-            head.proxyAuthorization = proxyURL?.basicAuthorization
-        }
         let bytes: [UInt8]
         do {
-            bytes = try head.serialized()
+            if forwards {
+                var head = request
+                head.targetForm = .absolute
+                head.proxyAuthorization = proxyURL?.basicAuthorization
+                bytes = try head.serialized()
+            } else {
+                bytes = try request.serialized()
+            }
         } catch {
             completion(.failure(.invalidRequest(error)))
             return cancellation
         }
-        let requestWasHead = request.method == .head
-        let userAgent = request.headers.firstString("User-Agent") ?? request.userAgent
+        // The user agent a proxy's CONNECT request names; without a proxy there is none to look up.
+        let userAgent = route == nil ? "" : request.headers.firstString("User-Agent") ?? request.userAgent
+        let exchange = ClientExchange(client: self, origin: origin, route: route, forwards: forwards, userAgent: userAgent,
+                                      request: bytes, requestWasHead: request.method == .head, handler: handler,
+                                      cancellation: cancellation, completion: completion)
+        if let connection = pool.takeIdleOnLoop(origin, proxy: proxyURL, identity: identity) {
+            exchange.run(on: connection, reused: true)
+        } else {
+            exchange.connectThenRun()
+        }
+        return cancellation
+    }
+
+    /// One exchange of ``executeOnLoop(_:handler:completion:)`` on its way: sent on a pooled connection, sent
+    /// once more on a new one when that turns out stale, or sent on a new one. Its callbacks capture only this
+    /// object (one allocation per exchange, where capturing its parts made a context for each callback).
+    private final class ClientExchange: @unchecked Sendable {
+        // @unchecked Sendable: made, called and called back only on the client's loop thread.
+        let client: HTTPClient
+        let origin: HTTPOrigin
+        let route: ProxyRoute?
+        let forwards: Bool
+        let userAgent: String
+        let request: [UInt8]
+        let requestWasHead: Bool
+        let handler: any ResponseHandler
+        let cancellation: ExchangeCancellation
+        let completion: (Result<ExchangeSummary, HTTPClientError>) -> Void
+        /// The connection of the current attempt, and whether it came from the pool.
+        var connection: HTTPConnection?
+        var reused = false
+
+        init(client: HTTPClient, origin: HTTPOrigin, route: ProxyRoute?, forwards: Bool, userAgent: String, request: [UInt8],
+             requestWasHead: Bool, handler: any ResponseHandler, cancellation: ExchangeCancellation,
+             completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void) {
+            self.client = client
+            self.origin = origin
+            self.route = route
+            self.forwards = forwards
+            self.userAgent = userAgent
+            self.request = request
+            self.requestWasHead = requestWasHead
+            self.handler = handler
+            self.cancellation = cancellation
+            self.completion = completion
+        }
+
         /// Failures of connections through a proxy name it.
         func routed(_ result: Result<ExchangeSummary, HTTPClientError>) -> Result<ExchangeSummary, HTTPClientError> {
             guard let route, case .failure(.connection(let error)) = result else { return result }
             return .failure(.connection(error.through(route)))
         }
+
         func run(on connection: HTTPConnection, reused: Bool) {
             guard !cancellation.isCancelled else {
                 connection.transport.closeOnLoop()
@@ -76,46 +125,51 @@ public final class HTTPClient: Sendable {
                 return
             }
             cancellation.connection = connection
-            connection.exchangeOnLoop(request: bytes, requestWasHead: requestWasHead, handler: handler) { [self] result in
-                cancellation.connection = nil
-                switch result {
-                case .success(let summary):
-                    if summary.connectionReusable { pool.returnOnLoop(connection) }
-                    completion(result)
-                // A cancelled exchange closed its connection itself: that is no stale connection to retry.
-                case .failure(let error) where reused && !connection.latestExchangeSawHead && !cancellation.isCancelled
-                                               && Self.isStaleConnection(error):
-                    connectThenRun()
-                case .failure:
-                    completion(routed(result))
-                }
+            self.connection = connection
+            self.reused = reused
+            connection.exchangeOnLoop(request: request, requestWasHead: requestWasHead, handler: handler) { [self] result in
+                exchangeEnded(result)
             }
         }
+
+        private func exchangeEnded(_ result: Result<ExchangeSummary, HTTPClientError>) {
+            cancellation.connection = nil
+            let connection = self.connection!  // set by `run` before the exchange started
+            self.connection = nil
+            switch result {
+            case .success(let summary):
+                if summary.connectionReusable { client.pool.returnOnLoop(connection) }
+                completion(result)
+            // A cancelled exchange closed its connection itself: that is no stale connection to retry.
+            case .failure(let error) where reused && !connection.latestExchangeSawHead && !cancellation.isCancelled
+                                           && HTTPClient.isStaleConnection(error):
+                connectThenRun()
+            case .failure:
+                completion(routed(result))
+            }
+        }
+
         func connectThenRun() {
-            cancellation.attempt = connect(origin, route: route, forwards: forwards, userAgent: userAgent) { [loop] result in
-                cancellation.attempt = nil
-                switch result {
-                case .success(let connection): run(on: connection, reused: false)
-                // Reported from inside `cancelOnLoop`: complete on the loop's next turn, after the canceller has
-                // returned, as a cancelled exchange does.
-                case .failure(let error) where cancellation.isCancelled:
-                    loop.scheduleTimer(after: .zero) { completion(.failure(error)) }
-                case .failure(let error): completion(.failure(error))
-                }
+            cancellation.attempt = client.connect(origin, route: route, forwards: forwards, userAgent: userAgent) { [self] result in
+                connected(result)
             }
         }
-        if let connection = pool.takeIdleOnLoop(origin, proxy: proxyURL, identity: identity) {
-            run(on: connection, reused: true)
-        } else {
-            connectThenRun()
+
+        private func connected(_ result: Result<HTTPConnection, HTTPClientError>) {
+            cancellation.attempt = nil
+            switch result {
+            case .success(let connection): run(on: connection, reused: false)
+            // Reported from inside `cancelOnLoop`: complete on the loop's next turn, after the canceller has
+            // returned, as a cancelled exchange does.
+            case .failure(let error) where cancellation.isCancelled:
+                client.loop.scheduleTimer(after: .zero) { [completion] in completion(.failure(error)) }
+            case .failure(let error): completion(.failure(error))
+            }
         }
-        return cancellation
     }
 
-    /// What this client's connections are made with besides origin and proxy (their pool key's rest).
-    var identity: ConnectionIdentity {
-        ConnectionIdentity(network: connectionOptions.network, clientCertificate: tlsConfiguration.clientCertificate)
-    }
+    /// What this client's connections are made with besides origin and proxy (their pool key's rest), made once.
+    let identity: ConnectionIdentity
 
     /// The way to `origin` through `proxy`: a tunnel goes to the connect-to target (`--connect-to`, as curl's
     /// tunnels do), a request forwarded in absolute form names the origin itself.
@@ -141,7 +195,7 @@ public final class HTTPClient: Sendable {
     /// Starts connecting to `origin` (through `route`'s proxy, if any; `forwards` when requests will go to an HTTP
     /// proxy in absolute form rather than through a tunnel); returns the attempt while it is in flight (nil if it
     /// already completed).
-    private func connect(_ origin: HTTPOrigin, route: ProxyRoute?, forwards: Bool, userAgent: String,
+    fileprivate func connect(_ origin: HTTPOrigin, route: ProxyRoute?, forwards: Bool, userAgent: String,
                          completion: @escaping (Result<HTTPConnection, HTTPClientError>) -> Void) -> ConnectAttempt? {
         var tlsContext: TLSContext? = nil
         if origin.scheme == .https || route?.proxy.scheme == .https {

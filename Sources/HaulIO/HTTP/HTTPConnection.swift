@@ -29,6 +29,12 @@ public final class HTTPConnection: @unchecked Sendable {
     /// Bounds the wait for the final response head (``ConnectionTimeouts/head``), which the transport's idle
     /// timeout cannot: it is reset by every byte, however slowly they come.
     private var headTimer: TimerID?
+    /// The limit ``headTimer`` enforces, kept here so that the timer's closure captures only `self` (no context
+    /// to allocate per exchange).
+    private var headTimeLimit: Duration = .zero
+    /// A finished exchange's completion and result, until the loop's next turn delivers them (see `finish`).
+    private var finished: (completion: (Result<ExchangeSummary, HTTPClientError>) -> Void,
+                           result: Result<ExchangeSummary, HTTPClientError>)?
     /// `parser.bytesConsumed` when the current exchange started: until the head is complete the parser takes
     /// every byte it is given, so a larger count means the server has sent something.
     private var exchangeStartOffset = 0
@@ -66,7 +72,8 @@ public final class HTTPConnection: @unchecked Sendable {
         parser.prepareForNextResponse(requestWasHead: requestWasHead)
         exchangeStartOffset = parser.bytesConsumed
         if let limit = transport.options.timeouts.effectiveHead {
-            headTimer = transport.loop.scheduleTimer(after: limit) { [self] in headTimerFired(limit: limit) }
+            headTimeLimit = limit
+            headTimer = transport.loop.scheduleTimer(after: limit) { [self] in headTimerFired() }
         }
         transport.writeOnLoop(request) { [self] error in
             if let error { finish(.failure(.connection(error))) }
@@ -213,7 +220,8 @@ public final class HTTPConnection: @unchecked Sendable {
                         trailers: trailers, connectionReusable: reusable)
     }
 
-    private func headTimerFired(limit: Duration) {
+    private func headTimerFired() {
+        let limit = headTimeLimit
         headTimer = nil
         guard let exchange = active, exchange.head == nil else { return }
         // A server silent since the request is a stall, which the transport's idle timeout names as one; when
@@ -222,7 +230,7 @@ public final class HTTPConnection: @unchecked Sendable {
         if parser.bytesConsumed == exchangeStartOffset, let idle = transport.options.timeouts.idle, idle <= limit {
             let stallDeadline = transport.lastProgress.advanced(by: idle)
             if MonotonicInstant.now() < stallDeadline {
-                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [self] in headTimerFired(limit: limit) }
+                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [self] in headTimerFired() }
             } else {
                 // The reader normally reports the failure; this covers one that is not installed right now.
                 finish(.failure(.connection(transport.failStalled(idle))))
@@ -246,8 +254,21 @@ public final class HTTPConnection: @unchecked Sendable {
         if !reusable { transport.closeOnLoop() }
         // Usually we are inside the transport's read handler here. The caller will often start the next
         // request at once, which needs this connection idle (no reader installed), so the completion runs on
-        // the loop's next turn, after the handler has returned.
-        let completion = exchange.completion
-        _ = transport.loop.scheduleTimer(after: .zero) { completion(result) }
+        // the loop's next turn, after the handler has returned. It waits in `finished`, so that the timer's
+        // closure captures only `self`; a second one finished before the first was delivered (nothing does
+        // that: the connection goes back to the pool in the completion) would wait in its own closure.
+        guard finished == nil else {
+            let completion = exchange.completion
+            _ = transport.loop.scheduleTimer(after: .zero) { completion(result) }
+            return
+        }
+        finished = (exchange.completion, result)
+        _ = transport.loop.scheduleTimer(after: .zero) { [self] in deliverFinished() }
+    }
+
+    private func deliverFinished() {
+        guard let pending = finished else { return }
+        finished = nil
+        pending.completion(pending.result)
     }
 }
