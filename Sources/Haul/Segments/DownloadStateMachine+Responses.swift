@@ -268,7 +268,7 @@ extension DownloadStateMachine {
         actions += startJournalIfLarge()
         actions += wakeIdleConnections()
         if let planner {
-            actions += openConnections(planner.usefulConnections(limit: options.connections) - connections.filter(\.isBusy).count)
+            actions += openConnections(planner.usefulConnections(limit: options.connections) - connections.lazy.filter(\.isBusy).count)
         }
         peakConnections = max(peakConnections, connections.count)
         return actions

@@ -18,7 +18,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     let loop: EventLoop
     let client: HTTPClient
-    let options: DownloadOptions
+    /// The machine's: one copy of the client's options per download, read in place.
+    var options: DownloadOptions {
+        _read { yield machine.options }
+    }
     let checksum: Checksum?
     let budget: ConnectionBudget
     /// Request-level records (``LogKey``); drops everything unless the embedder gave a logger.
@@ -57,7 +60,6 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
         self.loop = loop
         self.client = client
-        self.options = options
         self.checksum = checksum
         self.budget = budget
         self.logger = logger
@@ -67,7 +69,11 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.finalNameIsNew = finalNameIsNew
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
                         partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
-        machine = DownloadStateMachine(
+        settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
+                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
+        // Made complete here and moved into place: set through `self` before every property is set, the
+        // stored machine was copied whole (every array, string and reference in it retained) and destroyed.
+        var machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
             notices: notices, fileOpen: file != nil, created: created,
@@ -75,8 +81,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             pieceHashes: pieceHashes, refreshesURLs: refresher != nil)
         machine.expectedSize = expectedSize
         machine.followsMetalink = followsMetalink
-        settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
-                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
+        self.machine = consume machine
         sink.label = inspect { $0.fileLabel }
     }
 
@@ -129,8 +134,14 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     // MARK: Carrying out actions
 
     /// Carries out `actions` in order; one whose I/O fails feeds the failure back and drops the rest.
-    private func run(_ actions: [DownloadStateMachine.Action]) {
-        for action in actions where !perform(action) { return }
+    private func run(_ actions: consuming [DownloadStateMachine.Action]) {
+        // Each action is moved out of the array into `perform` (first to last): iterating would copy it out
+        // (retaining its payload) and destroy the array's own copy afterwards.
+        var pending = actions
+        pending.reverse()
+        while let action = pending.popLast() {
+            guard perform(action) else { return }
+        }
     }
 
     /// `consuming`: the action's copy made for this call is given up by the switch, not kept to be destroyed

@@ -212,13 +212,13 @@ public final class DownloadTask: @unchecked Sendable {
     /// journal of a few KiB (see ``DownloadPreparation``): done here, on the loop.
     private func prepareOnLoop() {
         publish(phase: .connecting)
-        let options = client.options
         var request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
         if ranBefore { request.listedAbsentPath = nil }
         launch(Result { () throws(HaulError) in
             // The name first: nothing is created or opened under a name another download holds.
             if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
-            return try DownloadPreparation.prepare(request, options: options)
+            // The client's options read in place (a `let`), not copied out first.
+            return try DownloadPreparation.prepare(request, options: client.options)
         })
     }
 
@@ -280,7 +280,8 @@ public final class DownloadTask: @unchecked Sendable {
         }
     }
 
-    private func launch(_ outcome: Result<DownloadPreparation.Prepared, HaulError>) {
+    /// `consuming`: the prepared download is taken apart into the running one, not copied out of `outcome`.
+    private func launch(_ outcome: consuming Result<DownloadPreparation.Prepared, HaulError>) {
         let succeeded = if case .success = outcome { true } else { false }
         switch lifecycle.prepared(succeeded: succeeded) {
         case .fail:
@@ -297,16 +298,18 @@ public final class DownloadTask: @unchecked Sendable {
             resolve(&pauseWaiters, .success(()))
             resolve(&resumeWaiters, .success(()))
         case .run:
-            guard case .success(let prepared) = outcome else { return }
-            var request = self.request
-            if ranBefore { request.listedAbsentPath = nil }
+            guard case .success(let prepared) = consume outcome else { return }
+            // The request is read where it is; only a directory download's name resolver keeps a copy of it.
+            let listingIsStale = ranBefore
             ranBefore = true
             let download = SegmentedDownload(
                 loop: lane.loop, client: lane.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
                 resolveName: prepared.directory.map {
-                    DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner,
-                                                     writesUnnamedFiles: client.options.writesUnnamedFiles)
+                    var request = self.request
+                    if listingIsStale { request.listedAbsentPath = nil }
+                    return DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given,
+                                                            claimant: nameOwner, writesUnnamedFiles: client.options.writesUnnamedFiles)
                 },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
@@ -477,16 +480,9 @@ public final class DownloadTask: @unchecked Sendable {
         case .failure(let error) where error.isCancelled: final.phase = .cancelled
         case .failure: final.phase = .failed
         }
-        switch result {
-        case .success(let value):
-            logger.debug("download finished", metadata: [
-                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
-                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
-            ])
-        case .failure(let error):
-            if error.isCancelled { logger.debug("download cancelled") } else {
-                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
-            }
+        // Only when the record is kept: binding the result copies it whole (every string in it retained).
+        if logger.logLevel <= .debug {
+            logEnd(result)
         }
         final.activeConnections = 0
         final.estimatedTimeRemaining = nil
@@ -508,6 +504,20 @@ public final class DownloadTask: @unchecked Sendable {
         let cancelled = cancelWaiters
         cancelWaiters = []
         for waiter in cancelled { waiter.resume() }
+    }
+
+    private func logEnd(_ result: Result<DownloadResult, HaulError>) {
+        switch result {
+        case .success(let value):
+            logger.debug("download finished", metadata: [
+                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
+                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
+            ])
+        case .failure(let error):
+            if error.isCancelled { logger.debug("download cancelled") } else {
+                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
+            }
+        }
     }
 
     private func resolve(_ waiters: inout [CheckedContinuation<Result<Void, HaulError>, Never>], _ result: Result<Void, HaulError>) {
