@@ -47,10 +47,7 @@ struct ResponseFacts: Sendable, Equatable {
         self.framing = head.framing
         self.location = fields.firstString("location")
         // The field values as the other initializer takes them, without building the arrays of text it takes.
-        // (Set one by one: assigned as a tuple, the half-made value was copied whole.)
-        let chosen = Self.chosenContentType(fields.all("content-type").lazy.map(latin1String))
-        self.contentType = chosen.0
-        self.mediaType = chosen.1
+        (self.contentType, self.mediaType) = Self.chosenContentType(fields.all("content-type").lazy.map(latin1String))
         let encodings = fields.all("content-encoding")
         self.contentCodings = encodings.isEmpty ? [] : Self.codings(encodings.map(latin1String))
     }

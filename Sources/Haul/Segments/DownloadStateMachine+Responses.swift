@@ -108,7 +108,7 @@ extension DownloadStateMachine {
                 // A body without a length to hold it to: the same bytes are fetched again in bounded ranges.
                 planner.release(work.segment)
             }
-            self.planner = planner
+            self.planner = consume planner
             guard unchecked.isEmpty else {
                 phase = .checkingMirrors
                 return .answer(.abandon, then: [.takeSlots(unchecked.count, .mirrorChecks(unchecked))])

@@ -228,8 +228,11 @@ struct DownloadStateMachine {
     init(options: DownloadOptions, mirrors: MirrorSet, destination: String?, awaitingName: Bool, sink: BodyReceivePath.Sink,
          sizeLimit: Int64?, ifChangedOnServer: ChangePolicy = .fail, resume: JournalState? = nil, notices: [String] = [],
          fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
-         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false) {
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false,
+         expectedSize: Int64? = nil, followsMetalink: Bool = false) {
         self.options = options
+        self.expectedSize = expectedSize
+        self.followsMetalink = followsMetalink
         self.integrity = IntegrityChecks(pieceHashes: pieceHashes)
         self.urlRefresh = URLRefreshState(enabled: refreshesURLs)
         self.conditional = conditional
@@ -255,7 +258,9 @@ struct DownloadStateMachine {
         speedWatch = ConnectionSpeedWatch(
             window: Int(options.slowWindow.components.seconds), slowRatio: options.slowConnectionRatio,
             lowSpeed: options.lowSpeedLimit?.allowing(rateLimit: options.rateLimit, connections: options.connections))
-        mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count,
+        // One mirror (nearly every download) has none to choose between, and the selector then never changes
+        // a decision: it is given none to keep its four arrays for (made and freed per download otherwise).
+        mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count > 1 ? mirrors.mirrors.count : 0,
                                         requestBytes: max(options.minimumSegment, SegmentPlanner.defaultRequestChunk))
     }
 

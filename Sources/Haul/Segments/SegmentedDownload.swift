@@ -71,17 +71,12 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
                         partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
                          rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
-        // Made complete here and moved into place: set through `self` before every property is set, the
-        // stored machine was copied whole (every array, string and reference in it retained) and destroyed.
-        var machine = DownloadStateMachine(
+        machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
             notices: notices, fileOpen: file != nil, created: created,
             bootID: resume != nil ? JournalState.currentBootID() : nil, conditional: resume == nil ? conditional : nil,
-            pieceHashes: pieceHashes, refreshesURLs: refresher != nil)
-        machine.expectedSize = expectedSize
-        machine.followsMetalink = followsMetalink
-        self.machine = consume machine
+            pieceHashes: pieceHashes, refreshesURLs: refresher != nil, expectedSize: expectedSize, followsMetalink: followsMetalink)
         sink.label = inspect { $0.fileLabel }
     }
 
@@ -135,12 +130,16 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     /// Carries out `actions` in order; one whose I/O fails feeds the failure back and drops the rest.
     private func run(_ actions: consuming [DownloadStateMachine.Action]) {
-        // Each action is moved out of the array into `perform` (first to last): iterating would copy it out
-        // (retaining its payload) and destroy the array's own copy afterwards.
+        // Each action is moved out of the array into `perform`, first to last, a payload-free action left in
+        // its place for the array to destroy. Iterating copied each out (its payload retained) and destroyed
+        // the array's own afterwards; `removeFirst`, and `reverse` then `popLast`, copy too (measured).
         var pending = actions
-        pending.reverse()
-        while let action = pending.popLast() {
-            guard perform(action) else { return }
+        pending.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices {
+                let action = buffer.moveElement(from: index)
+                buffer.initializeElement(at: index, to: .stopTimers)
+                guard perform(action) else { return }
+            }
         }
     }
 

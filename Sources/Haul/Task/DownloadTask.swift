@@ -212,13 +212,13 @@ public final class DownloadTask: @unchecked Sendable {
     /// journal of a few KiB (see ``DownloadPreparation``): done here, on the loop.
     private func prepareOnLoop() {
         publish(phase: .connecting)
+        let options = client.options
         var request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
         if ranBefore { request.listedAbsentPath = nil }
         launch(Result { () throws(HaulError) in
             // The name first: nothing is created or opened under a name another download holds.
             if case .file(let path) = request.destination { try DestinationClaims.claim(path, owner: owner) }
-            // The client's options read in place (a `let`), not copied out first.
-            return try DownloadPreparation.prepare(request, options: client.options)
+            return try DownloadPreparation.prepare(request, options: options)
         })
     }
 
@@ -480,9 +480,16 @@ public final class DownloadTask: @unchecked Sendable {
         case .failure(let error) where error.isCancelled: final.phase = .cancelled
         case .failure: final.phase = .failed
         }
-        // Only when the record is kept: binding the result copies it whole (every string in it retained).
-        if logger.logLevel <= .debug {
-            logEnd(result)
+        switch result {
+        case .success(let value):
+            logger.debug("download finished", metadata: [
+                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
+                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
+            ])
+        case .failure(let error):
+            if error.isCancelled { logger.debug("download cancelled") } else {
+                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
+            }
         }
         final.activeConnections = 0
         final.estimatedTimeRemaining = nil
@@ -504,20 +511,6 @@ public final class DownloadTask: @unchecked Sendable {
         let cancelled = cancelWaiters
         cancelWaiters = []
         for waiter in cancelled { waiter.resume() }
-    }
-
-    private func logEnd(_ result: Result<DownloadResult, HaulError>) {
-        switch result {
-        case .success(let value):
-            logger.debug("download finished", metadata: [
-                "haul.destination": "\(value.path)", "haul.bytes": "\(value.bytes)", "haul.duration": "\(value.duration)",
-                "haul.retries": "\(value.retries)", "haul.redirects": "\(value.redirects)", "haul.connections": "\(value.connections)",
-            ])
-        case .failure(let error):
-            if error.isCancelled { logger.debug("download cancelled") } else {
-                logger.debug("download failed", metadata: [LogKey.reason: "\(error)"])
-            }
-        }
     }
 
     private func resolve(_ waiters: inout [CheckedContinuation<Result<Void, HaulError>, Never>], _ result: Result<Void, HaulError>) {
