@@ -230,13 +230,11 @@ struct DownloadStateMachine {
          fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
          conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false,
          expectedSize: Int64? = nil, followsMetalink: Bool = false) {
-        self.options = options
         self.expectedSize = expectedSize
         self.followsMetalink = followsMetalink
         self.integrity = IntegrityChecks(pieceHashes: pieceHashes)
         self.urlRefresh = URLRefreshState(enabled: refreshesURLs)
         self.conditional = conditional
-        self.mirrors = mirrors
         self.sink = sink
         self.sizeLimit = sizeLimit
         self.ifChangedOnServer = ifChangedOnServer
@@ -253,7 +251,8 @@ struct DownloadStateMachine {
         self.destination = sink == .stream ? "-" : path ?? ""
         partPath = path.map(WorkingFileNames.partial(of:)) ?? ""
         journalPath = path.map(WorkingFileNames.journal(of:)) ?? ""
-        streamChunk = max(options.minimumSegment, 1 << 20)
+        let streamChunk = max(options.minimumSegment, 1 << 20)
+        self.streamChunk = streamChunk
         streamWindow = Int64(options.connections) * streamChunk
         speedWatch = ConnectionSpeedWatch(
             window: Int(options.slowWindow.components.seconds), slowRatio: options.slowConnectionRatio,
@@ -262,6 +261,10 @@ struct DownloadStateMachine {
         // a decision: it is given none to keep its four arrays for (made and freed per download otherwise).
         mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count > 1 ? mirrors.mirrors.count : 0,
                                         requestBytes: max(options.minimumSegment, SegmentPlanner.defaultRequestChunk))
+        // Stored last, after their last reads here: moved in, not copied (a copy retained every string and
+        // array in them).
+        self.mirrors = mirrors
+        self.options = options
     }
 
     /// What messages call the file being written: the `.part` path, or, in memory, the URL so marked.
