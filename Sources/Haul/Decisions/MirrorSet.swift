@@ -43,9 +43,15 @@ struct MirrorSet: Sendable {
         self.userAgent = userAgent
     }
 
-    subscript(index: Int) -> Mirror { mirrors[index] }
+    // Read in place (`_read`): a getter returned a copy of the whole mirror — two URLs and its validators,
+    // every string in them retained — for a caller that reads one field of it, per request.
+    subscript(index: Int) -> Mirror {
+        _read { yield mirrors[index] }
+    }
     var indices: Range<Int> { mirrors.indices }
-    var primary: Mirror { mirrors[0] }
+    var primary: Mirror {
+        _read { yield mirrors[0] }
+    }
 
     /// The request for `range` on `mirror`, to `url` (the mirror's resolved URL unless a redirect chain
     /// is under way), with `If-Range` when the range continues bytes already written; without `range`, the
@@ -109,6 +115,8 @@ struct MirrorSet: Sendable {
 
     /// Spreads connections over the mirrors still in use.
     func mirror(forConnection id: Int) -> Int {
+        // One mirror (nearly every download): it, dropped or not, as below, without an array of one.
+        guard mirrors.count > 1 else { return 0 }
         let live = mirrors.indices.filter { !mirrors[$0].dropped }
         return live.isEmpty ? 0 : live[id % live.count]
     }

@@ -16,7 +16,8 @@ extension DownloadStateMachine {
     /// Before connection `id` asks for its next range: the mirror the selector chooses. A retry stays where
     /// ``FailurePolicy`` put it (its tries count against that mirror); with one mirror nothing changes.
     mutating func placeOnMirror(_ id: Int) {
-        guard connections[id].failuresInRow == 0, rangesSupported, let planner else { return }
+        // One mirror (the array of live ones not even made): nothing to choose.
+        guard mirrors.mirrors.count > 1, connections[id].failuresInRow == 0, rangesSupported, let planner else { return }
         let live = liveMirrors
         guard live.count > 1 else { return }
         // Connections placed round-robin have begun their mirror's trial.

@@ -141,10 +141,12 @@ extension DownloadStateMachine {
 
     /// What the driver does with a response head, settled: a file preparation the piece hashes do not fit
     /// refuses the response, and a response accepted as (part of) the file has its `Repr-Digest` noted.
-    mutating func settle(_ step: HeadStep, head: ResponseHead, on id: Int) -> HeadStep {
+    /// `consuming`: the step handed back is the one given, not a copy of it (its actions and all).
+    mutating func settle(_ step: consuming HeadStep, head: ResponseHead, on id: Int) -> HeadStep {
         guard case .answer(let answer, let preparation, _) = step else { return step }
         if let preparation, let error = pieceGeometryFailure(preparation.length) { return .refuse(error) }
-        if answer.window != nil, let url = connection(id, { $0.exchange?.url }) { noteRepresentationDigest(head, url: url) }
+        // The assignment (one reference), not its URL copied out of it.
+        if answer.window != nil, let exchange = connection(id, { $0.exchange }) { noteRepresentationDigest(head, url: exchange.url) }
         return step
     }
 

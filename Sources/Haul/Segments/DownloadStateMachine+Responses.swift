@@ -108,7 +108,7 @@ extension DownloadStateMachine {
                 // A body without a length to hold it to: the same bytes are fetched again in bounded ranges.
                 planner.release(work.segment)
             }
-            self.planner = planner
+            self.planner = consume planner
             guard unchecked.isEmpty else {
                 phase = .checkingMirrors
                 return .answer(.abandon, then: [.takeSlots(unchecked.count, .mirrorChecks(unchecked))])
@@ -268,7 +268,7 @@ extension DownloadStateMachine {
         actions += startJournalIfLarge()
         actions += wakeIdleConnections()
         if let planner {
-            actions += openConnections(planner.usefulConnections(limit: options.connections) - connections.filter(\.isBusy).count)
+            actions += openConnections(planner.usefulConnections(limit: options.connections) - connections.lazy.filter(\.isBusy).count)
         }
         peakConnections = max(peakConnections, connections.count)
         return actions

@@ -228,12 +228,13 @@ struct DownloadStateMachine {
     init(options: DownloadOptions, mirrors: MirrorSet, destination: String?, awaitingName: Bool, sink: BodyReceivePath.Sink,
          sizeLimit: Int64?, ifChangedOnServer: ChangePolicy = .fail, resume: JournalState? = nil, notices: [String] = [],
          fileOpen: Bool = false, created: EarlyStopCleanup.Created = .init(), bootID: [UInt8]? = nil,
-         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false) {
-        self.options = options
+         conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, refreshesURLs: Bool = false,
+         expectedSize: Int64? = nil, followsMetalink: Bool = false) {
+        self.expectedSize = expectedSize
+        self.followsMetalink = followsMetalink
         self.integrity = IntegrityChecks(pieceHashes: pieceHashes)
         self.urlRefresh = URLRefreshState(enabled: refreshesURLs)
         self.conditional = conditional
-        self.mirrors = mirrors
         self.sink = sink
         self.sizeLimit = sizeLimit
         self.ifChangedOnServer = ifChangedOnServer
@@ -250,13 +251,20 @@ struct DownloadStateMachine {
         self.destination = sink == .stream ? "-" : path ?? ""
         partPath = path.map(WorkingFileNames.partial(of:)) ?? ""
         journalPath = path.map(WorkingFileNames.journal(of:)) ?? ""
-        streamChunk = max(options.minimumSegment, 1 << 20)
+        let streamChunk = max(options.minimumSegment, 1 << 20)
+        self.streamChunk = streamChunk
         streamWindow = Int64(options.connections) * streamChunk
         speedWatch = ConnectionSpeedWatch(
             window: Int(options.slowWindow.components.seconds), slowRatio: options.slowConnectionRatio,
             lowSpeed: options.lowSpeedLimit?.allowing(rateLimit: options.rateLimit, connections: options.connections))
-        mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count,
+        // One mirror (nearly every download) has none to choose between, and the selector then never changes
+        // a decision: it is given none to keep its four arrays for (made and freed per download otherwise).
+        mirrorSelector = MirrorSelector(mirrorCount: mirrors.mirrors.count > 1 ? mirrors.mirrors.count : 0,
                                         requestBytes: max(options.minimumSegment, SegmentPlanner.defaultRequestChunk))
+        // Stored last, after their last reads here: moved in, not copied (a copy retained every string and
+        // array in them).
+        self.mirrors = mirrors
+        self.options = options
     }
 
     /// What messages call the file being written: the `.part` path, or, in memory, the URL so marked.
@@ -292,8 +300,13 @@ struct DownloadStateMachine {
         case .first:
             guard granted > 0 else { return waitForSlot(.first) }
             let first = addConnection(mirror: 0)
-            if let resumeState { actions = resume(from: resumeState, first: first) } else { actions = sendProbe(first) }
-            actions.append(.scheduleSpeedChecks)
+            if let resumeState {
+                actions = resume(from: resumeState, first: first)
+                actions.append(.scheduleSpeedChecks)
+            } else {
+                // Made at its size: one array per download, not one grown by the append.
+                actions = [probe(first), .scheduleSpeedChecks]
+            }
         case .work:
             for _ in 0..<granted { actions += assignWork(addConnection(mirror: nil)) }
             if granted < wanted {
@@ -321,7 +334,7 @@ struct DownloadStateMachine {
         case .work:
             // Only open what the remaining work can still use.
             guard let planner else { return [] }
-            let useful = planner.usefulConnections(limit: options.connections) - connections.filter(\.isBusy).count
+            let useful = planner.usefulConnections(limit: options.connections) - connections.lazy.filter(\.isBusy).count
             return useful > 0 ? [.takeSlots(min(workWanted, useful), .work)] : []
         case .mirrorChecks, nil: return []
         }
@@ -362,11 +375,10 @@ struct DownloadStateMachine {
         var head = mirrors.request(to: target, range: range, ifRange: ifRange)
         let conditionalFields = role == .probe ? conditional?.fields ?? [] : []
         for field in conditionalFields { head.headers.append(name: Array(field.name.utf8), value: Array(field.value.utf8)) }
-        var assignment = SegmentAssignment(
-            connection: id, serial: serial, role: role, first: first, end: end, mirror: mirror, url: target,
-            sendsRange: sendsRange, sentIfRange: ifRange != nil, attempt: connections[id].failuresInRow + 1,
-            head: head)
-        assignment.sentConditional = !conditionalFields.isEmpty
+        let assignment = SegmentAssignment(
+            connection: id, serial: serial, role: role, first: first, end: end, mirror: mirror,
+            sendsRange: sendsRange, sentIfRange: ifRange != nil, sentConditional: !conditionalFields.isEmpty,
+            attempt: connections[id].failuresInRow + 1, head: head)
         connections[id].exchange = assignment
         connections[id].activity = .exchanging
         connections[id].verdict = .none
@@ -387,32 +399,34 @@ struct DownloadStateMachine {
     /// The probe, in the form the server has not refused: the fallback a refusal chose, else bounded
     /// (``probeEnd``) — open-ended when it goes `again` after a failure.
     mutating func sendProbe(_ id: Int, again: Bool = false) -> [Action] {
+        [probe(id, again: again)]
+    }
+
+    /// The action of ``sendProbe(_:again:)``.
+    private mutating func probe(_ id: Int, again: Bool = false) -> Action {
         let form = probeFallback ?? (again ? .openEnded : probeEnd.map { .bounded(end: $0) } ?? .openEnded)
         phase = .probing
-        return [send(id, first: 0, end: form.end, role: .probe, withoutRange: !form.sendsRange)]
+        return send(id, first: 0, end: form.end, role: .probe, withoutRange: !form.sendsRange)
     }
 
     /// Gives connection `id` its next range, or lets it rest when there is nothing left to share.
     mutating func assignWork(_ id: Int) -> [Action] {
         guard isActive, mirrorChecksPending == 0, planner != nil else { return [] }
         placeOnMirror(id)
-        guard var planner else { return [] }
-        let segmentsBefore = planner.segments.count
-        guard let work = planner.nextRequest(for: id, continuing: connections[id].segment) else {
-            self.planner = planner
-            return finishIfDone()
-        }
+        // The planner is changed where it is stored: a copy taken out (`guard var`) shares its segments and
+        // ranges with the stored one, so changing it copied them anew, and storing it back retained them.
+        guard let segmentsBefore = planner?.segments.count else { return [] }
+        guard let work = planner!.nextRequest(for: id, continuing: connections[id].segment) else { return finishIfDone() }
         var actions: [Action] = []
-        if planner.segments.count > segmentsBefore {
-            let taken = work.range.lowerBound..<(planner.end(of: work.segment) ?? work.range.upperBound)
+        if let segmentsNow = planner?.segments.count, segmentsNow > segmentsBefore {
+            let taken = work.range.lowerBound..<(planner?.end(of: work.segment) ?? work.range.upperBound)
             actions.append(.log(.trace, "connection takes half of another's remaining range", {
                 [LogKey.connection: "\(id)", LogKey.range: "\(taken.logText)"]
             }))
         }
-        self.planner = planner
         connections[id].segment = work.segment
         actions.append(send(id, first: work.range.lowerBound, end: work.range.upperBound, role: .ranged))
-        peakConnections = max(peakConnections, connections.filter(\.isBusy).count)
+        peakConnections = max(peakConnections, connections.lazy.filter(\.isBusy).count)
         return actions
     }
 

@@ -3,7 +3,11 @@ import HaulIO
 
 /// What one connection is told to fetch in one exchange: decided by ``DownloadStateMachine``, carried out
 /// by a ``SegmentWorker``, never changed while it runs (a redirect or a retry is a new assignment).
-struct SegmentAssignment {
+///
+/// A class because nothing changes it once made: the machine keeps it on its connection, hands it out in an
+/// action, the worker keeps it and its completion refers to it — copies of a struct holding a URL and a
+/// request head retained every string and array in them each time, several times per small file.
+final class SegmentAssignment {
     enum Role: Equatable {
         /// The first request, which also learns the length and validators.
         case probe
@@ -22,16 +26,31 @@ struct SegmentAssignment {
     let end: Int64?
     /// The mirror the request went to: what its response says is about that mirror.
     let mirror: Int
-    /// Where the request goes (a redirect's hop, or the mirror's resolved URL).
-    let url: HTTPURL
+    /// Where the request goes (a redirect's hop, or the mirror's resolved URL): the head's, not a second copy.
+    var url: HTTPURL { head.url }
     /// Whether the request carries `Range` (a probe in the ``ProbeForm/withoutRange`` form does not).
     let sendsRange: Bool
     let sentIfRange: Bool
     /// Whether the request carried `If-None-Match`/`If-Modified-Since` (``ConditionalProbe``).
-    var sentConditional = false
+    let sentConditional: Bool
     /// The tries of this connection in a row, this one included (for the log).
     let attempt: Int
     let head: RequestHead
+
+    init(connection: Int, serial: Int, role: Role, first: Int64, end: Int64?, mirror: Int, sendsRange: Bool,
+         sentIfRange: Bool, sentConditional: Bool = false, attempt: Int, head: RequestHead) {
+        self.connection = connection
+        self.serial = serial
+        self.role = role
+        self.first = first
+        self.end = end
+        self.mirror = mirror
+        self.sendsRange = sendsRange
+        self.sentIfRange = sentIfRange
+        self.sentConditional = sentConditional
+        self.attempt = attempt
+        self.head = head
+    }
 
     /// How this request asked, when it is the probe.
     var probeForm: ProbeForm { !sendsRange ? .withoutRange : end.map { .bounded(end: $0) } ?? .openEnded }

@@ -90,11 +90,12 @@ struct SegmentPlanner {
         if let current, let s = segments[current], s.owner == worker, s.remaining > 0 {
             return (current, request(current, from: s.next))
         }
-        if let free = segments.values.filter({ $0.owner == nil && $0.remaining > 0 }).max(by: Self.smallerShare) {
+        // `lazy`: the candidates are compared as they come, not gathered into an array first.
+        if let free = segments.values.lazy.filter({ $0.owner == nil && $0.remaining > 0 }).max(by: Self.smallerShare) {
             segments[free.id]?.owner = worker
             return (free.id, request(free.id, from: free.next))
         }
-        guard let victim = segments.values.filter({ $0.owner != nil }).max(by: Self.smallerUnrequested),
+        guard let victim = segments.values.lazy.filter({ $0.owner != nil }).max(by: Self.smallerUnrequested),
               victim.unrequested >= 2 * minimumSegment else { return nil }
         let middle = victim.requested + victim.unrequested / 2
         let stolen = middle..<victim.end
@@ -143,9 +144,9 @@ struct SegmentPlanner {
 
     /// Splits unowned work so that `connections` workers can start at once (used at the start of a download).
     mutating func splitForStart(connections: Int) {
-        var pieces = connections - segments.values.filter { $0.remaining > 0 }.count
+        var pieces = connections - segments.values.lazy.filter { $0.remaining > 0 }.count
         while pieces > 0 {
-            guard let largest = segments.values.filter({ $0.owner == nil }).max(by: Self.smallerShare),
+            guard let largest = segments.values.lazy.filter({ $0.owner == nil }).max(by: Self.smallerShare),
                   largest.remaining >= 2 * minimumSegment else { return }
             // Cut off 1/(pieces+1) of the largest so that equal shares come out when starting from one segment.
             let share = largest.remaining / Int64(pieces + 1)

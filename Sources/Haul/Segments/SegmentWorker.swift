@@ -93,10 +93,11 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
             LogKey.range: "\(assignment.head.range.map(\.headerValue) ?? "-")", LogKey.attempt: "\(assignment.attempt)",
             "haul.role": "\(assignment.role)", "haul.if_range": "\(assignment.sentIfRange)",
         ])
+        let serial = assignment.serial
         cancellation = settings.client.executeOnLoop(assignment.head, handler: self) { [self] result in
-            let current = self.assignment?.serial == assignment.serial
+            let current = self.assignment?.serial == serial
             if current { cancellation = nil }
-            host.exchangeEnded(ExchangeEnd(connection: id, serial: assignment.serial, outcome: result,
+            host.exchangeEnded(ExchangeEnd(connection: id, serial: serial, outcome: result,
                                            window: current ? window : nil, retryAfter: current ? retryAfter : nil))
         }
     }

@@ -6,31 +6,58 @@ import HaulJournal
 /// file goes, and its progress.
 extension SegmentedDownload {
     /// What the loop hands to the blocking finish (checksum, sync, rename).
-    struct Finished: Sendable {
+    ///
+    /// A class: it holds a dozen references (URL, response head, paths) and is passed on several times
+    /// between the loop, the task and the finish — inside ``Outcome``, captured by closures — once per
+    /// small file. A struct was copied whole each time (every reference retained and released again); this is
+    /// one reference. Nothing changes it once made.
+    final class Finished: Sendable {
         /// nil for a download streamed in order (``OrderedStream``): everything is delivered already.
-        var file: OutputFile?
+        let file: OutputFile?
         /// Whether `file` is in memory (``DownloadRequest/Destination/memory(limit:)``): its bytes are read
         /// back into the result, nothing is renamed. `partPath` then names it for messages only.
-        var inMemory = false
-        var partPath: String
-        var journalPath: String
+        let inMemory: Bool
+        let partPath: String
+        let journalPath: String
         /// Whether a journal was written (small files have none), so the finish knows to remove it.
-        var journaled: Bool
-        var bytes: Int64
-        var finalURL: HTTPURL
-        var entityTag: EntityTag?
-        var lastModified: HTTPDate?
-        var redirects: Int
-        var connections: Int
-        var bytesRequested: Int64
-        var retries: Int
+        let journaled: Bool
+        let bytes: Int64
+        let finalURL: HTTPURL
+        let entityTag: EntityTag?
+        let lastModified: HTTPDate?
+        let redirects: Int
+        let connections: Int
+        let bytesRequested: Int64
+        let retries: Int
         /// The response the run took the file from (``DownloadStateMachine/response``).
-        var response: ResponseHead?
+        let response: ResponseHead?
         /// What the `Repr-Digest` fields of the responses claim the whole file's digests are; checked with the checksum.
-        var representationDigests: [RepresentationDigestClaim] = []
+        let representationDigests: [RepresentationDigestClaim]
         /// The destination was checked absent when the download started and may not be replaced: the final
         /// name is given without replacing a file that appeared since (``FinalNaming``).
-        var finalNameIsNew = false
+        let finalNameIsNew: Bool
+
+        init(file: OutputFile?, inMemory: Bool = false, partPath: String, journalPath: String, journaled: Bool, bytes: Int64,
+             finalURL: HTTPURL, entityTag: EntityTag?, lastModified: HTTPDate?, redirects: Int, connections: Int,
+             bytesRequested: Int64, retries: Int, response: ResponseHead?, representationDigests: [RepresentationDigestClaim] = [],
+             finalNameIsNew: Bool = false) {
+            self.file = file
+            self.inMemory = inMemory
+            self.partPath = partPath
+            self.journalPath = journalPath
+            self.journaled = journaled
+            self.bytes = bytes
+            self.finalURL = finalURL
+            self.entityTag = entityTag
+            self.lastModified = lastModified
+            self.redirects = redirects
+            self.connections = connections
+            self.bytesRequested = bytesRequested
+            self.retries = retries
+            self.response = response
+            self.representationDigests = representationDigests
+            self.finalNameIsNew = finalNameIsNew
+        }
     }
 
     /// How a download ended, for its ``DownloadTask``.

@@ -18,7 +18,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     let loop: EventLoop
     let client: HTTPClient
-    let options: DownloadOptions
+    /// The machine's: one copy of the client's options per download, read in place.
+    var options: DownloadOptions {
+        _read { yield machine.options }
+    }
     let checksum: Checksum?
     let budget: ConnectionBudget
     /// Request-level records (``LogKey``); drops everything unless the embedder gave a logger.
@@ -57,7 +60,6 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
         self.loop = loop
         self.client = client
-        self.options = options
         self.checksum = checksum
         self.budget = budget
         self.logger = logger
@@ -67,16 +69,14 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.finalNameIsNew = finalNameIsNew
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
                         partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
+        settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
+                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
         machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
             notices: notices, fileOpen: file != nil, created: created,
             bootID: resume != nil ? JournalState.currentBootID() : nil, conditional: resume == nil ? conditional : nil,
-            pieceHashes: pieceHashes, refreshesURLs: refresher != nil)
-        machine.expectedSize = expectedSize
-        machine.followsMetalink = followsMetalink
-        settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
-                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
+            pieceHashes: pieceHashes, refreshesURLs: refresher != nil, expectedSize: expectedSize, followsMetalink: followsMetalink)
         sink.label = inspect { $0.fileLabel }
     }
 
@@ -129,8 +129,18 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     // MARK: Carrying out actions
 
     /// Carries out `actions` in order; one whose I/O fails feeds the failure back and drops the rest.
-    private func run(_ actions: [DownloadStateMachine.Action]) {
-        for action in actions where !perform(action) { return }
+    private func run(_ actions: consuming [DownloadStateMachine.Action]) {
+        // Each action is moved out of the array into `perform`, first to last, a payload-free action left in
+        // its place for the array to destroy. Iterating copied each out (its payload retained) and destroyed
+        // the array's own afterwards; `removeFirst`, and `reverse` then `popLast`, copy too (measured).
+        var pending = actions
+        pending.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices {
+                let action = buffer.moveElement(from: index)
+                buffer.initializeElement(at: index, to: .stopTimers)
+                guard perform(action) else { return }
+            }
+        }
     }
 
     /// `consuming`: the action's copy made for this call is given up by the switch, not kept to be destroyed

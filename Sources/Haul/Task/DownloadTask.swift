@@ -280,7 +280,8 @@ public final class DownloadTask: @unchecked Sendable {
         }
     }
 
-    private func launch(_ outcome: Result<DownloadPreparation.Prepared, HaulError>) {
+    /// `consuming`: the prepared download is taken apart into the running one, not copied out of `outcome`.
+    private func launch(_ outcome: consuming Result<DownloadPreparation.Prepared, HaulError>) {
         let succeeded = if case .success = outcome { true } else { false }
         switch lifecycle.prepared(succeeded: succeeded) {
         case .fail:
@@ -297,16 +298,18 @@ public final class DownloadTask: @unchecked Sendable {
             resolve(&pauseWaiters, .success(()))
             resolve(&resumeWaiters, .success(()))
         case .run:
-            guard case .success(let prepared) = outcome else { return }
-            var request = self.request
-            if ranBefore { request.listedAbsentPath = nil }
+            guard case .success(let prepared) = consume outcome else { return }
+            // The request is read where it is; only a directory download's name resolver keeps a copy of it.
+            let listingIsStale = ranBefore
             ranBefore = true
             let download = SegmentedDownload(
                 loop: lane.loop, client: lane.httpClient, options: client.options, budget: client.budget,
                 mirrors: prepared.mirrors, destination: prepared.destination,
                 resolveName: prepared.directory.map {
-                    DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given, claimant: nameOwner,
-                                                     writesUnnamedFiles: client.options.writesUnnamedFiles)
+                    var request = self.request
+                    if listingIsStale { request.listedAbsentPath = nil }
+                    return DownloadPreparation.nameResolver(directory: $0, request: request, primary: prepared.mirrors.primary.given,
+                                                            claimant: nameOwner, writesUnnamedFiles: client.options.writesUnnamedFiles)
                 },
                 checksum: request.checksum, ifChangedOnServer: request.ifChangedOnServer, resume: prepared.resume,
                 notices: prepared.notices, file: prepared.file, stream: prepared.stream.map(OrderedStream.init(descriptor:)),
