@@ -32,6 +32,13 @@ import Testing
                 "unknown: the wait is bounded anyway")
     }
 
+    /// Files that would be flushed one by one anyway (an `fdatasync` each: much dirty data of others, an old
+    /// kernel) save nothing by waiting: the batch starts at once.
+    @Test func aBatchThatWouldNotShareAFlushDoesNotWait() {
+        #expect(rule.next(queued: 2, firstQueuedAt: queuedAt, now: queuedAt, mayStillCome: 5, sharesFlush: false) == .start)
+        #expect(rule.next(queued: 2, firstQueuedAt: queuedAt, now: queuedAt, mayStillCome: 5, sharesFlush: true) != .start)
+    }
+
     @Test func nothingQueuedHasNothingToWaitFor() {
         #expect(rule.next(queued: 0, firstQueuedAt: queuedAt, now: queuedAt) == .start)
     }

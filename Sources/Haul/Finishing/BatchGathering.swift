@@ -38,8 +38,12 @@ struct BatchGathering: Equatable, Sendable {
     /// commit then ends its run of batches). Nobody left to come: `.start` — a caller running 16 downloads at a
     /// time and waiting for each to end (a `TaskGroup`) has all 16 in the commit, and would otherwise wait
     /// the whole ``longestWait`` for company that cannot come.
-    func next(queued: Int, firstQueuedAt: MonotonicInstant, now: MonotonicInstant, mayStillCome: Int? = nil) -> Decision {
-        guard queued > 0, queued < enoughFiles, mayStillCome.map({ $0 > 0 }) ?? true else { return .start }
+    ///
+    /// `sharesFlush` false: the batch's files would be flushed one by one anyway (an `fdatasync` each: an old
+    /// kernel, or much dirty data of others on the machine, ``FlushPlan``) — then waiting saves no flush and
+    /// only holds the syncs back, so the batch starts at once.
+    func next(queued: Int, firstQueuedAt: MonotonicInstant, now: MonotonicInstant, mayStillCome: Int? = nil, sharesFlush: Bool = true) -> Decision {
+        guard queued > 0, queued < enoughFiles, sharesFlush, mayStillCome.map({ $0 > 0 }) ?? true else { return .start }
         let deadline = firstQueuedAt.advanced(by: longestWait)
         return now < deadline ? .wait(until: deadline) : .start
     }

@@ -228,8 +228,11 @@ final class GroupCommit: @unchecked Sendable {
         var awaiting: Renamed?
         var follows = false
         while true {
+            // Read before the lock (it may read `/proc/meminfo`): whether a gathered batch would share a flush.
+            // (Not when nothing is queued: a lone download's end reads nothing more.)
+            let sharesFlush = follows && !lock.withLock({ pending.isEmpty }) && gatheredBatchSharesFlush()
             let batch = lock.withLock { () -> [Entry] in
-                if follows { waitForCompany() }
+                if follows { waitForCompany(sharesFlush: sharesFlush) }
                 follows = true
                 let taken = pending
                 pending = []
@@ -279,13 +282,21 @@ final class GroupCommit: @unchecked Sendable {
 
     /// Waits (the lock held, released while waiting) until the queued files may start a batch, as
     /// ``gathering`` says.
-    private func waitForCompany() {
+    private func waitForCompany(sharesFlush: Bool) {
         while case .wait(let deadline) = gathering.next(queued: pending.count, firstQueuedAt: firstQueuedAt, now: .now(),
-                                                        mayStillCome: mayStillCome()) {
+                                                        mayStillCome: mayStillCome(), sharesFlush: sharesFlush) {
             waitingForCompany = true
             lock.wait(until: deadline)
             waitingForCompany = false
         }
+    }
+
+    /// Whether a batch of ``BatchGathering/enoughFiles`` small files would share a `syncfs` now (``FlushPlan``:
+    /// the kernel reports its errors, and the machine holds no more dirty data than such a batch may wait for).
+    private func gatheredBatchSharesFlush() -> Bool {
+        guard operations.flushesFileSystems else { return false }
+        guard let dirty = operations.dirtyBytes() else { return true }
+        return dirty <= FlushPlan.dirtyAllowance(files: gathering.enoughFiles)
     }
 
     /// With the lock held: how many downloads that have begun and not ended are not in the commit (nil: unknown).
