@@ -4,8 +4,8 @@ import Testing
 @testable import Haul
 import HaulIO
 
-/// The group commit's batches gathered (``BatchGathering``) and shared by several submitters (a client's
-/// lanes, each with its own ``GroupCommit/Route``).
+/// The group commit's batches gathered (``BatchGathering``): a batch that follows another waits for company,
+/// within bounds, and not when nobody can come.
 @Suite struct GroupCommitGatheringTests {
     typealias Recorder = GroupCommitTests.Recorder
     typealias Scratch = GroupCommitTests.Scratch
@@ -114,37 +114,6 @@ import HaulIO
         #expect(commit.batchCount == 2)
         for index in 1...3 {
             guard case .success = outcomes["a/\(index)"] else { Issue.record("a/\(index): \(String(describing: outcomes["a/\(index)"]))"); continue }
-        }
-    }
-
-    /// Two submitters (a client's two lanes) share one commit: their files go in one batch (one `syncfs` for
-    /// the `a/` filesystem), the batch's start is asked for once, on the route of the file that came first, and
-    /// each route gets its own files' outcomes in one call of its `deliver`.
-    @Test func twoRoutesShareOneBatchAndEachGetsItsOwnOutcomesInOneCall() throws {
-        let scratch = try Scratch()
-        let recorder = Recorder()
-        let outcomes = Outcomes()
-        let gatherFirst = Deferred(), gatherSecond = Deferred(), deliverFirst = Deferred(), deliverSecond = Deferred()
-        let commit = GroupCommit(parallelSyncs: 2, operations: recorder.flushingOperations, start: { $0() })
-        let first = commit.lane(GroupCommit.Route(gather: { gatherFirst.take($0) }, deliver: { deliverFirst.take($0) }))
-        let second = commit.lane(GroupCommit.Route(gather: { gatherSecond.take($0) }, deliver: { deliverSecond.take($0) }))
-        #expect(first.commit === second.commit && first.route !== second.route)
-        first.submit(try entry(scratch, "a/1", outcomes: outcomes))
-        second.submit(try entry(scratch, "a/2", outcomes: outcomes))
-        first.submit(try entry(scratch, "b/3", outcomes: outcomes))
-        second.submit(try entry(scratch, "a/4", outcomes: outcomes))
-        #expect(gatherFirst.calls.withLock { $0 } == 1 && gatherSecond.calls.withLock { $0 } == 0, "one start asked for, by the first route")
-        #expect(gatherFirst.run() == 1)
-        #expect(commit.batchCount == 1)
-        let log = recorder.log.withLock { $0 }
-        #expect(log.filter { $0.hasPrefix("syncfs") } == ["syncfs \(scratch.root)/a/1.part"], "a/1, a/2 and a/4 share one syncfs: \(log)")
-        #expect(deliverFirst.calls.withLock { $0 } == 1 && deliverSecond.calls.withLock { $0 } == 1, "one delivery per route")
-        #expect(outcomes.results.withLock { $0 }.isEmpty, "nothing reported before the deliveries run")
-        deliverFirst.run()
-        #expect(Set(outcomes.results.withLock { $0 }.keys) == ["a/1", "b/3"], "the first route's files only")
-        deliverSecond.run()
-        for name in ["a/1", "a/2", "b/3", "a/4"] {
-            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
         }
     }
 

@@ -49,7 +49,7 @@ public final class HaulClient: Sendable {
         var lanes: [ClientLane] = []
         do {
             for index in 0..<max(1, options.eventLoops) {
-                lanes.append(try ClientLane(index: index, options: options, sharing: lanes.first))
+                lanes.append(try ClientLane(index: index, options: options))
             }
         } catch {
             for lane in lanes { lane.loop.shutdown() }

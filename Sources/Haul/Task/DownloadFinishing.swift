@@ -12,7 +12,7 @@ enum DownloadFinishing {
     /// called, on the caller's thread, as soon as the rest is only a wait for the disk or the hash: a caller
     /// limiting concurrent transfers may start the next download then.
     static func start(_ finished: SegmentedDownload.Finished, destination: String, checksum: Checksum?, setsRemoteTime: Bool = false, synchronizes: Bool,
-                      commits: GroupCommit.Lane, transferEnded: () -> Void, report reportOutcome: @escaping @Sendable (Result<[UInt8]?, HaulError>) -> Void) {
+                      commits: GroupCommit, transferEnded: () -> Void, report reportOutcome: @escaping @Sendable (Result<[UInt8]?, HaulError>) -> Void) {
         // A finish that fails (a checksum or digest mismatch, a failed sync or name) keeps the bytes as
         // `NAME.part`, as it always has: a file without a name takes that name first.
         let report: @Sendable (Result<[UInt8]?, HaulError>) -> Void = { outcome in
