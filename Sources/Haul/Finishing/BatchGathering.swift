@@ -17,10 +17,12 @@ struct BatchGathering: Equatable, Sendable {
     /// The longest the first file of a batch waits for others before the batch starts.
     var longestWait: Duration
 
-    /// 64 files or 2 ms. Measured on this project's ext4 disk (10,000 × 4 KiB durable, docs/benchmarks.md):
-    /// the files of a run at full speed arrive at 10–20 per millisecond, so 2 ms gather 20–40 of them and the
-    /// flushes fall from about 5,000 to a few hundred; more waiting bought nothing measurable.
-    static let standard = BatchGathering(enoughFiles: 64, longestWait: .milliseconds(2))
+    /// 64 files or 5 ms (the most a file's batch start may be held). Measured on this project's 2-core VM
+    /// (10,000 × 4 KiB durable, `-j 16`, two lanes, docs/benchmarks.md "Durable batches gathered"): the files
+    /// reach each lane's commit at 4–8 per millisecond, so without the wait a batch held what arrived during a
+    /// flush of well under a millisecond; with 2 ms the flushes (`syncfs`, `fdatasync`, directory `fsync`)
+    /// fell by about a quarter, with 5 ms to a fifth or less.
+    static let standard = BatchGathering(enoughFiles: 64, longestWait: .milliseconds(5))
     /// Every batch starts as soon as the one before it is done (the behaviour before the rule; for tests).
     static let immediate = BatchGathering(enoughFiles: 1, longestWait: .zero)
 

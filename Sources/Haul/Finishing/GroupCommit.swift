@@ -7,11 +7,12 @@ import Synchronization
 /// file made many small downloads wait for the disk once or twice each, one after the other.
 ///
 /// Files handed in while a batch is on the disk wait for the next batch, which takes all of them. That next
-/// batch gathers company first (``BatchGathering``): it starts once it holds 64 files, or 2 ms after its first
-/// file was queued — a flush of a few files takes a fraction of a millisecond, and without the wait a run of
-/// small files went in batches of about three. A file after a quiet spell (nothing on the disk, nothing
+/// batch gathers company first (``BatchGathering``): it starts once it holds 64 files, or 5 ms after its first
+/// file was queued, or at once when none of the submitters' running downloads is left to come, or when its
+/// files would get an `fdatasync` each anyway. (A flush of a few files takes a fraction of a millisecond:
+/// without the wait a run of small files went in batches of about three.) A file after a quiet spell (nothing on the disk, nothing
 /// queued) is committed at once: a lone download's end waits for no timer. A batch after a quiet spell
-/// starts when the turn of the thread that handed in its first file is over (``init(parallelSyncs:gathering:operations:start:gather:deliver:)``'s
+/// starts when the turn of the thread that handed in its first file is over (``init(parallelSyncs:gathering:downloadsRunning:operations:start:gather:deliver:)``'s
 /// `gather`: the client's event loop runs it after the current batch of events), so the files that finish
 /// on one wake-up of the loop go together, and one thread is woken per batch, not per file. The outcomes of a
 /// batch are handed back together too (`deliver`: one task on the loop for the whole batch). Each lane of a
