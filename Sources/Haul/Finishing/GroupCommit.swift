@@ -10,15 +10,15 @@ import Synchronization
 /// batch gathers company first (``BatchGathering``): it starts once it holds 64 files, or 5 ms after its first
 /// file was queued, or at once when none of the submitters' running downloads is left to come, or when its
 /// files would get an `fdatasync` each anyway. (A flush of a few files takes a fraction of a millisecond:
-/// without the wait a run of small files went in batches of about three.) A file after a quiet spell (nothing on the disk, nothing
-/// queued) is committed at once: a lone download's end waits for no timer. A batch after a quiet spell
+/// without the wait a run of small files went in batches of about three.) A file after a quiet spell
+/// (nothing on the disk, nothing queued) is committed at once: a lone download's end waits for no timer. A batch after a quiet spell
 /// starts when the turn of the thread that handed in its first file is over (``init(parallelSyncs:gathering:downloadsRunning:operations:start:gather:deliver:)``'s
 /// `gather`: the client's event loop runs it after the current batch of events), so the files that finish
 /// on one wake-up of the loop go together, and one thread is woken per batch, not per file. The outcomes of a
 /// batch are handed back together too (`deliver`: one task on the loop for the whole batch). Each lane of a
 /// client (an event loop) has a commit of its own: one shared by the lanes of a client was measured (a
-/// `TaskGroup` of 16 durable downloads of 4 KiB on two lanes) 1.5–2× slower than one per lane, its single run of
-/// batches flushing half as much at once.
+/// `TaskGroup` of 16 durable downloads of 4 KiB on two lanes) 1.5–2× slower than one per lane (docs/benchmarks.md,
+/// "Durable batches gathered"; likely because one run of batches has one flush on the disk at a time).
 /// Each batch, in this order:
 /// 1. makes the data of every file durable, as its ``FlushPlan`` says: the small files sharing a filesystem
 ///    with one `syncfs` of it, the others (large files, a lone file, every file on a kernel older than 5.8)
