@@ -9,10 +9,10 @@ import Testing
 @Suite(.serialized) struct EventLoopLaneTests {
     let fixture = NginxFixture.shared
 
-    func client(eventLoops: Int, connections: Int = 8, maximumConnections: Int = 64) throws -> HaulClient {
+    func client(eventLoops: Int, connections: Int = 8, maximumConnections: Int = 64, durable: Bool = false) throws -> HaulClient {
         var options = DownloadOptions(connections: connections, maximumConnections: maximumConnections)
         options.tls.caFile = fixture.ca.caCertificatePath
-        options.synchronizesToDisk = false
+        options.synchronizesToDisk = durable
         options.eventLoops = eventLoops
         return try HaulClient(options: options)
     }
@@ -70,6 +70,33 @@ import Testing
         let opened = try await connectionsOpened(haul)
         #expect(opened.allSatisfy { $0 > 0 }, "both loops opened connections: \(opened)")
         #expect(opened.reduce(0, +) <= atOnce + 2, "connections kept alive between files, per loop: \(opened)")
+    }
+
+    /// Each lane has a group commit of its own, which gathers its batches knowing the lane's running downloads:
+    /// durable downloads 16 at a time on both loops all end whole under their names, none left waiting.
+    @Test func durableDownloadsOnBothLoopsEndWholeThroughEachLanesCommit() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let haul = try client(eventLoops: 2, durable: true)
+        #expect(haul.lanes[0].commits !== haul.lanes[1].commits, "a commit per lane")
+        let count = 40
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                if index >= 16 { try await group.next() }
+                let task = haul.start(DownloadRequest(url: fixture.nginx.url("/small-\(index % 5).bin"),
+                                                      destination: .file(directory + "/d\(index)")))
+                group.addTask { _ = try await task.value }
+            }
+            try await group.waitForAll()
+        }
+        for index in 0..<count {
+            let source = fixture.nginx.dataDirectory + "/small-\(index % 5).bin"
+            #expect(try TestFiles.sha256(ofFile: directory + "/d\(index)") == TestFiles.sha256(ofFile: source), "file \(index)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.hasSuffix(".part") }, "no .part left")
+        #expect(haul.lanes.allSatisfy { $0.started > 0 }, "downloads ran on both loops: \(haul.lanes.map(\.started))")
+        #expect(haul.lanes.map(\.commits.batchCount).reduce(0, +) >= 2, "the files went through both lanes' commits")
+        #expect(haul.lanes.allSatisfy { $0.running == 0 }, "every download ended")
     }
 
     /// Each download starting once the previous one ended: all on the first loop, over one connection.

@@ -6,12 +6,19 @@ import Synchronization
 /// Makes finished downloads durable in batches: one synchronous `fdatasync` plus a directory `fsync` per
 /// file made many small downloads wait for the disk once or twice each, one after the other.
 ///
-/// Files handed in while a batch is on the disk wait for the next batch, which takes all of them: under load
-/// the batches grow by themselves, and a lone file is committed at once (no timer, no added latency). A batch
-/// starts when the turn of the thread that handed in its first file is over (``init(parallelSyncs:operations:start:gather:deliver:)``'s
+/// Files handed in while a batch is on the disk wait for the next batch, which takes all of them. That next
+/// batch gathers company first (``BatchGathering``): it starts once it holds 64 files, or 5 ms after its first
+/// file was queued, or at once when none of the submitters' running downloads is left to come, or when its
+/// files would get an `fdatasync` each anyway. (A flush of a few files takes a fraction of a millisecond:
+/// without the wait a run of small files went in batches of about three.) A file after a quiet spell
+/// (nothing on the disk, nothing queued) is committed at once: a lone download's end waits for no timer. A batch after a quiet spell
+/// starts when the turn of the thread that handed in its first file is over (``init(parallelSyncs:gathering:downloadsRunning:operations:start:gather:deliver:)``'s
 /// `gather`: the client's event loop runs it after the current batch of events), so the files that finish
 /// on one wake-up of the loop go together, and one thread is woken per batch, not per file. The outcomes of a
-/// batch are handed back together too (`deliver`: one task on the loop for the whole batch).
+/// batch are handed back together too (`deliver`: one task on the loop for the whole batch). Each lane of a
+/// client (an event loop) has a commit of its own: one shared by the lanes of a client was measured (a
+/// `TaskGroup` of 16 durable downloads of 4 KiB on two lanes) 1.5–2× slower than one per lane (docs/benchmarks.md,
+/// "Durable batches gathered"; likely because one run of batches has one flush on the disk at a time).
 /// Each batch, in this order:
 /// 1. makes the data of every file durable, as its ``FlushPlan`` says: the small files sharing a filesystem
 ///    with one `syncfs` of it, the others (large files, a lone file, every file on a kernel older than 5.8)
@@ -107,15 +114,26 @@ final class GroupCommit: @unchecked Sendable {
     /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
     /// one thread took 8–28 s, eight 1.2–1.7 s; sixteen were no better than eight.
     let parallelSyncs: Int
+    /// When a batch that follows another starts (``BatchGathering``).
+    let gathering: BatchGathering
     private let operations: Operations
     private let start: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let gather: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let lock = CommitLock()
     private var pending: [Entry] = []
+    /// When the first of `pending` was queued.
+    private var firstQueuedAt = MonotonicInstant(nanoseconds: 0)
+    /// The committing thread waits for more files (``BatchGathering``): a submit that makes enough wakes it.
+    private var waitingForCompany = false
+    /// Files submitted whose outcomes have not yet been handed over (their `deliver` has not run).
+    private var undelivered = 0
+    /// How many downloads of the submitters have begun and not ended (a client's running downloads); nil:
+    /// unknown. Those not in the commit may still hand in a file: a batch waits for company only while some may.
+    private let downloadsRunning: (@Sendable () -> Int)?
     private var committing = false
     /// A batch's start is asked for (`gather`) and has not run yet: later files join it without asking again.
-    private var gathering = false
+    private var startAsked = false
     /// Batches committed so far.
     private var batches = 0
 
@@ -124,25 +142,33 @@ final class GroupCommit: @unchecked Sendable {
     /// ``HaulIO/EventLoop/execute(_:)``: after the loop's current batch of events, whose finishing files then
     /// share the batch); by default at once. `deliver` runs a batch's reports, all in one call (the loop's
     /// `execute` again: one task for the batch instead of one per file); by default at once, on the commit's
-    /// thread.
-    init(parallelSyncs: Int = 8, operations: Operations = .system,
+    /// thread. `gathering`: when a batch that follows another starts (``BatchGathering``), knowing from
+    /// `downloadsRunning` (nil: unknown) how many downloads have begun and not ended — a download ends only
+    /// after its outcome is delivered, in the same turn of its loop.
+    init(parallelSyncs: Int = 8, gathering: BatchGathering = .standard, downloadsRunning: (@Sendable () -> Int)? = nil,
+         operations: Operations = .system,
          start: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { BlockingWork.start($0) },
          gather: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { $0() },
          deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { $0() }) {
         self.parallelSyncs = max(1, parallelSyncs)
+        self.gathering = gathering
+        self.downloadsRunning = downloadsRunning
         self.operations = operations
         self.start = start
         self.gather = gather
         self.deliver = deliver
     }
 
-    /// Queues `entry` for the next batch; asks for that batch's start (through `gather`) unless one is on the
-    /// disk already (it takes `entry` when it is done) or its start is asked for already.
+    /// Queues `entry` for the next batch; asks for that batch's start (through `gather`) unless
+    /// one is on the disk already (it takes `entry` when it is done) or its start is asked for already.
     func submit(_ entry: Entry) {
         let asks = lock.withLock { () -> Bool in
+            if pending.isEmpty { firstQueuedAt = .now() }
             pending.append(entry)
-            guard !committing, !gathering else { return false }
-            gathering = true
+            undelivered += 1
+            if waitingForCompany, pending.count >= gathering.enoughFiles || mayStillCome() == 0 { lock.signal() }
+            guard !committing, !startAsked else { return false }
+            startAsked = true
             return true
         }
         if asks { gather { [self] in startBatch() } }
@@ -151,7 +177,7 @@ final class GroupCommit: @unchecked Sendable {
     /// Starts a batch with every file queued by now, unless one is on the disk already.
     private func startBatch() {
         let starts = lock.withLock { () -> Bool in
-            gathering = false
+            startAsked = false
             guard !committing, !pending.isEmpty else { return false }
             committing = true
             return true
@@ -162,14 +188,21 @@ final class GroupCommit: @unchecked Sendable {
     /// Number of batches committed so far.
     var batchCount: Int { lock.withLock { batches } }
 
-    /// Commits batches while files are pending. A batch's renames wait for their proof until the next batch
-    /// is flushed (``RenameProof``): a directory on a filesystem that batch flushes with `syncfs` needs no
-    /// `fsync` of its own; the others are synced before that batch's flush, and all of them at once when no
+    /// Commits batches while files are pending. The first starts at once; each later one gathers files first
+    /// (``BatchGathering``: a few milliseconds at most). A batch's renames wait for their proof until the next
+    /// batch is flushed (``RenameProof``): a directory on a filesystem that batch flushes with `syncfs` needs
+    /// no `fsync` of its own; the others are synced before that batch's flush, and all of them at once when no
     /// batch follows.
     private func commitWhilePending() {
         var awaiting: Renamed?
+        var follows = false
         while true {
+            // Read before the lock (it may read `/proc/meminfo`): whether a gathered batch would share a flush.
+            // (Not when nothing is queued: a lone download's end reads nothing more.)
+            let sharesFlush = follows && !lock.withLock({ pending.isEmpty }) && gatheredBatchSharesFlush()
             let batch = lock.withLock { () -> [Entry] in
+                if follows { waitForCompany(sharesFlush: sharesFlush) }
+                follows = true
                 let taken = pending
                 pending = []
                 if taken.isEmpty, awaiting == nil { committing = false } else if !taken.isEmpty { batches += 1 }
@@ -216,8 +249,42 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
+    /// Waits (the lock held, released while waiting) until the queued files may start a batch, as
+    /// ``gathering`` says.
+    private func waitForCompany(sharesFlush: Bool) {
+        while case .wait(let deadline) = gathering.next(queued: pending.count, firstQueuedAt: firstQueuedAt, now: .now(),
+                                                        mayStillCome: mayStillCome(), sharesFlush: sharesFlush) {
+            waitingForCompany = true
+            lock.wait(until: deadline)
+            waitingForCompany = false
+        }
+    }
+
+    /// Whether a batch of ``BatchGathering/enoughFiles`` small files would share a `syncfs` now (``FlushPlan``:
+    /// the kernel reports its errors, and the machine holds no more dirty data than such a batch may wait for).
+    private func gatheredBatchSharesFlush() -> Bool {
+        guard operations.flushesFileSystems else { return false }
+        guard let dirty = operations.dirtyBytes() else { return true }
+        return dirty <= FlushPlan.dirtyAllowance(files: gathering.enoughFiles)
+    }
+
+    /// With the lock held: how many downloads that have begun and not ended are not in the commit (nil: unknown).
+    private func mayStillCome() -> Int? {
+        downloadsRunning.map { max(0, $0() - undelivered) }
+    }
+
+    /// `deliver` has handed over `count` outcomes (their downloads have ended): wakes a thread
+    /// waiting for company, which may now have nobody left to wait for.
+    private func delivered(_ count: Int) {
+        lock.withLock {
+            undelivered -= count
+            if waitingForCompany { lock.signal() }
+        }
+    }
+
     /// Commits one batch on its own (see the type's description) and reports every entry of it.
     func commit(_ batch: [Entry]) {
+        lock.withLock { undelivered += batch.count }
         let (flushPlan, fileSystems) = plan(batch)
         var renamed = rename(batch, failures: flush(batch, flushPlan, fileSystems: fileSystems).failures, fileSystems: fileSystems)
         syncDirectories(of: &renamed, where: { _ in true })
@@ -321,7 +388,10 @@ final class GroupCommit: @unchecked Sendable {
         let reports = batch.indices.map { index in
             (batch[index].completion, outcomes[index] ?? .failure(.unexpected("the commit did not decide this file")))
         }
-        deliver { for (completion, outcome) in reports { completion(outcome) } }
+        deliver { [self] in
+            for (completion, outcome) in reports { completion(outcome) }
+            delivered(reports.count)
+        }
     }
 
     /// The plan for `batch` and the filesystem of each file (nil: unknown, or `syncfs` not used): the facts of
@@ -478,16 +548,37 @@ private final class SyncResults: @unchecked Sendable {
     }
 }
 
-/// A plain mutex guarding several fields of its owner.
+/// A plain mutex guarding several fields of its owner, with a condition to wait on under it.
 private final class CommitLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() { pthread_mutex_init(mutex, nil) }
+    init() {
+        pthread_mutex_init(mutex, nil)
+        // Deadlines are ``HaulIO/MonotonicInstant``s: the condition's clock is the monotonic one.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
 
     deinit {
+        pthread_cond_destroy(condition)
         pthread_mutex_destroy(mutex)
+        condition.deallocate()
         mutex.deallocate()
     }
+
+    /// Within ``withLock(_:)``: releases the lock until ``signal()`` or `deadline` (or a spurious wake-up),
+    /// then holds it again. The caller checks its condition again either way.
+    func wait(until deadline: MonotonicInstant) {
+        var time = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
+        _ = pthread_cond_timedwait(condition, mutex, &time)
+    }
+
+    /// Within ``withLock(_:)``: wakes the thread waiting in ``wait(until:)``, if any.
+    func signal() { pthread_cond_signal(condition) }
 
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)

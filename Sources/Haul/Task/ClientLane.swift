@@ -15,8 +15,9 @@ final class ClientLane: Sendable {
     /// Makes finished files durable in batches shared by this lane's downloads: the files that finish on one
     /// turn of the loop start one batch, and a batch's outcomes come back to the loop as one task.
     let commits: GroupCommit
-    /// Downloads (and single exchanges) started on this lane and not yet ended: what ``LaneChoice`` weighs.
-    private let runningCount = Atomic<Int>(0)
+    /// Downloads (and single exchanges) started on this lane and not yet ended: what ``LaneChoice`` weighs,
+    /// and what tells the lane's commit whether a file may still come to join a batch (``BatchGathering``).
+    private let runningCount: RunningCount
     /// How many were ever started on this lane (for tests and statistics).
     private let startedCount = Atomic<Int>(0)
 
@@ -29,6 +30,8 @@ final class ClientLane: Sendable {
             throw HaulError.unexpected("cannot start the event loop: \(error)")
         }
         self.loop = loop
+        let runningCount = RunningCount()
+        self.runningCount = runningCount
         var connectionOptions = ConnectionOptions()
         connectionOptions.timeouts = options.timeouts
         connectionOptions.network = options.network
@@ -38,23 +41,31 @@ final class ClientLane: Sendable {
                                 maxIdlePerOrigin: max(16, options.maximumConnections), proxy: options.proxy)
         // A file handed in on the loop waits for the end of the loop's turn (the other files finishing in it
         // join its batch); one handed in elsewhere (after hashing, on a blocking thread) goes at once.
-        commits = GroupCommit(gather: { start in if loop.inEventLoop { loop.execute(start) } else { start() } },
+        // A download ends only after its outcome is delivered, in the same turn of the loop (the commit's
+        // count of files handed in and not yet delivered is then exact against this one).
+        commits = GroupCommit(downloadsRunning: { runningCount.value.load(ordering: .relaxed) },
+                              gather: { start in if loop.inEventLoop { loop.execute(start) } else { start() } },
                               deliver: { loop.execute($0) })
     }
 
     /// Downloads running on this lane now.
-    var running: Int { runningCount.load(ordering: .relaxed) }
+    var running: Int { runningCount.value.load(ordering: .relaxed) }
     /// Downloads ever started on this lane.
     var started: Int { startedCount.load(ordering: .relaxed) }
 
     /// A download starts on this lane.
     func enter() {
-        runningCount.add(1, ordering: .relaxed)
+        runningCount.value.add(1, ordering: .relaxed)
         startedCount.add(1, ordering: .relaxed)
     }
 
     /// A download that ``enter()``ed ended.
     func leave() {
-        runningCount.subtract(1, ordering: .relaxed)
+        runningCount.value.subtract(1, ordering: .relaxed)
     }
+}
+
+/// A count of a lane's running downloads, shared with the closure its ``GroupCommit`` reads it through.
+final class RunningCount: Sendable {
+    let value = Atomic<Int>(0)
 }
