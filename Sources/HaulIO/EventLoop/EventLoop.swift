@@ -121,7 +121,7 @@ public final class EventLoop: @unchecked Sendable {
     public func executeUnlessShuttingDown(_ task: @escaping @Sendable () -> Void) -> Bool {
         let (accepted, mustWake) = pending.withLock { work -> (Bool, Bool) in
             if work.shuttingDown || work.finished { return (false, false) }
-            work.tasks.append(task)
+            work.tasks.append(QueuedTask(run: task))
             // The wake-up rule of `execute(_:)`.
             guard work.loopWaits else { return (true, false) }
             work.loopWaits = false
