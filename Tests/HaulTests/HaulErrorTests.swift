@@ -50,6 +50,7 @@ import HaulTestSupport
         .cancelled,
         .checkpointFailed(journalError),
         .unexpected("a bug"),
+        .clientShutDown,
     ]
 
     /// Each reason's place; the switch is exhaustive, so a new reason must be added here, and then to
@@ -88,11 +89,12 @@ import HaulTestSupport
         case .retryAfterTooLong: 29
         case .digestMismatch: 30
         case .sizeMismatch: 31
+        case .clientShutDown: 32
         }
     }
 
     @Test func everyReasonHasARepresentative() {
-        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...31))
+        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...32))
     }
 
     /// Advice that names a program's options: a long option, or the old "pass replace" wording.

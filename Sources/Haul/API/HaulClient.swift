@@ -78,14 +78,18 @@ public final class HaulClient: Sendable {
 
     /// Stops the client's event-loop threads and returns once they have exited, so that no thread of Haul's is
     /// inside OpenSSL or a system call any more — call it before `exit()` (whose handlers tear OpenSSL
-    /// down). Downloads still running are abandoned where they stand: pause them first. The client cannot
-    /// be used afterwards.
+    /// down). Downloads still running or paused end with ``HaulError/Reason/clientShutDown`` where they
+    /// stand, their files kept as they were (pause them first to have their journals brought up to date);
+    /// so do downloads started, and the pauses, resumes and cancels asked for, afterwards. The client
+    /// cannot be used afterwards.
     public func shutdown() async {
-        let loops = lanes.map(\.loop)
+        let lanes = self.lanes
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Joining a thread blocks: never on the cooperative pool.
             BlockingWork.start {
-                for loop in loops { loop.shutdown() }
+                for lane in lanes { lane.loop.shutdown() }
+                // The loops' threads have exited: nothing awaiting a download they ran may wait for good.
+                for lane in lanes { lane.endDownloadsAfterShutdown() }
                 continuation.resume()
             }
         }

@@ -100,6 +100,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         /// A pause could not record its progress in the resume journal; running again re-fetches what the
         /// last good checkpoint does not list.
         case checkpointFailed(JournalError)
+        /// The ``HaulClient`` was shut down (``HaulClient/shutdown()``) before the download ended, or the
+        /// download was started, paused, resumed or cancelled after that: its files stay where they stood, and
+        /// starting the same request on a new client resumes from its journal.
+        case clientShutDown
         /// A failure Haul has no better name for (a bug if it is ever seen).
         case unexpected(String)
 
@@ -137,6 +141,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .retryAfterTooLong(let url, let status, let asked, let limit):
                 "\(url) answered HTTP \(status) asking to retry after \(Self.text(of: asked)), longer than the \(Self.text(of: limit)) allowed to wait"
             case .outputClosed: "the output was closed by its reader"
+            case .clientShutDown: "the client was shut down before the download ended"
             case .invalidDestination(let reason): "invalid destination: \(reason)"
             case .destinationBusy(let path, let holder) where holder == getpid():
                 // Two downloads of one run (or of one program's client): the pid would only be haul's own.
@@ -190,7 +195,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                 true
             case .invalidRequest, .tlsSetup, .disk, .invalidDestination, .destinationExists, .outputClosed,
                  .destinationBusy, .checksumMismatch, .digestMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
-                 .cancelled, .checkpointFailed:
+                 .cancelled, .checkpointFailed, .clientShutDown:
                 false
             }
         }

@@ -20,6 +20,11 @@ final class ClientLane: Sendable {
     private let runningCount: RunningCount
     /// How many were ever started on this lane (for tests and statistics).
     private let startedCount = Atomic<Int>(0)
+    /// The downloads prepared on this lane and not yet ended, running or paused. Loop-confined: added and
+    /// removed on the loop; read by ``endDownloadsAfterShutdown()`` only once the loop's thread has exited.
+    nonisolated(unsafe) var downloads: [ObjectIdentifier: DownloadTask] = [:]
+    /// Whether ``endDownloadsAfterShutdown()`` has run (two shutdowns at once sweep once).
+    private let swept = Atomic<Bool>(false)
 
     init(index: Int, options: DownloadOptions) throws(HaulError) {
         self.index = index
@@ -62,6 +67,16 @@ final class ClientLane: Sendable {
     /// A download that ``enter()``ed ended.
     func leave() {
         runningCount.value.subtract(1, ordering: .relaxed)
+    }
+
+    /// Ends every download still running or paused here with ``HaulError/Reason/clientShutDown``, so that
+    /// nothing awaiting one waits for good. Only after the loop's thread has exited (``EventLoop/shutdown()``
+    /// returned): what it confined is the caller's then.
+    func endDownloadsAfterShutdown() {
+        guard !swept.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let left = downloads
+        downloads = [:]
+        for download in left.values { download.endAfterShutdown() }
     }
 }
 

@@ -145,7 +145,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// written (a later resume then re-fetches what the previous checkpoint did not list).
     public func pause() async throws(HaulError) {
         let result = await withCheckedContinuation { continuation in
-            lane.loop.execute { [self] in pauseOnLoop(continuation) }
+            // After the client's shutdown nothing runs to pause (it ended with `clientShutDown`).
+            if !lane.loop.executeUnlessShuttingDown({ [self] in pauseOnLoop(continuation) }) { continuation.resume(returning: .success(())) }
         }
         try result.get()
     }
@@ -162,7 +163,9 @@ public final class DownloadTask: @unchecked Sendable {
     ///   after ``cancel()``. Resuming a download that completed returns at once.
     public func resume() async throws(HaulError) {
         let result = await withCheckedContinuation { continuation in
-            lane.loop.execute { [self] in resumeOnLoop(continuation) }
+            if !lane.loop.executeUnlessShuttingDown({ [self] in resumeOnLoop(continuation) }) {
+                continuation.resume(returning: .failure(HaulError(.clientShutDown)))
+            }
         }
         try result.get()
     }
@@ -173,7 +176,8 @@ public final class DownloadTask: @unchecked Sendable {
     /// removes them then — unless another download has taken its destination meanwhile, whose files they are.
     public func cancel() async {
         await withCheckedContinuation { continuation in
-            lane.loop.execute { [self] in cancelOnLoop(continuation) }
+            // After the client's shutdown the files stay: removing them is loop work, and none runs any more.
+            if !lane.loop.executeUnlessShuttingDown({ [self] in cancelOnLoop(continuation) }) { continuation.resume() }
         }
     }
 
@@ -192,7 +196,17 @@ public final class DownloadTask: @unchecked Sendable {
 
     /// Starts the download: prepares it on the loop, then runs it.
     func begin() {
-        lane.loop.execute { [self] in prepareOnLoop() }
+        // A download begun after the client's shutdown never reaches a loop: it ends here, at once.
+        if !lane.loop.executeUnlessShuttingDown({ [self] in prepareOnLoop() }) { endAfterShutdown() }
+    }
+
+    /// Ends the download with ``HaulError/Reason/clientShutDown`` on a thread that is not its loop's, when
+    /// that loop runs nothing of it any more: begun after ``HaulClient/shutdown()``, or still running or
+    /// paused when the loop's thread exited. Its loop-confined state is the caller's then; its files stay
+    /// as they stood (a new client resumes them from the journal).
+    func endAfterShutdown() {
+        ticker = nil  // the loop's timers went with its thread
+        end(.failure(HaulError(.clientShutDown)))
     }
 
     /// Stops like a pause (files kept for a later resume), then ends with ``HaulError/cancelled``.
@@ -211,6 +225,7 @@ public final class DownloadTask: @unchecked Sendable {
     /// Checks the request and starts it. Preparing touches the file system with metadata calls and reads a
     /// journal of a few KiB (see ``DownloadPreparation``): done here, on the loop.
     private func prepareOnLoop() {
+        lane.downloads[ObjectIdentifier(self)] = self
         publish(phase: .connecting)
         let options = client.options
         var request = DownloadPreparation.namedBeforeAsking(self.request), owner = nameOwner
@@ -468,6 +483,7 @@ public final class DownloadTask: @unchecked Sendable {
         if !leftLane {
             leftLane = true
             lane.leave()
+            lane.downloads[ObjectIdentifier(self)] = nil
         }
         // After the final rename (a finished download ends only then): the name is free for the next one.
         DestinationClaims.release(owner: nameOwner)

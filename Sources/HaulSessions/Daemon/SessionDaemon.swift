@@ -277,6 +277,9 @@ public final class SessionDaemon: @unchecked Sendable {
     func continueStop() {
         guard let stop = stopping, scheduler.stopMayFinish(pausesLeft: stop.pausesLeft), let finished else { return }
         self.finished = nil
+        // Whatever the engines report from now on is not recorded: the paused downloads end with
+        // `clientShutDown` when their clients shut down after this, and stay resumable as the log says.
+        engines = [:]
         for (client, id) in stop.replies {
             var body = ReplyBody()
             body.sequence = state.lastSequence

@@ -31,6 +31,7 @@ enum FailureCodec {
         case .belowSpeedLimit: "belowSpeedLimit"
         case .retryAfterTooLong: "retryAfterTooLong"
         case .outputClosed: "outputClosed"
+        case .clientShutDown: "clientShutDown"
         case .destinationBusy: "destinationBusy"
         case .mirrorMismatch: "mirrorMismatch"
         case .sizeMismatch: "sizeMismatch"
@@ -108,7 +109,7 @@ enum FailureCodec {
         case .responseTooLarge(let url, let limit, let length): put("at", url); put("limit", Int64(limit)); if let length { put("length", length) }
         case .partialDownloadMismatch(let path, let detail): put("path", path); put("detail", detail)
         case .unexpected(let detail): put("detail", detail)
-        case .outputClosed, .cancelled, .malformedResponse, .redirect, .journal, .checkpointFailed: break
+        case .outputClosed, .clientShutDown, .cancelled, .malformedResponse, .redirect, .journal, .checkpointFailed: break
         }
         return .object(object)
     }
@@ -189,6 +190,7 @@ enum FailureCodec {
             return .retryAfterTooLong(url: try text("at"), status: try status("status"), asked: .milliseconds(try number("askedMs")),
                                       limit: .milliseconds(try number("limitMs")))
         case "outputClosed": return .outputClosed
+        case "clientShutDown": return .clientShutDown
         case "destinationBusy":
             return .destinationBusy(path: try text("path"), holder: try reader.optionalInteger("holder", in: 0...Int64(Int32.max)).map(Int32.init))
         case "checksumMismatch":

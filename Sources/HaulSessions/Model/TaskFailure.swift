@@ -144,7 +144,7 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
         case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed,
              .outputClosed:
             self = .disk
-        case .cancelled: self = .interrupted
+        case .cancelled, .clientShutDown: self = .interrupted
         case .unexpected: self = .unexpected
         }
     }
