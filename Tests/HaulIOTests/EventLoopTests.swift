@@ -208,4 +208,27 @@ struct EventLoopShutdownTests {
         loop.execute { ran.withLock { $0.append("after") } }
         #expect(ran.withLock { $0 } == ["before", "before", "before"])
     }
+
+    /// Once its thread has exited, no thread counts as the loop's: the system hands an exited thread's
+    /// `pthread_t` to the next thread it creates (glibc reuses the descriptor), and such a thread — the one
+    /// joining the loop in a second `shutdown()`, say — was taken for the loop thread and stopped by
+    /// `shutdown()`'s precondition. Threads are created one after another, as in that case.
+    @Test func noThreadCountsAsTheLoopsAfterItsThreadExited() throws {
+        let loop = try EventLoop()
+        loop.shutdown()
+        var tookForTheLoop = 0
+        for _ in 0..<20 {
+            var thread = pthread_t()
+            let box = Unmanaged.passRetained(loop)
+            #expect(pthread_create(&thread, nil, { raw in
+                let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
+                return UnsafeMutableRawPointer(bitPattern: loop.inEventLoop ? 1 : 2)
+            }, box.toOpaque()) == 0)
+            var answer: UnsafeMutableRawPointer?
+            pthread_join(thread, &answer)
+            if answer == UnsafeMutableRawPointer(bitPattern: 1) { tookForTheLoop += 1 }
+        }
+        #expect(tookForTheLoop == 0)
+        loop.shutdown()  // a second shutdown from another thread than the first returns at once
+    }
 }

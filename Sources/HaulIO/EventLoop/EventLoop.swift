@@ -267,6 +267,10 @@ public final class EventLoop: @unchecked Sendable {
         defer {
             eventMasks.deallocate()
             tokens.deallocate()
+            // The thread is about to exit, and the system may give its `pthread_t` to the next thread it
+            // creates: that one (say, the thread joining this loop in a second `shutdown()`) must not count
+            // as the loop's.
+            loopThreadID.store(0, ordering: .releasing)
         }
 
         while true {
