@@ -209,6 +209,9 @@ final class CommandRun: Sendable {
     /// Reports how `task` ended and says what that means for the exit status.
     private func report(_ outcome: Result<DownloadResult, HaulError>, index: Int, task: DownloadTask,
                         download: CommandPlan.Download) -> ExitStatus {
+        // A stop's own `client.shutdown()` ends the downloads it paused (`clientShutDown`): the stop has
+        // reported them already ("paused at ..."), and the process is exiting with its own status.
+        if case .failure(let error) = outcome, case .clientShutDown = error.reason, stopping.withLock({ $0 }) { return .interrupted }
         let status: ExitStatus
         switch outcome {
         case .success(let result):
