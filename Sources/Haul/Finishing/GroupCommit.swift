@@ -163,7 +163,7 @@ final class GroupCommit: @unchecked Sendable {
     /// one is on the disk already (it takes `entry` when it is done) or its start is asked for already.
     func submit(_ entry: Entry) {
         let asks = lock.withLock { () -> Bool in
-            if pending.isEmpty { firstQueuedAt = .now() }
+            if pending.isEmpty { firstQueuedAt = MonotonicInstant.now() }
             pending.append(entry)
             undelivered += 1
             if waitingForCompany, pending.count >= gathering.enoughFiles || mayStillCome() == 0 { lock.signal() }
@@ -252,8 +252,9 @@ final class GroupCommit: @unchecked Sendable {
     /// Waits (the lock held, released while waiting) until the queued files may start a batch, as
     /// ``gathering`` says.
     private func waitForCompany(sharesFlush: Bool) {
-        while case .wait(let deadline) = gathering.next(queued: pending.count, firstQueuedAt: firstQueuedAt, now: .now(),
-                                                        mayStillCome: mayStillCome(), sharesFlush: sharesFlush) {
+        while case .wait(let deadline) = gathering.next(queued: pending.count, firstQueuedAt: firstQueuedAt,
+                                                        now: MonotonicInstant.now(), mayStillCome: mayStillCome(),
+                                                        sharesFlush: sharesFlush) {
             waitingForCompany = true
             lock.wait(until: deadline)
             waitingForCompany = false
