@@ -194,11 +194,15 @@ enum DownloadPreparation {
         guard create else {
             throw .disk(path: directory, SystemError(call: "stat", errno: OutputFile.exists(directory) ? ENOTDIR : ENOENT))
         }
-        let made: [String]
-        do { made = try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
-        createdDirectories.withLock { created in
+        // Created and recorded under one lock: a download on another loop that finds the directory made (its
+        // `stat` above) asks ``directoriesCreated(holding:)`` only later, under this lock, and so always learns
+        // that this process made it. Recorded after the lock, it could miss it, fail early, remove nothing,
+        // and leave the directory behind when the one that made it failed first (a race two loops make possible).
+        try createdDirectories.withLock { created throws(HaulError) in
+            let made: [String]
+            do throws(SystemError) { made = try OutputFile.createDirectories(directory) } catch { throw .disk(path: directory, error) }
             // A bound for a long-lived process (the session daemon): forgetting one only leaves it behind.
-            if created.count >= 256 { created.removeFirst(created.count - 255) }
+            if created.count + made.count > 256 { created.removeFirst(min(created.count, created.count + made.count - 256)) }
             created.append(contentsOf: made)
         }
     }
