@@ -15,7 +15,11 @@ connections, (d) 200 files of 256 KiB, 16 at a time, over HTTP and HTTPS, (e) th
 the TLS handshakes each run made, full and resumed), (g) one 16 GiB file (throughput and peak RSS against
 the big file of (a)), (h) peak RSS by connection count on the big file, (p) the response head parser
 (haul-parser-benchmark). After the run: the issue 16 targets, computed, with met / not met.
-BENCH_DEBUG=1 prints each request (e) logged.
+In (d) and (f) Haul's durable default also has durable peers: curl followed by `sync -f DIR`, timed
+together, and wget2 with `--fsync-policy=on` (aria2c, wget and axel have no option to sync their files). Every
+scenario starts after a `sync`, and in (d) and (f) so does every run: what a run before left dirty is
+neither flushed by the next tool's sync nor turns Haul's shared flush off (docs/benchmarks.md, "Durable small
+files against a durable peer"). BENCH_DEBUG=1 prints each request (e) logged.
 
 Everything the run creates lives in one temporary directory (TMPDIR decides where), removed at the end,
 also on failure, Ctrl-C (SIGINT), SIGTERM and SIGHUP; every tool runs in its own process group, which is
@@ -292,9 +296,30 @@ def verify(command, outputs):
             raise RuntimeError(f"{' '.join(command)}: {path}: SHA-256 mismatch")
 
 
-def measure(command, outputs, scratch=None):
+def dirty_bytes():
+    """The machine's dirty and under-write-back bytes (/proc/meminfo), or None."""
+    try:
+        fields = dict(line.split(":", 1) for line in open("/proc/meminfo"))
+        return sum(int(fields[name].split()[0]) * 1024 for name in ("Dirty", "Writeback"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def settle():
+    """Writes back the machine's dirty data (`sync`), so that a run starts clean: what the tool before it left
+    dirty (a 1 GiB file of (a), the 40 MB of 10,000 small files) is not flushed by the next tool's sync and
+    does not switch Haul's durable batches to one `fdatasync` per file (its guard against waiting for others'
+    data, FlushPlan). The `sync` itself is not timed."""
+    os.sync()
+
+
+def measure(command, outputs, scratch=None, settled=False):
     """outputs: [(path, sha256)] to check after the run (empty for a reference writing to /dev/null).
-    scratch: a directory created empty before the run and removed after it."""
+    scratch: a directory created empty before the run and removed after it. settled: settle() first (the
+    small-file scenarios, where the previous run's outputs are dirty still and a durable tool would flush
+    them or, Haul, give up its shared flush)."""
+    if settled:
+        settle()
     if scratch:
         remove([scratch])
         os.makedirs(scratch)
@@ -320,19 +345,24 @@ class Runner:
         self.rounds = rounds
         self.rows = []
 
-    def scenario(self, key, name, size, tools, reference=(), scratch=None, files=None, rounds=None, ratios=True, startup=(), after=None):
+    def scenario(self, key, name, size, tools, reference=(), scratch=None, files=None, rounds=None, ratios=True, startup=(), after=None,
+                 durable=()):
         """tools: [(label, command, outputs)]. Reference rows are not peers: no ratio is computed against
         them. key: a short stable name the targets and charts find the rows by. after(label): called after
-        each measurement, failed or not."""
+        each measurement, failed or not. durable: the peers whose files are durable when they end (a tool
+        followed by `sync -f`, or one that fsyncs): a durable Haul row (no `--no-sync` in its label) gets a
+        second ratio, to the best of them ("durable_ratio"); the first ratio stays the one to the best peer
+        of all. Before each scenario the machine's dirty data is written back (`sync`): see settle()."""
         rounds = rounds or self.rounds
         reference = list(reference) + list(startup)
         results = {label: [] for label, _, _ in tools}
         failures = {}
+        settle()
         started = time.monotonic()
         for _ in range(rounds):
             for label, command, outputs in tools:
                 try:
-                    results[label].append(measure(command, outputs, scratch))
+                    results[label].append(measure(command, outputs, scratch, settled=files is not None))
                 except RuntimeError as error:
                     # A peer that crashes (axel does, now and then), or a Haul option that does not
                     # exist yet, is reported, not fatal.
@@ -348,6 +378,7 @@ class Runner:
                 summary[label] = dict(wall=wall, rate=size / wall / 1e6, cpu=statistics.median(s[1] for s in samples) / (size / 2**30),
                                       rss=max(s[2] for s in samples), samples=samples)
         best_peer = min((summary[p]["wall"] for p in peers), default=None)
+        best_durable_peer = min((summary[p]["wall"] for p in peers if p in durable), default=None)
         for label, _, _ in tools:
             base = dict(key=key, scenario=name, tool=label, rounds=rounds, bytes=size,
                         reference=label in reference)
@@ -362,6 +393,10 @@ class Runner:
                 row = dict(base, **summary[label])
                 if ratios and best_peer and label.startswith("haul"):
                     row["ratio"] = f"{best_peer / row['wall']:.2f}x"
+                if ratios and best_durable_peer and label.startswith("haul") and "--no-sync" not in label:
+                    row["durable_ratio"] = f"{best_durable_peer / row['wall']:.2f}x"
+                if label in durable:
+                    row["durable_peer"] = True
                 if files:
                     row["extra"] = f" ({files / row['wall']:.0f} files/s)"
                 self.rows.append(row)
@@ -458,6 +493,27 @@ def fmt_per_file(results):
         cpu = [f"{row[k]:.3f}" if k in row else "—" for k in ("user_ms_per_file", "system_ms_per_file", "cpu_ms_per_file")]
         lines.append(f"| {label} | {calls} | {top} | {' | '.join(cpu)} |")
     return "\n".join(lines)
+
+
+def then_sync(command, directory):
+    """command, then `sync -f directory` (a `syncfs` of the filesystem holding it) once it has exited 0, as one
+    command timed together: what a user of a tool that does not sync does to have its files durable, the
+    fair peer of Haul's durable default (which syncs its files before it names them)."""
+    return ["sh", "-c", '"$@" && exec sync -f "$0"', directory] + command
+
+
+CURL_THEN_SYNC = "curl --parallel --parallel-max 16, then sync -f DIR"
+WGET2_FSYNC = "wget2 --max-threads 16 --fsync-policy=on"
+# The durable peers of the small-file scenarios. aria2c, wget and axel have no option to sync what they write.
+DURABLE_PEERS = (CURL_THEN_SYNC, WGET2_FSYNC)
+
+
+def durable_peers(curl, listing, dest, outputs, curl_ca=(), wget2_ca=()):
+    """The rows of DURABLE_PEERS for a small-file scenario: curl's command (its TLS options included) followed
+    by `sync -f DEST`, and wget2 with its `--fsync-policy` (an `fsync` of each file as it closes it; its
+    directory is never synced, so a name can still be lost in a crash: its data cannot)."""
+    return [(CURL_THEN_SYNC, then_sync(list(curl) + list(curl_ca), dest), outputs),
+            (WGET2_FSYNC, ["wget2", "-q", "--max-threads", "16", "--fsync-policy=on", "-i", listing, "-P", dest] + list(wget2_ca), outputs)]
 
 
 def write_lists(work, tag, urls, names, dest):
@@ -908,6 +964,7 @@ def measure_all(args):
                 suffix = "https" if tls else "http"
                 listing, curl_config = write_lists(work, f"small-{suffix}", urls, small_names, dest)
                 ca = lambda flag: [flag, nginx.ca] if tls else []
+                curl = ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config]
                 scenario(f"d-{suffix}", f"(d) {len(small_names)} x 256 KiB {suffix.upper()}, 16 at a time", total, [
                     ("haul -i LIST -j 16", [haul, "-q", "-i", listing, "-j", "16", "-d", dest] + ca("--cacert"), outputs),
                     # Like for like: curl, aria2c and wget do not fdatasync what they write.
@@ -915,7 +972,8 @@ def measure_all(args):
                     ("curl --parallel --parallel-max 16", ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config] + ca("--cacert"), outputs),
                     ("aria2c -i LIST -j 16 -x1", ["aria2c", "-q", "-i", listing, "-j", "16", "-x1", "--file-allocation=falloc", "-d", dest] + ca("--ca-certificate"), outputs),
                     ("wget -i LIST (sequential)", ["wget", "-q", "-i", listing, "-P", dest] + ca("--ca-certificate"), outputs),
-                ], scratch=dest, files=len(small_names))
+                ] + durable_peers(curl, listing, dest, outputs, ca("--cacert"), ca("--ca-certificate")),
+                    scratch=dest, files=len(small_names), durable=DURABLE_PEERS)
             lap("d", since)
         if "e" in scenarios:
             since = time.monotonic()
@@ -932,10 +990,11 @@ def measure_all(args):
                 urls = [nginx.url(f"/many/{name}") for name in names]
                 listing, curl_config = write_lists(work, f"many-{len(names)}", urls, names, dest)
                 outputs = [(f"{dest}/{name}", many_sums[name]) for name in names]
+                curl = ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config]
                 tools = [
                     ("haul -i LIST -j 16", [haul, "-q", "-i", listing, "-j", "16", "-d", dest], outputs),
                     ("haul -i LIST -j 16 --no-sync", [haul, "-q", "--no-sync", "-i", listing, "-j", "16", "-d", dest], outputs),
-                    ("curl --parallel --parallel-max 16", ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config], outputs),
+                    ("curl --parallel --parallel-max 16", curl, outputs),
                 ]
                 if key == "f" and args.api_benchmark and os.path.exists(args.api_benchmark):
                     # The Swift API at scale: the same list through HaulClient from a TaskGroup of 16
@@ -952,9 +1011,9 @@ def measure_all(args):
                     tools += [
                         ("aria2c -i LIST -j 16 -x1", ["aria2c", "-q", "-i", listing, "-j", "16", "-x1", "--file-allocation=falloc", "-d", dest], outputs),
                         ("wget -i LIST (sequential)", ["wget", "-q", "-i", listing, "-P", dest], outputs),
-                    ]
+                    ] + durable_peers(curl, listing, dest, outputs)
                 title = f"(f) {len(names)} x 4 KiB HTTP, 16 at a time" + (" (RSS against the list's length)" if key == "f-few" else "")
-                scenario(key, title, many_size * len(names), tools, scratch=dest, files=len(names))
+                scenario(key, title, many_size * len(names), tools, scratch=dest, files=len(names), durable=DURABLE_PEERS)
                 if key == "f-few":
                     results["per_file"] = per_file_cost(tools[:3], outputs, dest, len(names), args.rounds)
             # The same list over HTTPS (nginx's TLS, verified against the run's CA), Haul in both modes next to
@@ -969,11 +1028,13 @@ def measure_all(args):
             def after(label):
                 seen.setdefault(label, []).append(nginx.handshakes())
             nginx.handshakes()
+            curl = ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config, "--cacert", nginx.ca]
             scenario("f-https", f"(f) {len(many_names)} x 4 KiB HTTPS, 16 at a time", many_size * len(many_names), [
                 ("haul -i LIST -j 16", [haul, "-q", "-i", listing, "-j", "16", "-d", dest, "--cacert", nginx.ca], outputs),
                 ("haul -i LIST -j 16 --no-sync", [haul, "-q", "--no-sync", "-i", listing, "-j", "16", "-d", dest, "--cacert", nginx.ca], outputs),
-                ("curl --parallel --parallel-max 16", ["curl", "-sS", "--parallel", "--parallel-max", "16", "-K", curl_config, "--cacert", nginx.ca], outputs),
-            ], scratch=dest, files=len(many_names), after=after)
+                ("curl --parallel --parallel-max 16", curl, outputs),
+            ] + durable_peers(curl, listing, dest, outputs, wget2_ca=["--ca-certificate", nginx.ca]),
+                scratch=dest, files=len(many_names), after=after, durable=DURABLE_PEERS)
             for row in runner.rows:
                 if row["key"] == "f-https" and "failed" not in row and seen.get(row["tool"]):
                     full = statistics.median(f for f, _ in seen[row["tool"]])
@@ -1156,7 +1217,8 @@ def fmt_rows(rows):
             lines.append(f"| {r['scenario']} | {r['tool']} | {r['wall']:.3f} | | | {r['rss']:.1f} | |")
         else:
             lines.append(f"| {r['scenario']} | {r['tool']} | {r['wall']:.3f} | {r['rate']:.0f}{r.get('extra', '')} | "
-                         f"{r['cpu']:.2f} | {r['rss']:.1f} | {r.get('ratio', '')} |")
+                         f"{r['cpu']:.2f} | {r['rss']:.1f} | {r.get('ratio', '')}"
+                         f"{'; ' + r['durable_ratio'] + ' vs best durable peer' if r.get('durable_ratio') else ''} |")
     return "\n".join(lines)
 
 
@@ -1268,12 +1330,18 @@ def targets(results):
     for suffix in ("http", "https"):
         ratio_target(f"{args['small_files']} × 256 KiB {suffix.upper()}, 16 at a time, durable ≥ 1.2× curl --parallel",
                      f"d-{suffix}", "haul -i LIST -j 16", f"d-{suffix}", "curl --parallel --parallel-max 16", 1.2)
+        ratio_target(f"… durable ≥ 1.2× curl --parallel then `sync -f` (files durable in both)",
+                     f"d-{suffix}", "haul -i LIST -j 16", f"d-{suffix}", CURL_THEN_SYNC, 1.2)
     for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
         ratio_target(f"{args['many_files']:,} × 4 KiB, 16 at a time, {mode} ≥ 1.2× curl --parallel",
                      "f", tool, "f", "curl --parallel --parallel-max 16", 1.2)
+    ratio_target(f"… durable ≥ 1.2× curl --parallel then `sync -f` (files durable in both)",
+                 "f", "haul -i LIST -j 16", "f", CURL_THEN_SYNC, 1.2)
     for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
         ratio_target(f"{args['many_files']:,} × 4 KiB HTTPS, 16 at a time, {mode} ≥ 1.2× curl --parallel",
                      "f-https", tool, "f-https", "curl --parallel --parallel-max 16", 1.2)
+    ratio_target(f"… durable ≥ 1.2× curl --parallel then `sync -f` (files durable in both)",
+                 "f-https", "haul -i LIST -j 16", "f-https", CURL_THEN_SYNC, 1.2)
     for mode, tool in (("durable", "haul -i LIST -j 16"), ("`--no-sync`", "haul -i LIST -j 16 --no-sync")):
         many, few = find(results, "f", tool), find(results, "f-few", tool)
         target = f"{mode}: peak RSS flat in the list's length (≤ 0.5 MiB more at 10× the files)"

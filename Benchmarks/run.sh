@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks Haul side by side with curl, wget, aria2c and axel on this machine, in one run.
+# Benchmarks Haul side by side with curl, wget, wget2, aria2c and axel on this machine, in one run.
 # Installs what is missing (the peers, nginx, GNU time, gnuplot), builds Haul and the parser benchmark in
 # release mode, starts its own nginx on 127.0.0.1 (HTTP and HTTPS with a CA it generates) and, for the
 # throttled scenario (c), the per-connection pacer in front of it (Benchmarks/pacer.c, compiled with cc into
@@ -34,7 +34,7 @@ done
 
 needed=()
 if [ "$charts_only" -eq 0 ]; then
-    for tool in nginx aria2c axel wget curl openssl strace perf; do
+    for tool in nginx aria2c axel wget wget2 curl openssl strace perf; do
         command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || needed+=("$tool")
     done
     [ -x /usr/bin/time ] || needed+=(time)
