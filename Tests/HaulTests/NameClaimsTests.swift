@@ -51,6 +51,14 @@ struct NameClaimsTests {
         #expect(DestinationClaims.lexicallyNormalized("/../x/", workingDirectory: "/w") == "/x")
         #expect(DestinationClaims.key(of: "/nonexistent-haul-dir/./sub/../f.bin") == "/nonexistent-haul-dir/f.bin")
         #expect(DestinationClaims.key(of: "/tmp/../tmp/f.bin") == DestinationClaims.key(of: "/tmp/f.bin"))
+        // The key is built from the bytes of the resolved directory and the name as given.
+        #expect(DestinationClaims.key(of: "/f.bin") == "/f.bin")
+        #expect(DestinationClaims.key(of: "/nonexistent-haul-dir/") == "/nonexistent-haul-dir/")
+        #expect(DestinationClaims.key(of: "/nonexistent-haul-dir/e\u{301}x.part").utf8.elementsEqual("/nonexistent-haul-dir/e\u{301}x.part".utf8))
+        let relative = DestinationClaims.key(of: "f.bin")
+        #expect(relative == DestinationClaims.key(of: "./f.bin"))
+        #expect(relative.hasPrefix("/") && relative.hasSuffix("/f.bin") && !relative.hasSuffix("//f.bin"))
+        #expect(DestinationClaims.key(of: "nonexistent-haul-dir/f") == relative.dropLast("f.bin".utf8.count) + "nonexistent-haul-dir/f")
     }
 
     /// ``NameClaims`` looks up a key with a working suffix added only while a held key ends in one; over

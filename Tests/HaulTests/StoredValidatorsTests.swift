@@ -248,6 +248,39 @@ import SystemPackage
         }
     }
 
+    /// The validators of a finished run (``StoredValidators/init(of:)``: the URL's text made only when it may
+    /// fit, the date the run parsed tried before the text is parsed) encode exactly as the same three texts
+    /// given as strings do, over URLs that fit and do not, dates that are and are not the field's text.
+    @Test func validatorsOfAFinishedRunEncodeAsTheirTexts() throws {
+        let seed = TestSeed(for: "StoredValidatorsTests.validatorsOfAFinishedRunEncodeAsTheirTexts", default: 0x5641_4C53)
+        var random = seed.generator()
+        func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
+        let urls = ["http://h/", "http://h/f", "https://127.0.0.1:18080/f00001", "http://[::1]:8/a?b=c", "http://a.test/" + String(repeating: "x", count: 40),
+                    "https://example.org/dir/file.tar.gz?token=abc", "http://h:80/p?"]
+        let dates = ["Sun, 13 Sep 2020 12:26:40 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "Sunday, 13-Sep-20 12:26:40 GMT",
+                     "sun, 13 Sep 2020 12:26:40 GMT", "not a date"]
+        for _ in 0..<300 {
+            let url = try HTTPURL(pick(urls))
+            let tag: String? = pick([nil, "\"v1\"", "\"5f5e1000-493e0\"", "W/\"" + String(repeating: "a", count: 30) + "\""])
+            let date: String? = pick([nil] + dates)
+            // The date the run parsed: the field's own, another (a mirror's), or none.
+            let parsed: HTTPDate? = pick([date.flatMap { HTTPDate($0) }, HTTPDate(secondsSinceEpoch: 1_600_000_001), nil])
+            var lines = ["HTTP/1.1 200 OK", "Content-Length: 1"]
+            if let tag { lines.append("ETag: \(tag)") }
+            if let date { lines.append("Last-Modified: \(date)") }
+            let head = CollectedResponse.parse(pieces: [Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)]).head!
+            let finished = SegmentedDownload.Finished(
+                file: nil, partPath: "f.part", journalPath: "f.part.haul", journaled: false, bytes: 1, finalURL: url,
+                entityTag: nil, lastModified: parsed, redirects: 0, connections: 1, bytesRequested: 1, retries: 0, response: head)
+            let stored = StoredValidators(of: finished)
+            // Without the field, the date the run parsed is written out (as before).
+            let texts = StoredValidators(entityTag: tag, lastModified: date ?? parsed?.description, url: url.description)
+            #expect(stored == texts, "\(url) \(String(describing: tag)) \(String(describing: date)), \(seed)")
+            #expect(stored.encoded() == texts.encoded(), "\(url) \(String(describing: tag)) \(String(describing: date)), \(seed)")
+            #expect(stored.url == url.description)
+        }
+    }
+
     /// The compact form as it was built before, from strings.
     private static func stringBuiltCompact(_ stored: StoredValidators, withURL: Bool) -> [UInt8]? {
         var text = "hv2\n"

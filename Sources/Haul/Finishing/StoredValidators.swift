@@ -57,7 +57,19 @@ struct StoredValidators: Sendable, Equatable {
     /// The `Last-Modified` field value exactly as the server sent it.
     var lastModified: String?
     /// The URL the file came from (without credentials).
-    var url: String?
+    var url: String? {
+        get { urlText ?? urlSource?.description }
+        set { (urlText, urlSource) = (newValue, nil) }
+    }
+
+    /// The URL's text as given, or (``init(of:)``) nil and the URL it is made from when it is written: the
+    /// compact form seldom has room for a URL (an entity tag and a date leave about 18 bytes), and a URL is
+    /// not put together for nothing (a few thousand instructions, once per small file).
+    private var urlText: String?
+    private var urlSource: HTTPURL?
+    /// The date the download parsed from `lastModified`, if it did: the compact form's `t` line asks whether
+    /// the text is exactly this date's IMF-fixdate before parsing the text again.
+    private var lastModifiedDate: HTTPDate?
 
     /// The validators of `finished`: the field text of the response it came from where there is one, else
     /// the parsed values written out again (a resumed download may have no full response in hand).
@@ -65,13 +77,19 @@ struct StoredValidators: Sendable, Equatable {
         let fields = finished.response?.fields
         entityTag = fields?.first("etag").map { Self.latin1($0) } ?? finished.entityTag?.description
         lastModified = fields?.first("last-modified").map { Self.latin1($0) } ?? finished.lastModified?.description
-        url = finished.finalURL.description
+        lastModifiedDate = finished.lastModified
+        urlSource = finished.finalURL
     }
 
     init(entityTag: String?, lastModified: String?, url: String?) {
         self.entityTag = entityTag
         self.lastModified = lastModified
-        self.url = url
+        self.urlText = url
+    }
+
+    /// The same three values (however the URL is held; the parsed date is no value of its own).
+    static func == (lhs: StoredValidators, rhs: StoredValidators) -> Bool {
+        lhs.entityTag == rhs.entityTag && lhs.lastModified == rhs.lastModified && lhs.url == rhs.url
     }
 
     /// Reads the validators of the file at `path`: ``attribute`` when it is there (nothing when it does not
@@ -140,7 +158,12 @@ struct StoredValidators: Sendable, Equatable {
     private func compactEncoded() -> [UInt8]? {
         var bytes = compactFields()
         let trailerBytes = Self.compactTrailer.utf8.count + 1
-        if let url, Self.isStorable(url.utf8), bytes.count + url.utf8.count + 2 + trailerBytes <= Self.inodeBytes {
+        // The URL's text is made only when at least its scheme, host and path fit.
+        let urlMayFit = urlSource.map { source in
+            let shortest = source.scheme.rawValue.utf8.count + 3 + source.host.uriText.utf8.count + source.path.utf8.count
+            return bytes.count + shortest + 2 + trailerBytes <= Self.inodeBytes
+        } ?? true
+        if urlMayFit, let url, Self.isStorable(url.utf8), bytes.count + url.utf8.count + 2 + trailerBytes <= Self.inodeBytes {
             Self.appendLine(UInt8(ascii: "u"), url, to: &bytes)
         }
         guard bytes.count + trailerBytes <= Self.inodeBytes else { return nil }
@@ -157,7 +180,7 @@ struct StoredValidators: Sendable, Equatable {
         bytes.append(UInt8(ascii: "\n"))
         if let entityTag, Self.isStorable(entityTag.utf8) { Self.appendLine(UInt8(ascii: "e"), entityTag, to: &bytes) }
         if let lastModified, Self.isStorable(lastModified.utf8) {
-            if let seconds = Self.fixdateSeconds(lastModified) {
+            if let seconds = Self.fixdateSeconds(lastModified, parsed: lastModifiedDate) {
                 Self.appendLine(UInt8(ascii: "t"), String(seconds), to: &bytes)
             } else {
                 Self.appendLine(UInt8(ascii: "m"), lastModified, to: &bytes)
@@ -168,9 +191,12 @@ struct StoredValidators: Sendable, Equatable {
 
     /// The seconds of `text` when it is exactly the IMF-fixdate of the time it names (the server's own text
     /// comes back from them), else nil. Every IMF-fixdate ``HTTPDate`` writes of a date it parsed is 29 bytes
-    /// (a four-digit year), so text of another length is not one, and is not parsed.
-    private static func fixdateSeconds(_ text: String) -> Int64? {
-        guard text.utf8.count == 29, let date = HTTPDate(text), date.isIMFFixdate(text) else { return nil }
+    /// (a four-digit year), so text of another length is not one, and is not parsed. Nor is text that is the
+    /// IMF-fixdate of `parsed` (the date the download parsed from it): its seconds are `parsed`'s.
+    private static func fixdateSeconds(_ text: String, parsed: HTTPDate? = nil) -> Int64? {
+        guard text.utf8.count == 29 else { return nil }
+        if let parsed, parsed.isIMFFixdate(text) { return parsed.secondsSinceEpoch }
+        guard let date = HTTPDate(text), date.isIMFFixdate(text) else { return nil }
         return date.secondsSinceEpoch
     }
 

@@ -94,7 +94,15 @@ extension DownloadStateMachine {
 
     private mutating func exchangeSucceeded(_ id: Int) -> [Action] {
         connections[id].failuresInRow = 0
-        return assignWork(id) + finishIfDone()
+        // In this order (the work assigned makes the connection busy, and then the download is not done). One
+        // of the two is nearly always empty (a small file's last exchange: no work, and the end comes from
+        // `assignWork`): the other is returned as it is, not copied into a new array.
+        var actions = assignWork(id)
+        let finish = finishIfDone()
+        if finish.isEmpty { return actions }
+        if actions.isEmpty { return finish }
+        actions += finish
+        return actions
     }
 
     /// Asks again, at once, in the form the probe fell back to: the server answered (it is not overloaded),

@@ -34,7 +34,7 @@ struct SegmentPlanner {
     let maximumRequestChunk: Int64
     /// ``maximumRequestChunk`` unless the caller chooses the request size.
     static let defaultMaximumRequestChunk: Int64 = 32 << 20
-    private(set) var segments: [Int: Segment] = [:]
+    private(set) var segments = SegmentTable()
     /// Bytes written by finished and active segments (in [start, next) of each).
     private(set) var written: ByteRangeSet
     private var nextSegmentID = 0
@@ -70,6 +70,40 @@ struct SegmentPlanner {
                               requested: range.lowerBound, end: range.upperBound, owner: owner)
         segments[segment.id] = segment
         nextSegmentID += 1
+    }
+
+    /// The planned segments by id, read and changed as a dictionary of them would be. A download has a few at
+    /// a time (about one per connection; a finished one is forgotten), so they are kept in a list in the order
+    /// they were planned and searched: no hashing per lookup, no hash table made and grown per download (a
+    /// dictionary cost each small file several thousand instructions and three allocations).
+    struct SegmentTable {
+        /// The segments, in the order they were planned.
+        private(set) var values: [Segment] = []
+
+        var count: Int { values.count }
+
+        /// The segment with this id, nil when none; setting nil forgets it, setting a new id adds it.
+        subscript(id: Int) -> Segment? {
+            get {
+                guard let index = index(of: id) else { return nil }
+                return values[index]
+            }
+            set {
+                let index = index(of: id)
+                switch (index, newValue) {
+                case (let index?, let segment?): values[index] = segment
+                case (let index?, nil): values.remove(at: index)
+                case (nil, let segment?):
+                    precondition(segment.id == id, "segment \(segment.id) stored as \(id)")
+                    values.append(segment)
+                case (nil, nil): break
+                }
+            }
+        }
+
+        private func index(of id: Int) -> Int? {
+            values.firstIndex { $0.id == id }
+        }
     }
 
     /// Bytes not yet written.

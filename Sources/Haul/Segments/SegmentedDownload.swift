@@ -31,7 +31,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     private let settings: SegmentWorker.Settings
     /// Set for a download into a directory until the probe's head has named the file.
     private var resolveName: ((ResponseHead, HTTPURL) throws -> NameResolution)?
-    private var workers: [Int: SegmentWorker] = [:]
+    /// The worker of each connection, at the connection's id (the machine numbers its connections 0, 1, 2...
+    /// as it adds them), made on its first exchange. A list, not a dictionary: no hash table made per download.
+    private var workers: [SegmentWorker?] = []
     /// Connection slots taken from the budget (a connection may hold one before its worker's first exchange).
     private var slotsHeld = 0
     private var retryTimers: [Int: TimerID] = [:]
@@ -153,7 +155,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             guard machine.isCurrent(connection: assignment.connection, serial: assignment.serial) else { return true }
             worker(assignment.connection).start(assignment)
         case .stop(let connection):
-            workers[connection]?.stop()
+            madeWorker(connection)?.stop()
         case .retry(let connection, let delay):
             retryTimers[connection] = loop.scheduleTimer(after: delay) { [self] in
                 retryTimers[connection] = nil
@@ -169,7 +171,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             guard !machine.isStopped else { return true }
             budget.waitForSlot(owner: self, on: loop) { [self] in run(machine.slotFreed()) }
         case .stopConnections:
-            for worker in workers.values { worker.stop() }
+            for case let worker? in workers { worker.stop() }
             for timer in retryTimers.values { loop.cancelTimer(timer) }
             retryTimers.removeAll()
             pieceHasher?.stop()
@@ -242,10 +244,16 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     /// The worker for `connection`, made on its first exchange.
     private func worker(_ connection: Int) -> SegmentWorker {
-        if let worker = workers[connection] { return worker }
+        if let worker = madeWorker(connection) { return worker }
         let worker = SegmentWorker(id: connection, host: self, sink: sink, settings: settings)
+        if workers.count <= connection { workers += repeatElement(nil, count: connection + 1 - workers.count) }
         workers[connection] = worker
         return worker
+    }
+
+    /// The worker of `connection`, if it has one.
+    private func madeWorker(_ connection: Int) -> SegmentWorker? {
+        workers.indices.contains(connection) ? workers[connection] : nil
     }
 
     /// Gives a file without a name (``WorkingFileChoice/unnamed``) its `.part` name, locked, so that from
@@ -289,7 +297,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             var received: [Int: Int64] = [:]
             var paused: Set<Int> = []
             for connection in machine.connections where connection.isBusy {
-                guard let worker = workers[connection.id] else { continue }
+                guard let worker = madeWorker(connection.id) else { continue }
                 received[connection.id] = worker.bytesReceived
                 if worker.readsPaused { paused.insert(connection.id) }
             }
@@ -317,25 +325,10 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     /// Reports the end once `wait` is over: the file unlocked after a failure or a pause.
     private func end(_ report: DownloadStateMachine.Report, after wait: DownloadStateMachine.EndWait) {
         let checkpointed = if case .checkpoint = wait { true } else { false }
-        let deliver = { [self] in
-            let outcome: Outcome
-            switch report {
-            case .finished: outcome = .finished(finished())
-            case .failed(let error): outcome = .failed(error)
-            case .paused(let resumable): outcome = .paused(checkpointFailure: checkpointed ? checkpointer?.lastError : nil, resumable: resumable)
-            case .cancelled: outcome = .cancelled
-            case .upToDate: outcome = .upToDate
-            case .metalinkDocument(let url): outcome = .metalinkDocument(url)
-            }
-            // Best effort: a name taken meanwhile by another download leaves the bytes nowhere.
-            if inspect({ $0.namesUnnamedWorkingFile(endingWith: report) }) { try? nameWorkingFile() }
-            switch report {
-            case .failed, .paused, .upToDate, .metalinkDocument: sink.file?.unlock()
-            case .finished, .cancelled: break
-            }
-            completion?(outcome)
-            completion = nil
-        }
+        // Nothing to wait for (every small file's end): delivered here, without a closure holding a copy of
+        // the report (an allocation, and the report copied in and destroyed again, once per file).
+        if case .nothing = wait { return deliver(report, checkpointed: checkpointed) }
+        let deliver = { [self, report] in self.deliver(report, checkpointed: checkpointed) }
         switch wait {
         case .nothing: deliver()
         case .removing(let cleanup):
@@ -350,6 +343,27 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .checkpointerIdle:
             if let checkpointer { checkpointer.whenIdle(deliver) } else { deliver() }
         }
+    }
+
+    /// Hands the download's outcome to its task (once `end(_:after:)`'s wait is over).
+    private func deliver(_ report: DownloadStateMachine.Report, checkpointed: Bool) {
+        let outcome: Outcome
+        switch report {
+        case .finished: outcome = .finished(finished())
+        case .failed(let error): outcome = .failed(error)
+        case .paused(let resumable): outcome = .paused(checkpointFailure: checkpointed ? checkpointer?.lastError : nil, resumable: resumable)
+        case .cancelled: outcome = .cancelled
+        case .upToDate: outcome = .upToDate
+        case .metalinkDocument(let url): outcome = .metalinkDocument(url)
+        }
+        // Best effort: a name taken meanwhile by another download leaves the bytes nowhere.
+        if inspect({ $0.namesUnnamedWorkingFile(endingWith: report) }) { try? nameWorkingFile() }
+        switch report {
+        case .failed, .paused, .upToDate, .metalinkDocument: sink.file?.unlock()
+        case .finished, .cancelled: break
+        }
+        completion?(outcome)
+        completion = nil
     }
 
     private func finished() -> Finished {
@@ -375,7 +389,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             guard let name = try nameFile(head, decision: decision, on: connection) else { return .abandon }
             step = name
         }
-        switch machine.settle(step, head: head, on: connection) {
+        switch machine.settle(consume step, head: head, on: connection) {
         case .answer(let answer, let preparation, let then):
             if let preparation { try prepare(preparation) }
             run(then)

@@ -67,7 +67,7 @@ struct NameClaims: Sendable {
     /// Whether `key`'s UTF-8 ends in the bytes of one of ``WorkingFileNames/suffixes``.
     private static func endsInWorkingSuffixBytes(_ key: String) -> Bool {
         // Most names end in none of the suffixes' last bytes: no suffix compared then.
-        guard let last = key.utf8.last, WorkingFileNames.suffixes.contains(where: { $0.utf8.last == last }) else { return false }
+        guard WorkingFileNames.mayEndInSuffix(key) else { return false }
         return WorkingFileNames.suffixes.contains { suffix in
             let bytes = key.utf8
             let tail = suffix.utf8
@@ -193,27 +193,59 @@ enum DestinationClaims {
     /// one name, as are two routes through a symbolic link), its last component as given. A directory that
     /// does not exist yet is made absolute and normalized by its text alone.
     static func key(of path: String) -> String {
-        // Split at the last `/` byte, as ``OutputFile/directory(containing:)`` does (and the kernel).
+        // Split at the last `/` byte, as ``OutputFile/directory(containing:)`` does (and the kernel). The
+        // directory stays a slice of `path` unless it has to be resolved: the common case (the last directory
+        // again) makes one string, the key, in one allocation.
         let bytes = path.utf8
         let slash = bytes.lastIndex(of: UInt8(ascii: "/"))
         let name = slash.map { Substring(bytes[bytes.index(after: $0)...]) } ?? Substring(path)
-        let resolved = resolvedDirectory(OutputFile.directory(containing: path))
-        var key = resolved
-        key.reserveCapacity(resolved.utf8.count + 1 + name.utf8.count)
-        if resolved.utf8.last != UInt8(ascii: "/") { key += "/" }
-        key += name
-        return key
+        let directory: Substring
+        if let slash {
+            directory = slash == bytes.startIndex ? "/" : Substring(bytes[..<slash])
+        } else {
+            directory = "."
+        }
+        let resolved = resolvedDirectory(directory)
+        let separator = resolved.utf8.last != UInt8(ascii: "/")
+        let count = resolved.utf8.count + (separator ? 1 : 0) + name.utf8.count
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var end = copy(resolved.utf8, into: buffer, at: 0)
+            if separator {
+                buffer[end] = UInt8(ascii: "/")
+                end += 1
+            }
+            return copy(name.utf8, into: buffer, at: end)
+        }
+    }
+
+    /// Copies `bytes` into `buffer` from `start`; returns the index after them.
+    private static func copy(_ bytes: some Collection<UInt8>, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        if let end = bytes.withContiguousStorageIfAvailable({ contiguous in
+            _ = UnsafeMutableBufferPointer(rebasing: buffer[start...]).initialize(from: contiguous)
+            return start + contiguous.count
+        }) { return end }
+        var end = start
+        for byte in bytes {
+            buffer[end] = byte
+            end += 1
+        }
+        return end
     }
 
     /// The last directory resolved, and when: a list of thousands of downloads into one directory would
     /// otherwise resolve it once per download.
     private static let recent = Mutex<(directory: String, resolved: String, at: MonotonicInstant)?>(nil)
 
-    private static func resolvedDirectory(_ directory: String) -> String {
+    private static func resolvedDirectory(_ given: Substring) -> String {
         let now = MonotonicInstant.now()
-        if let cached = recent.withLock({ $0 }), cached.directory == directory, now < cached.at.advanced(by: .seconds(1)) {
+        // Compared under the lock, where it is: only the resolved name is copied out.
+        if let resolved = recent.withLock({ recent -> String? in
+            guard let cached = recent, cached.directory == given, now < cached.at.advanced(by: .seconds(1)) else { return nil }
             return cached.resolved
+        }) {
+            return resolved
         }
+        let directory = String(given)
         guard let real = realpath(directory, nil) else { return lexicallyNormalized(directory) }
         defer { free(real) }
         let resolved = String(cString: real)

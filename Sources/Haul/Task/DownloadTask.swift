@@ -359,7 +359,8 @@ public final class DownloadTask: @unchecked Sendable {
         ticker = nil
         let snapshot = download.snapshot()
         switch outcome {
-        case .finished(let finished):
+        case .finished(let run):
+            let finished = Self.held(run)
             lifecycle.finishing()
             publish(snapshot, phase: .finishing)
             let destination = download.destination
@@ -436,6 +437,13 @@ public final class DownloadTask: @unchecked Sendable {
             }
         }
     }
+
+    /// `finished`, as a reference of its own. Bound straight from the outcome, each closure and call that
+    /// keeps it retained the whole ``SegmentedDownload/Outcome`` instead (an outlined copy that tests every
+    /// case, four times per file): the optimizer treats the payload and its enum as one reference. A call it
+    /// cannot see into hands back the class reference alone.
+    @inline(never)
+    private static func held(_ finished: SegmentedDownload.Finished) -> SegmentedDownload.Finished { finished }
 
     /// Deletes the partial file and its journal (off the loop), then ends with `ending`, ``HaulError/cancelled``
     /// unless given. `run` is the download that was running, if any (it knows the paths of a directory download).
