@@ -1,8 +1,8 @@
 import Glibc
 import Synchronization
 
-/// Where this process may open files without a name (`O_TMPFILE`, then `linkat` of `/proc/self/fd/N`): not
-/// without `/proc` (looked at once), and not in a directory whose filesystem refused once (tmpfs before
+/// Where this process may open files without a name (`O_TMPFILE`, then `linkat`): not without `/proc` (looked
+/// at once; `linkat` of `/proc/self/fd/N` is how a kernel older than 6.10 names them, see `DescriptorLinking`), and not in a directory whose filesystem refused once (tmpfs before
 /// Linux 3.11, some network and FUSE filesystems, overlayfs on old kernels). A refusal costs one failed
 /// `open`, after which every download into that directory takes the named `.part` at once.
 final class UnnamedFileSupport: Sendable {
