@@ -72,7 +72,11 @@ int haul_open_unnamed(const char *directory, unsigned int mode) {
     return open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, (mode_t)mode);
 }
 
-int haul_link_descriptor(int fd, const char *path) {
+int haul_link_descriptor_by_empty_path(int fd, const char *path) {
+    return linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
+}
+
+int haul_link_descriptor_through_proc(int fd, const char *path) {
     char source[40];
     snprintf(source, sizeof source, "/proc/self/fd/%d", fd);
     return linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW);

@@ -33,10 +33,14 @@ int haul_memfd_create(const char *name);
 /// `open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, mode)`: a new regular file in `directory` with no name
 /// yet (glibc defines `O_TMPFILE` only under _GNU_SOURCE); -1 with errno otherwise.
 int haul_open_unnamed(const char *directory, unsigned int mode);
+/// `linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH)`: gives the open file `fd` the name `path`, never replacing
+/// one (`EEXIST`), without a walk through `/proc`. Linux 6.10 and later allow it to a caller whose credentials
+/// are the ones that opened `fd`; older kernels only with CAP_DAC_READ_SEARCH. Refused with `ENOENT` (`EINVAL`
+/// before Linux 2.6.39).
+int haul_link_descriptor_by_empty_path(int fd, const char *path);
 /// `linkat(AT_FDCWD, "/proc/self/fd/FD", AT_FDCWD, path, AT_SYMLINK_FOLLOW)`: gives the open file `fd` the
-/// name `path`, never replacing one (`EEXIST`). Needs no privilege (`AT_EMPTY_PATH` would need
-/// CAP_DAC_READ_SEARCH), only `/proc`.
-int haul_link_descriptor(int fd, const char *path);
+/// name `path`, never replacing one (`EEXIST`). Needs no privilege on any kernel, only `/proc`.
+int haul_link_descriptor_through_proc(int fd, const char *path);
 /// `renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)` by its syscall number (older glibc lacks the
 /// wrapper): `EEXIST` when `to` exists; `EINVAL` on a filesystem without the flag, `ENOSYS` on an old kernel.
 int haul_rename_noreplace(const char *from, const char *to);

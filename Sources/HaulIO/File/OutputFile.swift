@@ -129,9 +129,10 @@ public final class OutputFile: Sendable {
         try link(to: path)
     }
 
-    /// Names this file `name` (`linkat` of its `/proc/self/fd` entry), atomically and never replacing
-    /// anything: `EEXIST` when `name` exists. For a file without a name (``openUnnamed(becoming:)``): its
-    /// finish names it with its final name. (Of a named file it would make a second name.)
+    /// Names this file `name` (`linkat(AT_EMPTY_PATH)` of its descriptor, or `linkat` of its `/proc/self/fd`
+    /// entry on a kernel that refuses that), atomically and never replacing anything: `EEXIST` when `name`
+    /// exists. For a file without a name (``openUnnamed(becoming:)``): its finish names it with its final
+    /// name. (Of a named file it would make a second name.)
     public func link(to name: String) throws(SystemError) {
         try fileDescriptor.link(to: name)
         unnamed.store(false, ordering: .releasing)

@@ -1,10 +1,12 @@
 import Glibc
 import Synchronization
 
-/// Where this process may open files without a name (`O_TMPFILE`, then `linkat` of `/proc/self/fd/N`): not
-/// without `/proc` (looked at once), and not in a directory whose filesystem refused once (tmpfs before
-/// Linux 3.11, some network and FUSE filesystems, overlayfs on old kernels). A refusal costs one failed
-/// `open`, after which every download into that directory takes the named `.part` at once.
+/// Where this process may open files without a name (`O_TMPFILE`, then `linkat`): not without `/proc` (looked
+/// at once: where the kernel refuses `linkat(AT_EMPTY_PATH)` — before 6.10, without privilege — they are
+/// named by `linkat` of `/proc/self/fd/N`, see ``DescriptorLinking``), and not in a directory whose
+/// filesystem refused once (tmpfs before Linux 3.11, some network and FUSE filesystems, overlayfs on old
+/// kernels). A refusal costs one failed `open`, after which every download into that directory takes the
+/// named `.part` at once.
 final class UnnamedFileSupport: Sendable {
     static let shared = UnnamedFileSupport()
 

@@ -92,10 +92,26 @@ extension FileDescriptor {
         OwnedFileDescriptor(FileDescriptor(rawValue: try blockingSyscall("open") { haul_open_unnamed(directory, UInt32(permissions.rawValue)) }))
     }
 
-    /// `linkat` of `/proc/self/fd/N` to `path` (`AT_SYMLINK_FOLLOW`): gives this open file the name `path`,
-    /// atomically and never replacing a name there (`EEXIST`).
+    /// `linkat(AT_EMPTY_PATH)` of this descriptor to `path`, or `linkat` of `/proc/self/fd/N`
+    /// (`AT_SYMLINK_FOLLOW`) where the kernel refuses that (``DescriptorLinking``): gives this open file the
+    /// name `path`, atomically and never replacing a name there (`EEXIST`).
     package func link(to path: String) throws(SystemError) {
-        _ = try blockingSyscall("linkat") { haul_link_descriptor(rawValue, path) }
+        try link(to: path, with: .shared)
+    }
+
+    /// ``link(to:)`` with the given ``DescriptorLinking`` (a test's, to choose the way).
+    func link(to path: String, with linking: DescriptorLinking) throws(SystemError) {
+        try linking.link(rawValue, to: path, byEmptyPath: Self.linkByEmptyPath, throughProc: Self.linkThroughProc)
+    }
+
+    /// `linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH)`.
+    static func linkByEmptyPath(_ descriptor: Int32, _ path: String) throws(SystemError) {
+        _ = try blockingSyscall("linkat") { haul_link_descriptor_by_empty_path(descriptor, path) }
+    }
+
+    /// `linkat(AT_FDCWD, "/proc/self/fd/N", AT_FDCWD, path, AT_SYMLINK_FOLLOW)`.
+    static func linkThroughProc(_ descriptor: Int32, _ path: String) throws(SystemError) {
+        _ = try blockingSyscall("linkat") { haul_link_descriptor_through_proc(descriptor, path) }
     }
 
     /// `pipe2(O_CLOEXEC)` for a signal handler: its write end non-blocking (a handler must never block), its
