@@ -30,6 +30,7 @@
     VX(ssl, SSL_CTX_sess_set_new_cb, (SSL_CTX *ctx, int (*callback)(struct ssl_st *, SSL_SESSION *)), (ctx, callback)) \
     VX(ssl, SSL_CTX_set_default_read_buffer_len, (SSL_CTX *ctx, size_t length), (ctx, length)) \
     VX(ssl, SSL_CTX_set_default_passwd_cb, (SSL_CTX *ctx, pem_password_cb *callback), (ctx, callback)) \
+    VX(ssl, SSL_CTX_set_default_passwd_cb_userdata, (SSL_CTX *ctx, void *userdata), (ctx, userdata)) \
     X(ssl, int, SSL_CTX_set_default_verify_paths, (SSL_CTX *ctx), (ctx)) \
     X(ssl, int, SSL_CTX_use_PrivateKey_file, (SSL_CTX *ctx, const char *file, int type), (ctx, file, type)) \
     X(ssl, int, SSL_CTX_use_certificate_chain_file, (SSL_CTX *ctx, const char *file), (ctx, file)) \

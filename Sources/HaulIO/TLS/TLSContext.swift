@@ -113,15 +113,27 @@ public final class TLSContext: Sendable {
         guard SSL_CTX_use_certificate_chain_file(context, client.certificateFile) == 1 else {
             throw TLSSetupError(reason: "the client certificate \(client.certificateFile) holds no usable PEM certificate: \(TLSErrorQueue.drain().joined(separator: ": "))")
         }
-        SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in 0 }
-        guard SSL_CTX_use_PrivateKey_file(context, keyFile, SSL_FILETYPE_PEM) == 1 else {
+        // The pass phrase callback answers nothing and notes that it was asked: only an encrypted key makes
+        // OpenSSL ask. The note decides, not the error texts: OpenSSL 3 tries several decoders, and its error
+        // queue keeps the last 16 entries, so "bad decrypt" is not always among them (a test saw only
+        // "decode error" once).
+        var askedForPassPhrase = false
+        let loaded = withUnsafeMutablePointer(to: &askedForPassPhrase) { asked in
+            SSL_CTX_set_default_passwd_cb_userdata(context, asked)
+            SSL_CTX_set_default_passwd_cb(context) { _, _, _, asked in
+                asked?.assumingMemoryBound(to: Bool.self).pointee = true
+                return 0
+            }
+            defer { SSL_CTX_set_default_passwd_cb_userdata(context, nil) }
+            return SSL_CTX_use_PrivateKey_file(context, keyFile, SSL_FILETYPE_PEM) == 1
+        }
+        guard loaded else {
             let reasons = TLSErrorQueue.drain()
             // OpenSSL compares the key with the certificate as it loads it (X509_R_KEY_VALUES_MISMATCH).
             if reasons.contains(where: { $0.contains("key values mismatch") }) {
                 throw TLSSetupError(reason: "the client key \(keyFile) does not match the certificate in \(client.certificateFile)")
             }
-            // The pass phrase callback answered nothing, so an encrypted key fails to decrypt.
-            if reasons.contains(where: { $0.contains("bad decrypt") || $0.contains("bad password read") }) {
+            if askedForPassPhrase || reasons.contains(where: { $0.contains("bad decrypt") || $0.contains("bad password read") }) {
                 throw TLSSetupError(reason: "the client key \(keyFile) is encrypted, and haul reads unencrypted keys only (openssl pkey -in KEY -out PLAIN-KEY decrypts it)")
             }
             throw TLSSetupError(reason: "the client key \(keyFile) holds no usable unencrypted PEM private key: \(reasons.joined(separator: ": "))")
