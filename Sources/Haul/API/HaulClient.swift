@@ -80,7 +80,9 @@ public final class HaulClient: Sendable {
     /// inside OpenSSL or a system call any more — call it before `exit()` (whose handlers tear OpenSSL
     /// down). Downloads still running or paused end with ``HaulError/Reason/clientShutDown`` where they
     /// stand, their files kept as they were (pause them first to have their journals brought up to date);
-    /// so do downloads started, and the pauses, resumes and cancels asked for, afterwards. The client
+    /// so do downloads started, and the pauses, resumes and cancels asked for, afterwards. A single request
+    /// still waiting (``download(_:range:logger:)``, ``responseHeads(_:logger:)``) ends with it too, a range's
+    /// `.part` removed as after any failure of one, and so does one asked for afterwards. The client
     /// cannot be used afterwards.
     public func shutdown() async {
         let lanes = self.lanes
