@@ -165,7 +165,7 @@ public final class HaulClient: Sendable {
     private func startAndWait(_ request: DownloadRequest, logger: Logger?, refresher: URLRefresher?) async throws(HaulError) -> DownloadResult {
         let lane = enterLane()
         // A task that prefers an executor already (``taskExecutor``, say) keeps it: a preference for the loop
-        // inside it would add two hops, not save one.
+        // inside it would add two enqueues (onto the loop and back to its own executor) and save none.
         if withUnsafeCurrentTask(body: { $0?.unownedTaskExecutor != nil }) {
             return try await wait(for: begin(request, logger: logger, refresher: refresher, lane: lane, onLoopNow: false))
         }
