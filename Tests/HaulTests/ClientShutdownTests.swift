@@ -104,4 +104,72 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
         #expect(server.exchanges.isEmpty, "no request was sent")
     }
+
+    /// A range request (`-r`) whose response stalls mid-body until the server stops is waiting when the client
+    /// shuts down: it ends with `clientShutDown` (its own timeouts, here 600 s, do not have to end it), and its
+    /// `.part` goes as after any failure of a range.
+    @Test(arguments: [1, 2])
+    func aRangeRequestHeldAtShutdownEnds(eventLoops: Int) async throws {
+        let server = try MisbehavingServer(resource: resource, script: .sequence([.stallMidBody(afterBytes: 256 << 10, .untilStopped)]))
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = options()
+        options.eventLoops = eventLoops
+        let client = try HaulClient(options: options)
+        let path = directory + "/r"
+        let request = DownloadRequest(url: server.url("/f"), destination: .file(path))
+        let range = try ByteRange(.closed(first: 0, last: (1 << 20) - 1))
+        let ended = Mutex<Result<DownloadResult, HaulError>?>(nil)
+        Task {
+            let outcome: Result<DownloadResult, HaulError>
+            do throws(HaulError) { outcome = .success(try await client.download(request, range: range)) } catch { outcome = .failure(error) }
+            ended.withLock { $0 = outcome }
+        }
+        #expect(await eventually { FileManager.default.fileExists(atPath: path + ".part") }, "the range's answer is being written")
+        #expect(ended.withLock { $0 } == nil, "still waiting for the stalled body")
+        await client.shutdown()
+        #expect(await eventually(within: 120) { ended.withLock { $0 != nil } }, "the range request ended after the shutdown")
+        let outcome = ended.withLock { $0 }
+        #expect(isClientShutDown(outcome), "\(String(describing: outcome))")
+        #expect(!FileManager.default.fileExists(atPath: path + ".part"), "the range's .part is removed")
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    /// A `HEAD` (`-I`) whose answer never comes is waiting when the client shuts down: it ends with
+    /// `clientShutDown`.
+    @Test func aHeadRequestHeldAtShutdownEnds() async throws {
+        let server = try MisbehavingServer(resource: resource, script: .sequence([.stallBeforeHead(.untilStopped)]))
+        defer { server.stop() }
+        let client = try HaulClient(options: options())
+        let request = DownloadRequest(url: server.url("/f"), destination: .directory("."))
+        let ended = Mutex<Result<[HeadResponse], HaulError>?>(nil)
+        Task {
+            let outcome: Result<[HeadResponse], HaulError>
+            do throws(HaulError) { outcome = .success(try await client.responseHeads(request)) } catch { outcome = .failure(error) }
+            ended.withLock { $0 = outcome }
+        }
+        #expect(await eventually { server.exchanges.count == 1 }, "the HEAD reached the server")
+        #expect(ended.withLock { $0 } == nil, "still waiting for the stalled head")
+        await client.shutdown()
+        #expect(await eventually(within: 120) { ended.withLock { $0 != nil } }, "the HEAD ended after the shutdown")
+        let outcome = ended.withLock { $0 }
+        #expect(isClientShutDown(outcome), "\(String(describing: outcome))")
+    }
+
+    /// A single request asked for after the shutdown throws `clientShutDown` at once and sends nothing.
+    @Test func aSingleRequestAfterShutdownEndsAtOnce() async throws {
+        let server = try MisbehavingServer(resource: resource)
+        defer { server.stop() }
+        let client = try HaulClient(options: options())
+        await client.shutdown()
+        let url = server.url("/f")
+        let heads = await returns { () -> Result<[HeadResponse], HaulError> in
+            do throws(HaulError) {
+                return .success(try await client.responseHeads(DownloadRequest(url: url, destination: .directory("."))))
+            } catch { return .failure(error) }
+        }
+        #expect(isClientShutDown(heads), "\(String(describing: heads))")
+        #expect(server.exchanges.isEmpty, "no request was sent")
+    }
 }

@@ -62,6 +62,78 @@ import HaulTestSupport
         #expect(lanes.allSatisfy { $0.started > 0 }, "started per lane: \(lanes.map(\.started))")
     }
 
+    /// The plain form, a task group with no executor preference: `download` waits on the download's loop
+    /// (``HaulClient/download(_:logger:)``), but the caller's code after it never runs there — every child
+    /// continues off the client's loops, with its source's bytes, and the downloads spread over both lanes.
+    @Test func downloadsAwaitedWithoutAPreferenceContinueOffTheLoops() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let haul = try client(eventLoops: 2)
+        let names = (0..<24).map { "small-\($0 % 6).bin" }
+        let lanes = haul.lanes
+        let ended = await withTaskGroup(of: (index: Int, onLoop: Bool, error: HaulError?).self) { group in
+            var next = 0
+            func add() {
+                let index = next
+                next += 1
+                group.addTask {
+                    let request = DownloadRequest(url: fixture.nginx.url("/" + names[index]), destination: .file(directory + "/d\(index)"))
+                    var failure: HaulError?
+                    do throws(HaulError) { _ = try await haul.download(request) } catch { failure = error }
+                    return (index, lanes.contains { $0.loop.inEventLoop }, failure)
+                }
+            }
+            for _ in 0..<3 { add() }
+            var ended: [(index: Int, onLoop: Bool, error: HaulError?)] = []
+            while let one = await group.next() {
+                ended.append(one)
+                if next < names.count { add() }
+            }
+            return ended
+        }
+        #expect(ended.count == names.count)
+        for (index, onLoop, failure) in ended.sorted(by: { $0.index < $1.index }) {
+            #expect(failure == nil, "download \(index): \(String(describing: failure))")
+            #expect(!onLoop, "download \(index)'s caller continued on a loop thread")
+            let expected = try TestFiles.sha256(ofFile: fixture.data + "/" + names[index])
+            #expect(try TestFiles.sha256(ofFile: directory + "/d\(index)") == expected, "download \(index)")
+        }
+        #expect(lanes.allSatisfy { $0.started > 0 }, "started per lane: \(lanes.map(\.started))")
+    }
+
+    /// Cancelling a Swift task with no preference that awaits `download` (which waits on the loop) stops the
+    /// download: the await throws ``HaulError/cancelled`` within the deadline, and the caller goes on off the loop.
+    @Test func cancellingATaskWithoutAPreferenceStopsItsDownload() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        let server = try MisbehavingServer(resource: fixture.resource)
+        server.hold(afterBodyBytes: fixture.size / 2)
+        defer { server.stop() }
+        let haul = try client(eventLoops: 1)
+        let lanes = haul.lanes
+        let outcome = Shared<(Result<DownloadResult, HaulError>, onLoop: Bool)?>(nil)
+        let running = Task {
+            let result: Result<DownloadResult, HaulError>
+            do throws(HaulError) { result = .success(try await haul.download(DownloadRequest(url: server.url("/file.bin"), destination: .file(path)))) }
+            catch { result = .failure(error) }
+            let onLoop = lanes.contains { $0.loop.inEventLoop }
+            outcome.value.withLock { $0 = (result, onLoop) }
+        }
+        let journaled = await eventually { FileManager.default.fileExists(atPath: path + ".part.haul") }
+        running.cancel()
+        try #require(journaled, "the download wrote no journal before the deadline")
+        let ended = await eventually { outcome.value.withLock { $0 != nil } }
+        try #require(ended, "the cancelled download never ended")
+        await running.value
+        guard let (result, onLoop) = outcome.value.withLock({ $0 }), case .failure(let error) = result else {
+            Issue.record("expected .cancelled, got \(String(describing: outcome.value.withLock { $0 }))")
+            return
+        }
+        #expect(error.isCancelled, "expected .cancelled, got \(error)")
+        #expect(!onLoop, "the caller continued on the loop thread")
+    }
+
     /// Cancelling a Swift task that awaits a download under the preference stops the download as it does off
     /// it: the await throws ``HaulError/cancelled``, within the deadline.
     @Test func cancellingATaskUnderThePreferenceStopsItsDownload() async throws {

@@ -80,7 +80,9 @@ public final class HaulClient: Sendable {
     /// inside OpenSSL or a system call any more — call it before `exit()` (whose handlers tear OpenSSL
     /// down). Downloads still running or paused end with ``HaulError/Reason/clientShutDown`` where they
     /// stand, their files kept as they were (pause them first to have their journals brought up to date);
-    /// so do downloads started, and the pauses, resumes and cancels asked for, afterwards. The client
+    /// so do downloads started, and the pauses, resumes and cancels asked for, afterwards. A single request
+    /// still waiting (``download(_:range:logger:)``, ``responseHeads(_:logger:)``) ends with it too, a range's
+    /// `.part` removed as after any failure of one, and so does one asked for afterwards. The client
     /// cannot be used afterwards.
     public func shutdown() async {
         let lanes = self.lanes
@@ -122,13 +124,20 @@ public final class HaulClient: Sendable {
     }
 
     private func begin(_ request: DownloadRequest, logger: Logger?, refresher: URLRefresher?) -> DownloadTask {
+        begin(request, logger: logger, refresher: refresher, lane: enterLane(), onLoopNow: false)
+    }
+
+    /// `lane`: entered for the download (``enterLane()``). `onLoopNow`: the caller may be running on the lane's
+    /// loop (a job of a task that prefers it), where the download is prepared at once instead of queued.
+    private func begin(_ request: DownloadRequest, logger: Logger?, refresher: URLRefresher?, lane: ClientLane,
+                       onLoopNow: Bool) -> DownloadTask {
         var logger = logger ?? self.logger
         let number = downloadCount.add(1, ordering: .relaxed).newValue
         // Haul logs at `notice` at most: above that, no record is ever made and the id is not worth the copy
         // of the logger's storage (an allocation per download) that setting metadata makes.
         if logger.logLevel <= .notice { logger[metadataKey: LogKey.download] = "\(number)" }
-        let task = DownloadTask(request: request, client: self, lane: enterLane(), logger: logger, refresher: refresher)
-        task.begin()
+        let task = DownloadTask(request: request, client: self, lane: lane, logger: logger, refresher: refresher)
+        task.begin(onLoopNow: onLoopNow)
         return task
     }
 
@@ -138,14 +147,31 @@ public final class HaulClient: Sendable {
     /// journal stay, so running it again resumes) and throws ``HaulError/cancelled``. To drop them as well,
     /// use ``start(_:logger:)`` and ``DownloadTask/cancel()``, which removes them even after such a stop.
     public func download(_ request: DownloadRequest, logger: Logger? = nil) async throws(HaulError) -> DownloadResult {
-        try await wait(for: start(request, logger: logger))
+        try await startAndWait(request, logger: logger, refresher: nil)
     }
 
     /// Downloads as ``download(_:logger:)`` does, with `refreshingURL` to ask when the URL expires
     /// mid-download (a signed link; see ``URLRefresher``).
     public func download(_ request: DownloadRequest, logger: Logger? = nil,
                          refreshingURL: @escaping URLRefresher) async throws(HaulError) -> DownloadResult {
-        try await wait(for: start(request, logger: logger, refreshingURL: refreshingURL))
+        try await startAndWait(request, logger: logger, refresher: refreshingURL)
+    }
+
+    /// Starts a download and waits for its end. From a task that prefers no executor of its own, the start
+    /// and the wait run with the download's loop as the task's executor: the start is the one enqueue onto
+    /// the loop the download needs anyway, and its end resumes the task there, with no thread woken for it;
+    /// only the return to the caller's executor is a hop. Nothing of the caller's runs on the loop: the
+    /// preference ends before this returns. The lane is chosen first, here, as ``start(_:logger:)`` does.
+    private func startAndWait(_ request: DownloadRequest, logger: Logger?, refresher: URLRefresher?) async throws(HaulError) -> DownloadResult {
+        let lane = enterLane()
+        // A task that prefers an executor already (``taskExecutor``, say) keeps it: a preference for the loop
+        // inside it would add two enqueues (onto the loop and back to its own executor) and save none.
+        if withUnsafeCurrentTask(body: { $0?.unownedTaskExecutor != nil }) {
+            return try await wait(for: begin(request, logger: logger, refresher: refresher, lane: lane, onLoopNow: false))
+        }
+        return try await withTaskExecutorPreference(lane.loop) { () async throws(HaulError) -> DownloadResult in
+            try await wait(for: begin(request, logger: logger, refresher: refresher, lane: lane, onLoopNow: true))
+        }
     }
 
     private func wait(for task: DownloadTask) async throws(HaulError) -> DownloadResult {

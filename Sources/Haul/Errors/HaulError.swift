@@ -102,7 +102,8 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case checkpointFailed(JournalError)
         /// The ``HaulClient`` was shut down (``HaulClient/shutdown()``) before the download ended, or the
         /// download was started, paused, resumed or cancelled after that: its files stay where they stood, and
-        /// starting the same request on a new client resumes from its journal.
+        /// starting the same request on a new client resumes from its journal. A single request
+        /// (``HaulClient/download(_:range:logger:)``, ``HaulClient/responseHeads(_:logger:)``) ends the same way.
         case clientShutDown
         /// A failure Haul has no better name for (a bug if it is ever seen).
         case unexpected(String)

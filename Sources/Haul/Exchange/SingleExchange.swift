@@ -70,6 +70,8 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
     /// Checks the request and sends it.
     func startOnLoop() {
         precondition(lane.loop.inEventLoop)
+        // Listed until it ends, for the lane's sweep at the client's shutdown (`endAfterShutdown()`).
+        lane.exchanges[ObjectIdentifier(self)] = self
         started = MonotonicInstant.now()
         do throws(HaulError) {
             let first: HTTPURL
@@ -100,6 +102,14 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
         cancellation?.cancelOnLoop()
         cancellation = nil
         fail(.cancelled)
+    }
+
+    /// Ends the exchange with ``HaulError/Reason/clientShutDown`` on a thread that is not its loop's, once that
+    /// loop's thread has exited (``ClientLane/endDownloadsAfterShutdown()``): its loop-confined state is the
+    /// caller's then, and its connection went with the loop. The range's `.part` goes, as after any failure.
+    func endAfterShutdown() {
+        cancellation = nil
+        fail(HaulError(.clientShutDown))
     }
 
     private func send(to target: HTTPURL) {
@@ -273,6 +283,7 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
     private func finish(_ result: Result<Outcome, HaulError>) {
         let completion = self.completion
         self.completion = nil
+        lane.exchanges[ObjectIdentifier(self)] = nil
         completion?(result)
     }
 }
@@ -329,7 +340,7 @@ extension HaulClient {
         let box = SingleExchangeBox()
         let result: Result<SingleExchange.Outcome, HaulError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                loop.execute { [self] in
+                let accepted = loop.executeUnlessShuttingDown { [self] in
                     let exchange = SingleExchange(client: self, lane: lane, request: request, mode: mode, logger: logger ?? self.logger) { result in
                         continuation.resume(returning: result)
                     }
@@ -337,8 +348,11 @@ extension HaulClient {
                     exchange.startOnLoop()
                     if box.cancelled { exchange.cancelOnLoop() }
                 }
+                // Begun after the client's shutdown: no loop runs it, and nothing was sent.
+                if !accepted { continuation.resume(returning: .failure(HaulError(.clientShutDown).adding(url: HTTPURL.displayText(of: request.url)))) }
             }
         } onCancel: {
+            // Dropped once the loop has stopped: the lane's sweep has ended the exchange then.
             loop.execute {
                 box.cancelled = true
                 box.exchange?.cancelOnLoop()

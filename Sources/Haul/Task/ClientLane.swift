@@ -23,6 +23,9 @@ final class ClientLane: Sendable {
     /// The downloads prepared on this lane and not yet ended, running or paused. Loop-confined: added and
     /// removed on the loop; read by ``endDownloadsAfterShutdown()`` only once the loop's thread has exited.
     nonisolated(unsafe) var downloads: [ObjectIdentifier: DownloadTask] = [:]
+    /// The single exchanges (``HaulClient/download(_:range:logger:)``, ``HaulClient/responseHeads(_:logger:)``)
+    /// started on this lane and not yet ended; confined as ``downloads`` is.
+    nonisolated(unsafe) var exchanges: [ObjectIdentifier: SingleExchange] = [:]
     /// Whether ``endDownloadsAfterShutdown()`` has run (two shutdowns at once sweep once).
     private let swept = Atomic<Bool>(false)
 
@@ -69,14 +72,18 @@ final class ClientLane: Sendable {
         runningCount.value.subtract(1, ordering: .relaxed)
     }
 
-    /// Ends every download still running or paused here with ``HaulError/Reason/clientShutDown``, so that
-    /// nothing awaiting one waits for good. Only after the loop's thread has exited (``EventLoop/shutdown()``
-    /// returned): what it confined is the caller's then.
+    /// Ends every download still running or paused here, and every single exchange still waiting for its
+    /// answer, with ``HaulError/Reason/clientShutDown``, so that nothing awaiting one waits for good. Only
+    /// after the loop's thread has exited (``EventLoop/shutdown()`` returned): what it confined is the
+    /// caller's then.
     func endDownloadsAfterShutdown() {
         guard !swept.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let left = downloads
         downloads = [:]
         for download in left.values { download.endAfterShutdown() }
+        let exchangesLeft = exchanges
+        exchanges = [:]
+        for exchange in exchangesLeft.values { exchange.endAfterShutdown() }
     }
 }
 

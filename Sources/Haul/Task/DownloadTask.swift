@@ -194,8 +194,10 @@ public final class DownloadTask: @unchecked Sendable {
         lane.loop.execute { [self] in resumeOnLoop(nil) }
     }
 
-    /// Starts the download: prepares it on the loop, then runs it.
-    func begin() {
+    /// Starts the download: prepares it on the loop, then runs it. `onLoopNow`: the caller may be on the lane's
+    /// loop (a job of a task that prefers it, ``HaulClient/download(_:logger:)``), where it prepares at once.
+    func begin(onLoopNow: Bool = false) {
+        if onLoopNow, lane.loop.inEventLoop { return prepareOnLoop() }
         // A download begun after the client's shutdown never reaches a loop: it ends here, at once.
         if !lane.loop.executeUnlessShuttingDown({ [self] in prepareOnLoop() }) { endAfterShutdown() }
     }
