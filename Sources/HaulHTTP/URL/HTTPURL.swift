@@ -278,10 +278,67 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
 
     /// The absolute-form request-target (RFC 9112 §3.2.2) a forward proxy needs: `http://host[:port]/path?query`,
     /// without user information or fragment.
-    public var absoluteRequestTarget: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
+    public var absoluteRequestTarget: String { withoutUserInfo }
 
     /// The URL without user information or fragment, safe to log.
-    public var description: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
+    public var description: String { withoutUserInfo }
+
+    /// `scheme://host[:port]/path[?query]`, copied piece by piece into one string made at its size: the
+    /// interpolation of `hostHeader` and `requestTarget` built three strings on the way, appending to a string
+    /// cost hundreds of instructions a piece, and every download spells its URL out when it finishes (its
+    /// stored validators name it).
+    private var withoutUserInfo: String {
+        var scheme = parts.scheme.rawValue
+        var host = parts.host.name
+        var path = parts.path
+        var query = parts.query
+        let bracketed = parts.host.kind == .ipv6
+        var portDigits = 0  // and a ":" before them, when the port is not the default
+        if !isDefaultPort {
+            var rest = parts.port
+            repeat {
+                portDigits += 1
+                rest /= 10
+            } while rest > 0
+        }
+        let portLength = portDigits == 0 ? 0 : portDigits + 1
+        let length = scheme.utf8.count + 3 + host.utf8.count + (bracketed ? 2 : 0) + portLength + path.utf8.count
+            + (query.map { $0.utf8.count + 1 } ?? 0)
+        return String(unsafeUninitializedCapacity: length) { text in
+            var written = 0
+            func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+                precondition(bytes.count <= text.count - written)
+                if let source = bytes.baseAddress { (text.baseAddress! + written).initialize(from: source, count: bytes.count) }
+                written += bytes.count
+            }
+            func put(_ byte: UInt8) {
+                text[written] = byte
+                written += 1
+            }
+            scheme.withUTF8 { put($0) }
+            put(UInt8(ascii: ":"))
+            put(UInt8(ascii: "/"))
+            put(UInt8(ascii: "/"))
+            if bracketed { put(UInt8(ascii: "[")) }
+            host.withUTF8 { put($0) }
+            if bracketed { put(UInt8(ascii: "]")) }
+            if portDigits > 0 {
+                put(UInt8(ascii: ":"))
+                var rest = parts.port
+                for index in (written..<(written + portDigits)).reversed() {
+                    text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                }
+                written += portDigits
+            }
+            path.withUTF8 { put($0) }
+            if query != nil {
+                put(UInt8(ascii: "?"))
+                query!.withUTF8 { put($0) }
+            }
+            return written
+        }
+    }
 
     /// Same as `description`, so debug output cannot leak credentials either.
     public var debugDescription: String { description }
