@@ -305,38 +305,26 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
         let length = scheme.utf8.count + 3 + host.utf8.count + (bracketed ? 2 : 0) + portLength + path.utf8.count
             + (query.map { $0.utf8.count + 1 } ?? 0)
         return String(unsafeUninitializedCapacity: length) { text in
-            var written = 0
-            func put(_ bytes: UnsafeBufferPointer<UInt8>) {
-                precondition(bytes.count <= text.count - written)
-                if let source = bytes.baseAddress { (text.baseAddress! + written).initialize(from: source, count: bytes.count) }
-                written += bytes.count
-            }
-            func put(_ byte: UInt8) {
-                text[written] = byte
-                written += 1
-            }
-            scheme.withUTF8 { put($0) }
-            put(UInt8(ascii: ":"))
-            put(UInt8(ascii: "/"))
-            put(UInt8(ascii: "/"))
-            if bracketed { put(UInt8(ascii: "[")) }
-            host.withUTF8 { put($0) }
-            if bracketed { put(UInt8(ascii: "]")) }
+            // A cursor rather than nested functions: those captured the count as a variable checked for
+            // exclusive access at run time on every use.
+            var out = TextCursor(text)
+            scheme.withUTF8 { out.put($0) }
+            out.put(UInt8(ascii: ":"))
+            out.put(UInt8(ascii: "/"))
+            out.put(UInt8(ascii: "/"))
+            if bracketed { out.put(UInt8(ascii: "[")) }
+            host.withUTF8 { out.put($0) }
+            if bracketed { out.put(UInt8(ascii: "]")) }
             if portDigits > 0 {
-                put(UInt8(ascii: ":"))
-                var rest = parts.port
-                for index in (written..<(written + portDigits)).reversed() {
-                    text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                    rest /= 10
-                }
-                written += portDigits
+                out.put(UInt8(ascii: ":"))
+                out.putDecimal(UInt64(parts.port), digits: portDigits)
             }
-            path.withUTF8 { put($0) }
+            path.withUTF8 { out.put($0) }
             if query != nil {
-                put(UInt8(ascii: "?"))
-                query!.withUTF8 { put($0) }
+                out.put(UInt8(ascii: "?"))
+                query!.withUTF8 { out.put($0) }
             }
-            return written
+            return out.count
         }
     }
 
@@ -472,4 +460,38 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
 
     /// `scheme://host:port`, with the port always shown.
     public var description: String { "\(scheme.rawValue)://\(host.uriText):\(port)" }
+}
+
+/// Writes bytes into a string's uninitialized storage (`String(unsafeUninitializedCapacity:)`), checking each
+/// piece against the room left.
+private struct TextCursor {
+    let text: UnsafeMutableBufferPointer<UInt8>
+    private(set) var count = 0
+
+    init(_ text: UnsafeMutableBufferPointer<UInt8>) { self.text = text }
+
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= text.count &- count, "text outgrew its length")
+        if let source = bytes.baseAddress { (text.baseAddress! + count).initialize(from: source, count: bytes.count) }
+        count &+= bytes.count
+    }
+
+    mutating func put(_ byte: UInt8) {
+        precondition(count < text.count, "text outgrew its length")
+        text[count] = byte
+        count &+= 1
+    }
+
+    /// `value` in exactly `digits` decimal digits.
+    mutating func putDecimal(_ value: UInt64, digits: Int) {
+        precondition(digits <= text.count &- count, "text outgrew its length")
+        var rest = value
+        var index = count &+ digits
+        while index > count {
+            index &-= 1
+            text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        count &+= digits
+    }
 }
