@@ -253,20 +253,11 @@ public func asciiLowercase(_ byte: UInt8) -> UInt8 {
     byte &- 0x41 < 26 ? byte | 0x20 : byte
 }
 
-/// Decodes a field's bytes as ISO-8859-1, as the generic `latin1String` does, without the call through
-/// witness tables that other modules made for every field they read as text.
-public func latin1String(_ bytes: ArraySlice<UInt8>) -> String {
-    bytes.withUnsafeBufferPointer { buffer in
-        var combined: UInt8 = 0
-        for byte in buffer { combined |= byte }
-        if combined < 0x80 { return String(decoding: buffer, as: UTF8.self) }
-        var result = ""
-        for byte in buffer { result.unicodeScalars.append(Unicode.Scalar(byte)) }
-        return result
-    }
-}
-
 /// Decodes bytes as ISO-8859-1, which maps every octet to one Unicode scalar and never fails.
+///
+/// Inlinable: a call from another module is specialized for its bytes (a field's slice, mostly) instead of
+/// going through witness tables, which cost more than the decoding for every field read as text.
+@inlinable
 public func latin1String(_ bytes: some Sequence<UInt8>) -> String {
     // ASCII (every field of nearly every response) is the same text in UTF-8: one copy, instead of a scalar
     // appended at a time, which made converting a response's fields most of a small download's CPU.

@@ -11,7 +11,7 @@ import HaulHTTP
 
     @Test func latin1DecodesHighOctets() {
         #expect(latin1String([0x63, 0x61, 0x66, 0xE9]) == "café")
-        // A field's bytes take the concrete overload; it decodes as the generic one does.
+        // A slice of a field (contiguous, the fast path) decodes as a sequence read byte by byte does.
         let bytes: [UInt8] = [0x20, 0x63, 0x61, 0x66, 0xE9, 0x7F, 0xFF, 0x80]
         for start in 0...bytes.count {
             for end in start...bytes.count {

@@ -39,12 +39,12 @@ public final class HTTPConnection: @unchecked Sendable {
     /// timeout cannot: it is reset by every byte, however slowly they come. Re-armed lazily, as the transport's
     /// idle timer is: an exchange sets `headDeadline` and schedules the timer only when none is pending; a
     /// timer that fires before the current deadline schedules itself again for it. A timer scheduled and
-    /// cancelled per exchange cost two heap operations for every small file.
+    /// cancelled per exchange cost two heap operations for every small file. The timer holds the connection
+    /// weakly: it may still be pending when the connection is dropped (idle in a pool that closes it).
     private var headTimer: TimerID?
     /// When the current exchange's head is due; nil when no exchange waits for its head.
     private var headDeadline: MonotonicInstant?
-    /// The limit ``headTimer`` enforces, kept here so that the timer's closure captures only `self` (no context
-    /// to allocate per exchange).
+    /// The limit ``headTimer`` enforces, kept here so that the timer's closure captures only `self`.
     private var headTimeLimit: Duration = .zero
     /// A finished exchange's completion and result, until the loop's next turn delivers them (see `finish`).
     private var finished: (completion: (Result<ExchangeSummary, HTTPClientError>) -> Void,
@@ -85,7 +85,7 @@ public final class HTTPConnection: @unchecked Sendable {
             let deadline = MonotonicInstant.now().advanced(by: limit)
             headDeadline = deadline
             if headTimer == nil {
-                headTimer = transport.loop.scheduleTimer(at: deadline) { [self] in headTimerFired() }
+                headTimer = transport.loop.scheduleTimer(at: deadline) { [weak self] in self?.headTimerFired() }
             }
         }
         transport.writeOnLoop(request) { [self] error in
@@ -239,7 +239,7 @@ public final class HTTPConnection: @unchecked Sendable {
         guard let deadline = headDeadline, handler != nil, head == nil else { return }
         // Scheduled for an earlier exchange's deadline: this one's is later.
         guard MonotonicInstant.now() >= deadline else {
-            headTimer = transport.loop.scheduleTimer(at: deadline) { [self] in headTimerFired() }
+            headTimer = transport.loop.scheduleTimer(at: deadline) { [weak self] in self?.headTimerFired() }
             return
         }
         // A server silent since the request is a stall, which the transport's idle timeout names as one; when
@@ -248,7 +248,7 @@ public final class HTTPConnection: @unchecked Sendable {
         if parser.bytesConsumed == exchangeStartOffset, let idle = transport.options.timeouts.idle, idle <= limit {
             let stallDeadline = transport.lastProgress.advanced(by: idle)
             if MonotonicInstant.now() < stallDeadline {
-                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [self] in headTimerFired() }
+                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [weak self] in self?.headTimerFired() }
             } else {
                 // The reader normally reports the failure; this covers one that is not installed right now.
                 finish(.failure(.connection(transport.failStalled(idle))))
