@@ -81,7 +81,7 @@ public final class ConnectionPool: @unchecked Sendable {
             // otherwise be read as the answer to the next request, and a copy of one file's response passes
             // every check made of the next file's.
             if connection.transport.isReusableOnLoop() { return connection }
-            connection.transport.closeOnLoop()
+            connection.closeOnLoop()
         }
         return nil
     }
@@ -100,7 +100,7 @@ public final class ConnectionPool: @unchecked Sendable {
             connection.poolSlot = (slot, slotGeneration)
         }
         guard idle[slot].count < maxIdlePerOrigin, !connection.isClosedOnLoop else {
-            connection.transport.closeOnLoop()
+            connection.closeOnLoop()
             return
         }
         idle[slot].append((connection, MonotonicInstant.now()))
@@ -130,7 +130,7 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Closes every idle connection.
     public func closeAllOnLoop() {
         precondition(loop.inEventLoop)
-        for (connection, _) in idle.joined() { connection.transport.closeOnLoop() }
+        for (connection, _) in idle.joined() { connection.closeOnLoop() }
         idle.removeAll()
         slots.removeAll()
         recentKey = nil

@@ -39,8 +39,9 @@ public final class HTTPConnection: @unchecked Sendable {
     /// timeout cannot: it is reset by every byte, however slowly they come. Re-armed lazily, as the transport's
     /// idle timer is: an exchange sets `headDeadline` and schedules the timer only when none is pending; a
     /// timer that fires before the current deadline schedules itself again for it. A timer scheduled and
-    /// cancelled per exchange cost two heap operations for every small file. The timer holds the connection
-    /// weakly: it may still be pending when the connection is dropped (idle in a pool that closes it).
+    /// cancelled per exchange cost two heap operations for every small file. The pending timer holds the
+    /// connection (strongly: a weak reference moved every retain and release of it to a side table), so
+    /// whoever closes an idle connection does it through ``closeOnLoop()``, which cancels the timer too.
     private var headTimer: TimerID?
     /// When the current exchange's head is due; nil when no exchange waits for its head.
     private var headDeadline: MonotonicInstant?
@@ -58,6 +59,14 @@ public final class HTTPConnection: @unchecked Sendable {
         self.origin = origin
         self.forwardsThroughProxy = forwardsThroughProxy
         self.identity = identity
+    }
+
+    /// Closes the transport and cancels the head timer that may still be pending from the last exchange.
+    /// Loop thread only.
+    func closeOnLoop() {
+        precondition(transport.loop.inEventLoop, "HTTPConnection.closeOnLoop must be called on the loop thread")
+        cancelHeadTimer(dropTimer: true)
+        transport.closeOnLoop()
     }
 
     /// Whether the transport was closed (by us or by a failure).
@@ -85,7 +94,7 @@ public final class HTTPConnection: @unchecked Sendable {
             let deadline = MonotonicInstant.now().advanced(by: limit)
             headDeadline = deadline
             if headTimer == nil {
-                headTimer = transport.loop.scheduleTimer(at: deadline) { [weak self] in self?.headTimerFired() }
+                headTimer = transport.loop.scheduleTimer(at: deadline) { [self] in headTimerFired() }
             }
         }
         transport.writeOnLoop(request) { [self] error in
@@ -239,7 +248,7 @@ public final class HTTPConnection: @unchecked Sendable {
         guard let deadline = headDeadline, handler != nil, head == nil else { return }
         // Scheduled for an earlier exchange's deadline: this one's is later.
         guard MonotonicInstant.now() >= deadline else {
-            headTimer = transport.loop.scheduleTimer(at: deadline) { [weak self] in self?.headTimerFired() }
+            headTimer = transport.loop.scheduleTimer(at: deadline) { [self] in headTimerFired() }
             return
         }
         // A server silent since the request is a stall, which the transport's idle timeout names as one; when
@@ -248,7 +257,7 @@ public final class HTTPConnection: @unchecked Sendable {
         if parser.bytesConsumed == exchangeStartOffset, let idle = transport.options.timeouts.idle, idle <= limit {
             let stallDeadline = transport.lastProgress.advanced(by: idle)
             if MonotonicInstant.now() < stallDeadline {
-                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [weak self] in self?.headTimerFired() }
+                headTimer = transport.loop.scheduleTimer(at: stallDeadline) { [self] in headTimerFired() }
             } else {
                 // The reader normally reports the failure; this covers one that is not installed right now.
                 finish(.failure(.connection(transport.failStalled(idle))))
@@ -274,8 +283,7 @@ public final class HTTPConnection: @unchecked Sendable {
         self.completion = nil
         head = nil
         let reusable = if case .success(let summary) = result { summary.connectionReusable } else { false }
-        cancelHeadTimer(dropTimer: !reusable)
-        if !reusable { transport.closeOnLoop() }
+        if reusable { cancelHeadTimer() } else { closeOnLoop() }
         // Usually we are inside the transport's read handler here. The caller will often start the next
         // request at once, which needs this connection idle (no reader installed), so the completion runs on
         // the loop's next turn, after the handler has returned. It waits in `finished`, so that the timer's
