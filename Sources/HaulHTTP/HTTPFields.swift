@@ -128,6 +128,39 @@ public struct HTTPFields: Sendable, Equatable {
         }
     }
 
+    /// Calls `body` with each field whose name is one of `names` (ASCII case-insensitive), in order: the
+    /// field's index and the position of its name in `names`. One pass over the fields finds every field a
+    /// caller reads, where a lookup per name goes over them all each time (a response head is read for six).
+    public func forEachField(named names: FieldNameSet, _ body: (_ index: Int, _ name: Int) -> Void) {
+        guard entryCount > 0 else { return }
+        storage.withUnsafeBytes { raw in
+            names.bytes.withUnsafeBufferPointer { keys in
+                let base = raw.baseAddress!
+                let entries = base + Int(entriesOffset)
+                for index in 0..<Int(entryCount) {
+                    let e = entries.load(fromByteOffset: index &<< 4, as: Entry.self)
+                    let length = Int(e.nameEnd &- e.nameStart)
+                    // Most fields have a length no name in the set has: one table read skips them.
+                    guard length < FieldNameSet.lengthLimit else { continue }
+                    var candidate = names.firstOfLength[length]
+                    let start = base + Int(e.nameStart)
+                    while candidate >= 0 {
+                        let key = keys.baseAddress! + names.starts[candidate]
+                        var j = 0
+                        while j < length, asciiLowercase(start.load(fromByteOffset: j, as: UInt8.self)) == key[j] {
+                            j &+= 1
+                        }
+                        if j == length {
+                            body(index, candidate)
+                            break
+                        }
+                        candidate = names.nextOfLength[candidate]
+                    }
+                }
+            }
+        }
+    }
+
     /// The values of every field named `name`, in order.
     public func all(_ name: String) -> [ArraySlice<UInt8>] {
         var name = name
@@ -173,6 +206,47 @@ public struct HTTPFields: Sendable, Equatable {
     }
 }
 
+/// Field names looked up together (``HTTPFields/forEachField(named:_:)``), each given in lowercase, kept
+/// so that a field name is matched against the names of its length only.
+public struct FieldNameSet: Sendable {
+    /// Names are shorter than this (every field a client reads is).
+    static let lengthLimit = 64
+    /// The names' bytes, one after another.
+    let bytes: [UInt8]
+    /// Where each name starts in `bytes`.
+    let starts: [Int]
+    /// For each length below `lengthLimit`, the first name of that length (-1 when none).
+    let firstOfLength: [Int]
+    /// The next name of the same length after each (-1 when none).
+    let nextOfLength: [Int]
+
+    /// The set of `names`, which must be lowercase ASCII, shorter than 64 bytes (a field is reported with the
+    /// first that equals its name).
+    public init(_ names: [StaticString]) {
+        var bytes: [UInt8] = []
+        var starts: [Int] = []
+        var firstOfLength = [Int](repeating: -1, count: Self.lengthLimit)
+        var nextOfLength = [Int](repeating: -1, count: names.count)
+        var lastOfLength = [Int](repeating: -1, count: Self.lengthLimit)
+        for (position, name) in names.enumerated() {
+            precondition(name.hasPointerRepresentation && name.isASCII, "field names are ASCII text")
+            let length = name.utf8CodeUnitCount
+            precondition(length > 0 && length < Self.lengthLimit, "field names are 1 to 63 bytes long")
+            name.withUTF8Buffer { text in
+                precondition(text.allSatisfy { asciiLowercase($0) == $0 }, "field names are given in lowercase")
+                starts.append(bytes.count)
+                bytes.append(contentsOf: text)
+            }
+            if lastOfLength[length] < 0 { firstOfLength[length] = position } else { nextOfLength[lastOfLength[length]] = position }
+            lastOfLength[length] = position
+        }
+        self.bytes = bytes
+        self.starts = starts
+        self.firstOfLength = firstOfLength
+        self.nextOfLength = nextOfLength
+    }
+}
+
 /// Lowercases an ASCII letter; leaves every other byte alone.
 @inline(__always)
 public func asciiLowercase(_ byte: UInt8) -> UInt8 {
@@ -180,6 +254,10 @@ public func asciiLowercase(_ byte: UInt8) -> UInt8 {
 }
 
 /// Decodes bytes as ISO-8859-1, which maps every octet to one Unicode scalar and never fails.
+///
+/// Inlinable: a call from another module is specialized for its bytes (a field's slice, mostly) instead of
+/// going through witness tables, which cost more than the decoding for every field read as text.
+@inlinable
 public func latin1String(_ bytes: some Sequence<UInt8>) -> String {
     // ASCII (every field of nearly every response) is the same text in UTF-8: one copy, instead of a scalar
     // appended at a time, which made converting a response's fields most of a small download's CPU.

@@ -19,6 +19,19 @@ import HaulHTTP
         #expect(url.userInfo == nil)
     }
 
+    /// `description` and `absoluteRequestTarget` are written piece by piece into one string: the same text
+    /// as putting the parts together by interpolation.
+    @Test func descriptionIsTheSchemeHostAndTarget() throws {
+        for text in ["http://example.com/", "https://example.com:8443/a/b?x=1&y=2", "http://[::1]:1/?", "https://[2001:db8::1]/p",
+                     "http://h:65535/%C3%A9?q=%20", "https://h:443/", "http://h:443/", "http://u:p@h:9/x?y#z",
+                     "https://xn--bcher-kva.example/" + String(repeating: "a", count: 300)] {
+            let url = try HTTPURL(text)
+            let expected = "\(url.scheme.rawValue)://\(url.hostHeader)\(url.requestTarget)"
+            #expect(url.description == expected)
+            #expect(url.absoluteRequestTarget == expected)
+        }
+    }
+
     /// input, description, requestTarget, hostHeader, port
     @Test(arguments: [
         ("http://example.com", "http://example.com/", "/", "example.com", 80),

@@ -180,6 +180,38 @@ struct HTTPClientSilentServerTests {
     }
 
     /// A head limit shorter than the idle one applies to silence too.
+    /// The head timer is re-armed lazily, not set and cancelled per exchange: the second request on a kept-alive
+    /// connection finds the first's timer still pending, due before its own limit. That timer must not end the
+    /// second exchange early: its limit counts from its own request.
+    @Test func aReusedConnectionsHeadLimitCountsFromItsOwnRequest() async throws {
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            guard LoopbackServer.readRequestHead(fd),
+                  LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+                  LoopbackServer.readRequestHead(fd) else { return }
+            _ = LoopbackServer.drainUntilClosed(fd)
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var options = ConnectionOptions()
+        options.timeouts.idle = .seconds(20)
+        options.timeouts.head = .milliseconds(300)
+        let client = HTTPClient(loop: loop, connectionOptions: options)
+        let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
+        #expect(await HTTPClientHeadTimeoutTests.failure(of: request, on: client) == nil)
+        let started = MonotonicInstant.now()
+        let error = await HTTPClientHeadTimeoutTests.failure(of: request, on: client)
+        let elapsed = MonotonicInstant.now().nanoseconds(since: started)
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 1)
+        await client.shutdown()
+        guard case .connection(let connectionError)? = error else {
+            Issue.record("expected a head timeout, got \(String(describing: error))")
+            return
+        }
+        #expect(connectionError.kind == .headTimedOut)
+        #expect(elapsed >= 300_000_000, "timed out after \(elapsed) ns, before its 300 ms")
+    }
+
     @Test func silenceHitsAShorterHeadLimit() async throws {
         let server = try Self.silentServer()
         defer { server.stop() }

@@ -43,6 +43,9 @@ enum MetalinkResponseDecision: Equatable, Sendable {
 
     /// The decision for a probe's answer (always a `GET`).
     static func decide(_ response: ResponseFacts, limit: Int) -> MetalinkResponseDecision {
+        // Nearly every response is not one: known from its type alone, before its Content-Range is parsed.
+        guard let mediaType = response.mediaType, mediaType.type == Self.mediaType.type,
+              mediaType.subtype == Self.mediaType.subtype else { return .notMetalink }
         let range = response.contentRange.flatMap(ContentRange.init)
         let length = response.status == 206 ? range?.completeLength : response.declaredLength
         return decide(isHead: false, status: response.status, mediaType: response.mediaType, fileLength: length,

@@ -37,19 +37,49 @@ struct ResponseFacts: Sendable, Equatable {
         self.contentCodings = Self.codings(contentEncodings)
     }
 
+    /// The fields ``init(_:)`` reads, found in one pass over the head (in this order: the indices below).
+    private static let readFieldNames = FieldNameSet([
+        "content-range", "etag", "last-modified", "location", "content-type", "content-encoding",
+    ])
+
     init(_ head: ResponseHead) {
         let fields = head.fields
         self.status = head.status
         self.reason = head.reason
-        self.contentRange = fields.firstString("content-range")
-        self.entityTag = fields.first("etag").flatMap { EntityTag($0) }
-        self.lastModified = fields.first("last-modified").flatMap { HTTPDate($0) }
         self.framing = head.framing
-        self.location = fields.firstString("location")
-        // The field values as the other initializer takes them, without building the arrays of text it takes.
-        (self.contentType, self.mediaType) = Self.chosenContentType(fields.all("content-type").lazy.map(latin1String))
-        let encodings = fields.all("content-encoding")
-        self.contentCodings = encodings.isEmpty ? [] : Self.codings(encodings.map(latin1String))
+        // One pass over the fields finds every one read here: a lookup per name went over them all again each
+        // time, most of the cost of these facts for every small file's response.
+        var contentRange = -1, entityTag = -1, lastModified = -1, location = -1, contentType = -1
+        var contentTypeCount = 0, contentEncodingCount = 0
+        fields.forEachField(named: Self.readFieldNames) { index, name in
+            switch name {
+            case 0: if contentRange < 0 { contentRange = index }
+            case 1: if entityTag < 0 { entityTag = index }
+            case 2: if lastModified < 0 { lastModified = index }
+            case 3: if location < 0 { location = index }
+            case 4:
+                if contentType < 0 { contentType = index }
+                contentTypeCount += 1
+            default: contentEncodingCount += 1
+            }
+        }
+        self.contentRange = contentRange < 0 ? nil : latin1String(fields.value(at: contentRange))
+        self.entityTag = entityTag < 0 ? nil : EntityTag(fields.value(at: entityTag))
+        self.lastModified = lastModified < 0 ? nil : HTTPDate(fields.value(at: lastModified))
+        self.location = location < 0 ? nil : latin1String(fields.value(at: location))
+        if contentTypeCount > 1 {
+            // The field values as the other initializer takes them, without building the arrays of text it takes.
+            (self.contentType, self.mediaType) = Self.chosenContentType(fields.all("content-type").lazy.map(latin1String))
+        } else if contentType >= 0 {
+            // One field, the usual case: parsed from its bytes when they are the text's UTF-8 (ASCII), as
+            // `chosenContentType` parses the text, without copying the text into an array first.
+            let value = fields.value(at: contentType)
+            let text = latin1String(value)
+            (self.contentType, self.mediaType) = (text, text.utf8.count == value.count ? MediaType(value) : MediaType(text))
+        } else {
+            (self.contentType, self.mediaType) = (nil, nil)
+        }
+        self.contentCodings = contentEncodingCount == 0 ? [] : Self.codings(fields.all("content-encoding").map(latin1String))
     }
 
     /// Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be hidden

@@ -139,20 +139,20 @@ public struct RangeRequest: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Appends ``headerValue``'s bytes to `buffer`, without making the string.
-    func appendHeaderValue(to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: "bytes=".utf8)
+    /// Writes ``headerValue``'s bytes, without making the string.
+    func writeHeaderValue(to out: inout HeadWriter) {
+        out.writeLiteral("bytes=")
         switch form {
         case let .from(first):
-            appendDecimal(first, to: &buffer)
-            buffer.append(UInt8(ascii: "-"))
+            out.writeDecimal(first)
+            out.writeByte(UInt8(ascii: "-"))
         case let .closed(first, last):
-            appendDecimal(first, to: &buffer)
-            buffer.append(UInt8(ascii: "-"))
-            appendDecimal(last, to: &buffer)
+            out.writeDecimal(first)
+            out.writeByte(UInt8(ascii: "-"))
+            out.writeDecimal(last)
         case let .suffix(length):
-            buffer.append(UInt8(ascii: "-"))
-            appendDecimal(length, to: &buffer)
+            out.writeByte(UInt8(ascii: "-"))
+            out.writeDecimal(length)
         }
     }
 

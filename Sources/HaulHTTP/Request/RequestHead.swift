@@ -110,9 +110,7 @@ public struct RequestHead: Sendable {
 
     /// The serialized head, ending with the empty line.
     public func serialized() throws(RequestHeadError) -> [UInt8] {
-        var buffer: [UInt8] = []
-        try serialize(into: &buffer)
-        return buffer
+        written(try validated())
     }
 
     /// Throws exactly what ``serialized()`` would throw, without writing the head: for a caller that only
@@ -173,77 +171,82 @@ public struct RequestHead: Sendable {
 
     /// Appends the serialized head to `buffer`; on error `buffer` is left unchanged.
     public func serialize(into buffer: inout [UInt8]) throws(RequestHeadError) {
-        let checked = try validated()
-        let userSetsUserAgent = checked.userSetsUserAgent
-        let userSetsAccept = checked.userSetsAccept
-        let proxyAuthorization = checked.proxyAuthorization
+        buffer.append(contentsOf: written(try validated()))
+    }
+
+    /// The head, checked: written into one array made large enough for it at once, each piece copied from
+    /// contiguous storage straight into place (no per-byte appends, no temporary strings, no growing array
+    /// checked at every append): building a small file's request is a good share of its cost.
+    private func written(_ checked: Checked) -> [UInt8] {
+        var path = url.path
+        var query = url.query
+        var hostName = url.host.name
+        var userAgent = userAgent
+        var proxyAuthorization = checked.proxyAuthorization
         let ifRangeValue = checked.ifRangeValue
-
-        // Everything is validated: from here on nothing throws, so the buffer is never half-written. The
-        // bytes are copied from contiguous storage (no per-byte appends, no temporary strings): building a small file's
-        // request is a good share of its cost.
-        buffer.reserveCapacity(buffer.count + 160 + url.path.utf8.count + (url.query?.utf8.count ?? 0)
-                               + userAgent.utf8.count + Int(headers.entriesOffset) + 4 * headers.count)
-        Self.append(method.rawValue, to: &buffer)
-        buffer.append(UInt8(ascii: " "))
-        if targetForm == .absolute {
-            Self.append(url.scheme.rawValue, to: &buffer)
-            Self.appendLiteral("://", to: &buffer)
-            Self.appendHost(of: url, to: &buffer)
+        var methodName = method.rawValue
+        var scheme = url.scheme.rawValue
+        // An upper bound of every piece below: literal lengths, every number at its most digits.
+        let hostBound = hostName.utf8.count + 2 + 1 + 5  // brackets, ":" and a port
+        var bound = methodName.utf8.count + 1 + path.utf8.count + 1 + (query?.utf8.count ?? 0) + 11 + 6 + hostBound + 2
+        if targetForm == .absolute { bound += scheme.utf8.count + 3 + hostBound }
+        if !checked.userSetsUserAgent { bound += 14 + userAgent.utf8.count }
+        bound += 13 + 27 + 19 + (9 + 6 + 2 * 21)
+        if let ifRangeValue { bound += 12 + ifRangeValue.count }
+        if let proxyAuthorization { bound += 23 + proxyAuthorization.utf8.count }
+        bound += Int(headers.entriesOffset) + 4 * headers.count + 2
+        return [UInt8](unsafeUninitializedCapacity: bound) { bytes, count in
+            var out = HeadWriter(bytes)
+            out.writeText(&methodName)
+            out.writeByte(UInt8(ascii: " "))
+            if targetForm == .absolute {
+                out.writeText(&scheme)
+                out.writeLiteral("://")
+                out.writeHost(&hostName, of: url)
+            }
+            out.writeText(&path)
+            if query != nil {
+                out.writeByte(UInt8(ascii: "?"))
+                out.writeText(&query!)
+            }
+            out.writeLiteral(" HTTP/1.1\r\nHost: ")
+            out.writeHost(&hostName, of: url)
+            out.writeLiteral("\r\n")
+            if !checked.userSetsUserAgent {
+                out.writeLiteral("User-Agent: ")
+                userAgent.withUTF8 { out.write(Self.trimmed($0)) }
+                out.writeLiteral("\r\n")
+            }
+            if !checked.userSetsAccept { out.writeLiteral("Accept: */*\r\n") }
+            out.writeLiteral("Accept-Encoding: identity\r\n")
+            if let range {
+                out.writeLiteral("Range: ")
+                range.writeHeaderValue(to: &out)
+                out.writeLiteral("\r\n")
+            }
+            if let ifRangeValue {
+                out.writeLiteral("If-Range: ")
+                ifRangeValue.withUnsafeBufferPointer { out.write($0) }
+                out.writeLiteral("\r\n")
+            }
+            if closeConnection { out.writeLiteral("Connection: close\r\n") }
+            if proxyAuthorization != nil {
+                out.writeLiteral("Proxy-Authorization: ")
+                proxyAuthorization!.withUTF8 { out.write(Self.trimmed($0)) }
+                out.writeLiteral("\r\n")
+            }
+            headers.storage.withUnsafeBufferPointer { storage in
+                for index in 0..<headers.count {
+                    let entry = headers.entry(index)
+                    out.write(storage[Int(entry.nameStart)..<Int(entry.nameEnd)])
+                    out.writeLiteral(": ")
+                    out.write(Self.trimmed(storage[Int(entry.valueStart)..<Int(entry.valueEnd)]))
+                    out.writeLiteral("\r\n")
+                }
+            }
+            out.writeLiteral("\r\n")
+            count = out.count
         }
-        Self.append(url.path, to: &buffer)
-        if let query = url.query {
-            buffer.append(UInt8(ascii: "?"))
-            Self.append(query, to: &buffer)
-        }
-        Self.appendLiteral(" HTTP/1.1\r\nHost: ", to: &buffer)
-        Self.appendHost(of: url, to: &buffer)
-        Self.appendLiteral("\r\n", to: &buffer)
-        if !userSetsUserAgent {
-            var userAgent = userAgent
-            userAgent.withUTF8 { Self.appendField("User-Agent", Self.trimmed($0), to: &buffer) }
-        }
-        if !userSetsAccept { Self.appendLiteral("Accept: */*\r\n", to: &buffer) }
-        Self.appendLiteral("Accept-Encoding: identity\r\n", to: &buffer)
-        if let range {
-            Self.appendLiteral("Range: ", to: &buffer)
-            range.appendHeaderValue(to: &buffer)
-            Self.appendLiteral("\r\n", to: &buffer)
-        }
-        if let ifRangeValue { Self.appendField("If-Range", ifRangeValue, to: &buffer) }
-        if closeConnection { Self.appendLiteral("Connection: close\r\n", to: &buffer) }
-        if let proxyAuthorization { Self.appendField("Proxy-Authorization", Self.trimmed(proxyAuthorization.utf8), to: &buffer) }
-        for index in 0..<headers.count {
-            Self.appendField(headers.name(at: index), Self.trimmed(headers.value(at: index)), to: &buffer)
-        }
-        Self.appendLiteral("\r\n", to: &buffer)
-    }
-
-    /// The `Host` header value (``HTTPURL/hostHeader``) without making it a string first.
-    private static func appendHost(of url: HTTPURL, to buffer: inout [UInt8]) {
-        if url.host.kind == .ipv6 {
-            buffer.append(UInt8(ascii: "["))
-            append(url.host.name, to: &buffer)
-            buffer.append(UInt8(ascii: "]"))
-        } else {
-            append(url.host.name, to: &buffer)
-        }
-        if !url.isDefaultPort {
-            buffer.append(UInt8(ascii: ":"))
-            appendDecimal(UInt64(url.port), to: &buffer)
-        }
-    }
-
-    /// Appends a string's UTF-8 bytes in one copy (a native string's storage is contiguous; a bridged or
-    /// lazily made one is made contiguous on this copy of it first).
-    static func append(_ text: String, to buffer: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { buffer.append(contentsOf: $0) }
-    }
-
-    /// Appends a literal's bytes (named apart from `append(_:to:)`: a literal would pick the `String` overload).
-    private static func appendLiteral(_ text: StaticString, to buffer: inout [UInt8]) {
-        text.withUTF8Buffer { buffer.append(contentsOf: $0) }
     }
 
     /// Names must be tokens; values may hold visible characters, SP, HTAB and obs-text but no other
@@ -264,41 +267,4 @@ public struct RequestHead: Sendable {
         let end = value[start...].lastIndex { !FieldSyntax.isWhitespace($0) }.map(value.index(after:)) ?? start
         return value[start..<end]
     }
-
-    private static func appendField(_ name: some Collection<UInt8>, _ value: some Collection<UInt8>,
-                                    to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: name)
-        buffer.append(contentsOf: ": ".utf8)
-        buffer.append(contentsOf: value)
-        buffer.append(contentsOf: "\r\n".utf8)
-    }
-
-    private static func appendField(_ name: StaticString, _ value: some Collection<UInt8>, to buffer: inout [UInt8]) {
-        appendLiteral(name, to: &buffer)
-        appendLiteral(": ", to: &buffer)
-        buffer.append(contentsOf: value)
-        appendLiteral("\r\n", to: &buffer)
-    }
-}
-
-/// Appends `value` in decimal ASCII digits, as `String(value)` would spell it.
-func appendDecimal(_ value: UInt64, to buffer: inout [UInt8]) {
-    guard value > 0 else { return buffer.append(UInt8(ascii: "0")) }
-    var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes hold UInt64.max's 20 digits
-    var count = 0
-    var rest = value
-    withUnsafeMutableBytes(of: &digits) { bytes in
-        while rest > 0 {
-            count += 1
-            bytes[32 - count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-        }
-        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(32 - count)...]))
-    }
-}
-
-/// Appends `value` in decimal ASCII digits, a minus sign first when negative.
-func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
-    if value < 0 { buffer.append(UInt8(ascii: "-")) }
-    appendDecimal(value.magnitude, to: &buffer)
 }

@@ -278,10 +278,55 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible, CustomDebugS
 
     /// The absolute-form request-target (RFC 9112 §3.2.2) a forward proxy needs: `http://host[:port]/path?query`,
     /// without user information or fragment.
-    public var absoluteRequestTarget: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
+    public var absoluteRequestTarget: String { withoutUserInfo }
 
     /// The URL without user information or fragment, safe to log.
-    public var description: String { "\(scheme.rawValue)://\(hostHeader)\(requestTarget)" }
+    public var description: String { withoutUserInfo }
+
+    /// `scheme://host[:port]/path[?query]`, copied piece by piece into one string made at its size: the
+    /// interpolation of `hostHeader` and `requestTarget` built three strings on the way, appending to a string
+    /// cost hundreds of instructions a piece, and every download spells its URL out when it finishes (its
+    /// stored validators name it).
+    private var withoutUserInfo: String {
+        var scheme = parts.scheme.rawValue
+        var host = parts.host.name
+        var path = parts.path
+        var query = parts.query
+        let bracketed = parts.host.kind == .ipv6
+        var portDigits = 0  // and a ":" before them, when the port is not the default
+        if !isDefaultPort {
+            var rest = parts.port
+            repeat {
+                portDigits += 1
+                rest /= 10
+            } while rest > 0
+        }
+        let portLength = portDigits == 0 ? 0 : portDigits + 1
+        let length = scheme.utf8.count + 3 + host.utf8.count + (bracketed ? 2 : 0) + portLength + path.utf8.count
+            + (query.map { $0.utf8.count + 1 } ?? 0)
+        return String(unsafeUninitializedCapacity: length) { text in
+            // A cursor rather than nested functions: those captured the count as a variable checked for
+            // exclusive access at run time on every use.
+            var out = TextCursor(text)
+            scheme.withUTF8 { out.put($0) }
+            out.put(UInt8(ascii: ":"))
+            out.put(UInt8(ascii: "/"))
+            out.put(UInt8(ascii: "/"))
+            if bracketed { out.put(UInt8(ascii: "[")) }
+            host.withUTF8 { out.put($0) }
+            if bracketed { out.put(UInt8(ascii: "]")) }
+            if portDigits > 0 {
+                out.put(UInt8(ascii: ":"))
+                out.putDecimal(UInt64(parts.port), digits: portDigits)
+            }
+            path.withUTF8 { out.put($0) }
+            if query != nil {
+                out.put(UInt8(ascii: "?"))
+                query!.withUTF8 { out.put($0) }
+            }
+            return out.count
+        }
+    }
 
     /// Same as `description`, so debug output cannot leak credentials either.
     public var debugDescription: String { description }
@@ -415,4 +460,38 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
 
     /// `scheme://host:port`, with the port always shown.
     public var description: String { "\(scheme.rawValue)://\(host.uriText):\(port)" }
+}
+
+/// Writes bytes into a string's uninitialized storage (`String(unsafeUninitializedCapacity:)`), checking each
+/// piece against the room left.
+private struct TextCursor {
+    let text: UnsafeMutableBufferPointer<UInt8>
+    private(set) var count = 0
+
+    init(_ text: UnsafeMutableBufferPointer<UInt8>) { self.text = text }
+
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= text.count &- count, "text outgrew its length")
+        if let source = bytes.baseAddress { (text.baseAddress! + count).initialize(from: source, count: bytes.count) }
+        count &+= bytes.count
+    }
+
+    mutating func put(_ byte: UInt8) {
+        precondition(count < text.count, "text outgrew its length")
+        text[count] = byte
+        count &+= 1
+    }
+
+    /// `value` in exactly `digits` decimal digits.
+    mutating func putDecimal(_ value: UInt64, digits: Int) {
+        precondition(digits <= text.count &- count, "text outgrew its length")
+        var rest = value
+        var index = count &+ digits
+        while index > count {
+            index &-= 1
+            text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        count &+= digits
+    }
 }

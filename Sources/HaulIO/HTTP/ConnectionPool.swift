@@ -57,6 +57,9 @@ public final class ConnectionPool: @unchecked Sendable {
     /// and comparing keys costs a fraction of hashing one (host name, network settings) per checkout.
     private var recentKey: Key?
     private var recentSlot = 0
+    /// Counts the times every slot was forgotten (`closeAllOnLoop()`): a connection's remembered slot
+    /// (`HTTPConnection.poolSlot`) holds only while this is the count it was remembered at.
+    private var slotGeneration = 0
 
     public init(loop: EventLoop, maxIdlePerOrigin: Int = 16) {
         self.loop = loop
@@ -78,7 +81,7 @@ public final class ConnectionPool: @unchecked Sendable {
             // otherwise be read as the answer to the next request, and a copy of one file's response passes
             // every check made of the next file's.
             if connection.transport.isReusableOnLoop() { return connection }
-            connection.transport.closeOnLoop()
+            connection.closeOnLoop()
         }
         return nil
     }
@@ -86,10 +89,18 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Keeps `connection` for reuse, or closes it when the origin already has enough idle ones.
     func returnOnLoop(_ connection: HTTPConnection) {
         precondition(loop.inEventLoop)
-        let key = Key(origin: connection.origin, proxy: connection.proxy, identity: connection.identity)
-        let slot = slot(for: key, adding: true)!
+        // A connection's key never changes, nor its slot until every slot is forgotten: found once, remembered
+        // by the connection, rather than its key made and compared every time it comes back.
+        let slot: Int
+        if connection.poolSlot.generation == slotGeneration, let remembered = connection.poolSlot.index {
+            slot = remembered
+        } else {
+            slot = self.slot(for: Key(origin: connection.origin, proxy: connection.proxy, identity: connection.identity),
+                             adding: true)!
+            connection.poolSlot = (slot, slotGeneration)
+        }
         guard idle[slot].count < maxIdlePerOrigin, !connection.isClosedOnLoop else {
-            connection.transport.closeOnLoop()
+            connection.closeOnLoop()
             return
         }
         idle[slot].append((connection, MonotonicInstant.now()))
@@ -119,10 +130,11 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Closes every idle connection.
     public func closeAllOnLoop() {
         precondition(loop.inEventLoop)
-        for (connection, _) in idle.joined() { connection.transport.closeOnLoop() }
+        for (connection, _) in idle.joined() { connection.closeOnLoop() }
         idle.removeAll()
         slots.removeAll()
         recentKey = nil
+        slotGeneration += 1
     }
 }
 

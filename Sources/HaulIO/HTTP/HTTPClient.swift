@@ -120,7 +120,7 @@ public final class HTTPClient: Sendable {
 
         func run(on connection: HTTPConnection, reused: Bool) {
             guard !cancellation.isCancelled else {
-                connection.transport.closeOnLoop()
+                connection.closeOnLoop()
                 completion(routed(.failure(.connection(ConnectionError(kind: .closed, host: origin.host.name, port: origin.port, detail: "cancelled")))))
                 return
             }
@@ -256,7 +256,7 @@ public final class ExchangeCancellation: @unchecked Sendable {
             self.attempt = nil
             attempt.cancel()
         }
-        connection?.transport.closeOnLoop()
+        connection?.closeOnLoop()
         connection = nil
     }
 }

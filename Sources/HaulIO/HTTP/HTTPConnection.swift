@@ -23,14 +23,29 @@ public final class HTTPConnection: @unchecked Sendable {
     /// Whether the latest exchange got as far as a response head; a reused connection that fails before
     /// one was most likely closed by the server while idle, and the request can be sent again.
     public private(set) var latestExchangeSawHead = false
+    /// Where the pool keeps this connection when idle, and the pool's slot generation when that was found
+    /// (loop thread only; the pool's own record, see `ConnectionPool.returnOnLoop`).
+    var poolSlot: (index: Int?, generation: Int) = (nil, 0)
 
     private var parser = ResponseParser()
-    private var active: Exchange?
+    // The current exchange, in three properties rather than one optional struct: reading the handler, storing
+    // the head or taking the completion copied (retained and released) the whole exchange each time, several
+    // times per response. `handler` is non-nil exactly while an exchange runs.
+    private var handler: (any ResponseHandler)?
+    private var completion: ((Result<ExchangeSummary, HTTPClientError>) -> Void)?
+    /// The current exchange's final response head, once it arrived.
+    private var head: ResponseHead?
     /// Bounds the wait for the final response head (``ConnectionTimeouts/head``), which the transport's idle
-    /// timeout cannot: it is reset by every byte, however slowly they come.
+    /// timeout cannot: it is reset by every byte, however slowly they come. Re-armed lazily, as the transport's
+    /// idle timer is: an exchange sets `headDeadline` and schedules the timer only when none is pending; a
+    /// timer that fires before the current deadline schedules itself again for it. A timer scheduled and
+    /// cancelled per exchange cost two heap operations for every small file. The pending timer holds the
+    /// connection (strongly: a weak reference moved every retain and release of it to a side table), so
+    /// whoever closes an idle connection does it through ``closeOnLoop()``, which cancels the timer too.
     private var headTimer: TimerID?
-    /// The limit ``headTimer`` enforces, kept here so that the timer's closure captures only `self` (no context
-    /// to allocate per exchange).
+    /// When the current exchange's head is due; nil when no exchange waits for its head.
+    private var headDeadline: MonotonicInstant?
+    /// The limit ``headTimer`` enforces, kept here so that the timer's closure captures only `self`.
     private var headTimeLimit: Duration = .zero
     /// A finished exchange's completion and result, until the loop's next turn delivers them (see `finish`).
     private var finished: (completion: (Result<ExchangeSummary, HTTPClientError>) -> Void,
@@ -39,18 +54,19 @@ public final class HTTPConnection: @unchecked Sendable {
     /// every byte it is given, so a larger count means the server has sent something.
     private var exchangeStartOffset = 0
 
-    private struct Exchange {
-        let handler: any ResponseHandler
-        let completion: (Result<ExchangeSummary, HTTPClientError>) -> Void
-        var head: ResponseHead?
-        var abandoned = false
-    }
-
     init(transport: Connection, origin: HTTPOrigin, forwardsThroughProxy: Bool = false, identity: ConnectionIdentity = ConnectionIdentity()) {
         self.transport = transport
         self.origin = origin
         self.forwardsThroughProxy = forwardsThroughProxy
         self.identity = identity
+    }
+
+    /// Closes the transport and cancels the head timer that may still be pending from the last exchange.
+    /// Loop thread only.
+    func closeOnLoop() {
+        precondition(transport.loop.inEventLoop, "HTTPConnection.closeOnLoop must be called on the loop thread")
+        cancelHeadTimer(dropTimer: true)
+        transport.closeOnLoop()
     }
 
     /// Whether the transport was closed (by us or by a failure).
@@ -66,14 +82,20 @@ public final class HTTPConnection: @unchecked Sendable {
         completion: @escaping (Result<ExchangeSummary, HTTPClientError>) -> Void
     ) {
         precondition(transport.loop.inEventLoop, "HTTPConnection.exchangeOnLoop must be called on the loop thread")
-        precondition(active == nil, "one exchange at a time per connection")
-        active = Exchange(handler: handler, completion: completion)
+        precondition(self.handler == nil, "one exchange at a time per connection")
+        self.handler = handler
+        self.completion = completion
+        head = nil
         latestExchangeSawHead = false
         parser.prepareForNextResponse(requestWasHead: requestWasHead)
         exchangeStartOffset = parser.bytesConsumed
         if let limit = transport.options.timeouts.effectiveHead {
             headTimeLimit = limit
-            headTimer = transport.loop.scheduleTimer(after: limit) { [self] in headTimerFired() }
+            let deadline = MonotonicInstant.now().advanced(by: limit)
+            headDeadline = deadline
+            if headTimer == nil {
+                headTimer = transport.loop.scheduleTimer(at: deadline) { [self] in headTimerFired() }
+            }
         }
         transport.writeOnLoop(request) { [self] error in
             if let error { finish(.failure(.connection(error))) }
@@ -99,7 +121,7 @@ public final class HTTPConnection: @unchecked Sendable {
 
     private func pauseReading(for delay: Duration) {
         _ = transport.loop.scheduleTimer(after: delay) { [self] in
-            guard active != nil, !transport.isClosedOnLoop else { return }
+            guard handler != nil, !transport.isClosedOnLoop else { return }
             startReading()
         }
     }
@@ -107,7 +129,7 @@ public final class HTTPConnection: @unchecked Sendable {
     private func consume(_ bytes: UnsafeRawBufferPointer) -> ReadDecision {
         // The handler alone, not a copy of the whole exchange (its completion, its head's fields): the head
         // is stored in place below.
-        guard let handler = active?.handler else { return .stop }
+        guard let handler else { return .stop }
         var offset = 0
         do {
             while true {
@@ -124,7 +146,7 @@ public final class HTTPConnection: @unchecked Sendable {
                     continue
                 case .head(let head):
                     cancelHeadTimer()
-                    active?.head = head
+                    self.head = head
                     latestExchangeSawHead = true
                     if head.status == 407, forwardsThroughProxy, let route = transport.proxyRoute {
                         let reason: ProxyFailure.Reason = route.proxy.userInfo == nil
@@ -162,17 +184,17 @@ public final class HTTPConnection: @unchecked Sendable {
     private func bytesToSplice() -> Int64 {
         // Asked before every read: the flag and the handler, rather than a copy of the whole exchange.
         guard latestExchangeSawHead, let remaining = parser.contentLengthRemaining, remaining > 0,
-              let handler = active?.handler else { return 0 }
+              let handler else { return 0 }
         return min(remaining, handler.bodyBytesToSplice())
     }
 
     /// Body bytes that went socket → pipe: counted by the parser as if parsed, handed to the handler to move
     /// into its file, and the response ended when they were its last.
     private func consumePiped(_ piped: PipedBytes) -> ReadDecision {
-        guard let exchange = active else { return .stop }
+        guard let handler else { return .stop }
         parser.skipBody(piped.count)
         do {
-            if try exchange.handler.didReceiveBody(piped: piped) == .stop {
+            if try handler.didReceiveBody(piped: piped) == .stop {
                 finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
                 return .stop
             }
@@ -186,7 +208,7 @@ public final class HTTPConnection: @unchecked Sendable {
                 finish(.success(summary(complete: true, trailers: trailers, reusable: parser.connectionReusable)))
                 return .stop
             }
-            if let pause = exchange.handler.pauseBeforeNextRead() {
+            if let pause = handler.pauseBeforeNextRead() {
                 pauseReading(for: pause)
                 return .stop
             }
@@ -200,7 +222,7 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     private func endOfStream(_ end: EndOfStream) {
-        guard active != nil else { return }
+        guard handler != nil else { return }
         do {
             guard let event = try parser.finish() else { return }
             guard case .end(let trailers) = event else { return }
@@ -216,14 +238,19 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     private func summary(complete: Bool, trailers: HTTPFields, reusable: Bool) -> ExchangeSummary {
-        ExchangeSummary(head: active!.head!, bodyBytes: parser.bodyBytesDelivered, complete: complete,
+        ExchangeSummary(head: head!, bodyBytes: parser.bodyBytesDelivered, complete: complete,
                         trailers: trailers, connectionReusable: reusable)
     }
 
     private func headTimerFired() {
         let limit = headTimeLimit
         headTimer = nil
-        guard let exchange = active, exchange.head == nil else { return }
+        guard let deadline = headDeadline, handler != nil, head == nil else { return }
+        // Scheduled for an earlier exchange's deadline: this one's is later.
+        guard MonotonicInstant.now() >= deadline else {
+            headTimer = transport.loop.scheduleTimer(at: deadline) { [self] in headTimerFired() }
+            return
+        }
         // A server silent since the request is a stall, which the transport's idle timeout names as one; when
         // that limit is no longer than this one, its verdict stands. Its deadline counts from the request's
         // last byte sent, so it may still be moments away.
@@ -241,28 +268,32 @@ public final class HTTPConnection: @unchecked Sendable {
             kind: .headTimedOut, host: transport.host, port: transport.port, detail: limit.compactDescription))))
     }
 
-    private func cancelHeadTimer() {
-        if let timer = headTimer { transport.loop.cancelTimer(timer) }
+    /// The head arrived or the exchange ended: no deadline. The timer stays for the connection's next
+    /// exchange, unless `dropTimer` (the connection is closing: nothing keeps it alive then).
+    private func cancelHeadTimer(dropTimer: Bool = false) {
+        headDeadline = nil
+        guard dropTimer, let timer = headTimer else { return }
+        transport.loop.cancelTimer(timer)
         headTimer = nil
     }
 
     private func finish(_ result: Result<ExchangeSummary, HTTPClientError>) {
-        guard let exchange = active else { return }
-        active = nil
-        cancelHeadTimer()
+        guard handler != nil, let completion else { return }
+        handler = nil
+        self.completion = nil
+        head = nil
         let reusable = if case .success(let summary) = result { summary.connectionReusable } else { false }
-        if !reusable { transport.closeOnLoop() }
+        if reusable { cancelHeadTimer() } else { closeOnLoop() }
         // Usually we are inside the transport's read handler here. The caller will often start the next
         // request at once, which needs this connection idle (no reader installed), so the completion runs on
         // the loop's next turn, after the handler has returned. It waits in `finished`, so that the timer's
         // closure captures only `self`; a second one finished before the first was delivered (nothing does
         // that: the connection goes back to the pool in the completion) would wait in its own closure.
         guard finished == nil else {
-            let completion = exchange.completion
             _ = transport.loop.scheduleTimer(after: .zero) { completion(result) }
             return
         }
-        finished = (exchange.completion, result)
+        finished = (completion, result)
         _ = transport.loop.scheduleTimer(after: .zero) { [self] in deliverFinished() }
     }
 

@@ -1,5 +1,6 @@
 import Testing
 import HaulHTTP
+import HaulTestSupport
 @testable import Haul
 
 /// What a 206's head says about its body — MIME framing, a content coding — for the probe and for every
@@ -227,5 +228,37 @@ import HaulHTTP
             }
         }
         #expect(compared == (1 + 5 + 25 + 125) * (1 + 4 + 16))
+    }
+
+    /// The facts are found in one pass over the fields: with names in any case and order, fields missing or
+    /// repeated (the first counts), look-alike names and a `Content-Type` with obs-text, they are what a lookup
+    /// per name gives.
+    @Test func onePassOverTheFieldsGivesWhatALookupPerNameGives() throws {
+        let seed = TestSeed(for: "onePassOverTheFieldsGivesWhatALookupPerNameGives", default: 0x4641_4354_5321)
+        var random = seed.generator()
+        let candidates = [
+            "Content-Range: bytes 0-9/100", "content-range: bytes 1-2/3", "Content-Rangf: bytes 5-6/7", "ETAG: \"v1\"",
+            "etag: W/\"w\"", "Date: Sun, 06 Nov 1994 08:49:37 GMT", "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT",
+            "LAST-MODIFIED: nonsense", "Location: /a", "location: /b", "Locatio: /c", "Content-Type: text/plain",
+            "content-type: MULTIPART/byteranges; boundary=\u{E9}", "Content-Type: text/x; q=\"\u{E9}\"", "X-Content-Type: a/b",
+            "Content-Encoding: gzip", "content-encoding: identity", "CONTENT-ENCODING: x y", "Vary: *", "Age: 1",
+        ]
+        for _ in 0..<400 {
+            let count = Int(random.next() % 9)
+            let lines = ["HTTP/1.1 206 Partial Content", "Content-Length: 10"]
+                + (0..<count).map { _ in candidates[Int(random.next() % UInt64(candidates.count))] }
+            var parser = ResponseParser()
+            let bytes = Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+            let event = try bytes.withUnsafeBytes { raw throws(HTTPParseError) in try parser.parse(raw).event }
+            guard case .head(let head) = event else { Issue.record("not a head: \(lines), \(seed)"); return }
+            let fields = head.fields
+            let expected = ResponseFacts(
+                status: head.status, reason: head.reason, contentRange: fields.firstString("content-range"),
+                entityTag: fields.first("etag").flatMap { EntityTag($0) },
+                lastModified: fields.first("last-modified").flatMap { HTTPDate($0) }, framing: head.framing,
+                location: fields.firstString("location"), contentTypes: fields.all("content-type").map { latin1String($0) },
+                contentEncodings: fields.all("content-encoding").map { latin1String($0) })
+            #expect(ResponseFacts(head) == expected, "\(lines), \(seed)")
+        }
     }
 }
