@@ -70,7 +70,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
                         partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
-                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
+                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger,
+                         handsOffSplicedWrites: options.handsOffSplicedWrites)
         machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
@@ -316,6 +317,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     /// Reports the end once `wait` is over: the file unlocked after a failure or a pause.
     private func end(_ report: DownloadStateMachine.Report, after wait: DownloadStateMachine.EndWait) {
+        // The download ends only once every write handed to a writer thread has returned: none may land in
+        // the file after its end (a rename, a removal, another run's write of the same `.part`).
+        sink.awaitHandedOffWrites()
         let checkpointed = if case .checkpoint = wait { true } else { false }
         let deliver = { [self] in
             let outcome: Outcome

@@ -38,6 +38,9 @@ public final class HTTPConnection: @unchecked Sendable {
     /// `parser.bytesConsumed` when the current exchange started: until the head is complete the parser takes
     /// every byte it is given, so a larger count means the server has sent something.
     private var exchangeStartOffset = 0
+    /// Counts spliced reads and ended exchanges: a handler's write that returns after its exchange ended
+    /// (``pipedWriteReturned(_:generation:)``) finds it changed and is ignored.
+    private var handOffGeneration: UInt64 = 0
 
     private struct Exchange {
         let handler: any ResponseHandler
@@ -167,12 +170,50 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     /// Body bytes that went socket → pipe: counted by the parser as if parsed, handed to the handler to move
-    /// into its file, and the response ended when they were its last.
+    /// into its file, and the response ended when they were its last. A handler that writes them on another
+    /// thread resumes the exchange (``pipedWriteReturned(_:generation:)``) once they are written; the reader
+    /// stays stopped until then.
     private func consumePiped(_ piped: PipedBytes) -> ReadDecision {
         guard let exchange = active else { return .stop }
         parser.skipBody(piped.count)
         do {
-            if try exchange.handler.didReceiveBody(piped: piped) == .stop {
+            handOffGeneration &+= 1
+            let generation = handOffGeneration
+            let taken = try exchange.handler.didReceiveBody(piped: piped) { [self] result in
+                pipedWriteReturned(result, generation: generation)
+            }
+            switch taken {
+            case .now(let decision): return afterPiped(decision, handler: exchange.handler)
+            case .later: return .stop
+            }
+        } catch {
+            finish(.failure(.handlerFailed(error)))
+        }
+        return .stop
+    }
+
+    /// The exchange goes on after a handler's write on another thread returned — unless it ended meanwhile
+    /// (a stale `generation`). A connection closed meanwhile (a cancel, the idle timeout) reports its failure
+    /// as the read it stopped would have.
+    private func pipedWriteReturned(_ result: Result<BodyDecision, any Error>, generation: UInt64) {
+        guard let exchange = active, generation == handOffGeneration else { return }
+        if transport.isClosedOnLoop {
+            startReading()
+            return
+        }
+        switch result {
+        case .failure(let error):
+            finish(.failure(.handlerFailed(error)))
+        case .success(let decision):
+            if afterPiped(decision, handler: exchange.handler) == .continueReading { startReading() }
+        }
+    }
+
+    /// What follows spliced bytes the handler has taken: the end of the exchange when it stopped or they were
+    /// the body's last, a pause, or more reading.
+    private func afterPiped(_ decision: BodyDecision, handler: any ResponseHandler) -> ReadDecision {
+        do {
+            if decision == .stop {
                 finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
                 return .stop
             }
@@ -186,15 +227,13 @@ public final class HTTPConnection: @unchecked Sendable {
                 finish(.success(summary(complete: true, trailers: trailers, reusable: parser.connectionReusable)))
                 return .stop
             }
-            if let pause = exchange.handler.pauseBeforeNextRead() {
+            if let pause = handler.pauseBeforeNextRead() {
                 pauseReading(for: pause)
                 return .stop
             }
             return .continueReading
-        } catch let error as HTTPParseError {
-            finish(.failure(.malformedResponse(error, origin: origin)))
         } catch {
-            finish(.failure(.handlerFailed(error)))
+            finish(.failure(.malformedResponse(error, origin: origin)))
         }
         return .stop
     }
@@ -249,6 +288,7 @@ public final class HTTPConnection: @unchecked Sendable {
     private func finish(_ result: Result<ExchangeSummary, HTTPClientError>) {
         guard let exchange = active else { return }
         active = nil
+        handOffGeneration &+= 1
         cancelHeadTimer()
         let reusable = if case .success(let summary) = result { summary.connectionReusable } else { false }
         if !reusable { transport.closeOnLoop() }
