@@ -178,15 +178,17 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         try checkSpliced(step.part)
         let serial = assignment?.serial
         try sink.handOff(piped: piped, count: step.part.count, at: step.at) { [self] failure in
-            // The exchange ended (stopped, replaced) while the bytes were being written: nothing counts.
-            guard cancellation != nil, assignment?.serial == serial, !host.isStopped else { return resume(.success(.stop)) }
-            resume(Result { () throws -> BodyDecision in
-                if let failure {
-                    window = step.window
-                    throw failure
-                }
-                return try bodyTaken(step)
-            })
+            switch HandedOffWriteReturn.decide(exchangeCurrent: cancellation != nil && assignment?.serial == serial,
+                                               downloadStopped: host.isStopped, failed: failure != nil) {
+            case .countsForNothing:
+                resume(.success(.stop))
+            case .fails:
+                // As a failed write on the loop leaves it: the window past the bytes, none of them counted.
+                window = step.window
+                resume(.failure(failure ?? HaulError.unexpected("a failed write without its error")))
+            case .counts:
+                resume(Result { () throws -> BodyDecision in try bodyTaken(step) })
+            }
         }
         return .later
     }
