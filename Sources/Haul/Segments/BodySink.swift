@@ -156,6 +156,9 @@ final class BodySink: @unchecked Sendable {
         }
     }
 
+    /// Whether a write handed off has not returned yet.
+    var hasHandOffsUnderway: Bool { handOffs.map { !$0.isEmpty } ?? false }
+
     /// Waits until every write handed off has returned (at once when none is under way): before the file is
     /// truncated, written from the loop, or given up by the end of the download.
     func awaitHandedOffWrites() {

@@ -124,7 +124,15 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     }
 
     func fail(_ error: HaulError) { run(machine.fail(error)) }
-    func pauseOnLoop() { run(machine.pause()) }
+    func pauseOnLoop() {
+        // Bytes handed to the writer count when their completions run on the loop: a pause waits for the writes
+        // under way and comes after their completions (queued before each write counts as returned), so that
+        // it keeps those bytes — and a pause right after the first bytes came is not taken for one before them,
+        // which would keep nothing.
+        guard sink.hasHandOffsUnderway else { return run(machine.pause()) }
+        sink.awaitHandedOffWrites()
+        loop.execute { [self] in run(machine.pause()) }
+    }
     func cancelOnLoop() { run(machine.cancel()) }
 
     // MARK: Carrying out actions

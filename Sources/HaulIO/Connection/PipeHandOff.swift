@@ -37,7 +37,8 @@ package final class WritesInFlight: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// Queues `write`, which must call ``end()`` once its bytes are written (or failed), before it reports.
+    /// Queues `write`, which must call ``end()`` once its bytes are written (or failed) and its report is
+    /// on its way.
     package func submit(_ write: @escaping @Sendable () -> Void) {
         pthread_mutex_lock(mutex)
         count += 1
@@ -119,8 +120,10 @@ extension PipedBytes {
         tracking.submit {
             let result = PipedBytes.moveAll(count, from: source, into: file, at: offset)
             withExtendedLifetime(owner) {}
-            tracking.end()
+            // Queued before the write counts as returned: whoever waits for the writes
+            // (``WritesInFlight/waitUntilNone()``) and then queues a task on the loop has it run after this.
             _ = job.loop.executeUnlessShuttingDown { job.returned(result) }
+            tracking.end()
         }
     }
 
