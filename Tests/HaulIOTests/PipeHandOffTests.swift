@@ -70,7 +70,8 @@ import Testing
                 connection.startReadingOnLoop(splicing: { Int64.max }, record.handler!)
             }
         }
-        // Every write has returned once the stream is over: its completion ran before the next read.
+        // The last completion is posted just before its write counts as returned: the wait ends at once.
+        tracking.waitUntilNone()
         #expect(tracking.isEmpty)
         return record
     }

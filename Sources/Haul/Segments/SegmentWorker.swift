@@ -176,6 +176,12 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         case .write(let planned): step = planned
         }
         try checkSpliced(step.part)
+        // Nothing of them belongs in the file (never the case: no more is spliced than the segment takes):
+        // nothing to hand off; the bytes go with the pipe.
+        guard !step.part.isEmpty else {
+            window = step.window
+            return .now(try bodyTaken(step))
+        }
         let serial = assignment?.serial
         try sink.handOff(piped: piped, count: step.part.count, at: step.at) { [self] failure in
             switch HandedOffWriteReturn.decide(exchangeCurrent: cancellation != nil && assignment?.serial == serial,
