@@ -145,6 +145,13 @@ public struct DownloadOptions: Sendable, CustomReflectable {
         set { fields.unique.fields.splicesBodies = newValue }
         _modify { yield &fields.unique.fields.splicesBodies }
     }
+    /// Whether spliced bytes go pipe → file on a writer thread (a blocking-work thread), so that the loop
+    /// thread receives while the page-cache copy runs beside it; off, the loop thread moves them itself. On
+    /// by default; a switch for measuring and testing both ways.
+    package var handsOffSplicedWrites: Bool {
+        get { fields.box.fields.handsOffSplicedWrites }
+        set { fields.unique.fields.handsOffSplicedWrites = newValue }
+    }
     /// Whether a fresh download may write into a file without a name until it needs one
     /// (``WorkingFileChoice``). The session daemon turns it off: it recognises a finished file after a crash by
     /// the inode of its `NAME.part`, which a file without a name does not have until its finish.
@@ -223,6 +230,7 @@ public struct DownloadOptions: Sendable, CustomReflectable {
         var progressInterval: Duration
         var proxy: ProxySettings?
         var splicesBodies: Bool = true
+        var handsOffSplicedWrites: Bool = true
         var writesUnnamedFiles: Bool = true
         var network: NetworkSettings = NetworkSettings()
         var maximumFileSize: Int64? = nil

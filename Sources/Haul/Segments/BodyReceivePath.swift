@@ -51,3 +51,27 @@ enum BodyReceivePath: Equatable {
         return 0
     }
 }
+
+/// What spliced bytes handed to a writer thread do once their write returns (``SegmentWorker``). Pure.
+///
+/// They count — the window, ``SegmentWorkerHost/bodyWritten(_:at:proven:on:)``, the segment's end — only
+/// now, and only for the exchange that read them while it still runs: a write that returns after its
+/// exchange was stopped or replaced, or its download stopped, counts for nothing (the bytes are in the file,
+/// where any later write of the same range puts the same bytes; the journal never records them).
+enum HandedOffWriteReturn: Equatable {
+    /// Count nothing; the exchange stops (a closed connection reports its own end).
+    case countsForNothing
+    /// The exchange fails with the write's error.
+    case fails
+    /// The bytes count.
+    case counts
+
+    /// - Parameters:
+    ///   - exchangeCurrent: the worker's exchange that handed the bytes off still runs.
+    ///   - downloadStopped: the download has stopped (paused, cancelled, failed).
+    ///   - failed: the write failed.
+    static func decide(exchangeCurrent: Bool, downloadStopped: Bool, failed: Bool) -> HandedOffWriteReturn {
+        guard exchangeCurrent, !downloadStopped else { return .countsForNothing }
+        return failed ? .fails : .counts
+    }
+}

@@ -25,6 +25,9 @@ final class BodySink: @unchecked Sendable {
     /// The `.part` was created empty by this run and nothing was written yet: ``prepare(length:preallocate:partPath:resolvedURL:)``
     /// needs no `fstat` to learn that it holds nothing (one syscall less per small file).
     var partKnownEmpty = false
+    /// Spliced bytes handed to writer threads and not yet written (``handOff(piped:count:at:completion:)``);
+    /// made by the first hand-off, so that small files and TLS never pay for it.
+    private var handOffs: WritesInFlight?
 
     init(file: OutputFile?, stream: OrderedStream?, memoryLimit: Int64?, maximumFileSize: Int64? = nil, partKnownEmpty: Bool = false,
          label: String) {
@@ -53,6 +56,7 @@ final class BodySink: @unchecked Sendable {
 
     /// Opens the `.part` of a download resumed from its journal (kept as it is), unless it is open already.
     func openPartial(_ path: String, length: Int64) throws(HaulError) {
+        awaitHandedOffWrites()
         bound = length
         guard file == nil else { return }
         do { file = try OutputFile.open(path, truncate: false) } catch { throw .disk(path: path, error) }
@@ -62,6 +66,8 @@ final class BodySink: @unchecked Sendable {
     /// filesystem has room for them (counting what the file already holds, since it is truncated). A
     /// stream only learns the bound; memory is held to its limit.
     func prepare(length: Int64?, preallocate: Bool, partPath: String, resolvedURL: HTTPURL) throws(HaulError) {
+        // A write still under way from an exchange that was stopped would land in the file made empty here.
+        awaitHandedOffWrites()
         bound = length
         let size = length ?? 0
         switch kind {
@@ -121,6 +127,8 @@ final class BodySink: @unchecked Sendable {
             return
         }
         guard let file else { throw .unexpected("no file to write \(bytes.count) bytes at \(offset) into") }
+        // A stopped exchange's write of these offsets, still under way, must not land after this one.
+        awaitHandedOffWrites()
         do { try file.write(bytes, at: offset) } catch { throw .disk(path: label, error) }
     }
 
@@ -131,6 +139,31 @@ final class BodySink: @unchecked Sendable {
             throw .unexpected("refusing to splice \(count) bytes at \(offset) of a \(bound ?? -1)-byte file")
         }
         do { try piped.move(count, into: file.fileDescriptor, at: offset) } catch { throw .disk(path: label, error) }
+    }
+
+    /// ``write(piped:count:at:)`` on a writer thread (``PipedBytes/handOff(_:into:keeping:at:tracking:completion:)``):
+    /// returns at once; `completion` runs on the loop once the bytes are in the file, with the failure as the
+    /// synchronous write would have thrown it. The file stays open until the write has returned.
+    func handOff(piped: PipedBytes, count: Int, at offset: Int64, completion: @escaping (HaulError?) -> Void) throws(HaulError) {
+        guard offset >= 0, offset + Int64(count) <= bound ?? Int64.max, kind == .file, let file else {
+            throw .unexpected("refusing to splice \(count) bytes at \(offset) of a \(bound ?? -1)-byte file")
+        }
+        let tracking = handOffs ?? WritesInFlight()
+        handOffs = tracking
+        let label = label
+        piped.handOff(count, into: file.fileDescriptor, keeping: file, at: offset, tracking: tracking) { result in
+            completion(result.error.map { .disk(path: label, $0) })
+        }
+    }
+
+    /// Whether a write handed off has not returned yet.
+    var hasHandOffsUnderway: Bool { handOffs.map { !$0.isEmpty } ?? false }
+
+    /// Waits until every write handed off has returned (at once when none is under way): before the file is
+    /// truncated, written from the loop, or given up by the end of the download.
+    func awaitHandedOffWrites() {
+        guard let handOffs, !handOffs.isEmpty else { return }
+        handOffs.waitUntilNone()
     }
 
     /// Starts write-back of `start..<end` off the loop; a failure surfaces at the next sync of the file.
@@ -157,6 +190,7 @@ final class BodySink: @unchecked Sendable {
     /// How far the output holds the file: the stream's delivered bytes, or the file's size.
     func size() throws(HaulError) -> Int64 {
         if let stream { return stream.delivered }
+        awaitHandedOffWrites()
         guard let file else { throw .unexpected("\(label) is not open") }
         do { return try file.size() } catch { throw .disk(path: label, error) }
     }

@@ -42,6 +42,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         let synchronizesToDisk: Bool
         let rateLimiter: RateLimiter?
         let logger: Logger
+        /// Spliced bytes go pipe → file on a writer thread rather than the loop's
+        /// (``DownloadOptions/handsOffSplicedWrites``).
+        var handsOffSplicedWrites = true
     }
 
     let id: Int
@@ -152,41 +155,133 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// The same steps as for bytes read (the window, the segment's end, the accounting, the rate and
     /// durability checks that follow), with the bytes moved from the connection's pipe into the file.
     func didReceiveBody(piped: PipedBytes) throws -> BodyDecision {
-        if !spliced {
-            spliced = true
-            settings.logger.debug("splicing the body into the file", metadata: [
-                LogKey.connection: "\(id)", "haul.offset": "\(position)", "haul.bytes": "\(piped.count)",
-            ])
-        }
+        noteSplicing(piped)
         return try receiveBody(count: piped.count) { part, at in
-            // Never the case: no splice is asked for while a whole-file body still has bytes to drop.
-            guard part.lowerBound == 0 else {
-                throw HaulError.unexpected("spliced body bytes \(part) would skip a part of the pipe")
-            }
+            try checkSpliced(part)
             try sink.write(piped: piped, count: part.count, at: at)
         }
     }
 
-    /// Takes `count` body bytes: `write` is given the part of them that belongs in the file and the offset
-    /// it goes to.
-    private func receiveBody(count: Int, write: (Range<Int>, Int64) throws -> Void) throws -> BodyDecision {
-        guard !host.isStopped else { return .stop }
+    /// ``didReceiveBody(piped:)`` with the pipe → file move on a writer thread
+    /// (``Settings/handsOffSplicedWrites``): the bytes count as written — the window, ``SegmentWorkerHost/bodyWritten(_:at:proven:on:)``,
+    /// the segment's end — only in the completion, once the writer has returned; until then the connection
+    /// reads nothing more. A write that returns after its exchange was stopped or replaced counts for nothing
+    /// (its bytes are in the file, where a later write of the same range puts the same bytes).
+    func didReceiveBody(piped: PipedBytes, resume: @escaping (Result<BodyDecision, any Error>) -> Void) throws -> PipedBodyDecision {
+        guard settings.handsOffSplicedWrites else { return .now(try didReceiveBody(piped: piped)) }
+        noteSplicing(piped)
+        let step: BodyStep
+        switch takeBody(count: piped.count) {
+        case .decided(let decision): return .now(decision)
+        case .write(let planned): step = planned
+        }
+        try checkSpliced(step.part)
+        // Nothing of them belongs in the file (never the case: no more is spliced than the segment takes):
+        // nothing to hand off; the bytes go with the pipe.
+        guard !step.part.isEmpty else {
+            window = step.window
+            return .now(try bodyTaken(step))
+        }
+        let serial = assignment?.serial
+        try sink.handOff(piped: piped, count: step.part.count, at: step.at) { [self] failure in
+            switch HandedOffWriteReturn.decide(exchangeCurrent: cancellation != nil && assignment?.serial == serial,
+                                               downloadStopped: host.isStopped, failed: failure != nil) {
+            case .countsForNothing:
+                resume(.success(.stop))
+            case .fails:
+                // As a failed write on the loop leaves it: the window past the bytes, none of them counted.
+                window = step.window
+                resume(.failure(failure ?? HaulError.unexpected("a failed write without its error")))
+            case .counts:
+                resume(Result { () throws -> BodyDecision in try bodyTaken(step) })
+            }
+        }
+        return .later
+    }
+
+    private func noteSplicing(_ piped: PipedBytes) {
+        guard !spliced else { return }
+        spliced = true
+        settings.logger.debug("splicing the body into the file", metadata: [
+            LogKey.connection: "\(id)", "haul.offset": "\(position)", "haul.bytes": "\(piped.count)",
+        ])
+    }
+
+    /// Never the case: no splice is asked for while a whole-file body still has bytes to drop.
+    private func checkSpliced(_ part: Range<Int>) throws {
+        guard part.lowerBound == 0 else {
+            throw HaulError.unexpected("spliced body bytes \(part) would skip a part of the pipe")
+        }
+    }
+
+    /// One read's bytes, taken from the window but not yet written (``takeBody(count:)``).
+    struct BodyStep {
+        /// The window once the bytes are taken.
+        let window: BodyWindow
+        /// The bytes' offset in the file.
+        let at: Int64
+        /// How many bytes were read.
+        let count: Int
+        /// The part of them that belongs in the file (at `at`); may be empty.
+        let part: Range<Int>
+        /// How many bytes past the window's end came.
+        let overrun: Int64
+    }
+
+    enum BodyTake {
+        /// Nothing to write: what to do next.
+        case decided(BodyDecision)
+        /// Write `part` of the bytes at `at`, then ``bodyTaken(_:)``.
+        case write(BodyStep)
+    }
+
+    /// The first half of taking `count` body bytes: what of them goes where. Changes no state the write
+    /// must come before (the window is only replaced by ``bodyTaken(_:)``).
+    private func takeBody(count: Int) -> BodyTake {
+        guard !host.isStopped else { return .decided(.stop) }
         bytesSinceRateCheck += count
         bytesReceived += Int64(count)
         guard var window, !draining else {
             drained += Int64(count)
-            return drained > Self.maxDrainBytes ? .stop : .continue
+            return .decided(drained > Self.maxDrainBytes ? .stop : .continue)
         }
         let at = window.position
         let step = window.take(count)
-        self.window = window
         // The segment's end may lie below the window's: the probe asked for everything, and others took
         // the rest of the file meanwhile.
-        let segmentEnd = host.segmentEnd(of: id) ?? Int64.max
         let writable = Int(min(Int64(step.writable), max(0, segmentEnd - at)))
+        return .write(BodyStep(window: window, at: at, count: count, part: step.dropped..<(step.dropped + max(0, writable)),
+                               overrun: Int64(step.overrun)))
+    }
+
+    /// Where the connection's segment ends now; `Int64.max` without one.
+    private var segmentEnd: Int64 { host.segmentEnd(of: id) ?? Int64.max }
+
+    /// Takes `count` body bytes: `write` is given the part of them that belongs in the file and the offset
+    /// it goes to.
+    private func receiveBody(count: Int, write: (Range<Int>, Int64) throws -> Void) throws -> BodyDecision {
+        switch takeBody(count: count) {
+        case .decided(let decision):
+            return decision
+        case .write(let step):
+            window = step.window
+            if !step.part.isEmpty { try write(step.part, step.at) }
+            return try bodyTaken(step)
+        }
+    }
+
+    /// The second half of taking body bytes, once `step`'s part is in the file: the accounting, and whether
+    /// the segment or the body is done.
+    private func bodyTaken(_ step: BodyStep) throws -> BodyDecision {
+        let window = step.window
+        self.window = window
+        let at = step.at
+        // The segment may have shrunk while a writer thread wrote (never in between for a write on the
+        // loop): the bytes past its new end are in the file all the same, but count for the connection
+        // that took them.
+        let segmentEnd = segmentEnd
+        let writable = Int(min(Int64(step.part.count), max(0, segmentEnd - at)))
         if writable > 0 {
-            // A whole-file body taken from for one range first drops what comes before the range.
-            try write(step.dropped..<(step.dropped + writable), at)
             host.bodyWritten(Int64(writable), at: at, proven: !provisional, on: id)
             if settings.synchronizesToDisk { noteWritten(at: at, count: Int64(writable)) }
         }
@@ -210,7 +305,7 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
         let inFlight = (window.end ?? window.position) - window.position
         if inFlight <= 0 { return .continue }
         draining = true
-        drained = Int64(count - writable)
+        drained = Int64(step.count - writable)
         return inFlight <= Self.maxDrainBytes ? .continue : .stop
     }
 

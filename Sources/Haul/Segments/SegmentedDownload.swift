@@ -72,7 +72,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
                         partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
-                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger)
+                         rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger,
+                         handsOffSplicedWrites: options.handsOffSplicedWrites)
         machine = DownloadStateMachine(
             options: options, mirrors: mirrors, destination: destination, awaitingName: resolveName != nil, sink: sink.kind,
             sizeLimit: sink.sizeLimit, ifChangedOnServer: ifChangedOnServer, resume: resume?.state,
@@ -125,7 +126,15 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     }
 
     func fail(_ error: HaulError) { run(machine.fail(error)) }
-    func pauseOnLoop() { run(machine.pause()) }
+    func pauseOnLoop() {
+        // Bytes handed to the writer count when their completions run on the loop: a pause waits for the writes
+        // under way and comes after their completions (queued before each write counts as returned), so that
+        // it keeps those bytes — and a pause right after the first bytes came is not taken for one before them,
+        // which would keep nothing.
+        guard sink.hasHandOffsUnderway else { return run(machine.pause()) }
+        sink.awaitHandedOffWrites()
+        loop.execute { [self] in run(machine.pause()) }
+    }
     func cancelOnLoop() { run(machine.cancel()) }
 
     // MARK: Carrying out actions
@@ -324,6 +333,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     /// Reports the end once `wait` is over: the file unlocked after a failure or a pause.
     private func end(_ report: DownloadStateMachine.Report, after wait: DownloadStateMachine.EndWait) {
+        // The download ends only once every write handed to a writer thread has returned: none may land in
+        // the file after its end (a rename, a removal, another run's write of the same `.part`).
+        sink.awaitHandedOffWrites()
         let checkpointed = if case .checkpoint = wait { true } else { false }
         // Nothing to wait for (every small file's end): delivered here, without a closure holding a copy of
         // the report (an allocation, and the report copied in and destroyed again, once per file).

@@ -200,9 +200,11 @@ extension Connection {
                             case .bytes(let count):
                                 noteProgress()
                                 latestReadDrainedSocket = false
-                                let decision = handler(.piped(PipedBytes(pipe: pipe, count: count)))
-                                // Bytes left behind belong to no offset any more: they go with the pipe.
-                                if pipe.pending > 0, bodyPipe === pipe { bodyPipe = nil }
+                                let decision = handler(.piped(PipedBytes(pipe: pipe, count: count, loop: loop)))
+                                // Bytes left behind belong to no offset any more: they go with the pipe. (A
+                                // pipe handed to a writer thread is the writer's until it returns; the
+                                // handler has stopped the reader meanwhile.)
+                                if pipe.pending > 0, !pipe.isHandedOff, bodyPipe === pipe { bodyPipe = nil }
                                 if pipe.fileRefusesSplice { spliceUnavailable = true }
                                 if decision == .stop && readerGeneration == generation { setReader(.idle) }
                                 // A short splice took what the socket held. Back to epoll rather than
@@ -261,7 +263,17 @@ extension Connection {
 
     /// The connection's pipe, made on first use; nil (and reading from then on) when none can be made.
     private func pipeForSplicing() -> BodyPipe? {
-        if let bodyPipe { return bodyPipe }
+        if let bodyPipe {
+            // A file refused a splice from it while a writer thread had it (``PipedBytes/handOff``).
+            if bodyPipe.fileRefusesSplice {
+                spliceUnavailable = true
+                return nil
+            }
+            if bodyPipe.pending == 0, !bodyPipe.isHandedOff { return bodyPipe }
+            // Bytes a failed hand-off left in it (or a pipe still out, which a reader never meets): a new
+            // pipe, so that no byte is ever written at another read's offset.
+            self.bodyPipe = nil
+        }
         do {
             let pipe = try BodyPipe(size: options.splicePipeSize)
             bodyPipe = pipe
@@ -329,6 +341,9 @@ final class BodyPipe {
     var pending = 0
     /// A file refused a splice from this pipe (``PipedBytes/move(_:into:at:)``): the connection stops splicing.
     var fileRefusesSplice = false
+    /// Handed to a writer thread (``PipedBytes/handOff(_:into:keeping:at:tracking:completion:)``) until its
+    /// completion runs on the loop: nothing is spliced into it meanwhile.
+    var isHandedOff = false
 
     init(size: Int) throws(SystemError) {
         pipe = try SplicePipe(size: size)
@@ -341,6 +356,8 @@ public struct PipedBytes {
     let pipe: BodyPipe
     /// How many bytes were spliced in this read.
     public let count: Int
+    /// The connection's loop, where a hand-off's completion runs.
+    let loop: EventLoop
 
     /// Moves the next `count` waiting bytes into `file` at `offset` without copying them through user space.
     /// After a failure the rest of the pipe is discarded when the handler returns.
@@ -363,12 +380,17 @@ public struct PipedBytes {
 
     /// Reads `count` bytes out of the pipe and writes them into `file` at `offset`.
     private func copyOut(_ count: Int, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
+        try Self.copyOut(count, from: pipe.pipe.readEnd.descriptor, into: file, at: offset)
+    }
+
+    /// Reads `count` bytes out of the pipe `source` (its read end) and writes them into `file` at `offset`.
+    static func copyOut(_ count: Int, from source: FileDescriptor, into file: FileDescriptor, at offset: Int64) throws(SystemError) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
         defer { buffer.deallocate() }
         var filled = 0
         while filled < count {
             let target = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
-            switch try pipe.pipe.readEnd.descriptor.readAvailable(into: target) {
+            switch try source.readAvailable(into: target) {
             case .processed(let read) where read > 0: filled += read
             // Bytes known to be in the pipe cannot run out.
             case .processed, .wouldBlock: throw SystemError(call: "read", errno: EIO)

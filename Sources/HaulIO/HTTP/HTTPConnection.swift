@@ -53,6 +53,9 @@ public final class HTTPConnection: @unchecked Sendable {
     /// `parser.bytesConsumed` when the current exchange started: until the head is complete the parser takes
     /// every byte it is given, so a larger count means the server has sent something.
     private var exchangeStartOffset = 0
+    /// Counts spliced reads and ended exchanges: a handler's write that returns after its exchange ended
+    /// (``pipedWriteReturned(_:generation:)``) finds it changed and is ignored.
+    private var handOffGeneration: UInt64 = 0
 
     init(transport: Connection, origin: HTTPOrigin, forwardsThroughProxy: Bool = false, identity: ConnectionIdentity = ConnectionIdentity()) {
         self.transport = transport
@@ -189,12 +192,50 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     /// Body bytes that went socket → pipe: counted by the parser as if parsed, handed to the handler to move
-    /// into its file, and the response ended when they were its last.
+    /// into its file, and the response ended when they were its last. A handler that writes them on another
+    /// thread resumes the exchange (``pipedWriteReturned(_:generation:)``) once they are written; the reader
+    /// stays stopped until then.
     private func consumePiped(_ piped: PipedBytes) -> ReadDecision {
         guard let handler else { return .stop }
         parser.skipBody(piped.count)
         do {
-            if try handler.didReceiveBody(piped: piped) == .stop {
+            handOffGeneration &+= 1
+            let generation = handOffGeneration
+            let taken = try handler.didReceiveBody(piped: piped) { [self] result in
+                pipedWriteReturned(result, generation: generation)
+            }
+            switch taken {
+            case .now(let decision): return afterPiped(decision, handler: handler)
+            case .later: return .stop
+            }
+        } catch {
+            finish(.failure(.handlerFailed(error)))
+        }
+        return .stop
+    }
+
+    /// The exchange goes on after a handler's write on another thread returned — unless it ended meanwhile
+    /// (a stale `generation`). A connection closed meanwhile (a cancel, the idle timeout) reports its failure
+    /// as the read it stopped would have.
+    private func pipedWriteReturned(_ result: Result<BodyDecision, any Error>, generation: UInt64) {
+        guard let handler, generation == handOffGeneration else { return }
+        if transport.isClosedOnLoop {
+            startReading()
+            return
+        }
+        switch result {
+        case .failure(let error):
+            finish(.failure(.handlerFailed(error)))
+        case .success(let decision):
+            if afterPiped(decision, handler: handler) == .continueReading { startReading() }
+        }
+    }
+
+    /// What follows spliced bytes the handler has taken: the end of the exchange when it stopped or they were
+    /// the body's last, a pause, or more reading.
+    private func afterPiped(_ decision: BodyDecision, handler: any ResponseHandler) -> ReadDecision {
+        do {
+            if decision == .stop {
                 finish(.success(summary(complete: false, trailers: HTTPFields(), reusable: false)))
                 return .stop
             }
@@ -213,10 +254,8 @@ public final class HTTPConnection: @unchecked Sendable {
                 return .stop
             }
             return .continueReading
-        } catch let error as HTTPParseError {
-            finish(.failure(.malformedResponse(error, origin: origin)))
         } catch {
-            finish(.failure(.handlerFailed(error)))
+            finish(.failure(.malformedResponse(error, origin: origin)))
         }
         return .stop
     }
@@ -282,6 +321,7 @@ public final class HTTPConnection: @unchecked Sendable {
         handler = nil
         self.completion = nil
         head = nil
+        handOffGeneration &+= 1
         let reusable = if case .success(let summary) = result { summary.connectionReusable } else { false }
         if reusable { cancelHeadTimer() } else { closeOnLoop() }
         // Usually we are inside the transport's read handler here. The caller will often start the next

@@ -37,6 +37,19 @@ public protocol ResponseHandler: AnyObject, Sendable {
     /// into the file (``PipedBytes/move(_:into:at:)``) before returning. They count as delivered body bytes
     /// like those of ``didReceiveBody(_:)``; any left in the pipe are discarded. Throwing abandons the exchange.
     func didReceiveBody(piped: PipedBytes) throws -> BodyDecision
+    /// ``didReceiveBody(piped:)`` that may finish later: ``PipedBodyDecision/later`` means the handler handed
+    /// the bytes to another thread (`PipedBytes.handOff`) and calls
+    /// `resume` on the loop thread exactly once, after they are written (or their write failed: a failure
+    /// abandons the exchange). Nothing is read from the connection until then. The default takes them at once.
+    func didReceiveBody(piped: PipedBytes, resume: @escaping (Result<BodyDecision, any Error>) -> Void) throws -> PipedBodyDecision
+}
+
+/// What became of spliced body bytes (``ResponseHandler/didReceiveBody(piped:resume:)``).
+public enum PipedBodyDecision: Sendable {
+    /// Taken: the handler decided at once.
+    case now(BodyDecision)
+    /// Being written on another thread; the handler's `resume` says what to do next.
+    case later
 }
 
 extension ResponseHandler {
@@ -44,6 +57,9 @@ extension ResponseHandler {
     public func bodyBytesToSplice() -> Int64 { 0 }
     public func didReceiveBody(piped: PipedBytes) throws -> BodyDecision {
         preconditionFailure("\(Self.self) received spliced bytes it never asked for")
+    }
+    public func didReceiveBody(piped: PipedBytes, resume: @escaping (Result<BodyDecision, any Error>) -> Void) throws -> PipedBodyDecision {
+        .now(try didReceiveBody(piped: piped))
     }
 }
 
