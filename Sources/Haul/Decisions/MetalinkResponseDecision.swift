@@ -22,6 +22,12 @@ enum MetalinkResponseDecision: Equatable, Sendable {
     /// The media type Metalink v4 documents are served as (RFC 5854 §4.1).
     static let mediaType = (type: "application", subtype: "metalink4+xml")
 
+    /// Whether `mediaType` is ``mediaType`` (its parameters aside).
+    private static func isMetalink(_ mediaType: MediaType?) -> Bool {
+        guard let mediaType else { return false }
+        return mediaType.type == Self.mediaType.type && mediaType.subtype == Self.mediaType.subtype
+    }
+
     /// - Parameters:
     ///   - isHead: the request was `HEAD`.
     ///   - fileLength: the whole file's length as the answer shows it: a `200`'s `Content-Length`, a `206`'s
@@ -29,9 +35,7 @@ enum MetalinkResponseDecision: Equatable, Sendable {
     ///   - rangeStart: the first byte a `206` carries (nil for a `200`).
     static func decide(isHead: Bool, status: Int, mediaType: MediaType?, fileLength: Int64?, rangeStart: Int64?,
                        limit: Int) -> MetalinkResponseDecision {
-        guard !isHead, let mediaType, mediaType.type == Self.mediaType.type, mediaType.subtype == Self.mediaType.subtype else {
-            return .notMetalink
-        }
+        guard !isHead, isMetalink(mediaType) else { return .notMetalink }
         switch status {
         case 200: break
         case 206 where rangeStart == 0: break
@@ -44,8 +48,7 @@ enum MetalinkResponseDecision: Equatable, Sendable {
     /// The decision for a probe's answer (always a `GET`).
     static func decide(_ response: ResponseFacts, limit: Int) -> MetalinkResponseDecision {
         // Nearly every response is not one: known from its type alone, before its Content-Range is parsed.
-        guard let mediaType = response.mediaType, mediaType.type == Self.mediaType.type,
-              mediaType.subtype == Self.mediaType.subtype else { return .notMetalink }
+        guard isMetalink(response.mediaType) else { return .notMetalink }
         let range = response.contentRange.flatMap(ContentRange.init)
         let length = response.status == 206 ? range?.completeLength : response.declaredLength
         return decide(isHead: false, status: response.status, mediaType: response.mediaType, fileLength: length,
