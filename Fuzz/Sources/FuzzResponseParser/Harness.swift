@@ -37,6 +37,20 @@ func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             }
         }
     }
+    // The one-pass lookup by a set of names (what ResponseFacts reads) reports exactly the fields a lookup
+    // per name finds, in order, each with the index of its name in the set.
+    for fields in whole.interim.map(\.fields) + [whole.head?.fields ?? HTTPFields(), whole.trailers] {
+        var reported: [(index: Int, name: Int)] = []
+        fields.forEachField(named: fuzzedFieldNames) { reported.append(($0, $1)) }
+        var expected: [(index: Int, name: Int)] = []
+        for index in 0..<fields.count {
+            if let name = fuzzedFieldNameTexts.firstIndex(where: { asciiCaseInsensitiveEquals(fields.name(at: index), $0) }) {
+                expected.append((index, name))
+            }
+        }
+        precondition(reported.map(\.index) == expected.map(\.index) && reported.map(\.name) == expected.map(\.name),
+                     "forEachField(named:) disagrees with a lookup per name")
+    }
     if let head = whole.head, whole.isComplete {
         switch head.framing {
         case .none: precondition(whole.body.isEmpty)
@@ -47,6 +61,12 @@ func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     }
     return 0
 }
+
+/// The names `ResponseFacts` reads in one pass, plus look-alikes of the same lengths, as the fuzz target asks for them.
+let fuzzedFieldNames = FieldNameSet(["content-range", "etag", "last-modified", "location", "content-type",
+                                     "content-encoding", "content-length", "x"])
+let fuzzedFieldNameTexts = ["content-range", "etag", "last-modified", "location", "content-type",
+                            "content-encoding", "content-length", "x"]
 
 @_cdecl("FuzzResponseParser_main")
 func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
