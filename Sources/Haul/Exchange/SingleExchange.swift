@@ -183,7 +183,7 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
 
     /// Refuses an existing `path` unless it may be replaced, before anything is fetched.
     private func claimDestination(_ path: String) throws(HaulError) {
-        if !request.replacesExisting, OutputFile.exists(path) { throw .destinationExists(path: path) }
+        if !request.replacesExisting, OutputFile.hasEntry(path) { throw .destinationExists(path: path) }
         destination = path
         partPath = WorkingFileNames.partial(of: path)
     }

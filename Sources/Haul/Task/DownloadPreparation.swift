@@ -53,7 +53,7 @@ enum DownloadPreparation {
             if options.writesUnnamedFiles,
                let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: asksFirst, listedAbsent: listed) {
                 // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
-                if !listed, OutputFile.exists(path) { throw .destinationExists(path: path) }
+                if !listed, OutputFile.hasEntry(path) { throw .destinationExists(path: path) }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil, resume: nil, file: unnamed,
                                 created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: parent), unnamed: true),
                                 finalNameIsNew: true)
@@ -83,7 +83,7 @@ enum DownloadPreparation {
                 }
                 // (A destination `x.part` may be the placeholder its own claim created: see ``DestinationClaims``.)
                 let mustBeNew = resume == nil && !request.replacesExisting && !asksFirst && !DestinationClaims.isCreatedPlaceholder(path)
-                if mustBeNew, OutputFile.exists(path) {
+                if mustBeNew, OutputFile.hasEntry(path) {
                     throw .destinationExists(path: path)
                 }
                 return Prepared(mirrors: mirrors, destination: path, directory: nil,
@@ -247,7 +247,7 @@ enum DownloadPreparation {
         if writesUnnamedFiles,
            let unnamed = unnamedWorkingFile(for: path, request: request, asksFirst: request.modifiedSince != nil, listedAbsent: listed) {
             // A fresh download (no `.part`): no journal of it to find, nothing that may be replaced.
-            if !listed, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            if !listed, OutputFile.hasEntry(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: unnamed,
                           created: EarlyStopCleanup.Created(directories: directoriesCreated(holding: directory), unnamed: true),
                           finalNameIsNew: true)
@@ -269,7 +269,7 @@ enum DownloadPreparation {
             }
             if !created { removeUnfinishedJournal(of: path) }
             let mustBeNew = !request.replacesExisting && request.modifiedSince == nil
-            if mustBeNew, OutputFile.exists(path) { throw .destinationExists(path: path) }
+            if mustBeNew, OutputFile.hasEntry(path) { throw .destinationExists(path: path) }
             return .fresh(destination: path, file: file, created: EarlyStopCleanup.Created(part: created, directories: directories),
                           finalNameIsNew: mustBeNew)
         } catch {
