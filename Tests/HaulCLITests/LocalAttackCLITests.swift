@@ -53,4 +53,51 @@ import HaulTestSupport
         #expect(entries(directory) == [name], "\(form): \(entries(directory))")
     }
 
+    // MARK: Another program takes the `.part` away mid-download
+
+    /// Starts `haul` (paced, so that it is still running when the test acts) and returns the process.
+    func startHaul(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = Pipe()
+        try process.run()
+        return process
+    }
+
+    /// Another program removes the download's `NAME.part`, or puts a file of its own there (a browser's or a
+    /// script's `NAME.part`), while haul still writes the file it opened. The rename works on the name: it used
+    /// to give the other program's file the final name and say "saved" (exit 0, a wrong file), or fail with a
+    /// bare `renameat2: No such file or directory` leaving a journal without its file. Now: exit 9 saying what
+    /// happened, nothing under the final name, the other program's file untouched, and no journal left that a
+    /// rerun would trust with another file's bytes. Durable (the group commit) and `--no-sync` (a file on its own).
+    @Test(arguments: ["replaced", "removed"], [true, false])
+    func aPartReplacedOrRemovedByAnotherProgramIsNeverSavedUnderTheFinalName(attack: String, durable: Bool) throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/out.bin", part = output + ".part", journal = part + ".haul"
+        let process = try startHaul((durable ? [] : ["--no-sync"])
+            + ["-q", "-c", "4", "--limit-rate", "4M", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/big.bin")])
+        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        #expect(poll(within: 60) { FileManager.default.fileExists(atPath: journal) }, "the download started and wrote its journal")
+        try FileManager.default.removeItem(atPath: part)
+        let imposter = Data(repeating: 0x5A, count: fixture.bigSize)
+        if attack == "replaced" { try imposter.write(to: URL(fileURLWithPath: part)) }
+        #expect(poll(within: 120) { !process.isRunning }, "haul ended")
+        process.waitUntilExit()
+        let errors = String(decoding: (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 9, "\(attack): \(process.terminationStatus) \(errors)")
+        #expect(errors.contains("out.bin.part was \(attack == "replaced" ? "replaced by another file" : "removed")"), "\(errors)")
+        #expect(!FileManager.default.fileExists(atPath: output), "nothing saved under the final name")
+        #expect(!FileManager.default.fileExists(atPath: journal), "no journal left to resume another file's bytes")
+        if attack == "replaced" { #expect(FileManager.default.contents(atPath: part) == imposter, "the other program's file is left alone") }
+        // A rerun starts over (or resumes nothing of the other file) and saves the right bytes.
+        if attack == "removed" {
+            let rerun = try haul(["-o", output, fixture.nginx.url("/big.bin")])
+            #expect(rerun.exitStatus == 0, "\(rerun.errorText)")
+            #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+        }
+    }
+
 }

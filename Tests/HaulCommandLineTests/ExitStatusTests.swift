@@ -43,6 +43,7 @@ import HaulHTTP  // SplitMixGenerator
         (.insufficientSpace(path: "a.iso", needed: 10, available: 1), 9, "disk"),
         (.responseTooLarge(url: "u", limit: 10, length: 20), 63, "too-large"),
         (.destinationExists(path: "a.iso"), 9, "disk"),
+        (.workingFileReplaced(path: "a.iso.part", destination: "a.iso", replaced: true), 9, "disk"),
         (.journal(journalError), 9, "disk"),
         (.checkpointFailed(journalError), 9, "disk"),
         (.cancelled, 130, "interrupted"),

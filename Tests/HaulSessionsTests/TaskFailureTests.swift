@@ -45,6 +45,8 @@ import Testing
         .responseTooLarge(url: url, limit: 100, length: 1000),
         .responseTooLarge(url: url, limit: 100, length: nil),
         .partialDownloadMismatch(path: "/data/a.iso", detail: "another file's journal"),
+        .workingFileReplaced(path: "/data/a.iso.part", destination: "/data/a.iso", replaced: true),
+        .workingFileReplaced(path: "/data/a.iso.part", destination: "/data/a.iso", replaced: false),
         .cancelled,
         .unexpected("a bug"),
     ]

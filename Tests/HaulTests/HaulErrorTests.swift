@@ -51,6 +51,7 @@ import HaulTestSupport
         .checkpointFailed(journalError),
         .unexpected("a bug"),
         .clientShutDown,
+        .workingFileReplaced(path: "a.iso.part", destination: "a.iso", replaced: true),
     ]
 
     /// Each reason's place; the switch is exhaustive, so a new reason must be added here, and then to
@@ -90,11 +91,12 @@ import HaulTestSupport
         case .digestMismatch: 30
         case .sizeMismatch: 31
         case .clientShutDown: 32
+        case .workingFileReplaced: 33
         }
     }
 
     @Test func everyReasonHasARepresentative() {
-        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...32))
+        #expect(Set(Self.representatives.map(Self.index(of:))) == Set(0...33))
     }
 
     /// Advice that names a program's options: a long option, or the old "pass replace" wording.

@@ -95,6 +95,11 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
         case journal(JournalError)
         /// A partial download exists at the destination but belongs to something else.
         case partialDownloadMismatch(path: String, detail: String)
+        /// The download's `.part` at `path` was removed or replaced by another program while the download ran:
+        /// the name no longer leads to the bytes it wrote, so nothing is renamed to `destination` (the file there
+        /// now is another program's and is left alone) and the download's journal, which describes the lost
+        /// file, is removed. `replaced` says whether another file took the name (else nothing is there).
+        case workingFileReplaced(path: String, destination: String, replaced: Bool)
         /// The download was cancelled (``DownloadTask/cancel()`` or Swift task cancellation).
         case cancelled
         /// A pause could not record its progress in the resume journal; running again re-fetches what the
@@ -130,6 +135,9 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .checkpointFailed(let error): "cannot record progress in the resume journal: \(error)"
             case .journal(let error): "cannot resume: \(error)"
             case .partialDownloadMismatch(let path, let detail): "\(path): \(detail)"
+            case .workingFileReplaced(let path, let destination, let replaced):
+                "\(path) was \(replaced ? "replaced by another file" : "removed") during the download (by another program): "
+                    + "nothing was saved as \(destination); run it again to start over"
             case .changedOnServer(let url, let detail): "\(url) changed on the server: \(detail)"
             case .wrongContentRange(let url, let requested, let received):
                 "\(url) answered a request for bytes \(requested) with Content-Range \"\(received)\""
@@ -196,6 +204,7 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
                 true
             case .invalidRequest, .tlsSetup, .disk, .invalidDestination, .destinationExists, .outputClosed,
                  .destinationBusy, .checksumMismatch, .digestMismatch, .insufficientSpace, .journal, .partialDownloadMismatch,
+                 .workingFileReplaced,
                  .cancelled, .checkpointFailed, .clientShutDown:
                 false
             }
@@ -384,6 +393,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
     /// ``Reason/partialDownloadMismatch(path:detail:)`` without context: the engine adds the URL and the tries where the download ends.
     public static func partialDownloadMismatch(path: String, detail: String) -> HaulError {
         HaulError(Reason.partialDownloadMismatch(path: path, detail: detail))
+    }
+    /// ``Reason/workingFileReplaced(path:destination:replaced:)`` without context: the engine adds the URL and the tries where the download ends.
+    public static func workingFileReplaced(path: String, destination: String, replaced: Bool) -> HaulError {
+        HaulError(Reason.workingFileReplaced(path: path, destination: destination, replaced: replaced))
     }
     /// ``Reason/cancelled`` without context: the engine adds the URL and the tries where the download ends.
     public static var cancelled: HaulError { HaulError(Reason.cancelled) }

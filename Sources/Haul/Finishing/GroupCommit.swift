@@ -95,6 +95,8 @@ final class GroupCommit: @unchecked Sendable {
         var syncFileSystem: @Sendable (OutputFile) throws(SystemError) -> Void = { _ throws(SystemError) in }
         /// The bytes dirty or under write-back on the machine (nil: unknown).
         var dirtyBytes: @Sendable () -> Int64? = { nil }
+        /// Throws when a file's `.part` is no longer the file written (``WorkingFileCheck``); tests' files pass.
+        var checkWorkingFile: @Sendable (Entry) throws(HaulError) -> Void = { _ throws(HaulError) in }
 
         static let system = Operations(
             startWriteBack: { file in try? file.startWriteBack(offset: 0, length: 0) },
@@ -108,7 +110,10 @@ final class GroupCommit: @unchecked Sendable {
             describe: { file in (file.lastKnownFileSystemAndSize ?? (try? file.fileSystemAndSize())).map { ($0.device, $0.size) } },
             failedBefore: { file in file.recordedSyncFailure != nil },
             syncFileSystem: { file throws(SystemError) in try file.synchronizeFileSystem() },
-            dirtyBytes: { RecentDirtyBytes.shared.read() })
+            dirtyBytes: { RecentDirtyBytes.shared.read() },
+            checkWorkingFile: { entry throws(HaulError) in
+                try WorkingFileCheck.check(entry.file, partPath: entry.partPath, destination: entry.destination)
+            })
     }
 
     /// How many threads sync data at once within one batch. Measured on ext4 (10,000 files of 4 KiB):
@@ -327,6 +332,14 @@ final class GroupCommit: @unchecked Sendable {
         for index in batch.indices where renamed.outcomes[index] == nil {
             let entry = batch[index]
             let unnamed = entry.file.isUnnamed
+            do throws(HaulError) {
+                try operations.checkWorkingFile(entry)
+            } catch {
+                // Its journal describes a file no longer at its name: a rerun must not trust it with another's bytes.
+                if let journalPath = entry.journalPath { operations.removeJournal(journalPath) }
+                renamed.outcomes[index] = .failure(error)
+                continue
+            }
             do throws(SystemError) {
                 // (A file without a name is linked instead, never replacing: see ``FinalNaming``.)
                 try FinalNaming.name(entry.file, partPath: entry.partPath, destination: entry.destination, mustBeNew: entry.finalNameIsNew,

@@ -133,6 +133,13 @@ enum DownloadFinishing {
         } catch {
             throw .disk(path: destination, error)
         }
+        do throws(HaulError) {
+            try WorkingFileCheck.check(file, partPath: finished.partPath, destination: destination)
+        } catch {
+            // The journal describes a file that is no longer at its name: a rerun must not trust it with another's bytes.
+            if finished.journaled { try? ResumeJournal.remove(path: finished.journalPath) }
+            throw error
+        }
         try FinalNaming.name(file, partPath: finished.partPath, destination: destination, mustBeNew: finished.finalNameIsNew)
         do {
             // The name is durable only once the directory is: without this a power cut could bring back

@@ -309,6 +309,13 @@ public final class OutputFile: Sendable {
         return found
     }
 
+    /// The file's identity, `st_dev` and `st_ino` of `fstat`: what its name must still point to when it is
+    /// renamed (another program may have removed or replaced the `.part` meanwhile; see ``PathStatus``).
+    public func identity() throws(SystemError) -> (device: UInt64, inode: UInt64) {
+        let info = try fileDescriptor.status()
+        return (UInt64(info.deviceID.rawValue), UInt64(info.inode.rawValue))
+    }
+
     /// The filesystem and size the latest ``size()`` or ``fileSystemAndSize()`` found, without a call; nil
     /// before the first. The filesystem of an open file never changes; the size is as of that call (a
     /// finished download's size is checked after its last write, so for it that is the final size).

@@ -41,6 +41,7 @@ enum FailureCodec {
         case .responseTooLarge: "responseTooLarge"
         case .journal: "journal"
         case .partialDownloadMismatch: "partialDownloadMismatch"
+        case .workingFileReplaced: "workingFileReplaced"
         case .cancelled: "cancelled"
         case .checkpointFailed: "checkpointFailed"
         case .unexpected: "unexpected"
@@ -88,6 +89,8 @@ enum FailureCodec {
         case .disk(let path, let error): put("path", path); put("system", error)
         case .invalidDestination(let detail): put("detail", detail)
         case .destinationExists(let path): put("path", path)
+        case .workingFileReplaced(let path, let destination, let replaced):
+            put("path", path); put("destination", destination); put("replaced", replaced ? 1 : 0)
         case .changedOnServer(let url, let detail), .faultyResponse(let url, let detail), .mirrorMismatch(let url, let detail):
             put("at", url); put("detail", detail)
         case .wrongContentRange(let url, let requested, let received): put("at", url); put("requested", requested); put("received", received)
@@ -177,6 +180,9 @@ enum FailureCodec {
             return .disk(path: path, try system("system") ?? SystemError(call: "unknown", errno: 0))
         case "invalidDestination": return .invalidDestination(try text("detail"))
         case "destinationExists": return .destinationExists(path: try text("path"))
+        case "workingFileReplaced":
+            return .workingFileReplaced(path: try text("path"), destination: try text("destination"),
+                                        replaced: try reader.integer("replaced", in: 0...1) == 1)
         case "changedOnServer": return .changedOnServer(url: try text("at"), detail: try text("detail"))
         case "faultyResponse": return .faultyResponse(url: try text("at"), detail: try text("detail"))
         case "mirrorMismatch": return .mirrorMismatch(url: try text("at"), detail: try text("detail"))

@@ -142,7 +142,7 @@ public enum FailureClass: String, Sendable, Hashable, CaseIterable {
         case .checksumMismatch, .digestMismatch: self = .checksum
         case .responseTooLarge: self = .tooLarge
         case .disk, .insufficientSpace, .destinationExists, .destinationBusy, .journal, .checkpointFailed,
-             .outputClosed:
+             .outputClosed, .workingFileReplaced:
             self = .disk
         case .cancelled, .clientShutDown: self = .interrupted
         case .unexpected: self = .unexpected
