@@ -100,4 +100,45 @@ import HaulTestSupport
         }
     }
 
+    // MARK: Filesystems without what the fast paths use
+
+    /// Runs `body` with a ramfs mounted at a fresh directory: no size (statvfs reports 0 blocks), no
+    /// `O_TMPFILE`, no user extended attributes — as some FUSE and network filesystems.
+    func withRamfs(_ body: (String) throws -> Void) throws {
+        let mountPoint = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let mount = try ChildProcess.run("/bin/mount", ["-t", "ramfs", "ramfs", mountPoint], timeout: 30)
+        try #require(mount.exitStatus == 0, "mounting a ramfs needs root (the test command runs as root in CI): \(mount.errorText)")
+        // Lazy: haul has ended, but nothing may keep the mount (and its directory in /tmp) behind.
+        defer { _ = try? ChildProcess.run("/bin/umount", ["--lazy", mountPoint], timeout: 30) }
+        try body(mountPoint)
+    }
+
+    /// On a filesystem that reports no size (ramfs), the free-space check used to refuse every download with
+    /// "not enough space …: need N bytes, 0 available" (exit 9) where curl and wget write the file. Its space
+    /// is unknown, not zero: every path saves the right bytes there, falling back from `O_TMPFILE` to a `.part`
+    /// and storing no validators (`-N` then asks by the file's time).
+    @Test func aFilesystemWithoutSizeTmpfileOrXattrsTakesEveryPath() throws {
+        try withRamfs { mountPoint in
+            let small = try haul(["-o", mountPoint + "/f1.bin", fixture.nginx.url("/f1.bin")])
+            #expect(small.exitStatus == 0, "small: \(small.errorText)")
+            #expect(try TestFiles.sha256(ofFile: mountPoint + "/f1.bin") == fixture.sha256("f1.bin"))
+            let big = try haul(["-c", "8", "--min-segment", "256K", "-o", mountPoint + "/big.bin", fixture.nginx.url("/big.bin")])
+            #expect(big.exitStatus == 0, "big: \(big.errorText)")
+            #expect(try TestFiles.sha256(ofFile: mountPoint + "/big.bin") == fixture.bigSHA256)
+            let list = mountPoint + "/list.txt"
+            try (0..<20).map { fixture.nginx.url("/f\($0).bin") }.joined(separator: "\n").write(toFile: list, atomically: false, encoding: .utf8)
+            // Durable, as the group commit flushes it (syncfs, fdatasync on ramfs: no-ops that succeed).
+            let listed = try ChildProcess.run(HaulCLITests.binary, ["-q", "-j", "8", "-i", list, "-d", mountPoint + "/list"], timeout: 60)
+            #expect(listed.exitStatus == 0, "list: \(listed.errorText)")
+            for index in 0..<20 {
+                #expect(try TestFiles.sha256(ofFile: mountPoint + "/list/f\(index).bin") == fixture.sha256("f\(index).bin"))
+            }
+            #expect(entries(mountPoint + "/list").count == 20, "no working file left: \(entries(mountPoint + "/list"))")
+            let again = try haul(["-N", "-o", mountPoint + "/f1.bin", fixture.nginx.url("/f1.bin")])
+            #expect(again.exitStatus == 0, "-N: \(again.errorText)")
+            #expect(try TestFiles.sha256(ofFile: mountPoint + "/f1.bin") == fixture.sha256("f1.bin"))
+        }
+    }
+
 }

@@ -42,4 +42,14 @@ import Testing
         #expect(figures.recent(in: "/d0", forWriting: 0, at: start) == nil)
         #expect(figures.recent(in: "/one-more", forWriting: 0, at: start) == plenty)
     }
+
+    /// ramfs (and some FUSE and network filesystems) report no blocks at all: their free space is unknown,
+    /// never "0 available" — a download there used to be refused before its first byte.
+    @Test func aFilesystemThatReportsNoSizeHasUnknownSpaceNotNone() {
+        #expect(FreeSpaceFigures.available(totalBlocks: 0, availableBlocks: 0, fragmentSize: 4096) == nil)
+        #expect(FreeSpaceFigures.available(totalBlocks: 100, availableBlocks: 0, fragmentSize: 4096) == 0, "a full disk is full")
+        #expect(FreeSpaceFigures.available(totalBlocks: 100, availableBlocks: 25, fragmentSize: 4096) == Int64(102_400))
+        #expect(FreeSpaceFigures.available(totalBlocks: .max, availableBlocks: .max, fragmentSize: 4096) == .max, "clamped, never a trap")
+    }
 }
+

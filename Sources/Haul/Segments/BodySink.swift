@@ -93,8 +93,8 @@ final class BodySink: @unchecked Sendable {
                 self.file = file
                 let held = partKnownEmpty ? 0 : try file.size()
                 partKnownEmpty = false
-                let available = try OutputFile.availableSpace(in: directory, forWriting: size)
-                if size > available + held {
+                // (A filesystem that reports no size, as ramfs, is not refused here: its writes say when it is full.)
+                if let available = try OutputFile.availableSpace(in: directory, forWriting: size), size > available + held {
                     throw HaulError.insufficientSpace(path: partPath, needed: size, available: available + held)
                 }
                 if held > 0 { try file.truncate(to: 0) }

@@ -47,21 +47,35 @@ package struct FreeSpaceFigures: Sendable {
     }
 }
 
+extension FreeSpaceFigures {
+    /// The bytes an unprivileged writer may still use, from `statvfs`'s figures; nil when the filesystem
+    /// reports no size at all (`f_blocks` 0: ramfs, and some FUSE and network filesystems), whose free space
+    /// is unknown rather than none — a download there is not refused up front, and a full disk still fails its
+    /// writes (`ENOSPC`, naming the file). Clamped, so that no figure overflows.
+    package static func available(totalBlocks: UInt64, availableBlocks: UInt64, fragmentSize: UInt64) -> Int64? {
+        guard totalBlocks > 0 else { return nil }
+        let (bytes, overflow) = availableBlocks.multipliedReportingOverflow(by: fragmentSize)
+        return overflow ? Int64.max : Int64(clamping: bytes)
+    }
+}
+
 extension OutputFile {
-    /// Bytes an unprivileged writer may still use on the filesystem holding `directory`.
-    public static func availableSpace(in directory: String) throws(SystemError) -> Int64 {
+    /// Bytes an unprivileged writer may still use on the filesystem holding `directory`; nil when the
+    /// filesystem does not say (``FreeSpaceFigures/available(totalBlocks:availableBlocks:fragmentSize:)``).
+    public static func availableSpace(in directory: String) throws(SystemError) -> Int64? {
         var info = statvfs()
         _ = try blockingSyscall("statvfs") { statvfs(directory, &info) }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        return FreeSpaceFigures.available(totalBlocks: UInt64(info.f_blocks), availableBlocks: UInt64(info.f_bavail),
+                                          fragmentSize: UInt64(info.f_frsize))
     }
 
     /// Free space for a file of `length` bytes in `directory`: ``availableSpace(in:)``, or, for a small
     /// file, a figure measured under a second ago for the same directory less what was handed out since
-    /// (``FreeSpaceFigures`` says when).
-    public static func availableSpace(in directory: String, forWriting length: Int64) throws(SystemError) -> Int64 {
+    /// (``FreeSpaceFigures`` says when); nil when the filesystem does not say.
+    public static func availableSpace(in directory: String, forWriting length: Int64) throws(SystemError) -> Int64? {
         let now = MonotonicInstant.now()
         if let recent = spaceFigures.withLock({ $0.recent(in: directory, forWriting: length, at: now) }) { return recent }
-        let available = try availableSpace(in: directory)
+        guard let available = try availableSpace(in: directory) else { return nil }
         spaceFigures.withLock { $0.record(available, in: directory, forWriting: length, at: now) }
         return available
     }
