@@ -141,4 +141,19 @@ import HaulTestSupport
         }
     }
 
+    // MARK: Odd option values
+
+    /// Seconds that are no usable wait — infinite, not a number, beyond any clock, zero — used to trap in the
+    /// Swift runtime (exit 132 with a stack trace) or fail every connection after 0 ms (exit 3). Each is a
+    /// usage error naming the option, before anything is fetched.
+    @Test(arguments: ["--max-time", "--connect-timeout", "--stall-timeout", "--checkpoint-interval"], ["inf", "nan", "1e30", "0"])
+    func secondsThatAreNoUsableWaitAreAUsageError(option: String, value: String) throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try haul([option, value, "-o", directory + "/f1.bin", fixture.nginx.url("/f1.bin")])
+        #expect(run.exitStatus == 2, "\(option) \(value): \(run.exitStatus) \(run.errorText)")
+        #expect(run.errorText.contains("\(option) must be between"), "\(run.errorText)")
+        #expect(entries(directory).isEmpty)
+    }
 }
+

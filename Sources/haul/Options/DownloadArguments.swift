@@ -28,9 +28,10 @@ struct DownloadArguments: ParsableArguments {
         var options = DownloadOptions()
         options.userAgent = network.userAgent
         options.headers = try network.header.map(Self.parseHeader)
-        options.timeouts = ConnectionTimeouts(connect: .seconds(retry.connectTimeout), tlsHandshake: .seconds(retry.connectTimeout),
-                                              idle: .seconds(retry.stallTimeout))
-        options.totalTimeout = retry.maxTime.map { .seconds($0) }
+        let connectTimeout = try SecondsSetting.duration(retry.connectTimeout, option: "--connect-timeout")
+        options.timeouts = ConnectionTimeouts(connect: connectTimeout, tlsHandshake: connectTimeout,
+                                              idle: try SecondsSetting.duration(retry.stallTimeout, option: "--stall-timeout"))
+        if let maxTime = retry.maxTime { options.totalTimeout = try SecondsSetting.duration(maxTime, option: "--max-time") }
         do {
             options.lowSpeedLimit = try LowSpeedLimit.commandLine(speedLimit: retry.speedLimit, speedTime: retry.speedTime)
         } catch {
@@ -50,7 +51,9 @@ struct DownloadArguments: ParsableArguments {
         if let minSegment = connection.minSegment { options.minimumSegment = minSegment.bytes }
         options.rateLimit = connection.limitRate?.bytesPerSecond  // `--limit-rate 0` is nil: no limit
         if let checkpointBytes = output.checkpointBytes { options.checkpointBytes = checkpointBytes.bytes }
-        if let checkpointInterval = output.checkpointInterval { options.checkpointInterval = .seconds(checkpointInterval) }
+        if let checkpointInterval = output.checkpointInterval {
+            options.checkpointInterval = try SecondsSetting.duration(checkpointInterval, option: "--checkpoint-interval")
+        }
         options.retry = RetryPolicy.commandLine(retries: retry.retries, urls: urlsPerDownload)
         return options
     }
