@@ -16,6 +16,9 @@ final class CommandRun: Sendable {
     private let running = Mutex<[Int: DownloadTask]>([:])
     /// Set by the first stop signal: no further download starts.
     private let stopping = Mutex(false)
+    /// Finished by a stop that found nothing left to interrupt (one that did exits the process with
+    /// ``ExitStatus/interrupted`` instead): a run loop that ends while a stop is under way waits for it.
+    private let stopSettled = AsyncStream<Never>.makeStream()
     /// How many of the plan's downloads have been started.
     private let started = Mutex(0)
     /// The client, once made, so that a stop can shut its loop down before exiting.
@@ -165,6 +168,10 @@ final class CommandRun: Sendable {
             reporter.failed(index: nil, name: "haul", error: error, source: .commandLine)
             if worst == .success { worst = ExitStatus(classifying: error) }
         }
+        // A stop makes the list end early (no download starts once it began): the loop can end before the
+        // stop has paused what ran and said what is left, and returning now would exit 0 over its exit 130.
+        // Only the stop knows whether anything was left; it exits the process if so.
+        if stopping.withLock({ $0 }) { for await _ in stopSettled.stream {} }
         ticker.cancel()
         reporter.close()
         await client.shutdown()
@@ -357,7 +364,7 @@ final class CommandRun: Sendable {
         let paused = tasks.sorted { $0.key < $1.key }.filter { $0.value.currentProgress.phase == .paused }
         let notStarted = plan.downloads.count - started.withLock { $0 }
         // Everything had finished (or failed) before the pause could take hold: the normal ending reports it.
-        guard !paused.isEmpty || notStarted > 0 else { return }
+        guard !paused.isEmpty || notStarted > 0 else { stopSettled.continuation.finish(); return }
         reporter.interrupted(paused, notStarted: notStarted)
         // exit() runs OpenSSL's cleanup: the loop thread must not be inside OpenSSL then.
         if let client = clientBox.withLock({ $0 }) { await client.shutdown() }
