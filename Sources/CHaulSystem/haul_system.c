@@ -194,6 +194,12 @@ int haul_install_stop_signals(int fd, int exit_status, const unsigned char actio
     action.sa_flags = SA_RESTART | SA_SIGINFO;
     if (sigaction(SIGINT, &action, NULL) != 0) return -1;
     if (sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    // A hang-up that whoever started haul ignores (`nohup haul ...`, SIG_IGN inherited across exec) stays
+    // ignored: keeping on after the terminal closes is what nohup asks for. (SIGINT and SIGTERM are taken over
+    // as before: a shell's background job inherits an ignored SIGINT, and `kill -INT` is how scripts stop it.)
+    struct sigaction inherited;
+    if (sigaction(SIGHUP, NULL, &inherited) != 0) return -1;
+    if (!(inherited.sa_flags & SA_SIGINFO) && inherited.sa_handler == SIG_IGN) return 0;
     if (sigaction(SIGHUP, &action, NULL) != 0) return -1;
     return 0;
 }

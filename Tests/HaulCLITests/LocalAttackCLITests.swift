@@ -192,4 +192,29 @@ import HaulTestSupport
             }
         }
     }
+
+    /// `nohup haul …` (SIGHUP ignored when haul starts): a closed terminal must not stop the download, as it
+    /// stops no curl or wget under nohup. haul took SIGHUP over anyway, paused and exited 130.
+    @Test func aHangUpUnderNohupDoesNotStopTheDownload() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/big.bin"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/nohup")
+        process.arguments = [HaulCLITests.binary, "--no-sync", "-q", "-c", "4", "--limit-rate", "8M",
+                             "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/big.bin")]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) }; process.waitUntilExit() }
+        // Running (nohup has exec'd haul, whose handlers are installed before its first journal is written).
+        #expect(poll(within: 60) { FileManager.default.fileExists(atPath: output + ".part.haul") })
+        kill(process.processIdentifier, SIGHUP)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(poll(within: 120) { !process.isRunning })
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "exit \(process.terminationStatus)")
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+    }
 }
+
