@@ -216,5 +216,46 @@ import HaulTestSupport
         #expect(process.terminationStatus == 0, "exit \(process.terminationStatus)")
         #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
     }
+
+    // MARK: A single range (-r) beside another download's working file
+
+    /// `haul -r A-B -o NAME` where `NAME` is a download that is running or was interrupted: -r opened
+    /// `NAME.part` with `O_TRUNC`, wrote its range and renamed it to `NAME` (exit 0) — the interrupted
+    /// download's progress gone (its journal orphaned, the resume refused), a running one's writes landing in
+    /// the range's file. Now a held `.part` is busy (exit 9) and one with a journal is refused (exit 2), both
+    /// left as they were; the download then resumes to the right file.
+    @Test(arguments: [false, true])
+    func aRangeNeverTakesTheWorkingFileOfAnotherDownload(running: Bool) throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/big.bin", part = output + ".part", journal = part + ".haul"
+        let download = try startHaul(["--no-sync", "-q", "-c", "4", "--limit-rate", "2M", "--checkpoint-bytes", "1M",
+                                      "-o", output, fixture.nginx.url("/big.bin")])
+        defer { if download.isRunning { kill(download.processIdentifier, SIGKILL) }; download.waitUntilExit() }
+        #expect(poll(within: 60) { FileManager.default.fileExists(atPath: journal) })
+        if !running {
+            kill(download.processIdentifier, SIGINT)
+            #expect(poll(within: 60) { !download.isRunning })
+            download.waitUntilExit()
+            #expect(download.terminationStatus == 130)
+        }
+        let partBefore = try FileManager.default.attributesOfItem(atPath: part)[.size] as? Int
+        let range = try haul(["-r", "0-99", "-o", output, fixture.nginx.url("/big.bin")])
+        #expect(range.exitStatus == (running ? 9 : 2), "running \(running): \(range.exitStatus) \(range.errorText)")
+        #expect(range.errorText.contains(running ? "being written by another download" : "working file of an interrupted download"),
+                "\(range.errorText)")
+        #expect(!FileManager.default.fileExists(atPath: output) || running, "the range saved nothing under the name")
+        #expect(FileManager.default.fileExists(atPath: journal), "the download's journal is kept")
+        #expect(try FileManager.default.attributesOfItem(atPath: part)[.size] as? Int == partBefore, "its .part is untouched")
+        if running {
+            #expect(poll(within: 120) { !download.isRunning })
+            download.waitUntilExit()
+            #expect(download.terminationStatus == 0)
+        } else {
+            let resumed = try haul(["-o", output, fixture.nginx.url("/big.bin")])
+            #expect(resumed.exitStatus == 0, "\(resumed.errorText)")
+        }
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
+    }
 }
 

@@ -206,7 +206,26 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
                 do { _ = try OutputFile.createDirectories(parent) } catch { throw HaulError.disk(path: parent, error) }
             }
         }
-        do { file = try OutputFile.open(partPath, truncate: true) } catch { throw HaulError.disk(path: partPath, error) }
+        // Locked and never another download's progress: a `NAME.part` held by a running download, or with the
+        // journal of an interrupted one, used to be truncated and renamed to `NAME` (exit 0, its progress gone,
+        // and the running one's writes landing in this file). A `.part` without a journal holds nothing any
+        // download would resume (each starts it over), so it is taken.
+        let opened: (file: OutputFile, created: Bool)
+        do {
+            opened = try OutputFile.openForDownload(partPath)
+        } catch where error.call == "flock" && error.errno == EWOULDBLOCK {
+            throw HaulError.destinationBusy(path: destination, holder: OutputFile.lockHolder(of: partPath))
+        } catch {
+            throw HaulError.disk(path: partPath, error)
+        }
+        if !opened.created {
+            if OutputFile.hasEntry(WorkingFileNames.journal(of: destination)) {
+                throw HaulError.invalidDestination("\(partPath) is the working file of an interrupted download of \(destination), "
+                    + "with its resume journal; a single range is never written over it")
+            }
+            do { try opened.file.truncate(to: 0) } catch { throw HaulError.disk(path: partPath, error) }
+        }
+        file = opened.file
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
@@ -254,7 +273,15 @@ final class SingleExchange: ResponseHandler, @unchecked Sendable {
                     if client.options.synchronizesToDisk {
                         do { try file.synchronize() } catch { throw .disk(path: partPath, error) }
                     }
-                    do { try OutputFile.rename(partPath, to: destination) } catch { throw .disk(path: destination, error) }
+                    do throws(HaulError) {
+                        try WorkingFileCheck.check(file, partPath: partPath, destination: destination)
+                    } catch {
+                        // The name is another program's file now (or nothing): not ours to remove.
+                        self.file = nil
+                        throw error
+                    }
+                    // Never replacing a file that appeared since the start unless that was allowed (``FinalNaming``).
+                    try FinalNaming.name(file, partPath: partPath, destination: destination, mustBeNew: !request.replacesExisting)
                     self.file = nil
                 }
             } catch {
