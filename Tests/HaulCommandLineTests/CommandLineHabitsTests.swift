@@ -10,6 +10,8 @@ import HaulCommandLine
         #expect(CommandLineHabits.answer(for: ["https://example.org/a.iso", "-c"]) == answer)
         #expect(CommandLineHabits.answer(for: ["--connections=x", "u"]) == nil, "no wget habit: the parser says it")
         #expect(CommandLineHabits.answer(for: ["-c", "16", "u"]) == nil)
+        // A count too large for an Int is no wget habit (it used to be answered as one); the parser says it is invalid.
+        #expect(CommandLineHabits.answer(for: ["-c", "99999999999999999999", "u"]) == nil)
         #expect(CommandLineHabits.answer(for: ["-c16", "u"]) == nil)
         #expect(CommandLineHabits.answer(for: ["--", "-c", "u"]) == nil, "after -- everything is a URL")
     }

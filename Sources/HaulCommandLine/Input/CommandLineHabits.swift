@@ -63,7 +63,8 @@ public enum CommandLineHabits {
         case "-c":
             // wget's `-c URL` (continue): haul's -c is a number of connections, and resuming is the default.
             // (`--connections x` is no wget habit: the parser's own message says what is wrong.)
-            guard let value, Int(value) != nil else {
+            // Digits too many for an Int are a count all the same, no wget habit: the parser's message says what is wrong.
+            guard let value, Int(value) != nil || (!value.isEmpty && value.allSatisfy(\.isASCIIDigit)) else {
                 return "haul resumes by default; -c is the number of connections (wget's -c is not needed)"
             }
         case "-x", "--proxy":
