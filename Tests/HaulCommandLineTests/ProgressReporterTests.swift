@@ -82,10 +82,14 @@ private let erase = "\r\u{1B}[K"
         reporter.tick([0: download(snapshot(done: 450))])
         #expect(output.take().isEmpty, "no bar after the stop began")
         let streamed = snapshot(.paused, done: 7, total: nil, canResume: false)
-        reporter.interrupted([(0, download(paused)), (1, download(streamed, name: "s.bin"))], notStarted: 2)
+        var toStandardOutput = download(streamed, name: "o.bin")
+        toStandardOutput.isStream = true
+        reporter.interrupted([(0, download(paused)), (1, download(streamed, name: "s.bin")), (2, toStandardOutput)], notStarted: 2)
         #expect(output.take() == [
             "haul: a.iso: paused at \(UnitFormatting.bytes(500)) of \(UnitFormatting.bytes(1000)); run the same command again to resume\n",
             "haul: s.bin: paused at \(UnitFormatting.bytes(7)); the server does not support resuming, so running the same command again starts over\n",
+            // `-o -` with a server that supports ranges: the stream, not the server, is why it starts over.
+            "haul: o.bin: paused at \(UnitFormatting.bytes(7)); standard output keeps no partial file, so running the same command again starts over\n",
             "haul: 2 downloads not started\n",
         ])
     }

@@ -26,17 +26,22 @@ public struct ReportedDownload: Sendable {
     public var name: String
     public var url: String
     public var progress: DownloadProgress
+    /// Whether its bytes go to a stream (`-o -`): no file to resume into, whatever the server supports.
+    public var isStream: Bool
 
-    public init(name: String, url: String, progress: DownloadProgress) {
+    public init(name: String, url: String, progress: DownloadProgress, isStream: Bool = false) {
         self.name = name
         self.url = url
         self.progress = progress
+        self.isStream = isStream
     }
 
     /// `task` now: one snapshot of its progress, and the name that snapshot gives it.
     public init(_ task: DownloadTask) {
         let progress = task.currentProgress
-        self.init(name: ProgressReporter.name(of: task, progress: progress), url: task.request.url, progress: progress)
+        let isStream: Bool
+        if case .stream = task.request.destination { isStream = true } else { isStream = false }
+        self.init(name: ProgressReporter.name(of: task, progress: progress), url: task.request.url, progress: progress, isStream: isStream)
     }
 }
 
@@ -341,9 +346,7 @@ public final class ProgressReporter: Sendable {
     public func interrupted(_ downloads: [(index: Int, download: ReportedDownload)], notStarted: Int) {
         for (index, download) in downloads {
             let progress = download.progress
-            let advice = progress.canResume
-                ? "run the same command again to resume"
-                : "the server does not support resuming, so running the same command again starts over"
+            let advice = Self.resumeAdvice(canResume: progress.canResume, isStream: download.isStream)
             if messages == .json {
                 output(JSONProgress.errorLine(file: download.name, status: .interrupted, message: "interrupted; " + advice,
                                               transient: true, id: index + 1) + "\n")
@@ -355,6 +358,15 @@ public final class ProgressReporter: Sendable {
         if notStarted > 0, messages != .json {
             writeLine("haul: \(notStarted) download\(notStarted == 1 ? "" : "s") not started")
         }
+    }
+
+    /// How a paused download goes on: resumed, or started over — because its bytes went to a stream (`-o -`
+    /// keeps no file, whatever the server supports; it used to blame the server), or because the server
+    /// supports no ranges or sends no validator.
+    static func resumeAdvice(canResume: Bool, isStream: Bool) -> String {
+        if canResume { return "run the same command again to resume" }
+        if isStream { return "standard output keeps no partial file, so running the same command again starts over" }
+        return "the server does not support resuming, so running the same command again starts over"
     }
 
     /// The run is over: the bar, if shown, is erased.
