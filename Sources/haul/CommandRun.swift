@@ -319,9 +319,9 @@ final class CommandRun: Sendable {
         // calls per file that cannot change the answer are a measurable share of the work.
         let destinationExists = !allowOverwrite && (skipExisting || fromInputFile)
             && listed?.mayHold(path) != false && OutputFile.exists(path)
-        let partialExists = destinationExists && !skipExisting && OutputFile.exists(WorkingFileNames.partial(of: path))
+        let interrupted = destinationExists && !skipExisting && OutputFile.exists(WorkingFileNames.journal(of: path))
         let verdict = ExistingDestination.verdict(
-            destinationExists: destinationExists, partialExists: partialExists,
+            destinationExists: destinationExists, interruptedDownloadExists: interrupted,
             skipExisting: skipExisting, fromInputFile: fromInputFile, allowOverwrite: allowOverwrite)
         return verdict == .alreadyComplete
     }

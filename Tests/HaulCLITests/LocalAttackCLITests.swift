@@ -257,5 +257,37 @@ import HaulTestSupport
         }
         #expect(try TestFiles.sha256(ofFile: output) == fixture.bigSHA256)
     }
+
+    // MARK: Two runs of one list at once
+
+    /// Two `haul -i LIST -d DIR` at once: a small file has no name until it is complete (O_TMPFILE), so both
+    /// fetch it and the one that names it second finds the name taken — its copy is kept as `NAME.part`, and
+    /// since a `.part` beside a finished file made the list's check call for the engine, that run exited 9
+    /// and so did every later run of the list, for each such file, until the `.part` files were removed. A
+    /// `.part` without a journal is nothing any run resumes: the file is already complete, for the run that
+    /// lost the race and for every later one.
+    @Test func twoRunsOfOneListAtOnceBothEndWellAndSoDoesTheNext() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let count = 400
+        let list = directory + "/list.txt", output = directory + "/out"
+        try (0..<count).map { "\(fixture.nginx.url("/f\($0 % 20).bin"))\tout=n\($0).bin" }.joined(separator: "\n")
+            .write(toFile: list, atomically: false, encoding: .utf8)
+        let arguments = ["--no-sync", "-q", "-j", "8", "-i", list, "-d", output]
+        let runs = try [startHaul(arguments), startHaul(arguments)]
+        defer { for run in runs where run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+        for run in runs {
+            #expect(poll(within: 120) { !run.isRunning })
+            run.waitUntilExit()
+            let errors = String(decoding: (run.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(run.terminationStatus == 0, "\(errors.split(separator: "\n").prefix(3))")
+        }
+        for index in 0..<count {
+            #expect(try TestFiles.sha256(ofFile: output + "/n\(index).bin") == fixture.sha256("f\(index % 20).bin"), "n\(index).bin")
+        }
+        let again = try ChildProcess.run(HaulCLITests.binary, ["--no-sync", "-j", "8", "-i", list, "-d", output], timeout: 120)
+        #expect(again.exitStatus == 0, "\(again.errorText.split(separator: "\n").prefix(3))")
+        #expect(again.errorText.components(separatedBy: "already complete").count - 1 == count)
+    }
 }
 

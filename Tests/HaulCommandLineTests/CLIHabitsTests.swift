@@ -119,7 +119,7 @@ import HaulCommandLine
 
     @Test func whenAnExistingFileCountsAsAlreadyComplete() {
         func verdict(exists: Bool, partial: Bool = false, skip: Bool = false, list: Bool = false, overwrite: Bool = false) -> ExistingDestination.Verdict {
-            ExistingDestination.verdict(destinationExists: exists, partialExists: partial, skipExisting: skip,
+            ExistingDestination.verdict(destinationExists: exists, interruptedDownloadExists: partial, skipExisting: skip,
                                         fromInputFile: list, allowOverwrite: overwrite)
         }
         #expect(verdict(exists: false, skip: true, list: true) == .download)

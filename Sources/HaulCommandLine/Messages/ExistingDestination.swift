@@ -4,9 +4,11 @@
 /// The rule:
 /// - `--allow-overwrite`: download and replace it.
 /// - `--skip-existing` (wget's `-nc`): it is already complete; skip it, exit 0.
-/// - With `-i`, a destination that exists with no `NAME.part` beside it is a file an earlier run of the same
-///   list finished: already complete, exit 0. (With a `.part` beside it, the engine decides: it resumes an
-///   interrupted download that has a journal, and otherwise refuses to replace the file.)
+/// - With `-i`, a destination that exists with no interrupted download beside it (no journal,
+///   `NAME.part.haul`) is a file an earlier run of the same list finished: already complete, exit 0. (With a
+///   journal beside it, the engine decides: it resumes that download. A `NAME.part` without a journal holds
+///   nothing any run resumes — a concurrent run's copy that lost the race for the name, or a download that
+///   stopped before its first checkpoint — and used to make every later run of the list fail with exit 9.)
 /// - Otherwise the engine refuses to replace it (exit 9).
 public enum ExistingDestination {
     public enum Verdict: Sendable, Hashable {
@@ -16,11 +18,11 @@ public enum ExistingDestination {
         case alreadyComplete
     }
 
-    public static func verdict(destinationExists: Bool, partialExists: Bool, skipExisting: Bool,
+    public static func verdict(destinationExists: Bool, interruptedDownloadExists: Bool, skipExisting: Bool,
                                fromInputFile: Bool, allowOverwrite: Bool) -> Verdict {
         guard destinationExists, !allowOverwrite else { return .download }
         if skipExisting { return .alreadyComplete }
-        if fromInputFile && !partialExists { return .alreadyComplete }
+        if fromInputFile && !interruptedDownloadExists { return .alreadyComplete }
         return .download
     }
 }
