@@ -94,6 +94,18 @@ private let erase = "\r\u{1B}[K"
         ])
     }
 
+    /// A stop whose checkpoint failed (say, a name too long for the journal's) said "run the same command
+    /// again to resume" with no journal on disk: the next run started over.
+    @Test func aStopWhoseCheckpointFailedSaysWhatTheNextRunDoes() {
+        #expect(ProgressReporter.resumeAdvice(canResume: true, isStream: false) == "run the same command again to resume")
+        #expect(ProgressReporter.resumeAdvice(canResume: true, isStream: false, checkpointFailed: true, hasJournal: false)
+            == "its progress could not be recorded, so running the same command again starts over")
+        #expect(ProgressReporter.resumeAdvice(canResume: true, isStream: false, checkpointFailed: true, hasJournal: true)
+            .hasSuffix("run the same command again to resume from that checkpoint"))
+        #expect(ProgressReporter.resumeAdvice(canResume: false, isStream: true, checkpointFailed: true, hasJournal: false)
+            .hasPrefix("standard output keeps no partial file"))
+    }
+
     @Test func plainLinesComeWhenTheThrottleSaysAndOnlyWhileDownloading() {
         let (reporter, output) = capturedReporter(.plain)
         reporter.tick([0: download(snapshot(done: 50, elapsed: .seconds(1)))])

@@ -28,12 +28,15 @@ public struct ReportedDownload: Sendable {
     public var progress: DownloadProgress
     /// Whether its bytes go to a stream (`-o -`): no file to resume into, whatever the server supports.
     public var isStream: Bool
+    /// Whether its resume journal is on disk (asked when a checkpoint failed: an earlier one may be there).
+    public var hasJournal: Bool
 
-    public init(name: String, url: String, progress: DownloadProgress, isStream: Bool = false) {
+    public init(name: String, url: String, progress: DownloadProgress, isStream: Bool = false, hasJournal: Bool = true) {
         self.name = name
         self.url = url
         self.progress = progress
         self.isStream = isStream
+        self.hasJournal = hasJournal
     }
 
     /// `task` now: one snapshot of its progress, and the name that snapshot gives it.
@@ -41,7 +44,10 @@ public struct ReportedDownload: Sendable {
         let progress = task.currentProgress
         let isStream: Bool
         if case .stream = task.request.destination { isStream = true } else { isStream = false }
-        self.init(name: ProgressReporter.name(of: task, progress: progress), url: task.request.url, progress: progress, isStream: isStream)
+        let journal = WorkingFileNames.destination(ofPartial: progress.partialPath).map(WorkingFileNames.journal(of:))
+        let hasJournal = progress.checkpointFailure == nil || journal.map(OutputFile.hasEntry) == true
+        self.init(name: ProgressReporter.name(of: task, progress: progress), url: task.request.url, progress: progress,
+                  isStream: isStream, hasJournal: hasJournal)
     }
 }
 
@@ -346,7 +352,8 @@ public final class ProgressReporter: Sendable {
     public func interrupted(_ downloads: [(index: Int, download: ReportedDownload)], notStarted: Int) {
         for (index, download) in downloads {
             let progress = download.progress
-            let advice = Self.resumeAdvice(canResume: progress.canResume, isStream: download.isStream)
+            let advice = Self.resumeAdvice(canResume: progress.canResume, isStream: download.isStream,
+                                           checkpointFailed: progress.checkpointFailure != nil, hasJournal: download.hasJournal)
             if messages == .json {
                 output(JSONProgress.errorLine(file: download.name, status: .interrupted, message: "interrupted; " + advice,
                                               transient: true, id: index + 1) + "\n")
@@ -363,7 +370,13 @@ public final class ProgressReporter: Sendable {
     /// How a paused download goes on: resumed, or started over — because its bytes went to a stream (`-o -`
     /// keeps no file, whatever the server supports; it used to blame the server), or because the server
     /// supports no ranges or sends no validator.
-    static func resumeAdvice(canResume: Bool, isStream: Bool) -> String {
+    /// A checkpoint that failed (a name too long for the journal's, a full disk) leaves the last one written,
+    /// or none: the next run then starts over, which "run the same command again to resume" did not say.
+    static func resumeAdvice(canResume: Bool, isStream: Bool, checkpointFailed: Bool = false, hasJournal: Bool = true) -> String {
+        if canResume && checkpointFailed {
+            return hasJournal ? "its progress since the last checkpoint could not be recorded; run the same command again to resume from that checkpoint"
+                              : "its progress could not be recorded, so running the same command again starts over"
+        }
         if canResume { return "run the same command again to resume" }
         if isStream { return "standard output keeps no partial file, so running the same command again starts over" }
         return "the server does not support resuming, so running the same command again starts over"
