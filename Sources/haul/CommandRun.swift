@@ -237,7 +237,7 @@ final class CommandRun: Sendable {
             }
             status = .success
         case .failure(let error):
-            if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path) {
+            if case .destinationExists(let path) = error.reason, alreadyComplete(download, path: path, foundTakenAfterFetching: true) {
                 // Named by the server after all, and that file is there: an earlier run's.
                 reporter.alreadyComplete(index: index, path: path, url: download.request.url)
                 status = .success
@@ -307,9 +307,13 @@ final class CommandRun: Sendable {
     }
 
     /// Whether the file at `path` counts as already complete (``ExistingDestination``): with
-    /// `--skip-existing` whenever it exists, with `-i` when it exists without a `.part` beside it.
-    /// `listed`: the destination directory as the run found it; a name it did not hold is not looked for.
-    private func alreadyComplete(_ download: CommandPlan.Download, path: String, listed: DirectorySnapshot? = nil) -> Bool {
+    /// `--skip-existing` whenever it exists, with `-i` when it exists without an interrupted download (a
+    /// journal) beside it. `listed`: the destination directory as the run found it; a name it did not hold is
+    /// not looked for. `foundTakenAfterFetching`: asked because the download itself found the name taken (the
+    /// engine's `destinationExists`): a `NAME.part` beside it is then most likely its own bytes, kept because
+    /// the name appeared while it fetched (another program, another run) — not an earlier run's file (exit 9).
+    private func alreadyComplete(_ download: CommandPlan.Download, path: String, listed: DirectorySnapshot? = nil,
+                                 foundTakenAfterFetching: Bool = false) -> Bool {
         if case .stream = download.request.destination { return false }
         // With -N an existing file is not complete by its name: the conditional request asks the server.
         if download.request.onlyIfChanged && !plan.skipsExisting { return false }
@@ -319,7 +323,8 @@ final class CommandRun: Sendable {
         // calls per file that cannot change the answer are a measurable share of the work.
         let destinationExists = !allowOverwrite && (skipExisting || fromInputFile)
             && listed?.mayHold(path) != false && OutputFile.exists(path)
-        let interrupted = destinationExists && !skipExisting && OutputFile.exists(WorkingFileNames.journal(of: path))
+        let interrupted = destinationExists && !skipExisting
+            && OutputFile.exists(foundTakenAfterFetching ? WorkingFileNames.partial(of: path) : WorkingFileNames.journal(of: path))
         let verdict = ExistingDestination.verdict(
             destinationExists: destinationExists, interruptedDownloadExists: interrupted,
             skipExisting: skipExisting, fromInputFile: fromInputFile, allowOverwrite: allowOverwrite)

@@ -176,11 +176,18 @@ import HaulTestSupport
         }.filter { $0["type"] as? String == "done" && $0["skipped"] as? Bool == true }
         #expect(skipped.count == 3, "\(jsonLoud.errorText)")
 
-        // An interrupted download beside the file is not "complete": the engine decides (here: refuses).
+        // A `.part` without a journal beside the file is nothing any run resumes (a concurrent run's copy, a
+        // download stopped before its first checkpoint): the file is still complete.
         _ = FileManager.default.createFile(atPath: out + "/f13.bin.part", contents: Data())
+        let stale = try haul(["-i", list, "-d", out])
+        #expect(stale.exitStatus == 0, "\(stale.errorText)")
+        #expect(stale.errorText.contains("\(out)/f13.bin: already complete"), "\(stale.errorText)")
+        // An interrupted download (its journal) beside the file is not "complete": the engine decides (here:
+        // refuses, the journal being unreadable).
+        _ = FileManager.default.createFile(atPath: out + "/f13.bin.part.haul", contents: Data("not a journal".utf8))
         let partial = try haul(["-i", list, "-d", out])
         #expect(partial.exitStatus == 9, "\(partial.errorText)")
-        #expect(partial.errorText.contains("haul: \(out)/f13.bin already exists (use --allow-overwrite"), "\(partial.errorText)")
+        #expect(partial.errorText.contains("cannot resume"), "\(partial.errorText)")
     }
 
     /// Several URLs are mirrors of one file (aria2); with -Z each is its own download, -j at a time.

@@ -8,7 +8,8 @@
 ///   `NAME.part.haul`) is a file an earlier run of the same list finished: already complete, exit 0. (With a
 ///   journal beside it, the engine decides: it resumes that download. A `NAME.part` without a journal holds
 ///   nothing any run resumes — a concurrent run's copy that lost the race for the name, or a download that
-///   stopped before its first checkpoint — and used to make every later run of the list fail with exit 9.)
+///   stopped before its first checkpoint — and used to make every later run of the list fail with exit 9.
+///   The run whose own download found the name taken asks with its kept `.part` instead: exit 9 there.)
 /// - Otherwise the engine refuses to replace it (exit 9).
 public enum ExistingDestination {
     public enum Verdict: Sendable, Hashable {
