@@ -53,6 +53,29 @@ import HaulTestSupport
         #expect(entries(directory) == [name], "\(form): \(entries(directory))")
     }
 
+    /// Held already, kept as attacks: a FIFO at the output name is never opened (that would wait forever for a
+    /// reader), a symbolic link to someone's file is never followed — each refused as existing (exit 9) with
+    /// the FIFO, the link and its target as they were; `--allow-overwrite` replaces the entry itself, never
+    /// writing through it. Small file (no name until complete) and big file (`.part`).
+    @Test(arguments: ["fifo", "link"], [false, true])
+    func aFifoOrASymbolicLinkAtTheOutputNameIsNeitherOpenedNorFollowed(kind: String, big: Bool) throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/out.bin", target = directory + "/target.txt"
+        try Data("someone's file".utf8).write(to: URL(fileURLWithPath: target))
+        if kind == "fifo" { #expect(mkfifo(output, 0o644) == 0) } else { try FileManager.default.createSymbolicLink(atPath: output, withDestinationPath: target) }
+        let source = big ? "big.bin" : "f2.bin"
+        let refused = try haul(["-o", output, fixture.nginx.url("/" + source)], timeout: 60)
+        #expect(refused.exitStatus == 9, "\(kind): \(refused.exitStatus) \(refused.errorText)")
+        #expect(refused.errorText.contains("out.bin already exists"), "\(refused.errorText)")
+        #expect(entries(directory) == ["out.bin", "target.txt"])
+        let replaced = try haul(["--allow-overwrite", "-o", output, fixture.nginx.url("/" + source)], timeout: 60)
+        #expect(replaced.exitStatus == 0, "\(kind): \(replaced.errorText)")
+        #expect(try TestFiles.sha256(ofFile: output) == fixture.sha256(source))
+        #expect(FileManager.default.contents(atPath: target) == Data("someone's file".utf8), "the link's target is untouched")
+        #expect(entries(directory) == ["out.bin", "target.txt"])
+    }
+
     // MARK: Another program takes the `.part` away mid-download
 
     /// Starts `haul` (paced, so that it is still running when the test acts) and returns the process.
