@@ -166,11 +166,11 @@ private extension FileHandle {
 
     /// Downloads the resource again into `path` on the same client (the same loop: one loop per client here),
     /// within the deadline, and checks the file.
-    func downloadBeside(_ client: HaulClient, _ server: MisbehavingServer, into path: String) async throws {
+    func downloadBeside(_ client: HaulClient, _ server: MisbehavingServer, into path: String, expecting: [UInt8]? = nil) async throws {
         let other = try client.start(DownloadRequest(url: server.url("/b"), destination: .file(path)))
         let result = try #require(await outcomeWithin(Self.deadline, of: other), "the other download ended")
         #expect((try? result.get()) != nil, "the other download succeeded: \(result)")
-        #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: path))), resource.bytes))
+        #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: path))), expecting ?? resource.bytes))
     }
 
     @Test func aHeldWriteStopsNeitherAnotherDownloadOnTheLoopNorWaitsLessForItsOwnEnd() async throws {
@@ -189,6 +189,47 @@ private extension FileHandle {
         let result = try #require(await outcomeWithin(Self.deadline, of: task))
         #expect((try? result.get()) != nil, "\(result)")
         #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/a"))), resource.bytes))
+    }
+
+    /// The file changes on the server while a write of the old version is held: the download starts over,
+    /// but its new probe — whose head empties the file — goes only once the write has returned (emptying the
+    /// file under it is refused), and the file ends as the new version, none of the old write's bytes in it.
+    @Test func aRestartSendsItsProbeOnlyAfterTheHeldWrite() async throws {
+        let held = HeldWrite()
+        defer { held.release() }
+        // The second request (the second connection's range) finds the file changed — once the probe's
+        // first write is held, so that the restart comes while it is under way.
+        let server = try MisbehavingServer(resource: resource, script: MisbehavingServer.Script { request in
+            guard request.index >= 1 else { return .normal }
+            if request.index == 1 {
+                let deadline = ContinuousClock.now + SplicedWriteHandOffTests.deadline
+                while !held.isHolding, ContinuousClock.now < deadline { usleep(1000) }
+            }
+            return .otherVersion
+        })
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = options(held)
+        options.connections = 2
+        options.minimumSegment = 1 << 20
+        let log = CapturingLogHandler.Store()
+        let client = try HaulClient(options: options, logger: CapturingLogHandler.logger(log))
+        print("SplicedWriteHandOffTests: resource seed \(Self.seed)")
+        let task = try client.start(DownloadRequest(url: server.url("/a"), destination: .file(directory + "/a"), ifChangedOnServer: .restart))
+        let restarted = await eventually { !log.with("the file changed on the server: starting over").isEmpty }
+        try #require(restarted, "the change was seen (\(server.requests.count) requests)")
+        #expect(held.isHolding, "the restart came while the old version's write was held")
+        // A whole download beside it on the loop: a probe sent at the restart would have reached the server by its end.
+        try await downloadBeside(client, server, into: directory + "/b", expecting: resource.otherVersion.bytes)
+        #expect(held.isHolding)
+        let requestsWhileHeld = server.requests.count { $0.target == "/a" }
+        #expect(requestsWhileHeld == 2, "no new probe while the write is held (\(requestsWhileHeld) requests)")
+        held.release()
+        let result = try #require(await outcomeWithin(Self.deadline, of: task))
+        #expect((try? result.get()) != nil, "\(result)")
+        #expect(server.requests.count { $0.target == "/a" } > requestsWhileHeld)
+        #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/a"))), resource.otherVersion.bytes))
     }
 
     enum Stop: String, CaseIterable, Sendable { case pause, cancel }
