@@ -158,7 +158,7 @@ private extension FileHandle {
     /// write is held.
     func startHeld(_ client: HaulClient, _ server: MisbehavingServer, _ held: HeldWrite, into path: String) async throws -> DownloadTask {
         print("SplicedWriteHandOffTests: resource seed \(Self.seed)")
-        let task = try client.start(DownloadRequest(url: server.url("/a"), destination: .file(path)))
+        let task = client.start(DownloadRequest(url: server.url("/a"), destination: .file(path)))
         let reached = await eventually { held.isHolding }
         try #require(reached, "the download's first handed-off write reached the writer")
         return task
@@ -167,7 +167,7 @@ private extension FileHandle {
     /// Downloads the resource again into `path` on the same client (the same loop: one loop per client here),
     /// within the deadline, and checks the file.
     func downloadBeside(_ client: HaulClient, _ server: MisbehavingServer, into path: String, expecting: [UInt8]? = nil) async throws {
-        let other = try client.start(DownloadRequest(url: server.url("/b"), destination: .file(path)))
+        let other = client.start(DownloadRequest(url: server.url("/b"), destination: .file(path)))
         let result = try #require(await outcomeWithin(Self.deadline, of: other), "the other download ended")
         #expect((try? result.get()) != nil, "the other download succeeded: \(result)")
         #expect(sameBytes(Array(try Data(contentsOf: URL(fileURLWithPath: path))), expecting ?? resource.bytes))
@@ -216,7 +216,7 @@ private extension FileHandle {
         let log = CapturingLogHandler.Store()
         let client = try HaulClient(options: options, logger: CapturingLogHandler.logger(log))
         print("SplicedWriteHandOffTests: resource seed \(Self.seed)")
-        let task = try client.start(DownloadRequest(url: server.url("/a"), destination: .file(directory + "/a"), ifChangedOnServer: .restart))
+        let task = client.start(DownloadRequest(url: server.url("/a"), destination: .file(directory + "/a"), ifChangedOnServer: .restart))
         let restarted = await eventually { !log.with("the file changed on the server: starting over").isEmpty }
         try #require(restarted, "the change was seen (\(server.requests.count) requests)")
         #expect(held.isHolding, "the restart came while the old version's write was held")
