@@ -70,8 +70,10 @@ import Testing
                 connection.startReadingOnLoop(splicing: { Int64.max }, record.handler!)
             }
         }
-        // The last completion is posted just before its write counts as returned: the wait ends at once.
-        tracking.waitUntilNone()
+        // The last completion is posted just before its write counts as returned: nothing is left under way.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute { tracking.whenAllReturned(on: loop) { continuation.resume() } }
+        }
         #expect(tracking.isEmpty)
         return record
     }

@@ -152,6 +152,12 @@ public struct DownloadOptions: Sendable, CustomReflectable {
         get { fields.box.fields.handsOffSplicedWrites }
         set { fields.unique.fields.handsOffSplicedWrites = newValue }
     }
+    /// Runs on the writer thread before each handed-off write (``handsOffSplicedWrites``): tests hold a
+    /// write with it, as a hung disk would.
+    package var beforeEachHandedOffWrite: (@Sendable () -> Void)? {
+        get { fields.box.fields.beforeEachHandedOffWrite }
+        set { fields.unique.fields.beforeEachHandedOffWrite = newValue }
+    }
     /// Whether a fresh download may write into a file without a name until it needs one
     /// (``WorkingFileChoice``). The session daemon turns it off: it recognises a finished file after a crash by
     /// the inode of its `NAME.part`, which a file without a name does not have until its finish.
@@ -231,6 +237,7 @@ public struct DownloadOptions: Sendable, CustomReflectable {
         var proxy: ProxySettings?
         var splicesBodies: Bool = true
         var handsOffSplicedWrites: Bool = true
+        var beforeEachHandedOffWrite: (@Sendable () -> Void)? = nil
         var writesUnnamedFiles: Bool = true
         var network: NetworkSettings = NetworkSettings()
         var maximumFileSize: Int64? = nil

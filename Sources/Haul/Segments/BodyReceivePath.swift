@@ -75,3 +75,56 @@ enum HandedOffWriteReturn: Equatable {
         return failed ? .fails : .counts
     }
 }
+
+/// What a step of a download does about spliced bytes handed to a writer thread and not yet written
+/// (``BodySink/handOff(piped:count:at:completion:)``). The loop thread never waits for such a write: a step
+/// that must come after them is put off and runs on the loop once they have returned
+/// (``BodySink/afterHandedOffWrites(on:_:)``), while every other connection and timer of the loop goes on.
+///
+/// Every write under way was handed off after the file was last emptied (emptying it refuses to overlap
+/// one, and the probe whose head empties it waits for them), and of the same bytes: the resource as its
+/// validators say. So only emptying the file, sizing it, and giving it up must come after them; a write of
+/// the same offsets puts the same bytes there, in whichever order the two land.
+enum HandedOffWriteOrder: Equatable {
+    /// The step goes ahead now.
+    case now
+    /// The step waits for every write handed off before it, then runs on the loop.
+    case afterWrites
+    /// The step must not happen while a write is under way, and cannot wait (it answers a response head
+    /// on the spot): it fails the download instead. Never the case: the probe whose head it answers waited.
+    case refuse
+
+    enum Step: CaseIterable {
+        /// Sending a probe: its head empties the file (or says how long it is, before mirror checks that
+        /// end in emptying it).
+        case sendProbe
+        /// Sending a request for a segment, or a mirror's check: their heads change nothing in the file.
+        case sendOther
+        /// Emptying the file and reserving its length (a probe's head, the end of the mirror checks).
+        case prepareFile
+        /// Opening a resumed download's `.part` as it is: nothing in it changes.
+        case openPartialFile
+        /// Writing body bytes from the loop (read, not spliced): the same bytes as any write of those
+        /// offsets under way.
+        case writeFromLoop
+        /// Sizing the output, every byte written, before the download is done: the size must be the one
+        /// the writes leave.
+        case checkOutput
+        /// Pausing: the bytes of the writes under way count first, so the pause keeps them (and a pause
+        /// right after the first bytes is not taken for one before any, which keeps nothing).
+        case pause
+        /// Cancelling: stops the download at once; its end waits.
+        case cancel
+        /// The end: none lands after it (the rename, the removal, another run's writes of the `.part`).
+        case end
+    }
+
+    static func decide(_ step: Step, writesUnderway: Bool) -> HandedOffWriteOrder {
+        guard writesUnderway else { return .now }
+        switch step {
+        case .sendOther, .openPartialFile, .writeFromLoop, .cancel: return .now
+        case .sendProbe, .checkOutput, .pause, .end: return .afterWrites
+        case .prepareFile: return .refuse
+        }
+    }
+}

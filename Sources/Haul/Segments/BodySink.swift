@@ -28,9 +28,14 @@ final class BodySink: @unchecked Sendable {
     /// Spliced bytes handed to writer threads and not yet written (``handOff(piped:count:at:completion:)``);
     /// made by the first hand-off, so that small files and TLS never pay for it.
     private var handOffs: WritesInFlight?
+    /// Runs on the writer thread before each handed-off write (tests hold one with it).
+    private let beforeEachHandedOffWrite: (@Sendable () -> Void)?
+    /// Set at the download's end: a hand-off after it would land in a file given up.
+    private var handOffsClosed = false
 
     init(file: OutputFile?, stream: OrderedStream?, memoryLimit: Int64?, maximumFileSize: Int64? = nil, partKnownEmpty: Bool = false,
-         label: String) {
+         label: String, beforeEachHandedOffWrite: (@Sendable () -> Void)? = nil) {
+        self.beforeEachHandedOffWrite = beforeEachHandedOffWrite
         self.kind = stream != nil ? .stream : memoryLimit != nil ? .memory : .file
         self.file = file
         self.stream = stream
@@ -56,7 +61,7 @@ final class BodySink: @unchecked Sendable {
 
     /// Opens the `.part` of a download resumed from its journal (kept as it is), unless it is open already.
     func openPartial(_ path: String, length: Int64) throws(HaulError) {
-        awaitHandedOffWrites()
+        // No wait for writes under way (``HandedOffWriteOrder/Step/openPartialFile``): nothing in the file changes.
         bound = length
         guard file == nil else { return }
         do { file = try OutputFile.open(path, truncate: false) } catch { throw .disk(path: path, error) }
@@ -66,8 +71,11 @@ final class BodySink: @unchecked Sendable {
     /// filesystem has room for them (counting what the file already holds, since it is truncated). A
     /// stream only learns the bound; memory is held to its limit.
     func prepare(length: Int64?, preallocate: Bool, partPath: String, resolvedURL: HTTPURL) throws(HaulError) {
-        // A write still under way from an exchange that was stopped would land in the file made empty here.
-        awaitHandedOffWrites()
+        // A write still under way from an exchange that was stopped would land in the file made empty here;
+        // this answers a head on the spot and cannot wait for it (the probe waited before it was sent).
+        if HandedOffWriteOrder.decide(.prepareFile, writesUnderway: hasHandOffsUnderway) == .refuse {
+            throw .unexpected("\(label) would be emptied while spliced bytes handed to a writer are still being written into it")
+        }
         bound = length
         let size = length ?? 0
         switch kind {
@@ -127,8 +135,8 @@ final class BodySink: @unchecked Sendable {
             return
         }
         guard let file else { throw .unexpected("no file to write \(bytes.count) bytes at \(offset) into") }
-        // A stopped exchange's write of these offsets, still under way, must not land after this one.
-        awaitHandedOffWrites()
+        // No wait for a stopped exchange's write of these offsets still under way
+        // (``HandedOffWriteOrder/Step/writeFromLoop``): it puts the same bytes there.
         do { try file.write(bytes, at: offset) } catch { throw .disk(path: label, error) }
     }
 
@@ -148,7 +156,10 @@ final class BodySink: @unchecked Sendable {
         guard offset >= 0, offset + Int64(count) <= bound ?? Int64.max, kind == .file, let file else {
             throw .unexpected("refusing to splice \(count) bytes at \(offset) of a \(bound ?? -1)-byte file")
         }
-        let tracking = handOffs ?? WritesInFlight()
+        guard !handOffsClosed else {
+            throw .unexpected("refusing to hand off \(count) bytes at \(offset) after the download's end")
+        }
+        let tracking = handOffs ?? WritesInFlight(beforeEachWrite: beforeEachHandedOffWrite)
         handOffs = tracking
         let label = label
         piped.handOff(count, into: file.fileDescriptor, keeping: file, at: offset, tracking: tracking) { result in
@@ -159,11 +170,16 @@ final class BodySink: @unchecked Sendable {
     /// Whether a write handed off has not returned yet.
     var hasHandOffsUnderway: Bool { handOffs.map { !$0.isEmpty } ?? false }
 
-    /// Waits until every write handed off has returned (at once when none is under way): before the file is
-    /// truncated, written from the loop, or given up by the end of the download.
-    func awaitHandedOffWrites() {
-        guard let handOffs, !handOffs.isEmpty else { return }
-        handOffs.waitUntilNone()
+    /// Runs `action` on `loop` once every write handed off so far has returned: at once when none is under
+    /// way, else from the last one's return (``WritesInFlight/whenAllReturned(on:_:)``). Never waits.
+    func afterHandedOffWrites(on loop: EventLoop, _ action: @escaping () -> Void) {
+        guard let handOffs else { return action() }
+        handOffs.whenAllReturned(on: loop, action)
+    }
+
+    /// No more hand-offs: the download has ended (its end came after every write handed off before).
+    func closeHandOffs() {
+        handOffsClosed = true
     }
 
     /// Starts write-back of `start..<end` off the loop; a failure surfaces at the next sync of the file.
@@ -190,7 +206,10 @@ final class BodySink: @unchecked Sendable {
     /// How far the output holds the file: the stream's delivered bytes, or the file's size.
     func size() throws(HaulError) -> Int64 {
         if let stream { return stream.delivered }
-        awaitHandedOffWrites()
+        // The driver sizes the file only after the writes (``HandedOffWriteOrder/Step/checkOutput``).
+        guard !hasHandOffsUnderway else {
+            throw .unexpected("\(label) sized while spliced bytes handed to a writer are still being written into it")
+        }
         guard let file else { throw .unexpected("\(label) is not open") }
         do { return try file.size() } catch { throw .disk(path: label, error) }
     }

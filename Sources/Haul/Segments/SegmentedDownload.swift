@@ -70,7 +70,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.refresher = refresher
         self.finalNameIsNew = finalNameIsNew
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
-                        partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "")
+                        partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "",
+                        beforeEachHandedOffWrite: options.beforeEachHandedOffWrite)
         settings = .init(client: client, splicesBodies: options.splicesBodies, synchronizesToDisk: options.synchronizesToDisk,
                          rateLimiter: options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }, logger: logger,
                          handsOffSplicedWrites: options.handsOffSplicedWrites)
@@ -127,13 +128,14 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
 
     func fail(_ error: HaulError) { run(machine.fail(error)) }
     func pauseOnLoop() {
-        // Bytes handed to the writer count when their completions run on the loop: a pause waits for the writes
-        // under way and comes after their completions (queued before each write counts as returned), so that
-        // it keeps those bytes — and a pause right after the first bytes came is not taken for one before them,
-        // which would keep nothing.
-        guard sink.hasHandOffsUnderway else { return run(machine.pause()) }
-        sink.awaitHandedOffWrites()
-        loop.execute { [self] in run(machine.pause()) }
+        // Bytes handed to the writer count when their completions run on the loop: a pause comes after the
+        // writes under way and their completions (``HandedOffWriteOrder/Step/pause``), so that it keeps those
+        // bytes — and a pause right after the first bytes came is not taken for one before them, which would
+        // keep nothing. The loop goes on meanwhile.
+        switch HandedOffWriteOrder.decide(.pause, writesUnderway: sink.hasHandOffsUnderway) {
+        case .now, .refuse: run(machine.pause())
+        case .afterWrites: sink.afterHandedOffWrites(on: loop) { [self] in run(machine.pause()) }
+        }
     }
     func cancelOnLoop() { run(machine.cancel()) }
 
@@ -162,7 +164,18 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .send(let assignment):
             // A stop carried out before this action may have ended the download or moved the connection on.
             guard machine.isCurrent(connection: assignment.connection, serial: assignment.serial) else { return true }
-            worker(assignment.connection).start(assignment)
+            let step: HandedOffWriteOrder.Step = assignment.role == .probe ? .sendProbe : .sendOther
+            switch HandedOffWriteOrder.decide(step, writesUnderway: sink.hasHandOffsUnderway) {
+            case .now, .refuse:
+                worker(assignment.connection).start(assignment)
+            case .afterWrites:
+                // A probe after a restart: its head empties the file, which no write still under way may
+                // land in. Sent once they have returned, unless the download moved on meanwhile.
+                sink.afterHandedOffWrites(on: loop) { [self] in
+                    guard !machine.isStopped, machine.isCurrent(connection: assignment.connection, serial: assignment.serial) else { return }
+                    worker(assignment.connection).start(assignment)
+                }
+            }
         case .stop(let connection):
             madeWorker(connection)?.stop()
         case .retry(let connection, let delay):
@@ -240,7 +253,15 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             pieceHasher = hasher
             hasher.hash(checks, in: file)
         case .checkOutput:
-            do { run(machine.outputChecked(size: try sink.size())) } catch { return failed(error) }
+            // Always a batch's last action: nothing after it runs before the check.
+            switch HandedOffWriteOrder.decide(.checkOutput, writesUnderway: sink.hasHandOffsUnderway) {
+            case .now, .refuse:
+                do { run(machine.outputChecked(size: try sink.size())) } catch { return failed(error) }
+            case .afterWrites:
+                sink.afterHandedOffWrites(on: loop) { [self] in
+                    do throws(HaulError) { run(machine.outputChecked(size: try sink.size())) } catch { run(machine.fail(error)) }
+                }
+            }
         case .log(let level, let message, let metadata):
             logger.log(level: level, message, metadata: metadata())
         case .end(let report, let wait):
@@ -334,8 +355,17 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     /// Reports the end once `wait` is over: the file unlocked after a failure or a pause.
     private func end(_ report: DownloadStateMachine.Report, after wait: DownloadStateMachine.EndWait) {
         // The download ends only once every write handed to a writer thread has returned: none may land in
-        // the file after its end (a rename, a removal, another run's write of the same `.part`).
-        sink.awaitHandedOffWrites()
+        // the file after its end (a rename, a removal, another run's write of the same `.part`). The loop goes
+        // on meanwhile; the download has stopped, so nothing hands off more.
+        sink.closeHandOffs()
+        switch HandedOffWriteOrder.decide(.end, writesUnderway: sink.hasHandOffsUnderway) {
+        case .now, .refuse: endAfterWrites(report, after: wait)
+        case .afterWrites: sink.afterHandedOffWrites(on: loop) { [self] in endAfterWrites(report, after: wait) }
+        }
+    }
+
+    /// ``end(_:after:)`` once no write handed off is under way.
+    private func endAfterWrites(_ report: DownloadStateMachine.Report, after wait: DownloadStateMachine.EndWait) {
         let checkpointed = if case .checkpoint = wait { true } else { false }
         // Nothing to wait for (every small file's end): delivered here, without a closure holding a copy of
         // the report (an allocation, and the report copied in and destroyed again, once per file).

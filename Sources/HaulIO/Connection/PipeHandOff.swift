@@ -2,38 +2,44 @@ import Glibc
 import SystemPackage
 
 // The pipe → file half of a splice on another thread: the loop thread splices socket → pipe (cheap), a
-// blocking-work thread moves the pipe's bytes into the file (the page-cache copy, two thirds of a big
+// writer thread moves the pipe's bytes into the file (the page-cache copy, two thirds of a big
 // download's CPU: docs/benchmarks.md, "One big file: the floor, and Haul's distance from it"), and the loop
 // learns the result in a completion. The pipe belongs to the writer until then; the connection's reader is
 // stopped meanwhile, so at most one pipe's worth per connection is ever in flight (the backpressure: the
 // socket is not read while its pipe is full).
 
 /// Writes handed to a writer and not yet returned, run one at a time in the order given, and counted so
-/// that a thread can wait until none is — before anything that must not overlap them (truncating the file,
-/// a write of the same bytes from the receive buffer, the end of the download).
+/// that what must not overlap them — emptying the file, sizing it, the end of the download — can be put
+/// off until they have returned (``whenAllReturned(on:_:)``) without the loop thread ever waiting for one:
+/// a write hung in the kernel (a dying disk, a stuck network file system) then stalls its own download,
+/// not every connection and timer of the loop.
 ///
 /// One writer at a time per queue (per download): writers of one file in parallel would only queue on the
 /// file's lock in the kernel, and each extra one costs wake-ups (measured: 8 pool threads for 8 connections
-/// took 40% more CPU per GiB than one). The writer is a blocking-work thread that drains the queue and
-/// returns to the pool once it is empty; the next write starts another.
+/// took 40% more CPU per GiB than one). The writer is a thread of a pool kept for these writes alone
+/// (`BlockingThreadPool.writers`), which drains the queue and returns to the pool once it is empty; the next
+/// write starts another. No other blocking work runs on those threads, so none can keep a write from starting.
 package final class WritesInFlight: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is guarded by `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let returned = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    /// Writes submitted and not yet returned (waiting or running).
-    private var count = 0
+    /// Writes submitted, and writes returned: they return in the order submitted (one writer, a FIFO), so
+    /// the writes submitted before a point have all returned once `returned` reaches `submitted` as it was then.
+    private var submitted = 0
+    private var returned = 0
     private var waiting: [@Sendable () -> Void] = []
     private var draining = false
+    /// What waits for the writes submitted before it (``whenAllReturned(on:_:)``), oldest first.
+    private var followers: [(after: Int, action: LoopAction)] = []
+    /// Runs on the writer thread before each write (tests hold a write with it).
+    private let beforeEachWrite: (@Sendable () -> Void)?
 
-    package init() {
+    package init(beforeEachWrite: (@Sendable () -> Void)? = nil) {
+        self.beforeEachWrite = beforeEachWrite
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(returned, nil)
     }
 
     deinit {
-        pthread_cond_destroy(returned)
         pthread_mutex_destroy(mutex)
-        returned.deallocate()
         mutex.deallocate()
     }
 
@@ -41,12 +47,12 @@ package final class WritesInFlight: @unchecked Sendable {
     /// on its way.
     package func submit(_ write: @escaping @Sendable () -> Void) {
         pthread_mutex_lock(mutex)
-        count += 1
+        submitted += 1
         waiting.append(write)
         let starts = !draining
         draining = true
         pthread_mutex_unlock(mutex)
-        if starts { BlockingWork.start { [self] in drain() } }
+        if starts { BlockingThreadPool.writers.submit { [self] in drain() } }
     }
 
     /// Runs the queued writes in order until none is left.
@@ -61,34 +67,62 @@ package final class WritesInFlight: @unchecked Sendable {
             let writes = waiting
             waiting.removeAll(keepingCapacity: true)
             pthread_mutex_unlock(mutex)
-            for write in writes { write() }
+            for write in writes {
+                beforeEachWrite?()
+                write()
+            }
         }
     }
 
-    /// Counts one write as returned (from the thread that ran it).
+    /// Counts one write as returned (from the thread that ran it), and queues on their loops what waited
+    /// for it.
     package func end() {
         pthread_mutex_lock(mutex)
-        count -= 1
-        let none = count == 0
+        returned += 1
+        let due = followers.prefix { $0.after <= returned }.count
+        let ready = followers[..<due].map(\.action)
+        if due > 0 { followers.removeFirst(due) }
         pthread_mutex_unlock(mutex)
-        if none { pthread_cond_broadcast(returned) }
+        for follower in ready { follower.queue() }
     }
 
     /// Whether any write is under way right now.
     package var isEmpty: Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return count == 0
+        return returned == submitted
     }
 
-    /// Blocks until every write begun has returned. A write does not need the caller's thread to return
-    /// (it runs on a blocking-work thread), so this ends when the writes do: at once on a working disk,
-    /// never while one hangs inside the kernel (as a write on the loop thread would hang there).
-    package func waitUntilNone() {
+    /// Runs `action` on `loop` once every write submitted before this call has returned — at once, here,
+    /// when none is under way; otherwise on a later turn of the loop, after the last of those writes'
+    /// completions (queued before the write counts as returned). Never waits. Writes submitted after this
+    /// call do not hold `action` up. Loop thread only.
+    ///
+    /// If `loop` has stopped by then, `action` does not run (as no task queued on a stopped loop does).
+    package func whenAllReturned(on loop: EventLoop, _ action: @escaping () -> Void) {
+        precondition(loop.inEventLoop, "WritesInFlight.whenAllReturned(on:_:) off its loop")
         pthread_mutex_lock(mutex)
-        while count > 0 { pthread_cond_wait(returned, mutex) }
+        guard returned < submitted else {
+            pthread_mutex_unlock(mutex)
+            return action()
+        }
+        followers.append((after: submitted, action: LoopAction(loop: loop, action: action)))
         pthread_mutex_unlock(mutex)
     }
+}
+
+/// An action of a loop-confined owner, carried to a writer thread and queued back on its loop from there.
+/// @unchecked Sendable: `action` runs on `loop` only.
+private final class LoopAction: @unchecked Sendable {
+    let loop: EventLoop
+    let action: () -> Void
+
+    init(loop: EventLoop, action: @escaping () -> Void) {
+        self.loop = loop
+        self.action = action
+    }
+
+    func queue() { loop.execute { [self] in action() } }
 }
 
 /// What became of a hand-off (``PipedBytes/handOff(_:into:keeping:at:tracking:completion:)``).
@@ -120,8 +154,8 @@ extension PipedBytes {
         tracking.submit {
             let result = PipedBytes.moveAll(count, from: source, into: file, at: offset)
             withExtendedLifetime(owner) {}
-            // Queued before the write counts as returned: whoever waits for the writes
-            // (``WritesInFlight/waitUntilNone()``) and then queues a task on the loop has it run after this.
+            // Queued before the write counts as returned: what waits for the writes
+            // (``WritesInFlight/whenAllReturned(on:_:)``) is queued on the loop after this.
             _ = job.loop.executeUnlessShuttingDown { job.returned(result) }
             tracking.end()
         }

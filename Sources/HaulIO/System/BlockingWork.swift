@@ -31,8 +31,14 @@ public enum BlockingWork {
 final class BlockingThreadPool: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is guarded by `mutex`.
 
-    static let shared = BlockingThreadPool()
+    static let shared = BlockingThreadPool(threadName: "haul-blocking")
+    /// The threads that move handed-off spliced bytes into their files (``WritesInFlight``), and nothing
+    /// else: no other blocking work (a hook's wait, a loop's shutdown, an `fdatasync`) can hold up a write's
+    /// start.
+    static let writers = BlockingThreadPool(threadName: "haul-writer")
     static let maximumThreads = 16
+
+    private let threadName: String
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let wakeUp = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -41,7 +47,8 @@ final class BlockingThreadPool: @unchecked Sendable {
     private var threads = 0
     private var idle = 0
 
-    private init() {
+    private init(threadName: String) {
+        self.threadName = threadName
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(wakeUp, nil)
     }
@@ -59,7 +66,7 @@ final class BlockingThreadPool: @unchecked Sendable {
         if wakes { pthread_cond_signal(wakeUp) }
         guard needsThread else { return }
         do {
-            try PosixThread.spawnDetached(name: "haul-blocking") { [self] in work() }
+            try PosixThread.spawnDetached(name: threadName) { [self] in work() }
         } catch {
             pthread_mutex_lock(mutex)
             threads -= 1
