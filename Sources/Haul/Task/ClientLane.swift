@@ -35,6 +35,9 @@ final class ClientLane: Sendable {
     /// its first tick, and scheduling and cancelling a timer for each cost a clock read, a heap entry, a
     /// closure and a cancellation per file.
     nonisolated(unsafe) private var progressTicker: TimerID?
+    /// The lane's once-a-second speed check (``startSpeedChecks()``), pending while downloads here check their
+    /// connections' speeds; loop-confined, one timer for the lane as ``progressTicker`` is.
+    nonisolated(unsafe) private var speedTicker: TimerID?
 
     init(index: Int, options: DownloadOptions) throws(HaulError) {
         self.index = index
@@ -92,6 +95,21 @@ final class ClientLane: Sendable {
                 if download.progressTick() { running = true }
             }
             if running { startProgressTicks() }
+        }
+    }
+
+    /// A download here started its speed checks (``SegmentedDownload/checkSpeeds()``): they run once a second
+    /// until no download here wants them. A download's first check comes within a second of the call (its
+    /// first sample, which the checks measure the next ones from). Loop thread only.
+    func startSpeedChecks() {
+        guard speedTicker == nil else { return }
+        speedTicker = loop.scheduleTimer(after: .seconds(1)) { [self] in
+            speedTicker = nil
+            var checking = false
+            for download in downloads.values {
+                if download.speedCheckTick() { checking = true }
+            }
+            if checking { startSpeedChecks() }
         }
     }
 

@@ -331,7 +331,7 @@ public final class DownloadTask: @unchecked Sendable {
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
                 pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
                 followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher,
-                finalNameIsNew: prepared.finalNameIsNew, logger: logger)
+                finalNameIsNew: prepared.finalNameIsNew, logger: logger, armSpeedChecks: { [lane] in lane.startSpeedChecks() })
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
@@ -551,6 +551,16 @@ public final class DownloadTask: @unchecked Sendable {
         let snapshot = download.snapshot()
         publish(snapshot, phase: snapshot.total == nil && snapshot.bytesDone == 0 ? .connecting : .downloading)
         return true
+    }
+
+    /// The lane's once-a-second tick (``ClientLane/startSpeedChecks()``): the running download checks its
+    /// connections' speeds. Whether it still wants the tick afterwards. Loop thread only.
+    func speedCheckTick() -> Bool {
+        guard let download = lifecycle.run, download.checksSpeeds else { return false }
+        download.checkSpeeds()
+        // The check may have ended or paused the run.
+        guard let after = lifecycle.run else { return false }
+        return after.checksSpeeds
     }
 
     private func publish(phase: DownloadProgress.Phase) {
