@@ -35,7 +35,7 @@ public enum SuggestedFileName {
         if path.utf8.allSatisfy({ $0 < 0x80 }) {
             // ASCII (a path as sent, percent-encoded): its last segment found by bytes, not by splitting the
             // whole path into Characters, which was a measurable part of starting each of many small downloads.
-            last = String(path[(path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path.utf8.index(after: $0) } ?? path.startIndex)...])
+            last = String(path[(path.lastSlashByteIndex.map { path.utf8.index(after: $0) } ?? path.startIndex)...])
         } else {
             last = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
         }
