@@ -1,4 +1,5 @@
 import Haul
+import HaulIO
 import Synchronization
 
 /// The names a destination directory held when a run started, so that the check for a file an earlier run
@@ -115,8 +116,12 @@ public struct SeenPaths: Sendable {
 
     /// Adds `path`; true when it was certainly not there before.
     public mutating func insert(_ path: String) -> Bool {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        // The bytes where they lie: iterating `utf8` cost about 12 instructions a byte, once per file of a list.
+        var hash: UInt64 = path.withUTF8Bytes { bytes in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return hash
+        }
         // Two indices from the hash's halves, mixed first (splitmix64's finalizer) so that both depend on
         // every byte.
         hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9
