@@ -76,6 +76,57 @@ struct EventLoopTests {
         #expect(ranCount == 100)
     }
 
+    /// Work deferred to the end of the turn (what a finished exchange's completion goes through) runs after
+    /// the task that deferred it has returned, never inside it, in the order deferred.
+    @Test func workDeferredToTheTurnsEndRunsAfterItsCallerInOrder() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let log = TurnLog()
+        let entries = await withCheckedContinuation { (continuation: CheckedContinuation<[String], Never>) in
+            loop.execute {
+                let first = TurnWorkProbe(name: "a", loop: loop, log: log)
+                let second = TurnWorkProbe(name: "b", loop: loop, log: log)
+                second.whenDone = { continuation.resume(returning: log.entries.withLock { $0 }) }
+                loop.runAfterThisTurn(first)
+                loop.runAfterThisTurn(second)
+                log.entries.withLock { $0.append("caller") }
+            }
+        }
+        #expect(entries == ["caller", "a", "b"])
+    }
+
+    /// Work that defers more work runs it on the next turn, which must not wait in `epoll_wait` for an
+    /// unrelated event: a chain of 200 on an otherwise idle loop would hang at its first link otherwise. A
+    /// watchdog wakes the loop from outside after a generous deadline, and the test then fails.
+    @Test func workDeferredFromDeferredWorkRunsOnTheNextTurnWithoutAWakeUp() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let log = TurnLog()
+        let waiter = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        let finish: @Sendable (Bool) -> Void = { finished in waiter.withLock { $0.take() }?.resume(returning: finished) }
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            finish(false)
+            loop.execute {}
+        }
+        let before = loop.wakeUps.load(ordering: .relaxed)
+        let finished = await withCheckedContinuation { continuation in
+            waiter.withLock { $0 = continuation }
+            loop.execute {
+                let chain = TurnWorkProbe(name: "link", loop: loop, log: log)
+                chain.again = 199
+                chain.whenDone = { finish(true) }
+                loop.runAfterThisTurn(chain)
+            }
+        }
+        watchdog.cancel()
+        let links = log.entries.withLock { $0.count }
+        #expect(finished, "the chain stopped after \(links) of 200 links")
+        #expect(links == 200)
+        // The first task's own wake-up at most; none for the links.
+        #expect(loop.wakeUps.load(ordering: .relaxed) - before <= 1)
+    }
+
     @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
@@ -230,5 +281,37 @@ struct EventLoopShutdownTests {
         }
         #expect(tookForTheLoop == 0)
         loop.shutdown()  // a second shutdown from another thread than the first returns at once
+    }
+}
+
+/// What ``TurnWorkProbe``s ran, in order.
+private final class TurnLog: Sendable {
+    let entries = Mutex<[String]>([])
+}
+
+/// Work deferred to the end of a loop turn that notes each run, defers itself `again` more times, then calls
+/// `whenDone`.
+private final class TurnWorkProbe: LoopTurnWork, @unchecked Sendable {
+    // @unchecked Sendable: made on the loop thread and touched only there.
+    let name: String
+    let loop: EventLoop
+    let log: TurnLog
+    var again = 0
+    var whenDone: (() -> Void)?
+
+    init(name: String, loop: EventLoop, log: TurnLog) {
+        self.name = name
+        self.loop = loop
+        self.log = log
+    }
+
+    func runAfterTurn() {
+        log.entries.withLock { $0.append(name) }
+        if again > 0 {
+            again -= 1
+            loop.runAfterThisTurn(self)
+        } else {
+            whenDone?()
+        }
     }
 }

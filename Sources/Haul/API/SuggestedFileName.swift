@@ -1,4 +1,5 @@
 import HaulHTTP
+import HaulIO
 
 /// The name a download into a directory is saved under: the server's suggestion (`Content-Disposition`),
 /// else the last segment of the final URL's path, else `index.html` — always made safe to use as one path
@@ -32,10 +33,10 @@ public enum SuggestedFileName {
     public static func forURL(_ url: HTTPURL) -> String {
         let path = url.path
         let last: String
-        if path.utf8.allSatisfy({ $0 < 0x80 }) {
+        if path.withUTF8Bytes({ $0.allSatisfy { $0 < 0x80 } }) {
             // ASCII (a path as sent, percent-encoded): its last segment found by bytes, not by splitting the
             // whole path into Characters, which was a measurable part of starting each of many small downloads.
-            last = String(path[(path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path.utf8.index(after: $0) } ?? path.startIndex)...])
+            last = String(path[(path.lastSlashByteIndex.map { path.utf8.index(after: $0) } ?? path.startIndex)...])
         } else {
             last = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
         }
@@ -46,12 +47,12 @@ public enum SuggestedFileName {
     static func sanitized(_ raw: String) -> String? {
         // Printable ASCII without a slash or backslash, short enough and not starting with a dot or a space
         // nor ending in one: nothing below would change it but the working-suffix rule.
-        let bytes = raw.utf8
-        if let first = bytes.first, let last = bytes.last, bytes.count <= maximumBytes,
-           first != UInt8(ascii: "."), first != UInt8(ascii: " "), last != UInt8(ascii: " "),
-           bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\\") }) {
-            return outsideWorkingNames(raw)
+        let plain = raw.withUTF8Bytes { bytes in
+            guard let first = bytes.first, let last = bytes.last, bytes.count <= maximumBytes,
+                  first != UInt8(ascii: "."), first != UInt8(ascii: " "), last != UInt8(ascii: " ") else { return false }
+            return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\\") }
         }
+        if plain { return outsideWorkingNames(raw) }
         var scalars = String.UnicodeScalarView()
         for scalar in raw.unicodeScalars {
             switch scalar.value {
@@ -107,7 +108,7 @@ public enum SuggestedFileName {
     /// Decodes `%XX` escapes; invalid escapes stay as they are, invalid UTF-8 becomes U+FFFD.
     static func percentDecoded(_ text: String) -> String {
         // No escape (most names): the text as it is, which is what decoding its bytes would give.
-        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
+        guard text.withUTF8Bytes({ $0.contains(UInt8(ascii: "%")) }) else { return text }
         var bytes: [UInt8] = []
         var utf8 = Array(text.utf8)[...]
         while let byte = utf8.popFirst() {

@@ -20,12 +20,14 @@ struct ResponseFacts: Sendable, Equatable {
     /// out: empty when the body is the representation's own bytes. A value that is not a list of tokens is
     /// kept whole, as one coding nobody knows, so that it never passes for identity.
     var contentCodings: [String]
+    /// The first `Retry-After` value, when it parses (a `503`'s or `429`'s wait before the next attempt).
+    var retryAfter: RetryAfter?
 
     /// `contentTypes` and `contentEncodings` are field values as sent (a response may carry several fields
     /// of each), parsed here once.
     init(status: Int, reason: String = "", contentRange: String? = nil, entityTag: EntityTag? = nil,
          lastModified: HTTPDate? = nil, framing: BodyFraming = .contentLength(0), location: String? = nil,
-         contentTypes: [String] = [], contentEncodings: [String] = []) {
+         contentTypes: [String] = [], contentEncodings: [String] = [], retryAfter: RetryAfter? = nil) {
         self.status = status
         self.reason = reason
         self.contentRange = contentRange
@@ -35,11 +37,12 @@ struct ResponseFacts: Sendable, Equatable {
         self.location = location
         (self.contentType, self.mediaType) = Self.chosenContentType(contentTypes)
         self.contentCodings = Self.codings(contentEncodings)
+        self.retryAfter = retryAfter
     }
 
     /// The fields ``init(_:)`` reads, found in one pass over the head (in this order: the indices below).
     private static let readFieldNames = FieldNameSet([
-        "content-range", "etag", "last-modified", "location", "content-type", "content-encoding",
+        "content-range", "etag", "last-modified", "location", "content-type", "content-encoding", "retry-after",
     ])
 
     init(_ head: ResponseHead) {
@@ -49,7 +52,7 @@ struct ResponseFacts: Sendable, Equatable {
         self.framing = head.framing
         // One pass over the fields finds every one read here: a lookup per name went over them all again each
         // time, most of the cost of these facts for every small file's response.
-        var contentRange = -1, entityTag = -1, lastModified = -1, location = -1, contentType = -1
+        var contentRange = -1, entityTag = -1, lastModified = -1, location = -1, contentType = -1, retryAfter = -1
         var contentTypeCount = 0, contentEncodingCount = 0
         fields.forEachField(named: Self.readFieldNames) { index, name in
             switch name {
@@ -60,7 +63,8 @@ struct ResponseFacts: Sendable, Equatable {
             case 4:
                 if contentType < 0 { contentType = index }
                 contentTypeCount += 1
-            default: contentEncodingCount += 1
+            case 5: contentEncodingCount += 1
+            default: if retryAfter < 0 { retryAfter = index }
             }
         }
         self.contentRange = contentRange < 0 ? nil : latin1String(fields.value(at: contentRange))
@@ -80,6 +84,7 @@ struct ResponseFacts: Sendable, Equatable {
             (self.contentType, self.mediaType) = (nil, nil)
         }
         self.contentCodings = contentEncodingCount == 0 ? [] : Self.codings(fields.all("content-encoding").map(latin1String))
+        self.retryAfter = retryAfter < 0 ? nil : RetryAfter(fields.value(at: retryAfter))
     }
 
     /// Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be hidden

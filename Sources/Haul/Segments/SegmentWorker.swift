@@ -123,9 +123,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
 
     func didReceiveHead(_ head: ResponseHead) throws -> HeadDecision {
         guard !host.isStopped else { return .abandon }
-        retryAfter = head.fields.first("retry-after").flatMap { RetryAfter($0) }
-            .map { .seconds($0.delay(now: Int64(time(nil)))) }
+        // The wait a `Retry-After` asks for, read with the other facts in their one pass over the fields.
         let facts = ResponseFacts(head)
+        retryAfter = facts.retryAfter.map { .seconds($0.delay(now: Int64(time(nil)))) }
         settings.logger.debug("received response head", metadata: [
             LogKey.connection: "\(id)", LogKey.status: "\(facts.status)", LogKey.url: "\(assignment.map { "\($0.url)" } ?? "-")",
             "haul.content_length": "\(facts.declaredLength.map { "\($0)" } ?? "-")",

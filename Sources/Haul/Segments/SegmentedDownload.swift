@@ -37,7 +37,13 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
     /// Connection slots taken from the budget (a connection may hold one before its worker's first exchange).
     private var slotsHeld = 0
     private var retryTimers: [Int: TimerID] = [:]
-    private var monitor: TimerID?
+    /// Whether the speed checks run for this download: from the machine's `.scheduleSpeedChecks` to its
+    /// `.stopTimers`. They run once a second on the lane's tick (``checkSpeeds()``), armed through
+    /// `armSpeedChecks`: a download of its own timer paid a schedule and a cancellation for every small file,
+    /// which ends long before its first check.
+    private(set) var checksSpeeds = false
+    /// Arms the tick that calls ``checkSpeeds()`` once a second while downloads want it.
+    private let armSpeedChecks: () -> Void
     private var checkpointTimer: TimerID?
     private var checkpointer: Checkpointer?
     private var resumeJournal: ResumeJournal?
@@ -56,7 +62,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
          stream: OrderedStream? = nil, memoryLimit: Int? = nil, created: EarlyStopCleanup.Created = .init(),
          conditional: ConditionalProbe? = nil, pieceHashes: PieceHashes? = nil, expectedSize: Int64? = nil,
          followsMetalink: Bool = false, refresher: URLRefresher? = nil, finalNameIsNew: Bool = false,
-         logger: Logger = .haulDisabled) {
+         logger: Logger = .haulDisabled, armSpeedChecks: @escaping () -> Void) {
         precondition(destination != nil || resolveName != nil || stream != nil || memoryLimit != nil,
                      "a download needs a destination or a way to name it")
         precondition(memoryLimit == nil || file != nil, "a download into memory is given its in-memory file")
@@ -68,6 +74,7 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         self.resolveName = destination == nil ? resolveName : nil
         self.resumeJournal = resume?.journal
         self.refresher = refresher
+        self.armSpeedChecks = armSpeedChecks
         self.finalNameIsNew = finalNameIsNew
         sink = BodySink(file: file, stream: stream, memoryLimit: memoryLimit.map(Int64.init), maximumFileSize: options.maximumFileSize,
                         partKnownEmpty: (created.part || created.unnamed) && resume == nil, label: "",
@@ -198,9 +205,9 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
             retryTimers.removeAll()
             pieceHasher?.stop()
         case .stopTimers:
-            if let monitor { loop.cancelTimer(monitor) }
+            checksSpeeds = false
             if let checkpointTimer { loop.cancelTimer(checkpointTimer) }
-            (monitor, checkpointTimer) = (nil, nil)
+            checkpointTimer = nil
         case .releaseConnections(let keeping):
             if keeping == 0 { budget.stopWaiting(owner: self) }
             budget.giveBack(max(0, slotsHeld - keeping))
@@ -239,7 +246,8 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         case .checkpoint(let written):
             checkpoint(written)
         case .scheduleSpeedChecks:
-            scheduleSpeedChecks()
+            checksSpeeds = true
+            armSpeedChecks()
         case .commitStream(let range, let connection, let serial, let window):
             var failure: HaulError?
             do { try sink.commit(range) } catch { failure = error }
@@ -321,18 +329,17 @@ final class SegmentedDownload: SegmentWorkerHost, @unchecked Sendable {
         }
     }
 
-    private func scheduleSpeedChecks() {
-        monitor = loop.scheduleTimer(after: .seconds(1)) { [self] in
-            scheduleSpeedChecks()
-            var received: [Int: Int64] = [:]
-            var paused: Set<Int> = []
-            for connection in machine.connections where connection.isBusy {
-                guard let worker = madeWorker(connection.id) else { continue }
-                received[connection.id] = worker.bytesReceived
-                if worker.readsPaused { paused.insert(connection.id) }
-            }
-            run(machine.speedTick(received: received, readsPaused: paused, durableBytes: checkpointer?.durableBytes))
+    /// The once-a-second speed check (``ConnectionSpeedWatch``), while ``checksSpeeds``. Loop thread only.
+    func checkSpeeds() {
+        guard checksSpeeds else { return }
+        var received: [Int: Int64] = [:]
+        var paused: Set<Int> = []
+        for connection in machine.connections where connection.isBusy {
+            guard let worker = madeWorker(connection.id) else { continue }
+            received[connection.id] = worker.bytesReceived
+            if worker.readsPaused { paused.insert(connection.id) }
         }
+        run(machine.speedTick(received: received, readsPaused: paused, durableBytes: checkpointer?.durableBytes))
     }
 
     /// Asks the refresher on a task of its own (it may wait for a process or the network), never on the loop.

@@ -28,9 +28,20 @@ final class ClientLane: Sendable {
     nonisolated(unsafe) var exchanges: [ObjectIdentifier: SingleExchange] = [:]
     /// Whether ``endDownloadsAfterShutdown()`` has run (two shutdowns at once sweep once).
     private let swept = Atomic<Bool>(false)
+    /// How often running downloads publish a progress snapshot (``DownloadOptions/progressInterval``).
+    private let progressInterval: Duration
+    /// The lane's progress tick, pending while downloads run here (``startProgressTicks()``); loop-confined as
+    /// ``downloads`` is. One timer for the lane rather than one per download: a small file ends long before
+    /// its first tick, and scheduling and cancelling a timer for each cost a clock read, a heap entry, a
+    /// closure and a cancellation per file.
+    nonisolated(unsafe) private var progressTicker: TimerID?
+    /// The lane's once-a-second speed check (``startSpeedChecks()``), pending while downloads here check their
+    /// connections' speeds; loop-confined, one timer for the lane as ``progressTicker`` is.
+    nonisolated(unsafe) private var speedTicker: TimerID?
 
     init(index: Int, options: DownloadOptions) throws(HaulError) {
         self.index = index
+        progressInterval = options.progressInterval
         let loop: EventLoop
         do {
             loop = try EventLoop(name: index == 0 ? "haul-loop" : "haul-loop-\(index)")
@@ -70,6 +81,36 @@ final class ClientLane: Sendable {
     /// A download that ``enter()``ed ended.
     func leave() {
         runningCount.value.subtract(1, ordering: .relaxed)
+    }
+
+    /// A download started running here: the lane's progress tick runs until no download here runs. Its
+    /// first tick comes within one interval of the call, not exactly one interval after it. Loop thread only.
+    func startProgressTicks() {
+        guard progressTicker == nil else { return }
+        progressTicker = loop.scheduleTimer(after: progressInterval) { [self] in
+            progressTicker = nil
+            // A copy of the table: a snapshot's subscriber may end a download, which leaves the table.
+            var running = false
+            for download in downloads.values {
+                if download.progressTick() { running = true }
+            }
+            if running { startProgressTicks() }
+        }
+    }
+
+    /// A download here started its speed checks (``SegmentedDownload/checkSpeeds()``): they run once a second
+    /// until no download here wants them. A download's first check comes within a second of the call (its
+    /// first sample, which the checks measure the next ones from). Loop thread only.
+    func startSpeedChecks() {
+        guard speedTicker == nil else { return }
+        speedTicker = loop.scheduleTimer(after: .seconds(1)) { [self] in
+            speedTicker = nil
+            var checking = false
+            for download in downloads.values {
+                if download.speedCheckTick() { checking = true }
+            }
+            if checking { startSpeedChecks() }
+        }
     }
 
     /// Ends every download still running or paused here, and every single exchange still waiting for its

@@ -197,7 +197,7 @@ enum DestinationClaims {
         // directory stays a slice of `path` unless it has to be resolved: the common case (the last directory
         // again) makes one string, the key, in one allocation.
         let bytes = path.utf8
-        let slash = bytes.lastIndex(of: UInt8(ascii: "/"))
+        let slash = path.lastSlashByteIndex
         let name = slash.map { Substring(bytes[bytes.index(after: $0)...]) } ?? Substring(path)
         let directory: Substring
         if let slash {

@@ -46,7 +46,6 @@ public final class DownloadTask: @unchecked Sendable {
     private var pauseWaiters: [CheckedContinuation<Result<Void, HaulError>, Never>] = []
     private var resumeWaiters: [CheckedContinuation<Result<Void, HaulError>, Never>] = []
     private var cancelWaiters: [CheckedContinuation<Void, Never>] = []
-    private var ticker: TimerID?
     private var meter = ProgressMeter()
     /// The runs before the current one (a download paused and resumed in this process has several).
     private var earlierRuns = DownloadTotals()
@@ -207,7 +206,6 @@ public final class DownloadTask: @unchecked Sendable {
     /// paused when the loop's thread exited. Its loop-confined state is the caller's then; its files stay
     /// as they stood (a new client resumes them from the journal).
     func endAfterShutdown() {
-        ticker = nil  // the loop's timers went with its thread
         end(.failure(HaulError(.clientShutDown)))
     }
 
@@ -333,11 +331,11 @@ public final class DownloadTask: @unchecked Sendable {
                 memoryLimit: prepared.memoryLimit, created: prepared.created, conditional: prepared.conditional,
                 pieceHashes: request.pieceHashes, expectedSize: request.expectedSize,
                 followsMetalink: request.followsMetalink && prepared.stream == nil, refresher: refresher,
-                finalNameIsNew: prepared.finalNameIsNew, logger: logger)
+                finalNameIsNew: prepared.finalNameIsNew, logger: logger, armSpeedChecks: { [lane] in lane.startSpeedChecks() })
             lifecycle.started(download)
             meter.restart()
             publish(phase: .connecting)
-            scheduleTick()
+            lane.startProgressTicks()
             download.startOnLoop { [self] outcome in downloadEnded(outcome) }
             resolve(&resumeWaiters, .success(()))
         }
@@ -357,8 +355,6 @@ public final class DownloadTask: @unchecked Sendable {
 
     private func downloadEnded(_ outcome: SegmentedDownload.Outcome) {
         guard let download = lifecycle.run else { return }
-        if let ticker { lane.loop.cancelTimer(ticker) }
-        ticker = nil
         let snapshot = download.snapshot()
         switch outcome {
         case .finished(let run):
@@ -497,8 +493,6 @@ public final class DownloadTask: @unchecked Sendable {
         }
         // After the final rename (a finished download ends only then): the name is free for the next one.
         DestinationClaims.release(owner: nameOwner)
-        if let ticker { lane.loop.cancelTimer(ticker) }
-        ticker = nil
         lifecycle.ended()
         let phase: DownloadProgress.Phase
         // A finished file's length and path, for the final snapshot.
@@ -550,14 +544,23 @@ public final class DownloadTask: @unchecked Sendable {
 
     // MARK: Progress
 
-    private func scheduleTick() {
-        ticker = lane.loop.scheduleTimer(after: client.options.progressInterval) { [self] in
-            ticker = nil
-            guard let download = lifecycle.run else { return }
-            let snapshot = download.snapshot()
-            publish(snapshot, phase: snapshot.total == nil && snapshot.bytesDone == 0 ? .connecting : .downloading)
-            scheduleTick()
-        }
+    /// The lane's progress tick (``ClientLane/startProgressTicks()``): a running download publishes a
+    /// snapshot. Whether it runs (false: paused, finishing or ended, nothing published). Loop thread only.
+    func progressTick() -> Bool {
+        guard let download = lifecycle.run else { return false }
+        let snapshot = download.snapshot()
+        publish(snapshot, phase: snapshot.total == nil && snapshot.bytesDone == 0 ? .connecting : .downloading)
+        return true
+    }
+
+    /// The lane's once-a-second tick (``ClientLane/startSpeedChecks()``): the running download checks its
+    /// connections' speeds. Whether it still wants the tick afterwards. Loop thread only.
+    func speedCheckTick() -> Bool {
+        guard let download = lifecycle.run, download.checksSpeeds else { return false }
+        download.checkSpeeds()
+        // The check may have ended or paused the run.
+        guard let after = lifecycle.run else { return false }
+        return after.checksSpeeds
     }
 
     private func publish(phase: DownloadProgress.Phase) {

@@ -1,4 +1,5 @@
 import Haul
+import HaulIO
 import Synchronization
 
 /// The names a destination directory held when a run started, so that the check for a file an earlier run
@@ -35,11 +36,13 @@ public struct DirectorySnapshot: Sendable {
 
     /// Whether a file may be at `path`: false only when `path` names an entry directly in ``directory``
     /// (`DIR/NAME`, as a download into it is named) that the directory did not hold.
+    ///
+    /// Asked once per download of a list: the bytes are compared in place, as in ``listsNothing(of:)``
+    /// (`utf8.starts(with:)` stepped through both strings' indices, about 1,300 instructions per file).
     public func mayHold(_ path: String) -> Bool {
-        guard path.utf8.starts(with: prefix.utf8) else { return true }
-        let name = path.utf8.dropFirst(prefix.utf8.count)
-        guard !name.isEmpty, !name.contains(UInt8(ascii: "/")) else { return true }
-        return names.contains(String(Substring(name)))
+        guard isDirectlyInDirectory(path) else { return true }
+        if names.isEmpty { return false }
+        return names.contains(String(Substring(path.utf8.dropFirst(prefix.utf8.count))))
     }
 
     /// Whether the directory held none of `path`, `path.part` and `path.part.haul` (`path` directly in
@@ -47,18 +50,23 @@ public struct DirectorySnapshot: Sendable {
     /// Asked once per download of a list: the bytes are compared in place, and an empty directory (the
     /// usual one for a long list) needs no name made.
     public func listsNothing(of path: String) -> Bool {
+        guard isDirectlyInDirectory(path) else { return false }
+        if names.isEmpty { return true }
+        let name = String(Substring(path.utf8.dropFirst(prefix.utf8.count)))
+        return !names.contains(name) && !names.contains(WorkingFileNames.partial(of: name))
+            && !names.contains(WorkingFileNames.journal(of: name))
+    }
+
+    /// Whether `path` is `DIR/NAME`: ``directory``'s prefix, then a non-empty name without a `/` (false when
+    /// the prefix's bytes are not contiguous, which `init` rules out).
+    private func isDirectlyInDirectory(_ path: String) -> Bool {
         var path = path
-        let direct = path.withUTF8 { path in
+        return path.withUTF8 { path in
             prefix.utf8.withContiguousStorageIfAvailable { prefix in
                 path.count > prefix.count && UnsafeBufferPointer(rebasing: path[..<prefix.count]).elementsEqual(prefix)
                     && !UnsafeBufferPointer(rebasing: path[prefix.count...]).contains(UInt8(ascii: "/"))
             } ?? false
         }
-        guard direct else { return false }
-        if names.isEmpty { return true }
-        let name = String(Substring(path.utf8.dropFirst(prefix.utf8.count)))
-        return !names.contains(name) && !names.contains(WorkingFileNames.partial(of: name))
-            && !names.contains(WorkingFileNames.journal(of: name))
     }
 }
 
@@ -108,8 +116,12 @@ public struct SeenPaths: Sendable {
 
     /// Adds `path`; true when it was certainly not there before.
     public mutating func insert(_ path: String) -> Bool {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        // The bytes where they lie: iterating `utf8` cost about 12 instructions a byte, once per file of a list.
+        var hash: UInt64 = path.withUTF8Bytes { bytes in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return hash
+        }
         // Two indices from the hash's halves, mixed first (splitmix64's finalizer) so that both depend on
         // every byte.
         hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9

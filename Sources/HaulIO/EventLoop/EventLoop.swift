@@ -65,6 +65,10 @@ public final class EventLoop: @unchecked Sendable {
     /// every small download.
     private var dueTimers: [TimerQueue.DueTimer] = []
     private var runningTasks: [QueuedTask] = []
+    /// Work deferred to the end of the current turn (``runAfterThisTurn(_:)``), and the array it is moved into
+    /// while it runs (kept with its capacity, as the two above are).
+    private var afterTurn: [any LoopTurnWork] = []
+    private var runningAfterTurn: [any LoopTurnWork] = []
     private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Set while a read handler looks at the receive buffer; another read must wait for it to return.
     private(set) var isLendingReceiveBuffer = false
@@ -225,6 +229,30 @@ public final class EventLoop: @unchecked Sendable {
         timers.cancel(timer)
     }
 
+    // MARK: Work after this turn (loop thread only)
+
+    /// Runs `work` (``LoopTurnWork/runAfterTurn()``) on this thread once the handler, timer or task running now
+    /// has returned: after the current batch of events, before the due timers; work deferred while due timers
+    /// or tasks run (or while deferred work runs) goes on the next turn, which then does not wait in
+    /// `epoll_wait`. What a zero-delay timer did for a handler that must not call back into its caller
+    /// re-entrantly, without reading the clock, a heap entry, a slot or a closure: one array append of an object
+    /// that is already there. Work still deferred when the loop stops is dropped, as its timers are.
+    func runAfterThisTurn(_ work: any LoopTurnWork) {
+        precondition(inEventLoop, "EventLoop.runAfterThisTurn must be called on the loop thread")
+        afterTurn.append(work)
+    }
+
+    /// Runs the work deferred so far; work deferred meanwhile waits for the next turn.
+    private func runDeferredWork() {
+        guard !afterTurn.isEmpty else { return }
+        var work = runningAfterTurn
+        runningAfterTurn = []
+        swap(&work, &afterTurn)
+        for item in work { item.runAfterTurn() }
+        work.removeAll(keepingCapacity: true)
+        runningAfterTurn = work
+    }
+
     // MARK: The receive buffer (loop thread only)
 
     /// Lends the loop's receive buffer (at least `size` bytes) to `body`, which reads into it and hands the bytes
@@ -295,6 +323,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             batchTokens = nil
             batchCount = 0
+            runDeferredWork()
             // Each array is taken out of its property while its callbacks run (they may schedule more), then
             // emptied, keeping its buffer, and put back.
             var due = dueTimers
@@ -319,6 +348,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         handlers.removeAll()
         timers = TimerQueue()
+        afterTurn.removeAll()
     }
 
     /// OpenSSL writes to sockets with plain `write`, which raises SIGPIPE (killing the process) when the peer has
@@ -335,10 +365,12 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued,
-    /// -1 (forever) if nothing is scheduled. Otherwise the loop is about to wait: from here on, a task submitted
+    /// Milliseconds until the next timer (rounded up so it has expired on wake-up), 0 if tasks are queued or work
+    /// deferred (``runAfterThisTurn(_:)``), -1 (forever) if nothing is scheduled. Otherwise the loop is about to wait: from here on, a task submitted
     /// writes the `eventfd` (`execute(_:)`).
     private func waitTimeoutMilliseconds() -> Int32 {
+        // Deferred work runs on the next turn, at once: no wait, and no wake-up asked of other threads.
+        if !afterTurn.isEmpty { return 0 }
         let queued = pending.withLock { work -> Bool in
             if !work.tasks.isEmpty || work.shuttingDown { return true }
             work.loopWaits = true
@@ -349,4 +381,11 @@ public final class EventLoop: @unchecked Sendable {
         let remaining = deadline.nanoseconds(since: .now())
         return Int32(min((remaining + 999_999) / 1_000_000, UInt64(Int32.max)))
     }
+}
+
+/// An object with work for its loop to run after the current turn (``EventLoop/runAfterThisTurn(_:)``): the
+/// object itself is queued, so deferring allocates nothing.
+protocol LoopTurnWork: AnyObject {
+    /// Runs on the loop thread, once per ``EventLoop/runAfterThisTurn(_:)``.
+    func runAfterTurn()
 }

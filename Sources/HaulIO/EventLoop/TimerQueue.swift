@@ -12,8 +12,8 @@ public struct TimerID: Sendable, Hashable {
 /// Cancelling only drops the callback; the heap entry is discarded when it reaches the top. That keeps `cancel`
 /// O(1), which matters because idle and connect timers are cancelled far more often than they fire.
 ///
-/// Callbacks live in slots, found from a timer's ID without hashing: a request schedules and cancels a few
-/// timers (its head deadline, the connection's idle watchdog, its completion on the next turn), and keeping
+/// Callbacks live in slots, found from a timer's ID without hashing: requests schedule and cancel timers (the
+/// head deadline and the connection's idle watchdog, re-armed lazily; connect and retry delays), and keeping
 /// them in a dictionary cost more than the heap. A slot is used again once its timer fired or was cancelled;
 /// it records which timer holds it, so a stale heap entry or ID never reaches the slot's next timer.
 struct TimerQueue {

@@ -27,9 +27,8 @@ extension OutputFile {
     /// costs a walk over grapheme clusters (a measurable part of each of many small downloads) and misses a
     /// `/` that a neighbouring scalar joins into one cluster (`/` then a combining mark).
     public static func directory(containing path: String) -> String {
-        let bytes = path.utf8
-        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        return slash == bytes.startIndex ? "/" : String(Substring(bytes[..<slash]))
+        guard let slash = path.lastSlashByteIndex else { return "." }
+        return slash == path.startIndex ? "/" : String(Substring(path.utf8[..<slash]))
     }
 
     /// Renames `from` to `to` atomically (replacing `to`).

@@ -47,9 +47,11 @@ public final class HTTPConnection: @unchecked Sendable {
     private var headDeadline: MonotonicInstant?
     /// The limit ``headTimer`` enforces, kept here so that the timer's closure captures only `self`.
     private var headTimeLimit: Duration = .zero
-    /// A finished exchange's completion and result, until the loop's next turn delivers them (see `finish`).
-    private var finished: (completion: (Result<ExchangeSummary, HTTPClientError>) -> Void,
-                           result: Result<ExchangeSummary, HTTPClientError>)?
+    /// A finished exchange's completion and result, until the end of the loop's turn delivers them (see
+    /// `finish`). Two properties, not an optional tuple: storing and clearing a tuple that holds a closure went
+    /// through the runtime's generic value witnesses (metadata lookups) for every exchange.
+    private var finishedCompletion: ((Result<ExchangeSummary, HTTPClientError>) -> Void)?
+    private var finishedResult: Result<ExchangeSummary, HTTPClientError>?
     /// `parser.bytesConsumed` when the current exchange started: until the head is complete the parser takes
     /// every byte it is given, so a larger count means the server has sent something.
     private var exchangeStartOffset = 0
@@ -325,21 +327,26 @@ public final class HTTPConnection: @unchecked Sendable {
         let reusable = if case .success(let summary) = result { summary.connectionReusable } else { false }
         if reusable { cancelHeadTimer() } else { closeOnLoop() }
         // Usually we are inside the transport's read handler here. The caller will often start the next
-        // request at once, which needs this connection idle (no reader installed), so the completion runs on
-        // the loop's next turn, after the handler has returned. It waits in `finished`, so that the timer's
-        // closure captures only `self`; a second one finished before the first was delivered (nothing does
-        // that: the connection goes back to the pool in the completion) would wait in its own closure.
-        guard finished == nil else {
+        // request at once, which needs this connection idle (no reader installed), so the completion runs
+        // once the handler has returned: at the end of the loop's turn (``EventLoop/runAfterThisTurn(_:)``,
+        // which queues this connection itself, where a zero-delay timer cost a clock read, a heap entry and
+        // a slot per exchange). A second exchange finished before the first was delivered (nothing does that:
+        // the connection goes back to the pool in the completion) would wait in a timer's closure of its own.
+        guard finishedCompletion == nil else {
             _ = transport.loop.scheduleTimer(after: .zero) { completion(result) }
             return
         }
-        finished = (completion, result)
-        _ = transport.loop.scheduleTimer(after: .zero) { [self] in deliverFinished() }
+        finishedCompletion = completion
+        finishedResult = result
+        transport.loop.runAfterThisTurn(self)
     }
+}
 
-    private func deliverFinished() {
-        guard let pending = finished else { return }
-        finished = nil
-        pending.completion(pending.result)
+extension HTTPConnection: LoopTurnWork {
+    /// Delivers the finished exchange's result (see `finish`).
+    func runAfterTurn() {
+        guard let completion = finishedCompletion, let result = finishedResult.take() else { return }
+        finishedCompletion = nil
+        completion(result)
     }
 }

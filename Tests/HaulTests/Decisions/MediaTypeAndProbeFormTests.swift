@@ -193,7 +193,7 @@ import HaulTestSupport
 }
 
 /// ``ResponseFacts/init(_:)`` reads a head's fields without building the arrays of text that
-/// ``ResponseFacts/init(status:reason:contentRange:entityTag:lastModified:framing:location:contentTypes:contentEncodings:)``
+/// ``ResponseFacts/init(status:reason:contentRange:entityTag:lastModified:framing:location:contentTypes:contentEncodings:retryAfter:)``
 /// takes: for every combination of up to three `Content-Type` and two `Content-Encoding` fields it gives what
 /// that initializer gives from the same field values.
 @Suite struct ResponseFactsFromHeadTests {
@@ -242,6 +242,7 @@ import HaulTestSupport
             "LAST-MODIFIED: nonsense", "Location: /a", "location: /b", "Locatio: /c", "Content-Type: text/plain",
             "content-type: MULTIPART/byteranges; boundary=\u{E9}", "Content-Type: text/x; q=\"\u{E9}\"", "X-Content-Type: a/b",
             "Content-Encoding: gzip", "content-encoding: identity", "CONTENT-ENCODING: x y", "Vary: *", "Age: 1",
+            "Retry-After: 120", "retry-after: Sun, 06 Nov 1994 08:49:37 GMT", "RETRY-AFTER: soon", "Retry-Afte: 5",
         ]
         for _ in 0..<400 {
             let count = Int(random.next() % 9)
@@ -257,7 +258,8 @@ import HaulTestSupport
                 entityTag: fields.first("etag").flatMap { EntityTag($0) },
                 lastModified: fields.first("last-modified").flatMap { HTTPDate($0) }, framing: head.framing,
                 location: fields.firstString("location"), contentTypes: fields.all("content-type").map { latin1String($0) },
-                contentEncodings: fields.all("content-encoding").map { latin1String($0) })
+                contentEncodings: fields.all("content-encoding").map { latin1String($0) },
+                retryAfter: fields.first("retry-after").flatMap { RetryAfter($0) })
             #expect(ResponseFacts(head) == expected, "\(lines), \(seed)")
         }
     }
