@@ -28,7 +28,9 @@ import Synchronization
 ///    is linked to it instead; ``FinalNaming``) — a final name only ever appears for complete, synced data;
 /// 3. makes the renames durable: when the next batch follows at once and flushes the filesystem of a
 ///    directory with `syncfs` on a file opened before the renames, that `syncfs` does it (it began after the
-///    renames, writes directories too and reports their failed write-back: ``RenameProof``); each other
+///    renames, writes directories too and reports their failed write-back: ``RenameProof``; when every file
+///    of the next batch there was opened after the renames, its `syncfs` is called on a file of this batch
+///    that no `syncfs` has used yet, ``RenameProof/standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)``); each other
 ///    directory of the batch is synced once (`fsync`), before the next batch's flush, or at once when no
 ///    batch follows;
 /// 4. removes the journals of the files now durable, and reports every file.
@@ -217,10 +219,21 @@ final class GroupCommit: @unchecked Sendable {
                 continue
             }
             let (flushPlan, fileSystems) = plan(batch)
-            // Each filesystem this batch flushes with `syncfs`, with the open order of the file it is called on.
+            // Each filesystem this batch flushes with `syncfs`, with the open order of the file it is called on: the
+            // group's first-opened, or a file of the batch before that may prove its renames too (``RenameProof``).
             var syncfsOn: [UInt64: UInt64] = [:]
+            var syncfsFiles: [OutputFile] = []
             for group in flushPlan.fileSystems {
-                if let fileSystem = fileSystems[group[0]] { syncfsOn[fileSystem] = batch[group[0]].file.openOrder }
+                var file = batch[group[0]].file
+                if let fileSystem = fileSystems[group[0]] {
+                    if let renamed = awaiting,
+                       let standIn = RenameProof.standIn(fileSystem: fileSystem, groupFirstOpened: file.openOrder,
+                                                         openedBeforeRenames: renamed.openedBeforeRenames, awaiting: renamed.candidates) {
+                        file = renamed.batch[standIn].file
+                    }
+                    syncfsOn[fileSystem] = file.openOrder
+                }
+                syncfsFiles.append(file)
             }
             if var renamed = awaiting {
                 // A directory this batch's `syncfs` will not cover is synced now: its files need not wait.
@@ -236,7 +249,7 @@ final class GroupCommit: @unchecked Sendable {
                     awaiting = renamed
                 }
             }
-            let (failures, flushed) = flush(batch, flushPlan, fileSystems: fileSystems)
+            let (failures, flushed) = flush(batch, flushPlan, fileSystems: fileSystems, syncfsFiles: syncfsFiles)
             if var renamed = awaiting {
                 // The `syncfs` calls began after the renames had returned: they wrote the directories too. A
                 // directory whose filesystem's `syncfs` failed is synced on its own (a failure there un-proves).
@@ -246,6 +259,9 @@ final class GroupCommit: @unchecked Sendable {
                 awaiting = nil
             }
             awaiting = rename(batch, failures: failures, fileSystems: fileSystems)
+            for (position, group) in flushPlan.fileSystems.enumerated() where syncfsFiles[position] === batch[group[0]].file {
+                awaiting?.candidates[group[0]].usedForSyncfs = true
+            }
         }
     }
 
@@ -305,6 +321,8 @@ final class GroupCommit: @unchecked Sendable {
         /// ``HaulIO/OutputFile/latestOpenOrder`` just before the renames: a `syncfs` on a file opened by then
         /// reports a failed write-back of their directories (``RenameProof``).
         var openedBeforeRenames: UInt64 = 0
+        /// Each file as the next batch's choice of a descriptor for its `syncfs` sees it (``RenameProof/standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)``).
+        var candidates: [RenameProof.Candidate] = []
 
         /// Marks the renames into every directory whose filesystem `isProven` says was flushed as durable.
         mutating func proveDirectories(_ isProven: (UInt64?) -> Bool) {
@@ -319,7 +337,8 @@ final class GroupCommit: @unchecked Sendable {
     /// Step 2 of a batch: renames each file whose data is durable (not in `failures`) to its final name.
     private func rename(_ batch: [Entry], failures: [(Int, SystemError)], fileSystems: [UInt64?]) -> Renamed {
         var renamed = Renamed(batch: batch, outcomes: [Result<Void, HaulError>?](repeating: nil, count: batch.count),
-                              openedBeforeRenames: OutputFile.latestOpenOrder)
+                              openedBeforeRenames: OutputFile.latestOpenOrder,
+                              candidates: batch.indices.map { RenameProof.Candidate(fileSystem: fileSystems[$0], openOrder: batch[$0].file.openOrder, usedForSyncfs: false) })
         for (index, error) in failures {
             renamed.outcomes[index] = .failure(.disk(path: batch[index].partPath, error))
         }
@@ -416,17 +435,19 @@ final class GroupCommit: @unchecked Sendable {
 
     /// Step 1: makes every file's data durable as `plan` says; returns the files that failed, with their
     /// errors, and the filesystems flushed whole by a successful `syncfs`.
-    private func flush(_ batch: [Entry], _ plan: FlushPlan, fileSystems: [UInt64?]) -> (failures: [(Int, SystemError)], flushed: Set<UInt64>) {
+    /// `syncfsFiles`: the file each group's `syncfs` is called on (nil: each group's first).
+    private func flush(_ batch: [Entry], _ plan: FlushPlan, fileSystems: [UInt64?], syncfsFiles: [OutputFile]? = nil) -> (failures: [(Int, SystemError)], flushed: Set<UInt64>) {
         var failures: [(Int, SystemError)] = []
         var flushed = Set<UInt64>()
         for (position, error) in syncEach(plan.perFile.map { batch[$0].file }).enumerated() {
             if let error { failures.append((plan.perFile[position], error)) }
         }
-        for group in plan.fileSystems {
+        for (position, group) in plan.fileSystems.enumerated() {
             do throws(SystemError) {
-                // The first-opened file of the group: its descriptor was opened before any of the group's data
-                // was written, so its `syncfs` reports every write-back error of theirs.
-                try operations.syncFileSystem(batch[group[0]].file)
+                // The first-opened file of the group (or one opened before it, ``RenameProof``): its descriptor
+                // was opened before any of the group's data was written, so its `syncfs` reports every
+                // write-back error of theirs.
+                try operations.syncFileSystem(syncfsFiles?[position] ?? batch[group[0]].file)
                 if let fileSystem = fileSystems[group[0]] { flushed.insert(fileSystem) }
             } catch {
                 // Whose data failed, `syncfs` does not say: each file's own `fdatasync` does (its descriptor
