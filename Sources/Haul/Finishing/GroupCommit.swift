@@ -31,8 +31,9 @@ import Synchronization
 ///    renames, writes directories too and reports their failed write-back: ``RenameProof``; when every file
 ///    of the next batch there was opened after the renames, its `syncfs` is called on a file of this batch
 ///    that no `syncfs` has used yet, ``RenameProof/standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)``); each other
-///    directory of the batch is synced once (`fsync`), before the next batch's flush, or at once when no
-///    batch follows;
+///    directory of the batch is synced once (`fsync`), before the next batch's flush, or when no batch
+///    follows (after a wait of up to ``BatchGathering/longestWait`` for a next file while downloads may still
+///    hand one in, ``BatchGathering/awaitsNextFile(queued:since:now:mayStillCome:sharesFlush:)``);
 /// 4. removes the journals of the files now durable, and reports every file.
 ///
 /// A file whose data sync fails keeps its `.part` file and journal and fails with a disk error; a file whose
@@ -128,6 +129,9 @@ final class GroupCommit: @unchecked Sendable {
     private var firstQueuedAt = MonotonicInstant(nanoseconds: 0)
     /// The committing thread waits for more files (``BatchGathering``): a submit that makes enough wakes it.
     private var waitingForCompany = false
+    /// The committing thread waits for a next file after a batch whose renames await their proof
+    /// (``BatchGathering/awaitsNextFile(queued:since:now:mayStillCome:sharesFlush:)``): any submit wakes it.
+    private var waitingForNextFile = false
     /// Files submitted whose outcomes have not yet been handed over (their `deliver` has not run).
     private var undelivered = 0
     /// How many downloads of the submitters have begun and not ended (a client's running downloads); nil:
@@ -169,6 +173,7 @@ final class GroupCommit: @unchecked Sendable {
             pending.append(entry)
             undelivered += 1
             if waitingForCompany, pending.count >= gathering.enoughFiles || mayStillCome() == 0 { lock.signal() }
+            if waitingForNextFile { lock.signal() }
             guard !committing, !startAsked else { return false }
             startAsked = true
             return true
@@ -199,6 +204,11 @@ final class GroupCommit: @unchecked Sendable {
         var awaiting: Renamed?
         var follows = false
         while true {
+            if follows, awaiting != nil, lock.withLock({ pending.isEmpty }) {
+                // Renames await their proof and nothing is queued: a next file's batch may prove them.
+                let sharesFlush = gatheredBatchSharesFlush()
+                lock.withLock { waitForNextFile(sharesFlush: sharesFlush) }
+            }
             // Read before the lock (it may read `/proc/meminfo`): whether a gathered batch would share a flush.
             // (Not when nothing is queued: a lone download's end reads nothing more.)
             let sharesFlush = follows && !lock.withLock({ pending.isEmpty }) && gatheredBatchSharesFlush()
@@ -277,6 +287,18 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
+    /// Waits (the lock held, released while waiting) for a file to follow a batch whose renames await their
+    /// proof, as ``gathering`` says.
+    private func waitForNextFile(sharesFlush: Bool) {
+        let since = MonotonicInstant.now()
+        while case .wait(let deadline) = gathering.awaitsNextFile(queued: pending.count, since: since, now: MonotonicInstant.now(),
+                                                                  mayStillCome: mayStillCome(), sharesFlush: sharesFlush) {
+            waitingForNextFile = true
+            lock.wait(until: deadline)
+            waitingForNextFile = false
+        }
+    }
+
     /// Whether a batch of ``BatchGathering/enoughFiles`` small files would share a `syncfs` now (``FlushPlan``:
     /// the kernel reports its errors, and the machine holds no more dirty data than such a batch may wait for).
     private func gatheredBatchSharesFlush() -> Bool {
@@ -295,7 +317,7 @@ final class GroupCommit: @unchecked Sendable {
     private func delivered(_ count: Int) {
         lock.withLock {
             undelivered -= count
-            if waitingForCompany { lock.signal() }
+            if waitingForCompany || waitingForNextFile { lock.signal() }
         }
     }
 
