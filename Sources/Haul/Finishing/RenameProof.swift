@@ -46,7 +46,7 @@ enum RenameProof: Equatable, Sendable {
     /// descriptor's last `syncfs` (each descriptor keeps its own place in the filesystem's error sequence). The
     /// group's first-opened file proves its group's data, and the renames before it only when it was opened
     /// before them. Small files come and go within a millisecond: often every file of the next batch was
-    /// opened after the renames (a third of the directory syncs of a run of 10,000 files of 4 KiB). A file of
+    /// opened after the renames, and the directory needed an `fsync` of its own. A file of
     /// the batch awaiting proof serves then, on the same filesystem: opened before its batch's renames and
     /// before the group's first file, and no `syncfs` called on it yet — so a `syncfs` on it reports every
     /// write-back error since before the group's data and the renames were written. One used for a `syncfs`
