@@ -64,6 +64,23 @@ import Testing
         }
     }
 
+    /// After a batch whose renames await their proof, with nothing queued: wait for a next file up to the
+    /// longest wait from when the waiting began, only while someone may still hand one in (unknown counts as
+    /// nobody) and its batch would share a `syncfs`; a file queued ends the wait.
+    @Test func renamesAwaitingProofWaitForANextFileOnlyWhileOneMayComeAndShareAFlush() {
+        let deadline = queuedAt.advanced(by: .milliseconds(2))
+        #expect(rule.awaitsNextFile(queued: 0, since: queuedAt, now: queuedAt, mayStillCome: 3, sharesFlush: true) == .wait(until: deadline))
+        #expect(rule.awaitsNextFile(queued: 0, since: queuedAt, now: queuedAt.advanced(by: .microseconds(1_999)), mayStillCome: 1,
+                                    sharesFlush: true) == .wait(until: deadline))
+        #expect(rule.awaitsNextFile(queued: 0, since: queuedAt, now: deadline, mayStillCome: 3, sharesFlush: true) == .start, "the bound")
+        #expect(rule.awaitsNextFile(queued: 1, since: queuedAt, now: queuedAt, mayStillCome: 3, sharesFlush: true) == .start, "a file came")
+        #expect(rule.awaitsNextFile(queued: 0, since: queuedAt, now: queuedAt, mayStillCome: 0, sharesFlush: true) == .start, "nobody left")
+        #expect(rule.awaitsNextFile(queued: 0, since: queuedAt, now: queuedAt, mayStillCome: nil, sharesFlush: true) == .start, "unknown")
+        #expect(rule.awaitsNextFile(queued: 0, since: queuedAt, now: queuedAt, mayStillCome: 3, sharesFlush: false) == .start,
+                "the next batch would prove nothing: each file its own sync")
+        #expect(BatchGathering.immediate.awaitsNextFile(queued: 0, since: queuedAt, now: queuedAt, mayStillCome: 3, sharesFlush: true) == .start)
+    }
+
     @Test func theImmediateRuleNeverWaits() {
         #expect(BatchGathering.immediate.next(queued: 1, firstQueuedAt: queuedAt, now: queuedAt) == .start)
         #expect(BatchGathering.standard.longestWait <= .milliseconds(5), "the brief's bound on an added wait")

@@ -94,8 +94,9 @@ import HaulIO
         }
     }
 
-    /// When every running download is in the commit already (here: three downloads, three files), nobody can
-    /// bring company: the batch after the first starts at once, however long the wait would be.
+    /// When every running download is in the commit already (here: three downloads, three files, each ending
+    /// when its outcome is delivered), nobody can bring company: the batch after the first starts at once,
+    /// however long the wait would be.
     @Test func aBatchWithNobodyLeftToComeStartsWithoutWaiting() async throws {
         let scratch = try Scratch()
         let recorder = Recorder()
@@ -103,7 +104,7 @@ import HaulIO
         let released = Gate()
         let gathered = Deferred()
         let commit = heldCommit(recorder, gathering: BatchGathering(enoughFiles: 1_000, longestWait: .seconds(600)), released: released,
-                                gathered: gathered, downloadsRunning: { 3 })
+                                gathered: gathered, downloadsRunning: { 3 - outcomes.results.withLock { $0.count } })
         commit.submit(try entry(scratch, "a/1", outcomes: outcomes))
         commit.submit(try entry(scratch, "a/2", outcomes: outcomes))
         gathered.run()
@@ -115,6 +116,55 @@ import HaulIO
         for index in 1...3 {
             guard case .success = outcomes["a/\(index)"] else { Issue.record("a/\(index): \(String(describing: outcomes["a/\(index)"]))"); continue }
         }
+    }
+
+    /// A batch whose renames await their proof, with nothing queued after it while downloads are still
+    /// running, waits for the next file: that file's batch's `syncfs` proves the renames, and the first
+    /// batch's directory gets no sync of its own. (Here four downloads; each ends when its outcome is
+    /// delivered, so once the first two are done nobody is left to come and the last batch's directory is
+    /// synced at once.)
+    @Test func renamesAwaitingProofWaitForTheNextFileWhileDownloadsMayStillCome() async throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = Outcomes()
+        let gathered = Deferred()
+        let commit = GroupCommit(parallelSyncs: 1, gathering: BatchGathering(enoughFiles: 2, longestWait: .seconds(600)),
+                                 downloadsRunning: { 4 - outcomes.results.withLock { $0.count } },
+                                 operations: recorder.flushingOperations, start: { work in Thread { work() }.start() },
+                                 gather: { gathered.take($0) })
+        commit.submit(try entry(scratch, "a/1", outcomes: outcomes))
+        commit.submit(try entry(scratch, "a/2", outcomes: outcomes))
+        gathered.run()
+        try await waitUntil { recorder.log.withLock { $0.contains("rename \(scratch.root)/a/2.part \(scratch.root)/a/2") } }
+        commit.submit(try entry(scratch, "a/3", outcomes: outcomes))
+        commit.submit(try entry(scratch, "a/4", outcomes: outcomes))
+        try await waitUntil { outcomes.results.withLock { $0.count } == 4 }
+        #expect(commit.batchCount == 2)
+        let log = recorder.log.withLock { $0 }
+        let root = scratch.root
+        #expect(log.filter { $0.hasPrefix("syncfs") }.count == 2, "\(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") } == ["dirsync \(root)/a"], "the second syncfs proved the first batch's renames: \(log)")
+        for index in 1...4 {
+            guard case .success = outcomes["a/\(index)"] else { Issue.record("a/\(index): \(String(describing: outcomes["a/\(index)"]))"); continue }
+        }
+    }
+
+    /// Nobody left to come (every running download is in the commit): a batch's renames are proven by their
+    /// directory's own sync at once, however long the wait could be.
+    @Test func renamesAwaitingProofWithNobodyLeftToComeHaveTheirDirectorySyncedAtOnce() async throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = Outcomes()
+        let gathered = Deferred()
+        let commit = GroupCommit(parallelSyncs: 1, gathering: BatchGathering(enoughFiles: 2, longestWait: .seconds(600)),
+                                 downloadsRunning: { 2 }, operations: recorder.flushingOperations,
+                                 start: { work in Thread { work() }.start() }, gather: { gathered.take($0) })
+        commit.submit(try entry(scratch, "a/1", outcomes: outcomes))
+        commit.submit(try entry(scratch, "a/2", outcomes: outcomes))
+        gathered.run()
+        try await waitUntil { outcomes.results.withLock { $0.count } == 2 }
+        let log = recorder.log.withLock { $0 }
+        #expect(log.filter { $0.hasPrefix("dirsync") } == ["dirsync \(scratch.root)/a"], "\(log)")
     }
 
     func waitUntil(_ condition: @Sendable () -> Bool) async throws {

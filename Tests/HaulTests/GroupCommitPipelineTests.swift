@@ -157,21 +157,71 @@ import HaulIO
         #expect(RenameProof.decide(directoryFileSystem: 1, openedBeforeRenames: 10, nextSyncfs: [:]) == .ownDirectorySync)
     }
 
-    /// The next batch's files opened only after the first batch's renames: their `syncfs` would not report a
-    /// failed write-back of the directory in between, so the directory is synced on its own, before that flush.
-    @Test func aNextBatchOpenedAfterTheRenamesHasTheDirectoryBeforeItSyncedFirst() async throws {
+    /// The next batch's files opened only after the first batch's renames: a `syncfs` on them would not report
+    /// a failed write-back of the directory in between. It is called on the first batch's file that its own
+    /// `syncfs` did not use (opened before the renames and before the next batch's files): that one proves the
+    /// renames too, and the first batch's directory needs no sync of its own.
+    @Test func aNextBatchOpenedAfterTheRenamesHasItsSyncfsOnAnUnusedFileOfTheBatchBefore() async throws {
         let scratch = try Scratch()
         let recorder = Recorder()
         let outcomes = try await run(scratch, recorder, second: ["a/3", "a/4"], holdAfterRenames: true)
         let log = recorder.log.withLock { $0 }
         let root = scratch.root
         let position = { (line: String) in log.firstIndex(of: line) ?? Int.max }
-        #expect(log.filter { $0.hasPrefix("syncfs") } == ["syncfs \(root)/a/1.part", "syncfs \(root)/a/3.part"], "\(log)")
-        #expect(log.filter { $0.hasPrefix("dirsync") }.count == 2, "\(log)")
-        #expect(position("dirsync \(root)/a") < position("syncfs \(root)/a/3.part"), "\(log)")
+        #expect(log.filter { $0.hasPrefix("syncfs") } == ["syncfs \(root)/a/1.part", "syncfs \(root)/a/2.part"], "\(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") } == ["dirsync \(root)/a"], "one directory sync, for the last batch: \(log)")
+        for name in ["a/1", "a/2"] {
+            #expect(position("rename \(root)/\(name).part \(root)/\(name)") < position("syncfs \(root)/a/2.part"), "\(log)")
+            #expect(position("syncfs \(root)/a/2.part") < position("done \(name)"), "\(log)")
+        }
         for name in ["a/1", "a/2", "a/3", "a/4"] {
             guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
         }
+    }
+
+    /// That `syncfs` failing: the next batch's files are synced one by one and the first batch's directory on
+    /// its own, as after any failed `syncfs`.
+    @Test func aFailedSyncfsOnAFileOfTheBatchBeforeFallsBackToTheirOwnSyncs() async throws {
+        let scratch = try Scratch()
+        let recorder = Recorder()
+        let outcomes = try await run(scratch, recorder, second: ["a/3", "a/4"], failSecondSyncfs: true, holdAfterRenames: true)
+        let log = recorder.log.withLock { $0 }
+        let root = scratch.root
+        let position = { (line: String) in log.firstIndex(of: line) ?? Int.max }
+        #expect(log.filter { $0.hasPrefix("syncfs") } == ["syncfs \(root)/a/1.part", "syncfs \(root)/a/2.part"], "\(log)")
+        #expect(Set(log.filter { $0.hasPrefix("sync ") }) == ["sync \(root)/a/3.part", "sync \(root)/a/4.part"], "\(log)")
+        #expect(log.filter { $0.hasPrefix("dirsync") }.count == 2, "\(log)")
+        #expect(position("syncfs \(root)/a/2.part") < position("dirsync \(root)/a"), "\(log)")
+        #expect(position("dirsync \(root)/a") < position("done a/1"), "\(log)")
+        for name in ["a/1", "a/2", "a/3", "a/4"] {
+            guard case .success = outcomes[name] else { Issue.record("\(name): \(String(describing: outcomes[name]))"); continue }
+        }
+    }
+
+    /// Which file stands in for a group's first-opened one: only when that one was opened after the renames;
+    /// a file of the batch before on the same filesystem, opened before the renames and before the group's
+    /// first, never used for a `syncfs`; of those the one opened last.
+    @Test func aStandInIsTheLastOpenedUnusedFileOfTheBatchBeforeOnTheFileSystem() {
+        typealias Candidate = RenameProof.Candidate
+        let awaiting = [Candidate(fileSystem: 1, openOrder: 3, usedForSyncfs: true),
+                        Candidate(fileSystem: 1, openOrder: 5, usedForSyncfs: false),
+                        Candidate(fileSystem: 1, openOrder: 4, usedForSyncfs: false),
+                        Candidate(fileSystem: 2, openOrder: 8, usedForSyncfs: false),
+                        Candidate(fileSystem: nil, openOrder: 9, usedForSyncfs: false)]
+        #expect(RenameProof.standIn(fileSystem: 1, groupFirstOpened: 12, openedBeforeRenames: 10, awaiting: awaiting) == 1)
+        #expect(RenameProof.standIn(fileSystem: 2, groupFirstOpened: 12, openedBeforeRenames: 10, awaiting: awaiting) == 3)
+        #expect(RenameProof.standIn(fileSystem: 1, groupFirstOpened: 10, openedBeforeRenames: 10, awaiting: awaiting) == nil,
+                "the group's own first file was opened before the renames")
+        #expect(RenameProof.standIn(fileSystem: 3, groupFirstOpened: 12, openedBeforeRenames: 10, awaiting: awaiting) == nil,
+                "none on that filesystem (an unknown one never counts)")
+        #expect(RenameProof.standIn(fileSystem: 1, groupFirstOpened: 12, openedBeforeRenames: 10, awaiting: [awaiting[0]]) == nil,
+                "the only one was used for a syncfs already")
+        #expect(RenameProof.standIn(fileSystem: 2, groupFirstOpened: 12, openedBeforeRenames: 7, awaiting: awaiting) == nil,
+                "opened after the renames")
+        #expect(RenameProof.standIn(fileSystem: 1, groupFirstOpened: 12, openedBeforeRenames: 10, awaiting: []) == nil)
+        // One opened after the renames (here with the group's first) proves neither.
+        #expect(RenameProof.standIn(fileSystem: 1, groupFirstOpened: 11, openedBeforeRenames: 10,
+                                    awaiting: [Candidate(fileSystem: 1, openOrder: 11, usedForSyncfs: false)]) == nil)
     }
 
     func waitUntil(_ condition: @Sendable () -> Bool) async throws {

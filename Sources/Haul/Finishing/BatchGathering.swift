@@ -53,4 +53,24 @@ struct BatchGathering: Equatable, Sendable {
         let deadline = firstQueuedAt.advanced(by: longestWait)
         return now < deadline ? .wait(until: deadline) : .start
     }
+
+    /// Whether the commit waits for a next file before it syncs the directories of a batch whose renames
+    /// await their proof (``RenameProof``) with nothing queued after it: `.wait` until ``longestWait`` after
+    /// `since` (when it began waiting), while none is queued, some download may still hand one in
+    /// (`mayStillCome`, nil: unknown, counted as none) and the next batch would share a `syncfs` (`sharesFlush`);
+    /// `.start`: go on now (with the files queued, or with the directories' own syncs when none is).
+    ///
+    /// Without it a run of batches ended whenever the queue was empty for a moment: the renames then got a
+    /// directory `fsync` of their own (a second flush of the disk), and the next file began a new run whose first
+    /// batch gathers nobody. Waiting, the next batch's `syncfs` proves those renames too (with
+    /// ``RenameProof/standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)``), and that batch
+    /// gathers as a following one: 10,000 files of 4 KiB went with a median of 32 directory `fsync`s and 251
+    /// `syncfs` instead of 141 and 344 (docs/benchmarks.md, "Durable small files: the directory syncs"). The
+    /// renamed files' reports (not their names, there already) come later by up to ``longestWait`` and the
+    /// next batch's gathering.
+    func awaitsNextFile(queued: Int, since: MonotonicInstant, now: MonotonicInstant, mayStillCome: Int?, sharesFlush: Bool) -> Decision {
+        guard queued == 0, sharesFlush, let mayStillCome, mayStillCome > 0 else { return .start }
+        let deadline = since.advanced(by: longestWait)
+        return now < deadline ? .wait(until: deadline) : .start
+    }
 }

@@ -28,9 +28,12 @@ import Synchronization
 ///    is linked to it instead; ``FinalNaming``) — a final name only ever appears for complete, synced data;
 /// 3. makes the renames durable: when the next batch follows at once and flushes the filesystem of a
 ///    directory with `syncfs` on a file opened before the renames, that `syncfs` does it (it began after the
-///    renames, writes directories too and reports their failed write-back: ``RenameProof``); each other
-///    directory of the batch is synced once (`fsync`), before the next batch's flush, or at once when no
-///    batch follows;
+///    renames, writes directories too and reports their failed write-back: ``RenameProof``; when every file
+///    of the next batch there was opened after the renames, its `syncfs` is called on a file of this batch
+///    that no `syncfs` has used yet, ``RenameProof/standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)``); each other
+///    directory of the batch is synced once (`fsync`), before the next batch's flush, or when no batch
+///    follows (after a wait of up to ``BatchGathering/longestWait`` for a next file while downloads may still
+///    hand one in, ``BatchGathering/awaitsNextFile(queued:since:now:mayStillCome:sharesFlush:)``);
 /// 4. removes the journals of the files now durable, and reports every file.
 ///
 /// A file whose data sync fails keeps its `.part` file and journal and fails with a disk error; a file whose
@@ -131,6 +134,9 @@ final class GroupCommit: @unchecked Sendable {
     private var firstQueuedAt = MonotonicInstant(nanoseconds: 0)
     /// The committing thread waits for more files (``BatchGathering``): a submit that makes enough wakes it.
     private var waitingForCompany = false
+    /// The committing thread waits for a next file after a batch whose renames await their proof
+    /// (``BatchGathering/awaitsNextFile(queued:since:now:mayStillCome:sharesFlush:)``): any submit wakes it.
+    private var waitingForNextFile = false
     /// Files submitted whose outcomes have not yet been handed over (their `deliver` has not run).
     private var undelivered = 0
     /// How many downloads of the submitters have begun and not ended (a client's running downloads); nil:
@@ -172,6 +178,7 @@ final class GroupCommit: @unchecked Sendable {
             pending.append(entry)
             undelivered += 1
             if waitingForCompany, pending.count >= gathering.enoughFiles || mayStillCome() == 0 { lock.signal() }
+            if waitingForNextFile { lock.signal() }
             guard !committing, !startAsked else { return false }
             startAsked = true
             return true
@@ -202,6 +209,11 @@ final class GroupCommit: @unchecked Sendable {
         var awaiting: Renamed?
         var follows = false
         while true {
+            if follows, awaiting != nil, lock.withLock({ pending.isEmpty }) {
+                // Renames await their proof and nothing is queued: a next file's batch may prove them.
+                let sharesFlush = gatheredBatchSharesFlush()
+                lock.withLock { waitForNextFile(sharesFlush: sharesFlush) }
+            }
             // Read before the lock (it may read `/proc/meminfo`): whether a gathered batch would share a flush.
             // (Not when nothing is queued: a lone download's end reads nothing more.)
             let sharesFlush = follows && !lock.withLock({ pending.isEmpty }) && gatheredBatchSharesFlush()
@@ -222,10 +234,21 @@ final class GroupCommit: @unchecked Sendable {
                 continue
             }
             let (flushPlan, fileSystems) = plan(batch)
-            // Each filesystem this batch flushes with `syncfs`, with the open order of the file it is called on.
+            // Each filesystem this batch flushes with `syncfs`, with the open order of the file it is called on: the
+            // group's first-opened, or a file of the batch before that may prove its renames too (``RenameProof``).
             var syncfsOn: [UInt64: UInt64] = [:]
+            var syncfsFiles: [OutputFile] = []
             for group in flushPlan.fileSystems {
-                if let fileSystem = fileSystems[group[0]] { syncfsOn[fileSystem] = batch[group[0]].file.openOrder }
+                var file = batch[group[0]].file
+                if let fileSystem = fileSystems[group[0]] {
+                    if let renamed = awaiting,
+                       let standIn = RenameProof.standIn(fileSystem: fileSystem, groupFirstOpened: file.openOrder,
+                                                         openedBeforeRenames: renamed.openedBeforeRenames, awaiting: renamed.candidates) {
+                        file = renamed.batch[standIn].file
+                    }
+                    syncfsOn[fileSystem] = file.openOrder
+                }
+                syncfsFiles.append(file)
             }
             if var renamed = awaiting {
                 // A directory this batch's `syncfs` will not cover is synced now: its files need not wait.
@@ -241,7 +264,7 @@ final class GroupCommit: @unchecked Sendable {
                     awaiting = renamed
                 }
             }
-            let (failures, flushed) = flush(batch, flushPlan, fileSystems: fileSystems)
+            let (failures, flushed) = flush(batch, flushPlan, fileSystems: fileSystems, syncfsFiles: syncfsFiles)
             if var renamed = awaiting {
                 // The `syncfs` calls began after the renames had returned: they wrote the directories too. A
                 // directory whose filesystem's `syncfs` failed is synced on its own (a failure there un-proves).
@@ -251,6 +274,9 @@ final class GroupCommit: @unchecked Sendable {
                 awaiting = nil
             }
             awaiting = rename(batch, failures: failures, fileSystems: fileSystems)
+            for (position, group) in flushPlan.fileSystems.enumerated() where syncfsFiles[position] === batch[group[0]].file {
+                awaiting?.candidates[group[0]].usedForSyncfs = true
+            }
         }
     }
 
@@ -263,6 +289,18 @@ final class GroupCommit: @unchecked Sendable {
             waitingForCompany = true
             lock.wait(until: deadline)
             waitingForCompany = false
+        }
+    }
+
+    /// Waits (the lock held, released while waiting) for a file to follow a batch whose renames await their
+    /// proof, as ``gathering`` says.
+    private func waitForNextFile(sharesFlush: Bool) {
+        let since = MonotonicInstant.now()
+        while case .wait(let deadline) = gathering.awaitsNextFile(queued: pending.count, since: since, now: MonotonicInstant.now(),
+                                                                  mayStillCome: mayStillCome(), sharesFlush: sharesFlush) {
+            waitingForNextFile = true
+            lock.wait(until: deadline)
+            waitingForNextFile = false
         }
     }
 
@@ -284,7 +322,7 @@ final class GroupCommit: @unchecked Sendable {
     private func delivered(_ count: Int) {
         lock.withLock {
             undelivered -= count
-            if waitingForCompany { lock.signal() }
+            if waitingForCompany || waitingForNextFile { lock.signal() }
         }
     }
 
@@ -310,6 +348,8 @@ final class GroupCommit: @unchecked Sendable {
         /// ``HaulIO/OutputFile/latestOpenOrder`` just before the renames: a `syncfs` on a file opened by then
         /// reports a failed write-back of their directories (``RenameProof``).
         var openedBeforeRenames: UInt64 = 0
+        /// Each file as the next batch's choice of a descriptor for its `syncfs` sees it (``RenameProof/standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)``).
+        var candidates: [RenameProof.Candidate] = []
 
         /// Marks the renames into every directory whose filesystem `isProven` says was flushed as durable.
         mutating func proveDirectories(_ isProven: (UInt64?) -> Bool) {
@@ -324,7 +364,8 @@ final class GroupCommit: @unchecked Sendable {
     /// Step 2 of a batch: renames each file whose data is durable (not in `failures`) to its final name.
     private func rename(_ batch: [Entry], failures: [(Int, SystemError)], fileSystems: [UInt64?]) -> Renamed {
         var renamed = Renamed(batch: batch, outcomes: [Result<Void, HaulError>?](repeating: nil, count: batch.count),
-                              openedBeforeRenames: OutputFile.latestOpenOrder)
+                              openedBeforeRenames: OutputFile.latestOpenOrder,
+                              candidates: batch.indices.map { RenameProof.Candidate(fileSystem: fileSystems[$0], openOrder: batch[$0].file.openOrder, usedForSyncfs: false) })
         for (index, error) in failures {
             renamed.outcomes[index] = .failure(.disk(path: batch[index].partPath, error))
         }
@@ -429,17 +470,19 @@ final class GroupCommit: @unchecked Sendable {
 
     /// Step 1: makes every file's data durable as `plan` says; returns the files that failed, with their
     /// errors, and the filesystems flushed whole by a successful `syncfs`.
-    private func flush(_ batch: [Entry], _ plan: FlushPlan, fileSystems: [UInt64?]) -> (failures: [(Int, SystemError)], flushed: Set<UInt64>) {
+    /// `syncfsFiles`: the file each group's `syncfs` is called on (nil: each group's first).
+    private func flush(_ batch: [Entry], _ plan: FlushPlan, fileSystems: [UInt64?], syncfsFiles: [OutputFile]? = nil) -> (failures: [(Int, SystemError)], flushed: Set<UInt64>) {
         var failures: [(Int, SystemError)] = []
         var flushed = Set<UInt64>()
         for (position, error) in syncEach(plan.perFile.map { batch[$0].file }).enumerated() {
             if let error { failures.append((plan.perFile[position], error)) }
         }
-        for group in plan.fileSystems {
+        for (position, group) in plan.fileSystems.enumerated() {
             do throws(SystemError) {
-                // The first-opened file of the group: its descriptor was opened before any of the group's data
-                // was written, so its `syncfs` reports every write-back error of theirs.
-                try operations.syncFileSystem(batch[group[0]].file)
+                // The first-opened file of the group (or one opened before it, ``RenameProof``): its descriptor
+                // was opened before any of the group's data was written, so its `syncfs` reports every
+                // write-back error of theirs.
+                try operations.syncFileSystem(syncfsFiles?[position] ?? batch[group[0]].file)
                 if let fileSystem = fileSystems[group[0]] { flushed.insert(fileSystem) }
             } catch {
                 // Whose data failed, `syncfs` does not say: each file's own `fdatasync` does (its descriptor

@@ -27,4 +27,41 @@ enum RenameProof: Equatable, Sendable {
         }
         return .nextSyncfs
     }
+
+    /// One file of the batch whose renames await their proof, as ``standIn(fileSystem:groupFirstOpened:openedBeforeRenames:awaiting:)`` sees it.
+    struct Candidate: Equatable, Sendable {
+        /// The filesystem holding the file (nil: unknown).
+        var fileSystem: UInt64?
+        /// ``HaulIO/OutputFile/openOrder``.
+        var openOrder: UInt64
+        /// A `syncfs` was called on its descriptor already (that batch's own flush).
+        var usedForSyncfs: Bool
+    }
+
+    /// The file of the batch awaiting proof on whose descriptor the next batch calls its `syncfs` of
+    /// `fileSystem`, instead of the first-opened file of its own group there (opened as `groupFirstOpened`);
+    /// nil: that file.
+    ///
+    /// A `syncfs` reports the filesystem's write-back errors since its descriptor was opened, or since that
+    /// descriptor's last `syncfs` (each descriptor keeps its own place in the filesystem's error sequence). The
+    /// group's first-opened file proves its group's data, and the renames before it only when it was opened
+    /// before them. Small files come and go within a millisecond: often every file of the next batch was
+    /// opened after the renames, and the directory needed an `fsync` of its own. A file of
+    /// the batch awaiting proof serves then, on the same filesystem: opened before its batch's renames and
+    /// before the group's first file, and no `syncfs` called on it yet — so a `syncfs` on it reports every
+    /// write-back error since before the group's data and the renames were written. One used for a `syncfs`
+    /// already never serves: that call took the errors up to it, among them maybe those of a file of the next
+    /// group already written then. Of the files that may serve, the one opened last (an older one could
+    /// report an error its batch has handled already: a needless fallback to per-file syncs, never a false proof).
+    static func standIn(fileSystem: UInt64, groupFirstOpened: UInt64, openedBeforeRenames: UInt64, awaiting: [Candidate]) -> Int? {
+        // Opened before the renames, a file is opened before the group's first too.
+        guard groupFirstOpened > openedBeforeRenames else { return nil }
+        var chosen: Int?
+        for (index, candidate) in awaiting.enumerated()
+        where candidate.fileSystem == fileSystem && !candidate.usedForSyncfs && candidate.openOrder <= openedBeforeRenames
+            && chosen.map({ candidate.openOrder > awaiting[$0].openOrder }) ?? true {
+            chosen = index
+        }
+        return chosen
+    }
 }
