@@ -24,6 +24,28 @@ import HaulTestSupport
     }
 }
 
+/// ``SplicedWritePlace``: a pipe's worth of a big body goes to the writer thread; a few kilobytes (a small
+/// file's body that missed its head's read) are moved on the loop, where they cost less than a thread's wake-up.
+@Suite struct SplicedWritePlaceTests {
+    @Test func aBigBodysPipefulGoesToTheWriterThread() {
+        for count in [SplicedWritePlace.handOffMinimum, 128 << 10, 256 << 10, 1 << 20] {
+            #expect(SplicedWritePlace.decide(handsOff: true, count: count) == .writerThread, "\(count)")
+        }
+    }
+
+    @Test func aFewKilobytesAreMovedOnTheLoop() {
+        for count in [1, 4 << 10, 16 << 10, SplicedWritePlace.handOffMinimum - 1] {
+            #expect(SplicedWritePlace.decide(handsOff: true, count: count) == .loop, "\(count)")
+        }
+    }
+
+    @Test func withoutHandOffsEverythingIsMovedOnTheLoop() {
+        for count in [1, SplicedWritePlace.handOffMinimum, 1 << 20] {
+            #expect(SplicedWritePlace.decide(handsOff: false, count: count) == .loop, "\(count)")
+        }
+    }
+}
+
 /// ``HandedOffWriteOrder``: which steps of a download come after the writes handed off before them, which
 /// go ahead (the loop never waits), and which refuse to overlap them.
 @Suite struct HandedOffWriteOrderTests {

@@ -52,6 +52,31 @@ enum BodyReceivePath: Equatable {
     }
 }
 
+/// Where the pipe → file move of spliced bytes runs (``DownloadOptions/handsOffSplicedWrites``). Pure.
+///
+/// A writer thread takes the page-cache copy of a big body's bulk off the loop, but each hand-off costs a
+/// thread's wake-up, a completion back on the loop and the reader's restart. A few kilobytes — a small file's
+/// body that missed its head's read (1–20% of 10,000 × 4 KiB files), a segment's last bytes — cost less to
+/// copy on the loop than to hand off.
+enum SplicedWritePlace: Equatable {
+    /// On the loop thread, now (``BodySink/write(piped:count:at:)``).
+    case loop
+    /// On a writer thread, counted when its completion runs on the loop.
+    case writerThread
+
+    /// The fewest piped bytes worth a writer thread: a quarter of the default pipe
+    /// (`ConnectionOptions.splicePipeSize`), so the bulk of a big body, read a pipe's worth at a time,
+    /// still goes to the writer.
+    static let handOffMinimum = 64 << 10
+
+    /// - Parameters:
+    ///   - handsOff: whether the download hands spliced writes to a writer thread at all.
+    ///   - count: the bytes in the pipe.
+    static func decide(handsOff: Bool, count: Int) -> SplicedWritePlace {
+        handsOff && count >= handOffMinimum ? .writerThread : .loop
+    }
+}
+
 /// What spliced bytes handed to a writer thread do once their write returns (``SegmentWorker``). Pure.
 ///
 /// They count — the window, ``SegmentWorkerHost/bodyWritten(_:at:proven:on:)``, the segment's end — only

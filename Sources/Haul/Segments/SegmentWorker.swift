@@ -168,7 +168,9 @@ final class SegmentWorker: ResponseHandler, @unchecked Sendable {
     /// reads nothing more. A write that returns after its exchange was stopped or replaced counts for nothing
     /// (its bytes are in the file, where a later write of the same range puts the same bytes).
     func didReceiveBody(piped: PipedBytes, resume: @escaping (Result<BodyDecision, any Error>) -> Void) throws -> PipedBodyDecision {
-        guard settings.handsOffSplicedWrites else { return .now(try didReceiveBody(piped: piped)) }
+        guard SplicedWritePlace.decide(handsOff: settings.handsOffSplicedWrites, count: piped.count) == .writerThread else {
+            return .now(try didReceiveBody(piped: piped))
+        }
         noteSplicing(piped)
         let step: BodyStep
         switch takeBody(count: piped.count) {
