@@ -20,13 +20,21 @@ struct ResponseFacts: Sendable, Equatable {
     /// out: empty when the body is the representation's own bytes. A value that is not a list of tokens is
     /// kept whole, as one coding nobody knows, so that it never passes for identity.
     var contentCodings: [String]
+    /// What makes the head contradict itself, for a message; nil when nothing does. Either a field that
+    /// names one thing sent twice with different values — `Content-Range`, `ETag`, `Last-Modified`: nothing
+    /// says which of the two the body is, so no decision may pick one (the first was taken before) — or a
+    /// `204` that declares a body (`Content-Length` other than 0, `Transfer-Encoding`; RFC 9110 §8.6 forbids
+    /// both): the parser frames every 204 as bodiless, so without this such a response would pass for an
+    /// empty file. Decisions that would take the response as content treat it as faulty.
+    var contradiction: String?
 
     /// `contentTypes` and `contentEncodings` are field values as sent (a response may carry several fields
     /// of each), parsed here once.
     init(status: Int, reason: String = "", contentRange: String? = nil, entityTag: EntityTag? = nil,
          lastModified: HTTPDate? = nil, framing: BodyFraming = .contentLength(0), location: String? = nil,
-         contentTypes: [String] = [], contentEncodings: [String] = []) {
+         contentTypes: [String] = [], contentEncodings: [String] = [], contradiction: String? = nil) {
         self.status = status
+        self.contradiction = contradiction
         self.reason = reason
         self.contentRange = contentRange
         self.entityTag = entityTag
@@ -51,7 +59,13 @@ struct ResponseFacts: Sendable, Equatable {
         // time, most of the cost of these facts for every small file's response.
         var contentRange = -1, entityTag = -1, lastModified = -1, location = -1, contentType = -1
         var contentTypeCount = 0, contentEncodingCount = 0
+        // A second field of a name that must be one: judged after the pass (rare, so the slow way).
+        var repeated = false
         fields.forEachField(named: Self.readFieldNames) { index, name in
+            if name <= 2, (name == 0 ? contentRange : name == 1 ? entityTag : lastModified) >= 0 {
+                repeated = true
+                return
+            }
             switch name {
             case 0: if contentRange < 0 { contentRange = index }
             case 1: if entityTag < 0 { entityTag = index }
@@ -80,6 +94,32 @@ struct ResponseFacts: Sendable, Equatable {
             (self.contentType, self.mediaType) = (nil, nil)
         }
         self.contentCodings = contentEncodingCount == 0 ? [] : Self.codings(fields.all("content-encoding").map(latin1String))
+        self.contradiction = repeated ? Self.repeatedSingletons(fields) : nil
+        if head.status == 204, contradiction == nil { self.contradiction = Self.bodyOnNoContent(fields) }
+    }
+
+    /// The first `Content-Range`, `ETag` or `Last-Modified` field whose value means something else than the
+    /// first of its name (the same range, tag or date written differently is no contradiction), for a message.
+    static func repeatedSingletons(_ fields: HTTPFields) -> String? {
+        func conflict(_ name: String, _ same: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Bool) -> String? {
+            let values = fields.all(name.lowercased())
+            guard let first = values.first, let other = values.dropFirst().first(where: { !same(first, $0) }) else { return nil }
+            return "\(name) sent twice, \"\(latin1String(first))\" and \"\(latin1String(other))\": nothing says which the body is"
+        }
+        return conflict("Content-Range") { a, b in ContentRange(a).map { $0 == ContentRange(b) } ?? a.elementsEqual(b) }
+            ?? conflict("ETag") { a, b in EntityTag(a).map { $0 == EntityTag(b) } ?? a.elementsEqual(b) }
+            ?? conflict("Last-Modified") { a, b in HTTPDate(a).map { $0 == HTTPDate(b) } ?? a.elementsEqual(b) }
+    }
+
+    /// What a `204 No Content` head says about a body it must not have; nil when it declares none.
+    private static func bodyOnNoContent(_ fields: HTTPFields) -> String? {
+        if let coding = fields.first("transfer-encoding") {
+            return "204 No Content with Transfer-Encoding \"\(latin1String(coding))\": a 204 has no body"
+        }
+        for length in fields.all("content-length") where length.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) {
+            return "204 No Content with Content-Length \"\(latin1String(length))\": a 204 has no body"
+        }
+        return nil
     }
 
     /// Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be hidden
@@ -99,6 +139,10 @@ struct ResponseFacts: Sendable, Equatable {
     }
 
     var isRedirect: Bool { RedirectPolicy.redirectStatuses.contains(status) }
+
+    /// Whether a decision may take this response as content (bytes of the file, or its emptiness): the
+    /// statuses a ``contradiction`` makes faulty. An error status stays the error it is.
+    var mayBeContent: Bool { status == 200 || status == 204 || status == 206 || status == 416 }
 
     /// The validators this response carries.
     var validators: Validators { Validators(entityTag: entityTag, lastModified: lastModified) }
