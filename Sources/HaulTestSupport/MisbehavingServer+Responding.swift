@@ -58,6 +58,7 @@ extension MisbehavingServer.Core {
                 for piece in pieces {
                     if piece.pauseMilliseconds > 0, !pause(.seconds(Double(piece.pauseMilliseconds) / 1000)) { return false }
                     guard transport.write(piece.bytes) else { return false }
+                    state.withLock { $0.exchanges[request.index].rawPiecesSent += 1 }
                 }
                 guard ending == .keepAlive && !clientWantsClose else {
                     transport.finish(graceful: ending != .closeWithoutCloseNotify)

@@ -32,6 +32,8 @@ public final class MisbehavingServer: Sendable {
         public internal(set) var bodyBytesSent: Int = 0
         /// Interim (`100 Continue`) responses sent before the final one.
         public internal(set) var interimResponsesSent: Int = 0
+        /// Pieces of a ``Substitute/raw(_:ending:)`` answer written so far.
+        public internal(set) var rawPiecesSent: Int = 0
         /// The fault ``Script/chaos(seed:faultRate:faults:)`` chose for this request; `nil` for a correct
         /// response (and for every request of other scripts).
         public internal(set) var chaosFault: ChaosFault?

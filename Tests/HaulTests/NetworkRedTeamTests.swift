@@ -73,6 +73,9 @@ import SystemPackage
         var name: String
         var persistence: Persistence
         var expectation: Expectation
+        /// A check made on the finished file only (`Repr-Digest`), which a stream has not: there the right
+        /// bytes are the right outcome.
+        var checksTheFile = false
         /// The response for a request, given the honest response's parts; nil answers honestly.
         var make: @Sendable (_ request: MisbehavingServer.ReceivedRequest, _ honest: Honest) -> Behavior?
         var testDescription: String { name }
@@ -216,11 +219,11 @@ import SystemPackage
         Attack(name: "206 with an unknown total (/*)", persistence: .firstTwoTries, expectation: .file, make: partial { h in
             raw(h.replacing("Content-Range", with: "bytes \(h.range.lowerBound)-\(h.range.upperBound - 1)/*").response)
         }),
-        Attack(name: "Content-Range twice: the asked range, then another", persistence: .always, expectation: .fileOrError, make: partial { h in
+        Attack(name: "Content-Range twice: the asked range, then another", persistence: .always, expectation: .error, make: partial { h in
             let other = h.range.lowerBound == 0 ? "bytes 1-\(h.range.count)/\(h.total)" : "bytes 0-\(h.range.count - 1)/\(h.total)"
             return raw(h.adding("Content-Range", other).response)
         }),
-        Attack(name: "Content-Range twice: another range, then the asked one", persistence: .always, expectation: .fileOrError, make: partial { h in
+        Attack(name: "Content-Range twice: another range, then the asked one", persistence: .always, expectation: .error, make: partial { h in
             let other = h.range.lowerBound == 0 ? "bytes 1-\(h.range.count)/\(h.total)" : "bytes 0-\(h.range.count - 1)/\(h.total)"
             var swapped = h.replacing("Content-Range", with: nil)
             swapped.fields.append(("Content-Range", other))
@@ -229,7 +232,7 @@ import SystemPackage
         Attack(name: "200 with the whole file to a mid-file range", persistence: .firstTwoTries, expectation: .file, make: partial { h in
             h.range.lowerBound == 0 ? nil : .ignoreRange
         }),
-        Attack(name: "204 with a body", persistence: .onceOnly, expectation: .fileOrError) { _, h in
+        Attack(name: "204 with a body", persistence: .onceOnly, expectation: .file) { _, h in
             raw(Array("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello".utf8))
         },
         Attack(name: "304 to a request that asked no condition", persistence: .always, expectation: .error) { _, h in
@@ -295,7 +298,7 @@ import SystemPackage
         Attack(name: "Content-Type text/html on later segments", persistence: .always, expectation: .fileOrError, make: partial { h in
             h.range.lowerBound == 0 ? nil : raw(h.replacing("Content-Type", with: "text/html").response)
         }),
-        Attack(name: "Repr-Digest that lies", persistence: .always, expectation: .error) { _, h in
+        Attack(name: "Repr-Digest that lies", persistence: .always, expectation: .error, checksTheFile: true) { _, h in
             raw(h.adding("Repr-Digest", "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:").response)
         },
         Attack(name: "Repr-Digest that lies on later segments only", persistence: .always, expectation: .fileOrError, make: partial { h in
@@ -319,7 +322,7 @@ import SystemPackage
         Attack(name: "ETag twice: the download's, then another", persistence: .always, expectation: .fileOrError, make: partial { h in
             h.range.lowerBound == 0 ? nil : raw(h.adding("ETag", "\"another\"").response)
         }),
-        Attack(name: "ETag twice on the probe", persistence: .always, expectation: .fileOrError) { _, h in
+        Attack(name: "ETag twice on every answer", persistence: .always, expectation: .error) { _, h in
             raw(h.adding("ETag", "\"another\"").response)
         },
         Attack(name: "Last-Modified that is not a date on later segments", persistence: .always, expectation: .fileOrError, make: partial { h in
@@ -432,7 +435,8 @@ import SystemPackage
             let right = bytes.map { sameBytes($0, resource.bytes) } ?? false
             #expect(right, "\(attack.name) on \(path): exit 0 with a WRONG result: \(bytes.map { "\($0.count) bytes starting \(String(decoding: $0.prefix(24), as: UTF8.self).debugDescription)" } ?? "nothing")",
                     sourceLocation: sourceLocation)
-            #expect(attack.expectation != .error, "\(attack.name) on \(path): expected an error, got the file", sourceLocation: sourceLocation)
+            #expect(attack.expectation != .error || (attack.checksTheFile && path == .stream),
+                    "\(attack.name) on \(path): expected an error, got the file", sourceLocation: sourceLocation)
         case .failure(let error):
             #expect(attack.expectation != .file, "\(attack.name) on \(path): expected the file, got: \(error)", sourceLocation: sourceLocation)
             #expect(!FileManager.default.fileExists(atPath: file), "\(attack.name) on \(path): failed (\(error)) but left a file under the final name",
@@ -467,18 +471,57 @@ import SystemPackage
 
     // MARK: Connection reuse across a list
 
+    /// How the bytes after each response of a list arrive.
+    enum Extra: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// Junk in the same write as the response.
+        case junkAtOnce
+        /// Junk 3 ms later: often after the next request went out on the connection.
+        case junkSoon
+        /// Junk 40 ms later: after the next request went out.
+        case junkLater
+        /// A complete response (`200`, `EVIL!`) in the same write as the response.
+        case responseInTheSameWrite
+        /// A complete response in a second write right after the first (no pause): it arrives in the turn
+        /// of the event loop that read the response, in which the list starts its next file. Before the
+        /// checkout peeked in that case, 2 of 24 files here were `EVIL!` or the previous file, exit 0.
+        case responseRightAfter
+        /// A complete response, with the next download started only once it was sent: it waits in the idle
+        /// connection when the next request would reuse it.
+        case responseWhileIdle
+
+        var testDescription: String { rawValue }
+        var bytes: [UInt8] {
+            switch self {
+            case .junkAtOnce, .junkSoon, .junkLater: Array("junk after the body".utf8)
+            case .responseInTheSameWrite, .responseRightAfter, .responseWhileIdle: Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!".utf8)
+            }
+        }
+        var delayMilliseconds: Int {
+            switch self {
+            case .junkAtOnce, .responseInTheSameWrite, .responseRightAfter: 0
+            case .junkSoon: 3
+            case .junkLater: 40
+            case .responseWhileIdle: 5
+            }
+        }
+    }
+
     /// What a list of small files (one client, `-i`'s path: each download takes the pool's idle connection)
-    /// gets when every response is followed by more bytes: at once, or a little later (a server that flushes
-    /// a second write after the body). No file may be another's bytes or those extra bytes.
-    @Test(arguments: [0, 3, 40], [false, true])
-    func bytesAfterEachResponseNeverBecomeTheNextFile(delayMilliseconds: Int, wholeResponse: Bool) async throws {
+    /// gets when every response is followed by more bytes. No file may be another's bytes or those extra bytes.
+    ///
+    /// Not here, because no HTTP/1.1 client can hold it: a complete response that arrives *after* the next
+    /// request went out on the connection (a few milliseconds after its own response) is read as that request's answer — nothing in
+    /// HTTP/1.1 ties a response to its request but the order — and the list is off by one from then on. curl
+    /// and wget do the same; only a server that lies can do it, and such a server can answer anything anyway.
+    @Test(arguments: Extra.allCases)
+    func bytesAfterEachResponseNeverBecomeTheNextFile(extra: Extra) async throws {
         let files = 24
         let resources = (0..<files).map { Resource.pattern(size: 1000 + $0 * 37, seed: UInt64($0)) }
-        let extra = wholeResponse ? Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!".utf8) : Array("junk after the body".utf8)
         let script = Script { request in
             guard let index = Int(request.target.dropFirst(2)), resources.indices.contains(index) else { return .status(404) }
             let honest = Honest.of(request, resources[index])
-            return .raw(pieces: [MisbehavingServer.RawPiece(honest.response), MisbehavingServer.RawPiece(extra, afterMilliseconds: delayMilliseconds)])
+            if extra == .responseInTheSameWrite { return .raw(honest.response + extra.bytes) }
+            return .raw(pieces: [MisbehavingServer.RawPiece(honest.response), MisbehavingServer.RawPiece(extra.bytes, afterMilliseconds: extra.delayMilliseconds)])
         }
         let server = try MisbehavingServer(resource: resources[0], script: script)
         defer { server.stop() }
@@ -489,6 +532,11 @@ import SystemPackage
         var failed: [String] = []
         for index in 0..<files {
             let path = directory + "/f\(index)"
+            if extra == .responseWhileIdle {
+                // Every response so far has had its second write sent.
+                let sent = try await eventually(within: 10) { server.exchanges.allSatisfy { $0.rawPiecesSent == 2 } }
+                #expect(sent, "the server sent every extra response before file \(index)")
+            }
             let task = client.start(DownloadRequest(url: server.url("/f\(index)"), destination: .file(path)))
             guard let result = await outcomeWithin(Self.deadline, of: task) else {
                 Issue.record("file \(index) did not end within \(Self.deadline)")
@@ -505,7 +553,7 @@ import SystemPackage
         }
         await client.shutdown()
         #expect(wrong.isEmpty, "exit 0 with a WRONG file: \(wrong)")
-        if !failed.isEmpty { print("[list, extra after \(delayMilliseconds) ms, whole response \(wholeResponse)] failures: \(failed)") }
-        print("[list, extra after \(delayMilliseconds) ms, whole response \(wholeResponse)] \(server.connectionsAccepted) connections for \(server.exchanges.count) requests, \(failed.count) failed")
+        #expect(failed.isEmpty, "a retry on a new connection gets each file: \(failed)")
+        print("[list, \(extra)] \(server.connectionsAccepted) connections for \(server.exchanges.count) requests, \(failed.count) failed")
     }
 }
