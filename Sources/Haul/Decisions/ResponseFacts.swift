@@ -20,12 +20,13 @@ struct ResponseFacts: Sendable, Equatable {
     /// out: empty when the body is the representation's own bytes. A value that is not a list of tokens is
     /// kept whole, as one coding nobody knows, so that it never passes for identity.
     var contentCodings: [String]
-    /// What makes the head contradict itself, for a message; nil when nothing does. Either a field that
-    /// names one thing sent twice with different values — `Content-Range`, `ETag`, `Last-Modified`: nothing
-    /// says which of the two the body is, so no decision may pick one (the first was taken before) — or a
-    /// `204` that declares a body (`Content-Length` other than 0, `Transfer-Encoding`; RFC 9110 §8.6 forbids
-    /// both): the parser frames every 204 as bodiless, so without this such a response would pass for an
-    /// empty file. Decisions that would take the response as content treat it as faulty.
+    /// What makes the head contradict itself, for a message; nil when nothing does. A field that names one
+    /// thing sent twice with different values — `Content-Range`, `ETag`, `Last-Modified`: nothing says which
+    /// of the two the body is, so no decision may pick one (the first was taken before); a `204` that declares
+    /// a body (`Content-Length` other than 0, `Transfer-Encoding`; RFC 9110 §8.6 forbids both): the parser
+    /// frames every 204 as bodiless, so such a response passed for an empty file; a `200` whose
+    /// `Content-Range` names a part (``partUnderWholeStatus(_:framing:)``). Decisions that would take the
+    /// response as content treat it as faulty.
     var contradiction: String?
 
     /// `contentTypes` and `contentEncodings` are field values as sent (a response may carry several fields
@@ -96,6 +97,21 @@ struct ResponseFacts: Sendable, Equatable {
         self.contentCodings = contentEncodingCount == 0 ? [] : Self.codings(fields.all("content-encoding").map(latin1String))
         self.contradiction = repeated ? Self.repeatedSingletons(fields) : nil
         if head.status == 204, contradiction == nil { self.contradiction = Self.bodyOnNoContent(fields) }
+        if head.status == 200, contradiction == nil, let text = self.contentRange {
+            self.contradiction = Self.partUnderWholeStatus(text, framing: head.framing)
+        }
+    }
+
+    /// What a `200` (the whole representation) says when its `Content-Range` names only a part of it, or
+    /// another length than its body's: a `206` sent under the wrong status, as some servers answer a range.
+    /// Taken as the whole file, the part became the file (the bounded probe's 4 MiB of a bigger one, exit 0).
+    /// A value that is not a byte range says nothing and is left alone.
+    static func partUnderWholeStatus(_ text: String, framing: BodyFraming) -> String? {
+        guard case .bytes(let first, let last, let total)? = ContentRange(text) else { return nil }
+        let count = last - first + 1
+        var whole = first == 0 && (total.map { $0 == count } ?? true)
+        if case .contentLength(let length) = framing, length != count { whole = false }
+        return whole ? nil : "a 200 (the whole file) with Content-Range \"\(text)\", which names a part of it"
     }
 
     /// The first `Content-Range`, `ETag` or `Last-Modified` field whose value means something else than the

@@ -94,4 +94,29 @@ import HaulHTTP
             Issue.record("expected a refusal"); return
         }
     }
+
+    /// A `200` is the whole representation; one whose `Content-Range` names a part of it (a `206` sent under
+    /// the wrong status, as some servers answer a range) carries that part only. Taken as the whole file it
+    /// made a 6 MiB download a 4 MiB file, exit 0 (the bounded probe's range).
+    @Test(arguments: [
+        (["Content-Length: 100", "Content-Range: bytes 0-99/3000"], true),
+        (["Content-Length: 100", "Content-Range: bytes 100-199/3000"], true),
+        (["Content-Length: 3000", "Content-Range: bytes 0-2999/3001"], true),
+        (["Content-Length: 3000", "Content-Range: bytes 0-99/3000"], true),
+        (["Transfer-Encoding: chunked", "Content-Range: bytes 0-99/3000"], true),
+        (["Content-Length: 3000", "Content-Range: bytes 0-2999/3000"], false),
+        (["Transfer-Encoding: chunked", "Content-Range: bytes 0-2999/3000"], false),
+        (["Content-Length: 3000", "Content-Range: bytes 0-2999/*"], false),
+        (["Content-Length: 3000", "Content-Range: whatever"], false),
+        (["Content-Length: 3000"], false),
+    ] as [([String], Bool)])
+    func aWholeFileAnswerWhoseContentRangeNamesAPartIsAContradiction(fields: [String], contradicts: Bool) throws {
+        let facts = try facts(["HTTP/1.1 200 OK"] + fields)
+        #expect((facts.contradiction != nil) == contradicts, "\(fields): \(facts.contradiction ?? "none")")
+        if contradicts {
+            guard case .faulty = ProbeResponseDecision.decide(facts, url: url, form: .bounded(end: 100)) else {
+                Issue.record("the probe must not take \(fields) as the whole file"); return
+            }
+        }
+    }
 }
