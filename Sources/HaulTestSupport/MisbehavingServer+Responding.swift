@@ -57,8 +57,9 @@ extension MisbehavingServer.Core {
                 record(request, status: Self.statusOfRaw(pieces.first?.bytes ?? []) ?? 0, bodyOffset: nil)
                 for piece in pieces {
                     if piece.pauseMilliseconds > 0, !pause(.seconds(Double(piece.pauseMilliseconds) / 1000)) { return false }
-                    guard transport.write(piece.bytes) else { return false }
+                    let written = transport.write(piece.bytes)
                     state.withLock { $0.exchanges[request.index].rawPiecesSent += 1 }
+                    guard written else { return false }
                 }
                 guard ending == .keepAlive && !clientWantsClose else {
                     transport.finish(graceful: ending != .closeWithoutCloseNotify)
