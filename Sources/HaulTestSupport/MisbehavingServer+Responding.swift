@@ -53,6 +53,19 @@ extension MisbehavingServer.Core {
                 _ = transport.write(bytes)
                 transport.finish(graceful: false)
                 return false
+            case .raw(let pieces, let ending):
+                record(request, status: Self.statusOfRaw(pieces.first?.bytes ?? []) ?? 0, bodyOffset: nil)
+                for piece in pieces {
+                    if piece.pauseMilliseconds > 0, !pause(.seconds(Double(piece.pauseMilliseconds) / 1000)) { return false }
+                    let written = transport.write(piece.bytes)
+                    state.withLock { $0.exchanges[request.index].rawPiecesSent += 1 }
+                    guard written else { return false }
+                }
+                guard ending == .keepAlive && !clientWantsClose else {
+                    transport.finish(graceful: ending != .closeWithoutCloseNotify)
+                    return false
+                }
+                return true
             case .status(let status, let retryAfter):
                 if let retryAfter { fields.append(("Retry-After", retryAfter)) }
                 return sendSimple(status: status, fields: fields, body: "\(status) \(Self.reason(status))\n", request: request,
@@ -126,6 +139,12 @@ extension MisbehavingServer.Core {
         guard request.method != "HEAD" else { return finish(behavior: behavior, closesAfter: closesAfter, over: transport) }
         guard sendBody(body, of: request, behavior: behavior, over: transport) else { return false }
         return finish(behavior: behavior, closesAfter: closesAfter, over: transport)
+    }
+
+    /// The status code of a hand-made response (the three digits after the first space), for the record.
+    private static func statusOfRaw(_ bytes: [UInt8]) -> Int? {
+        guard let space = bytes.firstIndex(of: UInt8(ascii: " ")), space + 4 <= bytes.count else { return nil }
+        return Int(String(decoding: bytes[(space + 1)..<(space + 4)], as: UTF8.self))
     }
 
     /// The bytes of `range`, then `overrun` more: the resource's following bytes, filler past its end.

@@ -83,6 +83,22 @@ extension MisbehavingServer {
         case oversizedHead(fieldBytes: Int)
         /// Close the connection without sending anything.
         case closeWithoutResponse
+        /// These exact bytes (a hand-made response: duplicated fields, odd framing, a second response after
+        /// the first), written piece by piece, each after its pause; then the connection ends as `ending`
+        /// says (``Ending/keepAlive``: the next request is read from it, whatever the bytes said).
+        case raw([RawPiece], ending: Ending)
+    }
+
+    /// Bytes of a ``Substitute/raw(_:ending:)`` answer, sent after a pause.
+    public struct RawPiece: Sendable, Hashable {
+        /// Milliseconds to wait before sending ``bytes``.
+        public var pauseMilliseconds: Int
+        public var bytes: [UInt8]
+
+        public init(_ bytes: [UInt8], afterMilliseconds pauseMilliseconds: Int = 0) {
+            self.bytes = bytes
+            self.pauseMilliseconds = pauseMilliseconds
+        }
     }
 
     /// How a body is framed.
@@ -301,6 +317,16 @@ extension MisbehavingServer {
         /// Bytes that are not an HTTP response, then close.
         public static let garbageHead = Behavior().with {
             $0.substitute = .garbage(Array("SSH-2.0-OpenSSH_9.2\r\nthis is not HTTP\r\n\r\n".utf8))
+        }
+
+        /// These exact bytes instead of a response, then `ending` (see ``Substitute/raw(_:ending:)``).
+        public static func raw(_ bytes: [UInt8], ending: Ending = .keepAlive) -> Behavior {
+            Behavior().with { $0.substitute = .raw([RawPiece(bytes)], ending: ending) }
+        }
+
+        /// These pieces, each after its pause, instead of a response, then `ending`.
+        public static func raw(pieces: [RawPiece], ending: Ending = .keepAlive) -> Behavior {
+            Behavior().with { $0.substitute = .raw(pieces, ending: ending) }
         }
 
         /// Close without sending anything.

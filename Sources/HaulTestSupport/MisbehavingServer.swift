@@ -32,6 +32,9 @@ public final class MisbehavingServer: Sendable {
         public internal(set) var bodyBytesSent: Int = 0
         /// Interim (`100 Continue`) responses sent before the final one.
         public internal(set) var interimResponsesSent: Int = 0
+        /// Pieces of a ``Substitute/raw(_:ending:)`` answer written so far (a write the client's close made
+        /// fail counts: the piece's time has come and gone).
+        public internal(set) var rawPiecesSent: Int = 0
         /// The fault ``Script/chaos(seed:faultRate:faults:)`` chose for this request; `nil` for a correct
         /// response (and for every request of other scripts).
         public internal(set) var chaosFault: ChaosFault?
@@ -269,6 +272,10 @@ extension MisbehavingServer {
                     return
                 }
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                // Every write leaves at once (no Nagle): a script's write that returned is on its way, so a
+                // test that waits for it (a copy sent while the client's connection is idle) knows where it is.
+                var one: Int32 = 1
+                _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 let connectionID: Int? = state.withLock { state in
                     guard !state.isStopped else { return nil }
                     let id = state.connectionsAccepted

@@ -238,6 +238,11 @@ private final class DuplicatingServerState: Sendable {
     let value = Mutex((answered: 0, duplicateSent: false))
 }
 
+/// What the server of `aCopyThatArrivesInTheTurnOfTheReadIsSeenByTheNextCheckout` was told and has done.
+private final class SameTurnServerState: Sendable {
+    let value = Mutex((answered: 0, sendCopy: false, copySent: false))
+}
+
 /// What the server of `aConnectionTheServerClosedOrWroteToWhileIdleIsNeverUsedAgain` has done, shared with the test.
 private final class IdleServerState: Sendable {
     let value = Mutex((connections: 0, clientIdle: false, sentWhileIdle: false, firstDone: false, laterRequests: 0))
@@ -343,6 +348,58 @@ struct ConnectionPoolReuseTests {
             #expect(try await loop.submit { handler.body } == Array("hello".utf8), "round \(round)")
         }
         #expect(try await loop.submit { client.pool.connectionsOpened } == 3)
+        await client.shutdown()
+    }
+
+    /// A server's copy of its response that arrives after the client read the response but in the same turn
+    /// of the loop, before the next request takes the connection (a list starts its next file from the
+    /// completion, in that turn): no `epoll_wait` has looked at the socket since the read, so the checkout must
+    /// peek. It did not (the no-peek checkout trusted the latest read alone), and the copy became the next
+    /// answer. The loop is held inside the completion until the copy is in the socket, so the order is exact.
+    @Test func aCopyThatArrivesInTheTurnOfTheReadIsSeenByTheNextCheckout() async throws {
+        let response = { @Sendable (body: String) in "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n\(body)" }
+        let state = SameTurnServerState()
+        let server = try LoopbackServer(behaviour: .scripted { fd in
+            while LoopbackServer.readRequestHead(fd) {
+                let first = state.value.withLock { state in
+                    defer { state.answered += 1 }
+                    return state.answered == 0
+                }
+                guard LoopbackServer.sendText(fd, response(first ? "hello" : "world")) else { return }
+                guard first else { continue }
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !state.value.withLock({ $0.sendCopy }), ContinuousClock.now < deadline { usleep(500) }
+                guard LoopbackServer.sendText(fd, response("hello")) else { return }
+                state.value.withLock { $0.copySent = true }
+            }
+        })
+        defer { server.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = HTTPClient(loop: loop, connectionOptions: ConnectionOptions())
+        let request = try HTTPClientHeadTimeoutTests.request(port: server.port)
+        let first = CollectingHandler()
+        let second = CollectingHandler()
+        let ended: Bool = await withCheckedContinuation { continuation in
+            loop.execute {
+                client.executeOnLoop(request, handler: first) { result in
+                    guard case .success = result else { continuation.resume(returning: false); return }
+                    // Still the turn that read the response: the copy goes out now, and the loop waits for it.
+                    state.value.withLock { $0.sendCopy = true }
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while !state.value.withLock({ $0.copySent }), ContinuousClock.now < deadline { usleep(200) }
+                    client.executeOnLoop(request, handler: second) { result in
+                        guard case .success = result else { continuation.resume(returning: false); return }
+                        continuation.resume(returning: true)
+                    }
+                }
+            }
+        }
+        #expect(ended)
+        #expect(state.value.withLock { $0.copySent })
+        #expect(try await loop.submit { first.body } == Array("hello".utf8))
+        #expect(try await loop.submit { second.body } == Array("world".utf8), "the copy was read as the next answer")
+        #expect(try await loop.submit { client.pool.connectionsOpened } == 2)
         await client.shutdown()
     }
 

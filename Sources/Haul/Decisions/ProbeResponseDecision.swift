@@ -98,6 +98,11 @@ enum ProbeResponseDecision {
     /// `url` is for the errors only, and made only for one (every download's probe is decided here).
     static func decide(_ response: ResponseFacts, url: @autoclosure () -> String, form: ProbeForm = .openEnded) -> ProbeResponseDecision {
         if response.isRedirect { return .redirect }
+        // A head that contradicts itself (a field that must be one sent twice, a 204 with a body) says nothing
+        // that can be taken as the file: retried like any broken response.
+        if let contradiction = response.contradiction, response.mayBeContent {
+            return .faulty(.faultyResponse(url: url(), detail: contradiction))
+        }
         switch response.status {
         case 206:
             return decidePartial(response, url: url(), form: form)

@@ -51,6 +51,9 @@ enum RangedResponseDecision {
         if response.isRedirect { return .redirect }
         let asked = "\(requested.lowerBound)-\(requested.upperBound - 1)"
         let text = response.contentRange ?? ""
+        if let contradiction = response.contradiction, response.mayBeContent {
+            return .faulty(.faultyResponse(url: url, detail: "\(contradiction) (the answer to bytes \(asked))"))
+        }
         switch response.status {
         case 206:
             // MIME framing or a content coding: whatever the Content-Range says, the body is not those bytes.

@@ -22,13 +22,23 @@ struct ResponseFacts: Sendable, Equatable {
     var contentCodings: [String]
     /// The first `Retry-After` value, when it parses (a `503`'s or `429`'s wait before the next attempt).
     var retryAfter: RetryAfter?
+    /// What makes the head contradict itself, for a message; nil when nothing does. A field that names one
+    /// thing sent twice with different values — `Content-Range`, `ETag`, `Last-Modified`: nothing says which
+    /// of the two the body is, so no decision may pick one (the first was taken before); a `204` that declares
+    /// a body (`Content-Length` other than 0, `Transfer-Encoding`; RFC 9110 §8.6 forbids both): the parser
+    /// frames every 204 as bodiless, so such a response passed for an empty file; a `200` whose
+    /// `Content-Range` names a part (``partUnderWholeStatus(_:framing:)``). Decisions that would take the
+    /// response as content treat it as faulty.
+    var contradiction: String?
 
     /// `contentTypes` and `contentEncodings` are field values as sent (a response may carry several fields
     /// of each), parsed here once.
     init(status: Int, reason: String = "", contentRange: String? = nil, entityTag: EntityTag? = nil,
          lastModified: HTTPDate? = nil, framing: BodyFraming = .contentLength(0), location: String? = nil,
-         contentTypes: [String] = [], contentEncodings: [String] = [], retryAfter: RetryAfter? = nil) {
+         contentTypes: [String] = [], contentEncodings: [String] = [], retryAfter: RetryAfter? = nil,
+         contradiction: String? = nil) {
         self.status = status
+        self.contradiction = contradiction
         self.reason = reason
         self.contentRange = contentRange
         self.entityTag = entityTag
@@ -54,7 +64,13 @@ struct ResponseFacts: Sendable, Equatable {
         // time, most of the cost of these facts for every small file's response.
         var contentRange = -1, entityTag = -1, lastModified = -1, location = -1, contentType = -1, retryAfter = -1
         var contentTypeCount = 0, contentEncodingCount = 0
+        // A second field of a name that must be one: judged after the pass (rare, so the slow way).
+        var repeated = false
         fields.forEachField(named: Self.readFieldNames) { index, name in
+            if name <= 2, (name == 0 ? contentRange : name == 1 ? entityTag : lastModified) >= 0 {
+                repeated = true
+                return
+            }
             switch name {
             case 0: if contentRange < 0 { contentRange = index }
             case 1: if entityTag < 0 { entityTag = index }
@@ -85,6 +101,47 @@ struct ResponseFacts: Sendable, Equatable {
         }
         self.contentCodings = contentEncodingCount == 0 ? [] : Self.codings(fields.all("content-encoding").map(latin1String))
         self.retryAfter = retryAfter < 0 ? nil : RetryAfter(fields.value(at: retryAfter))
+        self.contradiction = repeated ? Self.repeatedSingletons(fields) : nil
+        if head.status == 204, contradiction == nil { self.contradiction = Self.bodyOnNoContent(fields) }
+        if head.status == 200, contradiction == nil, let text = self.contentRange {
+            self.contradiction = Self.partUnderWholeStatus(text, framing: head.framing)
+        }
+    }
+
+    /// What a `200` (the whole representation) says when its `Content-Range` names only a part of it, or
+    /// another length than its body's: a `206` sent under the wrong status, as some servers answer a range.
+    /// Taken as the whole file, the part became the file (the bounded probe's 4 MiB of a bigger one, exit 0).
+    /// A value that is not a byte range says nothing and is left alone.
+    static func partUnderWholeStatus(_ text: String, framing: BodyFraming) -> String? {
+        guard case .bytes(let first, let last, let total)? = ContentRange(text) else { return nil }
+        let count = last - first + 1
+        var whole = first == 0 && (total.map { $0 == count } ?? true)
+        if case .contentLength(let length) = framing, length != count { whole = false }
+        return whole ? nil : "a 200 (the whole file) with Content-Range \"\(text)\", which names a part of it"
+    }
+
+    /// The first `Content-Range`, `ETag` or `Last-Modified` field whose value means something else than the
+    /// first of its name (the same range, tag or date written differently is no contradiction), for a message.
+    static func repeatedSingletons(_ fields: HTTPFields) -> String? {
+        func conflict(_ name: String, _ same: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Bool) -> String? {
+            let values = fields.all(name.lowercased())
+            guard let first = values.first, let other = values.dropFirst().first(where: { !same(first, $0) }) else { return nil }
+            return "\(name) sent twice, \"\(latin1String(first))\" and \"\(latin1String(other))\": nothing says which the body is"
+        }
+        return conflict("Content-Range") { a, b in ContentRange(a).map { $0 == ContentRange(b) } ?? a.elementsEqual(b) }
+            ?? conflict("ETag") { a, b in EntityTag(a).map { $0 == EntityTag(b) } ?? a.elementsEqual(b) }
+            ?? conflict("Last-Modified") { a, b in HTTPDate(a).map { $0 == HTTPDate(b) } ?? a.elementsEqual(b) }
+    }
+
+    /// What a `204 No Content` head says about a body it must not have; nil when it declares none.
+    private static func bodyOnNoContent(_ fields: HTTPFields) -> String? {
+        if let coding = fields.first("transfer-encoding") {
+            return "204 No Content with Transfer-Encoding \"\(latin1String(coding))\": a 204 has no body"
+        }
+        for length in fields.all("content-length") where length.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) {
+            return "204 No Content with Content-Length \"\(latin1String(length))\": a 204 has no body"
+        }
+        return nil
     }
 
     /// Two `Content-Type` fields are a contradiction; the one that says the body is framed must not be hidden
@@ -104,6 +161,10 @@ struct ResponseFacts: Sendable, Equatable {
     }
 
     var isRedirect: Bool { RedirectPolicy.redirectStatuses.contains(status) }
+
+    /// Whether a decision may take this response as content (bytes of the file, or its emptiness): the
+    /// statuses a ``contradiction`` makes faulty. An error status stays the error it is.
+    var mayBeContent: Bool { status == 200 || status == 204 || status == 206 || status == 416 }
 
     /// The validators this response carries.
     var validators: Validators { Validators(entityTag: entityTag, lastModified: lastModified) }

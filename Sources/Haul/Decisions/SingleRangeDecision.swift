@@ -37,6 +37,7 @@ enum SingleRangeDecision: Equatable {
         default:
             return .failed(.httpStatus(status: response.status, reason: response.reason, url: url))
         }
+        if let contradiction = response.contradiction { return .failed(.faultyResponse(url: url, detail: contradiction)) }
         if let fault = PartialContentBody.judge(response, asked: asked.description, url: url).fault { return .failed(fault) }
         let text = response.contentRange ?? ""
         let wrong = HaulError.wrongContentRange(url: url, requested: asked.description, received: text.isEmpty ? "(none)" : text)

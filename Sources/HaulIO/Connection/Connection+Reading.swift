@@ -181,6 +181,7 @@ extension Connection {
                     case .bytes(let count):
                         noteProgress()
                         latestReadDrainedSocket = tls == nil && count < buffer.count
+                        latestReadWaitCount = loop.completedWaits
                         setReader(.idle)
                         completion(.success(.bytes(count)))
                     case .endOfStream(let end):
@@ -235,6 +236,7 @@ extension Connection {
                         case .bytes(let count):
                             noteProgress()
                             latestReadDrainedSocket = tls == nil && count < buffer.count
+                            latestReadWaitCount = loop.completedWaits
                             let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
                             if handler(.bytes(bytes)) == .stop && readerGeneration == generation {
                                 setReader(.idle)

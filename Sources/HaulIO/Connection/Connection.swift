@@ -80,6 +80,10 @@ public final class Connection: @unchecked Sendable {
     /// unread byte in the socket at that moment. False before the first read, after a splice (it takes the
     /// body's bytes only, whatever follows stays in the socket) and on TLS connections.
     var latestReadDrainedSocket = false
+    /// ``EventLoop/completedWaits`` at the latest read: the same count at a checkout means no `epoll_wait`
+    /// has looked at the socket since, so bytes that arrived after that read (a second response sent right
+    /// after the first) have not been reported and only a peek can see them.
+    var latestReadWaitCount: UInt64 = 0
     /// How many times ``isReusableOnLoop()`` asked the socket with `recv(MSG_PEEK)` (for tests).
     private(set) var reusePeeks = 0
     var lastProgress = MonotonicInstant.now()
@@ -218,22 +222,23 @@ public final class Connection: @unchecked Sendable {
     /// Whether an idle connection (no read or write pending) still looks reusable: the peer has not closed or
     /// reset it and sent nothing unsolicited. A pool should ask this before reusing one.
     ///
-    /// A plain TCP connection whose latest read drained its socket, and which has stayed registered with the
-    /// loop for reading since, is answered without a system call: any byte, FIN or reset that arrived before
-    /// the loop's latest `epoll_wait` was reported then, and the first event while idle drops the
-    /// registration (`updateInterest(releasingIdle:)`), so a still-registered connection that has no
-    /// report waiting in the current batch got none. What arrives after that `epoll_wait` (or that read, in
-    /// the same turn of the loop) is not seen, as what arrives after a `recv(MSG_PEEK)` is not: the window
-    /// in which a close or unasked bytes go unnoticed is longer than a peek's by at most the current turn of
-    /// the loop. A close in it fails the request before any response byte, which ``HTTPClient`` sends again
-    /// on a new connection. Every other connection (never read, ended by a splice or by a read that filled
-    /// the buffer, no longer registered, TLS) costs one non-blocking `recv(MSG_PEEK)` (plus an `SSL_peek` if
-    /// bytes arrived). Loop thread only.
+    /// A plain TCP connection whose latest read drained its socket, which has stayed registered with the
+    /// loop for reading since, and on which an `epoll_wait` has returned since that read, is answered without
+    /// a system call: any byte, FIN or reset that arrived before the loop's latest `epoll_wait` was reported
+    /// then, and the first event while idle drops the registration (`updateInterest(releasingIdle:)`), so a
+    /// still-registered connection that has no report waiting in the current batch got none. What arrives
+    /// after that `epoll_wait` is not seen, as what arrives after a `recv(MSG_PEEK)` is not. A checkout in the
+    /// same turn of the loop as the latest read peeks: bytes a server sends right after its response (a second
+    /// copy of it) arrive in exactly that window, and a connection reused without looking read them as the
+    /// answer to the next request (a list's next file, exit 0). A close fails the request before any response
+    /// byte, which ``HTTPClient`` sends again on a new connection. Every other connection (never read, ended
+    /// by a splice or by a read that filled the buffer, no longer registered, TLS) costs one non-blocking
+    /// `recv(MSG_PEEK)` (plus an `SSL_peek` if bytes arrived). Loop thread only.
     public func isReusableOnLoop() -> Bool {
         precondition(loop.inEventLoop, "Connection.isReusableOnLoop must be called on the loop thread")
         guard !isTerminated, handshake == nil, !peerFinished, !hasPendingOperation else { return false }
-        if tls == nil, latestReadDrainedSocket, let registration, registeredInterest == .readable,
-           !loop.hasUndispatchedEvent(for: registration) {
+        if tls == nil, latestReadDrainedSocket, loop.completedWaits != latestReadWaitCount, let registration,
+           registeredInterest == .readable, !loop.hasUndispatchedEvent(for: registration) {
             return true
         }
         let peeked: IOResult<Int>

@@ -76,6 +76,10 @@ public final class EventLoop: @unchecked Sendable {
     private var batchTokens: UnsafeMutablePointer<UInt64>?
     private var batchCount = 0
     private var batchDispatched = 0
+    /// How many `epoll_wait` calls have returned (loop thread only): a connection that notes it when its latest
+    /// read drained the socket knows, when the count has moved on since, that a wait has looked at the socket
+    /// after that read (``Connection/isReusableOnLoop()``).
+    private(set) var completedWaits: UInt64 = 0
 
     /// Starts a loop on a new thread named `name`.
     public init(name: String = "haul-loop") throws(SystemError) {
@@ -310,6 +314,7 @@ public final class EventLoop: @unchecked Sendable {
                 fatalError("event loop cannot continue: \(error)")
             }
             pending.withLock { $0.loopWaits = false }
+            completedWaits &+= 1
             batchTokens = tokens
             batchCount = Int(count)
             for index in 0..<Int(count) {

@@ -253,14 +253,21 @@ import HaulTestSupport
             let event = try bytes.withUnsafeBytes { raw throws(HTTPParseError) in try parser.parse(raw).event }
             guard case .head(let head) = event else { Issue.record("not a head: \(lines), \(seed)"); return }
             let fields = head.fields
-            let expected = ResponseFacts(
+            // Repeats of a field that must be one contradict the head when they mean something else.
+            let repeatsDiffer = fields.all("content-range").dropFirst().contains { ContentRange($0) != ContentRange(fields.first("content-range")!) }
+                || fields.all("etag").dropFirst().contains { EntityTag($0) != EntityTag(fields.first("etag")!) }
+                || fields.all("last-modified").dropFirst().contains { !($0.elementsEqual(fields.first("last-modified")!) || (HTTPDate($0) != nil && HTTPDate($0) == HTTPDate(fields.first("last-modified")!))) }
+            var expected = ResponseFacts(
                 status: head.status, reason: head.reason, contentRange: fields.firstString("content-range"),
                 entityTag: fields.first("etag").flatMap { EntityTag($0) },
                 lastModified: fields.first("last-modified").flatMap { HTTPDate($0) }, framing: head.framing,
                 location: fields.firstString("location"), contentTypes: fields.all("content-type").map { latin1String($0) },
                 contentEncodings: fields.all("content-encoding").map { latin1String($0) },
                 retryAfter: fields.first("retry-after").flatMap { RetryAfter($0) })
-            #expect(ResponseFacts(head) == expected, "\(lines), \(seed)")
+            let facts = ResponseFacts(head)
+            #expect((facts.contradiction != nil) == repeatsDiffer, "\(lines), \(seed): \(facts.contradiction ?? "no contradiction")")
+            expected.contradiction = facts.contradiction
+            #expect(facts == expected, "\(lines), \(seed)")
         }
     }
 }
