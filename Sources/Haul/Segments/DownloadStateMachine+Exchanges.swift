@@ -178,7 +178,7 @@ extension DownloadStateMachine {
             otherMirrorLive: mirrors.hasOtherLiveMirror(than: mirror))
         switch FailurePolicy.decide(context, retry: options.retry, ifChangedOnServer: ifChangedOnServer) {
         case .restart:
-            return actions + restart()
+            return actions + restart(because: failed)
         case .fail:
             return actions + fail(failed)
         case .dropMirror:
@@ -236,10 +236,13 @@ extension DownloadStateMachine {
 
     /// Throws away everything and starts over from the probe (the resource changed and the caller allowed
     /// it) — once any checkpoint in flight has landed, so that it cannot re-create the discarded journal.
-    mutating func restart() -> [Action] {
+    /// Said in ``notices``, with the change (`because`): bytes thrown away are never a silent matter, and
+    /// without it a resumed download that came back as another version said nothing (`ResumeRedTeamTests`).
+    mutating func restart(because change: HaulError) -> [Action] {
         restarts += 1
         let discarded = bytesDone
         let given = mirrors.primary.given
+        notices.append("\(change.description): starting over" + (discarded > 0 ? ", discarding the \(discarded) bytes fetched" : ""))
         resetToProbe()
         mirrors.forgetValidators()
         // The connections a refresh would wake are gone; its answer finds nothing pending.
