@@ -256,6 +256,35 @@ import HaulTestSupport
         }
     }
 
+    /// A journal whose only validator is a weak ETag (no date): no `If-Range` can carry it (RFC 9110 §13.1.5),
+    /// and a weak tag does not promise the same bytes, so ranges under it may not be combined (§15.3.7.3). The
+    /// server now serves other bytes under the same weak tag: the resumed download must not stitch them to the
+    /// old ones.
+    @Test func aJournalWithOnlyAWeakETagIsNotContinuedWithOtherBytes() async throws {
+        let weakOld = Resource(bytes: Self.old.bytes, etag: "W/\"same\"", lastModified: nil)
+        let weakNew = Resource(bytes: Self.new.bytes, etag: "W/\"same\"", lastModified: nil)
+        let server = try MisbehavingServer(resource: weakOld)
+        defer { server.stop() }
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/f"
+        server.setScript(MisbehavingServer.Script { $0.index >= 2 ? .closeMidBody(afterBytes: 100_000) : .normal })
+        var first = options()
+        first.retry = .none
+        await #expect(throws: HaulError.self) { _ = try await HaulClient(options: first).download(server.url("/f"), to: path) }
+        #expect(FileManager.default.fileExists(atPath: path + ".part.haul"), "the first run left its journal")
+        server.setScript(.always(.serve(weakNew)))
+        let (result, task) = try await runToEnd(DownloadRequest(url: server.url("/f"), destination: .file(path)), options: options(), within: Self.deadline)
+        switch result {
+        case .success:
+            let bytes = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
+            #expect(sameBytes(bytes, Self.new.bytes), "exit 0 with a WRONG file: \(mixedDescription(bytes))")
+            #expect(task.currentProgress.notices.contains { $0.contains("starting over") }, "said: \(task.currentProgress.notices)")
+        case .failure(let error):
+            #expect(!FileManager.default.fileExists(atPath: path), "failed (\(error)) but left a file")
+        }
+    }
+
     /// Where a file that is neither version agrees with each.
     func mixedDescription(_ bytes: [UInt8]) -> String {
         guard bytes.count == Self.size else { return "length differs" }
