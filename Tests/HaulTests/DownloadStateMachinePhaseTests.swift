@@ -143,4 +143,27 @@ import HaulJournal
             #expect(script.sends(actions).first?.sentIfRange == true && machine.resumedFromJournal)
         }
     }
+
+    /// A journal whose identity is a weak ETag alone keeps it (a changed tag is still a change) but not its
+    /// bytes: no If-Range can carry the tag and it does not promise the same bytes (`ResumeRedTeamTests`).
+    @Test func aJournalWithOnlyAWeakETagIsFetchedAgainHeldToItsTag() throws {
+        let mib = Self.mib
+        for (etag, date, kept) in [("W/\"v1\"", nil, false), ("W/\"v1\"", Int64(1_445_412_480), true), ("\"v1\"", nil, true)] as [(String, Int64?, Bool)] {
+            let state = JournalState(url: "http://a.test/f", etag: Array(etag.utf8), lastModified: date, totalLength: 100 * mib,
+                                     minimumSegmentSize: mib, createdAt: 0, durable: ByteRangeSet([0..<(10 * mib)]), bootID: [1, 2, 3])
+            var machine = Machine(options: DownloadOptions(connections: 2), mirrors: MirrorSet(urls: [try HTTPURL("http://a.test/f")], headers: HTTPFields(), userAgent: "t"),
+                                  destination: nil, awaitingName: true, sink: .file, sizeLimit: nil)
+            _ = script.started(&machine)
+            guard case .nameFile = script.arrive(&machine, try script.partial(0, 4 * mib - 1, of: 100 * mib)) else {
+                Issue.record("expected the file to be named"); return
+            }
+            machine.name("/d/f")
+            machine.retire(0)
+            _ = machine.continueFromJournal(state, bootID: [1, 2, 3])
+            #expect(machine.bytesDone == (kept ? 10 * mib : 0), "\(etag), date \(date.map(String.init) ?? "none")")
+            #expect(machine.notices.contains { $0.contains("only a weak ETag") } == !kept, "\(machine.notices)")
+            #expect(machine.mirrors[0].validators.entityTag == EntityTag(etag), "the tag stays the identity answers are held to")
+        }
+    }
 }
+

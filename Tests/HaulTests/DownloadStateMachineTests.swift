@@ -185,6 +185,7 @@ import HaulJournal
         #expect(has(actions) { if case .discardJournal(thenStartOver: true) = $0 { true } else { false } })
         #expect(has(actions) { if case .releaseConnections(keeping: 1) = $0 { true } else { false } })
         #expect(machine.restarts == 1 && machine.planner == nil && !machine.journaling)
+        #expect(machine.notices.contains { $0.contains("changed on the server") && $0.contains("starting over") }, "said: \(machine.notices)")
         let discarded = machine.journalDiscarded()
         let probe = try #require(sends(discarded).first)
         #expect(probe.role == .probe && probe.connection == 0 && !probe.sentIfRange)

@@ -44,6 +44,41 @@ import HaulHTTP
         #expect("\(error)".contains("If-Range"))
     }
 
+    /// A 304 carries the ETag a 200 would (RFC 9110 §15.4.5): another one than asked about is another file.
+    /// `ConditionalRedTeamTests`: a server judging `If-Modified-Since` alone kept a replaced file "up to date".
+    @Test func a304WithAnotherETagThanAskedIsALie() {
+        let asked = ConditionalProbe(entityTag: "\"v1\"", modifiedSince: "Wed, 21 Oct 2015 07:28:00 GMT", localLength: 3000)
+        func decide(_ etag: String?, length: Int64? = nil) -> NotModifiedDecision {
+            NotModifiedDecision.decide(status: 304, framing: .none, askedConditionally: true, sentIfRange: false, asked: asked,
+                                       answeredEntityTag: etag.flatMap { EntityTag($0) }, answeredLength: length, url: url)
+        }
+        guard case .faulty(let error) = decide("\"v2\"") else { Issue.record("accepted another ETag"); return }
+        #expect("\(error)".contains("\"v2\"") && "\(error)".contains("\"v1\"") && "\(error)".contains(url))
+        #expect(isUpToDate(decide("\"v1\"")))
+        #expect(isUpToDate(decide("W/\"v1\"")), "If-None-Match compares weakly")
+        #expect(isUpToDate(decide(nil)), "a 304 without an ETag says nothing against the file")
+        let dateOnly = ConditionalProbe(entityTag: nil, modifiedSince: "Wed, 21 Oct 2015 07:28:00 GMT", localLength: 3000)
+        #expect(isUpToDate(NotModifiedDecision.decide(status: 304, framing: .none, askedConditionally: true, sentIfRange: false, asked: dateOnly,
+                                                      answeredEntityTag: EntityTag("\"v2\""), url: url)), "nothing asked about an ETag")
+    }
+
+    /// A 304's `Content-Length` is the length a 200 would have (RFC 9110 §8.6): another than the file's here is another file.
+    @Test func a304WithAnotherLengthThanTheFileIsALie() {
+        let asked = ConditionalProbe(entityTag: "\"v1\"", modifiedSince: nil, localLength: 3000)
+        func decide(_ length: Int64?) -> NotModifiedDecision {
+            NotModifiedDecision.decide(status: 304, framing: .none, askedConditionally: true, sentIfRange: false, asked: asked,
+                                       answeredEntityTag: EntityTag("\"v1\""), answeredLength: length, url: url)
+        }
+        guard case .faulty(let error) = decide(4000) else { Issue.record("accepted another length"); return }
+        #expect("\(error)".contains("4000") && "\(error)".contains("3000"))
+        #expect(isUpToDate(decide(3000)))
+        #expect(isUpToDate(decide(nil)))
+        #expect(isUpToDate(decide(0)), "Content-Length: 0 on every 304 is a known habit, naming no file")
+        let noFile = ConditionalProbe(entityTag: nil, modifiedSince: "Wed, 21 Oct 2015 07:28:00 GMT")
+        #expect(isUpToDate(NotModifiedDecision.decide(status: 304, framing: .none, askedConditionally: true, sentIfRange: false, asked: noFile,
+                                                      answeredLength: 4000, url: url)), "-z DATE: no file to compare")
+    }
+
     @Test func theProbeSendsTheStoredTextElseTheFileTime() {
         let stored = StoredValidators(entityTag: "W/\"abc\"", lastModified: "Thu, 01 Jan 1970 00:00:00 GMT", url: nil)
         let probe = ConditionalProbe.forFile(at: "/f", stored: stored, modificationTime: 1_445_412_480)

@@ -178,7 +178,7 @@ extension DownloadStateMachine {
             otherMirrorLive: mirrors.hasOtherLiveMirror(than: mirror))
         switch FailurePolicy.decide(context, retry: options.retry, ifChangedOnServer: ifChangedOnServer) {
         case .restart:
-            return actions + restart()
+            return actions + restart(because: failed)
         case .fail:
             return actions + fail(failed)
         case .dropMirror:
@@ -236,10 +236,13 @@ extension DownloadStateMachine {
 
     /// Throws away everything and starts over from the probe (the resource changed and the caller allowed
     /// it) — once any checkpoint in flight has landed, so that it cannot re-create the discarded journal.
-    mutating func restart() -> [Action] {
+    /// Said in ``notices``, with the change (`because`): bytes thrown away are never a silent matter, and
+    /// without it a resumed download that came back as another version said nothing (`ResumeRedTeamTests`).
+    mutating func restart(because change: HaulError) -> [Action] {
         restarts += 1
         let discarded = bytesDone
         let given = mirrors.primary.given
+        notices.append("\(change.description): starting over" + (discarded > 0 ? ", discarding the \(discarded) bytes fetched" : ""))
         resetToProbe()
         mirrors.forgetValidators()
         // The connections a refresh would wake are gone; its answer finds nothing pending.
@@ -302,13 +305,25 @@ extension DownloadStateMachine {
             mirrors.noteRedirect(0, to: resolved)
         }
         // Unsynced data (--no-sync) survives a crash of haul, not of the machine: after a reboot, none of it.
-        let durable = state.trustedDurable(currentBootID: bootID)
+        var durable = state.trustedDurable(currentBootID: bootID)
         let journal = journalPath
         if durable.count < state.durable.count {
             notices.append("the partial download was not synced to disk and the machine has restarted since: starting over")
             actions.append(.log(.notice, "the journal's unsynced ranges predate a restart of the machine: fetching them again", {
                 ["haul.journal": "\(journal)", "haul.bytes.dropped": "\(state.durable.count - durable.count)"]
             }))
+        }
+        // A weak ETag alone (no date) still tells a changed file (another tag), so it stays the identity every
+        // answer is held to; but no `If-Range` may carry it (RFC 9110 §13.1.5) and it does not promise the same
+        // bytes, so ranges under it are not combined across runs (§15.3.7.3): the bytes on disk are fetched
+        // again (`ResumeRedTeamTests`: other bytes under the same weak tag were stitched to them, exit 0).
+        if !identity.hasStrongEntityTag, identity.lastModified == nil, durable.count > 0 {
+            notices.append("the partial download \(partPath) has only a weak ETag, which does not promise the same bytes: starting over")
+            let dropped = durable.count
+            actions.append(.log(.notice, "the journal's identity is a weak ETag alone: fetching its ranges again", {
+                ["haul.journal": "\(journal)", "haul.bytes.dropped": "\(dropped)"]
+            }))
+            durable = ByteRangeSet()
         }
         actions.append(.log(.debug, "resuming from the journal", {
             ["haul.journal": "\(journal)", "haul.total": "\(state.totalLength)", "haul.bytes.reused": "\(durable.count)",

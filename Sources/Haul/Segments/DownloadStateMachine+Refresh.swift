@@ -103,7 +103,7 @@ extension DownloadStateMachine {
             let context = FailurePolicy.Context(error: error, failuresInRow: 1, retriesSoFar: retries, restartsSoFar: restarts,
                                                 canReResolve: false, otherMirrorLive: false)
             return FailurePolicy.decide(context, retry: options.retry, ifChangedOnServer: ifChangedOnServer) == .restart
-                ? restart() : fail(error)
+                ? restart(because: error) : fail(error)
         case .continueAt(let fresh):
             urlRefresh.replaced.formUnion(pending.failedURLs)
             mirrors.refresh(mirror, to: fresh)

@@ -31,11 +31,22 @@ extension DownloadStateMachine {
         }
     }
 
+    /// A 304's `Content-Length` (which frames nothing there): the digits of the first field, nil when there is
+    /// none or it is not a plain number.
+    static func declaredLength(in head: ResponseHead) -> Int64? {
+        guard let value = head.fields.first("content-length"), !value.isEmpty, value.count <= 18,
+              value.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return value.reduce(Int64(0)) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) }
+    }
+
     private mutating func probeHead(_ facts: ResponseFacts, head: ResponseHead, exchange: SegmentAssignment) -> HeadStep {
         // A bounded probe counted its range when it was sent; what it carries is counted per decision.
         if let end = exchange.end { bytesRequested -= end - exchange.first }
         switch NotModifiedDecision.decide(status: facts.status, framing: facts.framing, askedConditionally: exchange.sentConditional,
-                                          sentIfRange: exchange.sentIfRange, url: exchange.url.description) {
+                                          sentIfRange: exchange.sentIfRange, asked: facts.status == 304 ? conditional : nil,
+                                          answeredEntityTag: facts.entityTag,
+                                          answeredLength: facts.status == 304 ? Self.declaredLength(in: head) : nil,
+                                          url: exchange.url.description) {
         case .notApplicable: break
         case .faulty(let error): return .refuse(error)
         case .upToDate:

@@ -75,11 +75,14 @@ enum DownloadPreparation {
                 if resume == nil, !created { removeUnfinishedJournal(of: path) }
                 // Only a changed file is fetched: the one there is what the probe asks about, replaced if it changed.
                 var conditional = resume == nil && request.onlyIfChanged && !DestinationClaims.isCreatedPlaceholder(path)
-                    ? ConditionalProbe.forFile(at: path, stored: StoredValidators.read(path: path),
-                                               modificationTime: FileDescriptor.modificationTime(ofPath: path))
+                    ? FileDescriptor.modificationTimeAndLength(ofPath: path).flatMap { file in
+                        ConditionalProbe.forFile(at: path, stored: StoredValidators.read(path: path),
+                                                 modificationTime: file.time, length: file.length)
+                    }
                     : nil
                 if resume == nil, let date = request.modifiedSince {
-                    conditional = ConditionalProbe(entityTag: conditional?.entityTag, modifiedSince: date.imfFixdate)
+                    conditional = ConditionalProbe(entityTag: conditional?.entityTag, modifiedSince: date.imfFixdate,
+                                                   localLength: conditional?.localLength)
                 }
                 // (A destination `x.part` may be the placeholder its own claim created: see ``DestinationClaims``.)
                 let mustBeNew = resume == nil && !request.replacesExisting && !asksFirst && !DestinationClaims.isCreatedPlaceholder(path)

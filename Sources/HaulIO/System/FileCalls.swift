@@ -176,6 +176,13 @@ extension FileDescriptor {
         return Int64(info.st_mtim.tv_sec)
     }
 
+    /// The modification time (as ``modificationTime(ofPath:)``) and the length in bytes of the file at `path`,
+    /// from one `stat`; nil when nothing is there.
+    package static func modificationTimeAndLength(ofPath path: String) -> (time: Int64, length: Int64)? {
+        guard let info = try? FilePath(path).stat(followTargetSymlink: true) else { return nil }
+        return (Int64(info.st_mtim.tv_sec), Int64(info.size))
+    }
+
     /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts write-back of the range without waiting for it.
     package func startWriteBack(offset: Int64, length: Int64) throws(SystemError) {
         _ = try blockingSyscall("sync_file_range") {
