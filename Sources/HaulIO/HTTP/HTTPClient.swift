@@ -226,7 +226,7 @@ public final class HTTPClient: Sendable {
     /// A server closing an idle keep-alive connection shows up as EOF or a reset before any response byte.
     static func isStaleConnection(_ error: HTTPClientError) -> Bool {
         switch error {
-        case .malformedResponse(let parseError, _):
+        case .malformedResponse(let parseError, _, _):
             return parseError.kind == .connectionClosedBeforeResponse
         case .connection(let connectionError):
             return connectionError.kind == .ioFailure || connectionError.kind == .closed
