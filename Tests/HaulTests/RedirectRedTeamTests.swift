@@ -263,4 +263,35 @@ import Testing
         #expect("\(error)".contains("localhost"), "\(error)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/f"))
     }
+
+    // MARK: A redirect target's name
+
+    /// A download into a directory is redirected to a server that names the file with path tricks — in
+    /// `Content-Disposition` (`filename`, RFC 5987 `filename*`) or in the final URL's last segment. The file lands
+    /// inside the directory, once, with the right bytes; nothing appears beside or above it.
+    @Test(arguments: [Behavior.attachment(filename: "../../escaped"), Behavior.attachment(filename: "/tmp/escaped"),
+                      Behavior.field("Content-Disposition", "attachment; filename*=UTF-8''..%2F..%2Fescaped"),
+                      Behavior.attachment(filename: ".."), Behavior.normal])
+    func aRedirectTargetsNameStaysInTheDirectory(_ naming: Behavior) async throws {
+        let namer = try MisbehavingServer(resource: resource, script: .always(naming))
+        defer { namer.stop() }
+        let target = namer.url("/a/%2E%2E%2F%2E%2E%2Fescaped")
+        let server = try MisbehavingServer(resource: resource, script: .always(.redirect(to: target)))
+        defer { server.stop() }
+        let outer = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: outer) }
+        let inner = outer + "/inner/deeper"
+        try FileManager.default.createDirectory(atPath: inner, withIntermediateDirectories: true)
+        let client = try HaulClient(options: options())
+        let task = client.start(DownloadRequest(url: server.url("/f"), destination: .directory(inner)))
+        let outcome = try #require(await outcomeWithin(Self.deadline, of: task), "the download did not end")
+        let result = try outcome.get()
+        let names = try FileManager.default.contentsOfDirectory(atPath: inner)
+        #expect(names.count == 1, "\(names)")
+        #expect(result.path.hasPrefix(inner + "/") && !result.path.dropFirst(inner.count + 1).contains("/"), "\(result.path)")
+        #expect(holds(result.path, resource.bytes))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outer) == ["inner"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outer + "/inner") == ["deeper"])
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/escaped"))
+    }
 }
