@@ -251,4 +251,46 @@ struct ProxyRedTeamTests {
         #expect(tally.connections.load(ordering: .relaxed) == 1, "\(attack.name): \(tally.connections.load(ordering: .relaxed)) connections")
         #expect(tally.requests.load(ordering: .relaxed) <= 1, "\(attack.name): \(tally.requests.load(ordering: .relaxed)) CONNECTs")
     }
+
+    // MARK: A proxy credential given as a header
+
+    /// A `Proxy-Authorization` among the request's own headers (`-H`): through a SOCKS5 tunnel the request goes
+    /// to the origin, which must not get the proxy's credential; forwarded in absolute form it goes to the
+    /// proxy, which does get it (the user's field wins over the proxy URL's, as before).
+    @Test func aProxyAuthorizationHeaderNeverCrossesATunnel() async throws {
+        let seen = Mutex<[String]>([])
+        let tunnel = try LoopbackServer(behaviour: .scripted { fd in
+            guard Self.socksGreeting(fd), Self.socksConnectRequest(fd, Tally()) else { return }
+            Self.sendBytes(fd, [5, 0, 0, 1, 127, 0, 0, 1, 0, 80])
+            guard let head = Helpers.readHead(fd) else { return }
+            seen.withLock { $0.append(String(decoding: head, as: UTF8.self)) }
+            _ = LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            _ = LoopbackServer.drainUntilClosed(fd)
+        })
+        defer { tunnel.stop() }
+        let forward = try LoopbackServer(behaviour: .scripted { fd in
+            guard let head = Helpers.readHead(fd) else { return }
+            seen.withLock { $0.append(String(decoding: head, as: UTF8.self)) }
+            _ = LoopbackServer.sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            _ = LoopbackServer.drainUntilClosed(fd)
+        })
+        defer { forward.stop() }
+        for proxy in ["socks5h://127.0.0.1:\(tunnel.port)", "http://127.0.0.1:\(forward.port)"] {
+            let (client, loop) = try Helpers.client(proxy: proxy)
+            defer { loop.shutdown() }
+            var request = RequestHead(url: try HTTPURL("http://origin.test:8080/file"))
+            request.headers = HTTPFields([("X-Kept", "1"), ("proxy-authorization", "Basic c2VjcmV0"), ("Accept", "*/*")])
+            let handler = CollectingHandler()
+            let summary = try await client.exchange(request, handler: handler)
+            #expect(summary.head.status == 200 && handler.body == Array("ok".utf8), "\(proxy)")
+            await client.shutdown()
+        }
+        let heads = seen.withLock { $0 }
+        #expect(heads.count == 2)
+        let origin = try #require(heads.first { $0.hasPrefix("GET /file ") }, "\(heads)")
+        #expect(!origin.lowercased().contains("proxy-authorization"), "the origin got the proxy's credential: \(origin)")
+        #expect(origin.contains("\r\nX-Kept: 1\r\n") && origin.contains("\r\nAccept: */*\r\n"), "other fields stay: \(origin)")
+        let forwarded = try #require(heads.first { $0.hasPrefix("GET http://origin.test:8080/file ") }, "\(heads)")
+        #expect(forwarded.contains("\r\nproxy-authorization: Basic c2VjcmV0\r\n"), "the proxy gets it: \(forwarded)")
+    }
 }

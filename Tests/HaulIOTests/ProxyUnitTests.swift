@@ -294,4 +294,18 @@ import Testing
         #expect(truncated.description.hasPrefix("TLS connection to origin.test:8080 (through proxy socks5h://127.0.0.1:1080) closed without close_notify after 5 body bytes"))
         #expect(!closed.description.contains("s3cret") && !truncated.description.contains("s3cret"))
     }
+
+    /// Inside a tunnel a request loses every `Proxy-Authorization` (any case), keeping the other fields in order;
+    /// a head without one is returned as it is.
+    @Test func aRequestInsideATunnelCarriesNoProxyAuthorization() throws {
+        var head = RequestHead(url: try HTTPURL("https://origin.test/f"))
+        head.headers = HTTPFields([("A", "1"), ("Proxy-Authorization", "Basic eA=="), ("B", "2"), ("PROXY-AUTHORIZATION", "y")])
+        let inside = head.insideTunnel()
+        #expect(inside.headers.pairs.map(\.name) == ["A", "B"])
+        #expect(inside.headers.pairs.map(\.value) == ["1", "2"])
+        #expect(inside.url == head.url)
+        var plain = RequestHead(url: try HTTPURL("https://origin.test/f"))
+        plain.headers = HTTPFields([("Authorization", "Bearer t")])
+        #expect(plain.insideTunnel().headers == plain.headers, "other credentials are the origin's: CredentialScope decides them")
+    }
 }
