@@ -54,7 +54,7 @@ extension HTTPOrigin {
 
     /// `host:port`, and the proxy on the way when there is one: `origin.test:80 (through proxy
     /// socks5h://127.0.0.1:1080)`. A proxy that hangs up or sends garbage after its tunnel opened is named, not
-    /// only the origin the user sees (no credentials: ``ProxyURL`` never shows them).
+    /// only the origin the user sees (no credentials: a `ProxyURL` never shows them).
     public func hostAndPort(through route: ProxyRoute?) -> String {
         route.map { "\(hostAndPort) (through proxy \($0.proxy))" } ?? hostAndPort
     }
