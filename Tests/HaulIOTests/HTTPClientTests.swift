@@ -104,7 +104,7 @@ struct HTTPClientHeadTimeoutTests {
         let client = HTTPClient(loop: loop)
         let error = await Self.failure(of: try Self.request(port: server.port), on: client)
         await client.shutdown()
-        guard case .malformedResponse(let parseError, _)? = error else {
+        guard case .malformedResponse(let parseError, _, _)? = error else {
             Issue.record("expected the interim limit, got \(String(describing: error))")
             return
         }

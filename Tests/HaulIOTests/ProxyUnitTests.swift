@@ -280,4 +280,32 @@ import Testing
         #expect(stalled.description == "connection to localhost:8443 stalled: no data for 30s (through proxy http://127.0.0.1:3128 to localhost:8443)")
         #expect(stalled.through(socks).proxyRoute == http, "the first route named stays")
     }
+
+    /// A response broken after the tunnel opened names the proxy beside the origin (which alone would point at
+    /// the wrong machine), without its credentials; a direct connection names the origin alone.
+    @Test func brokenResponsesNameTheProxyRoute() throws {
+        let origin = HTTPOrigin(scheme: .http, host: try HTTPURL("http://origin.test:8080/").host, port: 8080)
+        let route = ProxyRoute(proxy: try ProxyURL("socks5h://alice:s3cret@127.0.0.1:1080"), targetHost: origin.host, targetPort: 8080)
+        #expect(origin.hostAndPort(through: nil) == "origin.test:8080")
+        #expect(origin.hostAndPort(through: route) == "origin.test:8080 (through proxy socks5h://127.0.0.1:1080)")
+        let closed = HTTPClientError.malformedResponse(HTTPParseError(.connectionClosedBeforeResponse, offset: 0), origin: origin, through: route)
+        #expect(closed.description == "malformed response from origin.test:8080 (through proxy socks5h://127.0.0.1:1080): connection closed before any response byte at byte offset 0")
+        let truncated = HTTPClientError.truncatedTLSBody(origin: origin, bytesReceived: 5, through: route)
+        #expect(truncated.description.hasPrefix("TLS connection to origin.test:8080 (through proxy socks5h://127.0.0.1:1080) closed without close_notify after 5 body bytes"))
+        #expect(!closed.description.contains("s3cret") && !truncated.description.contains("s3cret"))
+    }
+
+    /// Inside a tunnel a request loses every `Proxy-Authorization` (any case), keeping the other fields in order;
+    /// a head without one is returned as it is.
+    @Test func aRequestInsideATunnelCarriesNoProxyAuthorization() throws {
+        var head = RequestHead(url: try HTTPURL("https://origin.test/f"))
+        head.headers = HTTPFields([("A", "1"), ("Proxy-Authorization", "Basic eA=="), ("B", "2"), ("PROXY-AUTHORIZATION", "y")])
+        let inside = head.insideTunnel()
+        #expect(inside.headers.pairs.map(\.name) == ["A", "B"])
+        #expect(inside.headers.pairs.map(\.value) == ["1", "2"])
+        #expect(inside.url == head.url)
+        var plain = RequestHead(url: try HTTPURL("https://origin.test/f"))
+        plain.headers = HTTPFields([("Authorization", "Bearer t")])
+        #expect(plain.insideTunnel().headers == plain.headers, "other credentials are the origin's: CredentialScope decides them")
+    }
 }

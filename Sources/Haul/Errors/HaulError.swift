@@ -418,8 +418,10 @@ public struct HaulError: Error, Sendable, CustomStringConvertible {
             case .tlsHandshakeFailed, .tlsHandshakeTimedOut, .tlsFailure: self.init(Reason.tls(error))
             default: self.init(Reason.network(error))
             }
-        case .malformedResponse(let error, let origin): self.init(Reason.malformedResponse(error, server: origin.hostAndPort))
-        case .truncatedTLSBody(let origin, let bytes): self.init(Reason.truncatedTLS(server: origin.hostAndPort, bytesReceived: bytes))
+        case .malformedResponse(let error, let origin, let route):
+            self.init(Reason.malformedResponse(error, server: origin.hostAndPort(through: route)))
+        case .truncatedTLSBody(let origin, let bytes, let route):
+            self.init(Reason.truncatedTLS(server: origin.hostAndPort(through: route), bytesReceived: bytes))
         case .invalidRequest(let error): self.init(Reason.invalidRequest(error))
         case .tlsSetup(let error): self.init(Reason.tlsSetup(error))
         case .handlerFailed(let error):

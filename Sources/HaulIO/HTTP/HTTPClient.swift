@@ -58,6 +58,8 @@ public final class HTTPClient: Sendable {
                 head.targetForm = .absolute
                 head.proxyAuthorization = proxyURL?.basicAuthorization
                 bytes = try head.serialized()
+            } else if proxyURL != nil {
+                bytes = try request.insideTunnel().serialized()
             } else {
                 bytes = try request.serialized()
             }
@@ -226,7 +228,7 @@ public final class HTTPClient: Sendable {
     /// A server closing an idle keep-alive connection shows up as EOF or a reset before any response byte.
     static func isStaleConnection(_ error: HTTPClientError) -> Bool {
         switch error {
-        case .malformedResponse(let parseError, _):
+        case .malformedResponse(let parseError, _, _):
             return parseError.kind == .connectionClosedBeforeResponse
         case .connection(let connectionError):
             return connectionError.kind == .ioFailure || connectionError.kind == .closed
@@ -272,5 +274,24 @@ final class LoopConfinedTLSContext: @unchecked Sendable {
         let made = try TLSContext(configuration: configuration)
         context = made
         return made
+    }
+}
+
+extension RequestHead {
+    /// The head as sent through a tunnel (HTTP `CONNECT`, SOCKS5) to the origin at its far end: without the
+    /// `Proxy-Authorization` fields the caller's headers carry. That field identifies the client to a proxy
+    /// (RFC 9110 §11.7.2), and the origin beyond a tunnel is none: sent there it would hand the proxy's
+    /// credential to the origin server, and the proxy would never see it (a `CONNECT` carries the credentials
+    /// of the proxy URL). Forwarded requests keep it (they go to the proxy), and so do direct ones (the server
+    /// is whatever the user said it is). Pure.
+    func insideTunnel() -> RequestHead {
+        guard headers.contains("proxy-authorization") else { return self }
+        var kept = HTTPFields()
+        for index in 0..<headers.count where !asciiCaseInsensitiveEquals(headers.name(at: index), "proxy-authorization") {
+            kept.append(name: headers.name(at: index), value: headers.value(at: index))
+        }
+        var head = self
+        head.headers = kept
+        return head
     }
 }

@@ -177,7 +177,7 @@ public final class HTTPConnection: @unchecked Sendable {
                 }
             }
         } catch let error as HTTPParseError {
-            finish(.failure(.malformedResponse(error, origin: origin)))
+            finish(.failure(.malformedResponse(error, origin: origin, through: transport.proxyRoute)))
         } catch {
             finish(.failure(.handlerFailed(error)))
         }
@@ -257,7 +257,7 @@ public final class HTTPConnection: @unchecked Sendable {
             }
             return .continueReading
         } catch {
-            finish(.failure(.malformedResponse(error, origin: origin)))
+            finish(.failure(.malformedResponse(error, origin: origin, through: transport.proxyRoute)))
         }
         return .stop
     }
@@ -269,12 +269,12 @@ public final class HTTPConnection: @unchecked Sendable {
             guard case .end(let trailers) = event else { return }
             // Only close-delimited bodies end here; without close_notify their end is unproven.
             if end == .withoutCloseNotify && transport.tlsDetails != nil {
-                finish(.failure(.truncatedTLSBody(origin: origin, bytesReceived: parser.bodyBytesDelivered)))
+                finish(.failure(.truncatedTLSBody(origin: origin, bytesReceived: parser.bodyBytesDelivered, through: transport.proxyRoute)))
                 return
             }
             finish(.success(summary(complete: true, trailers: trailers, reusable: false)))
         } catch {
-            finish(.failure(.malformedResponse(error, origin: origin)))
+            finish(.failure(.malformedResponse(error, origin: origin, through: transport.proxyRoute)))
         }
     }
 
