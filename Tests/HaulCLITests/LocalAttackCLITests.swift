@@ -79,12 +79,20 @@ import HaulTestSupport
     // MARK: Another program takes the `.part` away mid-download
 
     /// Starts `haul` (paced, so that it is still running when the test acts) and returns the process.
-    func startHaul(_ arguments: [String]) throws -> Process {
+    /// Standard error goes to the file `errors` (read once haul has exited) or nowhere: a pipe nobody drains
+    /// while the test polls for the exit fills at 64 KiB and holds haul in its write for good (two runs of one
+    /// list at once, each saying "already exists" per raced file, wrote more and hung the suite).
+    func startHaul(_ arguments: [String], errors: String? = nil) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HaulCLITests.binary)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = Pipe()
+        if let errors {
+            _ = FileManager.default.createFile(atPath: errors, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }
@@ -101,7 +109,8 @@ import HaulTestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/out.bin", part = output + ".part", journal = part + ".haul"
         let process = try startHaul((durable ? [] : ["--no-sync"])
-            + ["-q", "-c", "4", "--limit-rate", "4M", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/big.bin")])
+            + ["-q", "-c", "4", "--limit-rate", "4M", "--checkpoint-bytes", "1M", "-o", output, fixture.nginx.url("/big.bin")],
+            errors: directory + "/errors.txt")
         defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
         #expect(poll(within: 60) { FileManager.default.fileExists(atPath: journal) }, "the download started and wrote its journal")
         try FileManager.default.removeItem(atPath: part)
@@ -109,7 +118,7 @@ import HaulTestSupport
         if attack == "replaced" { try imposter.write(to: URL(fileURLWithPath: part)) }
         #expect(poll(within: 120) { !process.isRunning }, "haul ended")
         process.waitUntilExit()
-        let errors = String(decoding: (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: FileManager.default.contents(atPath: directory + "/errors.txt") ?? Data(), as: UTF8.self)
         #expect(process.terminationStatus == 9, "\(attack): \(process.terminationStatus) \(errors)")
         #expect(errors.contains("out.bin.part was \(attack == "replaced" ? "replaced by another file" : "removed")"), "\(errors)")
         #expect(!FileManager.default.fileExists(atPath: output), "nothing saved under the final name")
@@ -297,12 +306,12 @@ import HaulTestSupport
         try (0..<count).map { "\(fixture.nginx.url("/f\($0 % 20).bin"))\tout=n\($0).bin" }.joined(separator: "\n")
             .write(toFile: list, atomically: false, encoding: .utf8)
         let arguments = ["--no-sync", "-q", "-j", "8", "-i", list, "-d", output]
-        let runs = try [startHaul(arguments), startHaul(arguments)]
+        let runs = try (0..<2).map { try startHaul(arguments, errors: directory + "/errors\($0).txt") }
         defer { for run in runs where run.isRunning { kill(run.processIdentifier, SIGKILL) } }
-        for run in runs {
+        for (index, run) in runs.enumerated() {
             #expect(poll(within: 120) { !run.isRunning })
             run.waitUntilExit()
-            let errors = String(decoding: (run.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let errors = String(decoding: FileManager.default.contents(atPath: directory + "/errors\(index).txt") ?? Data(), as: UTF8.self)
             // 0, or 9 for files the other run named first or held (each such line says so).
             let lines = errors.split(separator: "\n")
             let racedFor = { (line: Substring) in
